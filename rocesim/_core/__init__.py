@@ -1,0 +1,1 @@
+"""The Cython core of rocesim (event loop, links, switches, NICs, congestion control)."""

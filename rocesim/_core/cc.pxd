@@ -1,0 +1,52 @@
+# cython: language_level=3
+"""Helpers shared by the congestion-control schemes (one scheme per file: cc_*.pyx).
+
+A scheme fills a `CCOps` (defs.pxd) through its module's `install(sim_capsule,
+params)` function: callbacks for flow start, ACK (with ECN echo, RTT sample and
+INT records), NACK, CNP, timeout and its own timers.  It steers a flow only by
+writing `Flow.rate_bps` (pacing) and `Flow.window` (bytes in flight, 0 = none);
+the NIC reads both before every packet.
+"""
+from libc.stdint cimport int64_t, int32_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from rocesim._core.defs cimport Sim, Flow, CCOps, AckInfo, EV_CC_TIMER
+from rocesim._core.heap cimport heap_push
+
+
+cdef inline Sim* sim_from_capsule(object capsule) except NULL:
+    return <Sim*> PyCapsule_GetPointer(capsule, b"rocesim.Sim")
+
+
+cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id) noexcept:
+    """Call the scheme's on_timer(f, timer_id) after delay_ps."""
+    heap_push(s, s.now + delay_ps, EV_CC_TIMER, f, timer_id)
+
+
+cdef inline int64_t bdp_bytes(Flow* fl) noexcept:
+    """Line rate x base RTT of the flow, in bytes."""
+    return fl.line_rate * fl.base_rtt // 8000000000000LL
+
+
+cdef inline void cc_noop_flow(Sim* s, int32_t f) noexcept:
+    pass
+
+
+cdef inline void cc_noop_ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+    pass
+
+
+cdef inline void cc_noop_timer(Sim* s, int32_t f, int64_t arg) noexcept:
+    pass
+
+
+cdef inline void cc_ops_clear(CCOps* ops) noexcept:
+    """Every callback a no-op, no state: a scheme then sets what it uses."""
+    ops.on_start = cc_noop_flow
+    ops.on_ack = cc_noop_ack
+    ops.on_nack = cc_noop_flow
+    ops.on_cnp = cc_noop_flow
+    ops.on_timeout = cc_noop_flow
+    ops.on_timer = cc_noop_timer
+    ops.free_state = NULL
+    ops.state = NULL
+    ops.needs_cnp = 0

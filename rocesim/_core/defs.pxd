@@ -1,0 +1,292 @@
+# cython: language_level=3
+"""Shared C structs and constants of the rocesim core.
+
+Every module of the core works on one `Sim` struct passed by pointer; there is no
+global state.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
+one end of a full-duplex link: it owns the egress queues and the transmitter of
+one direction, and the in-flight FIFO of the packets on that direction's wire.
+
+Time is an int64 count of picoseconds everywhere.
+"""
+from libc.stdint cimport int64_t, int32_t, uint64_t, uint32_t, uint16_t, uint8_t
+
+cdef enum:
+    NPRIO = 8              # priorities (queues) per port
+    MAX_INT_HOPS = 5       # INT records carried by a packet (HPCC: at most 5 hops)
+    NIL = -1               # end of an intrusive list / "none"
+
+# Sim.error codes: the loop stops and the engine raises.
+cdef enum:
+    ERR_NONE = 0
+    ERR_CALLBACK = 1       # a congestion-control scheme written in Python raised
+    ERR_NOMEM = 2          # the heap or the packet pool could not grow
+
+# Event kinds.  The event loop in engine.pyx dispatches on these.
+cdef enum EventKind:
+    EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port
+    EV_TX = 1              # a port's transmitter may start a packet; target = port
+    EV_FLOW_START = 2      # a flow starts; target = flow
+    EV_RTO = 3             # retransmission-timeout check; target = flow
+    EV_CC_TIMER = 4        # congestion-control timer; target = flow, arg = timer id
+    EV_SAMPLE = 5          # periodic sampling of rates and queues
+    EV_COMPUTE_DONE = 6    # a compute step of the dependency graph ends; target = flow
+
+cdef enum PacketKind:
+    PK_DATA = 0
+    PK_ACK = 1
+    PK_NACK = 2
+    PK_CNP = 3
+    PK_PAUSE = 4
+
+cdef enum FlowState:
+    FS_WAITING = 0         # not yet started (start time or parents pending)
+    FS_ACTIVE = 1          # sending or waiting for ACKs
+    FS_DONE = 2            # sender has the ACK of the last byte
+
+cdef struct Sim  # forward declaration: the interfaces below take Sim*
+
+cdef struct Event:
+    int64_t time
+    int64_t seq            # global insertion counter: ties break in insertion order
+    int32_t kind
+    int32_t target
+    int64_t arg
+
+cdef struct IntHop:
+    int64_t ts             # dequeue time at the switch egress (ps)
+    int64_t tx_bytes       # cumulative bytes the egress port has sent
+    int32_t qlen           # egress queue bytes of the packet's priority at dequeue
+    int32_t rate_mbps      # egress link rate
+
+cdef struct Packet:
+    int64_t time           # while on a wire: arrival time at the far end
+    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
+    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
+    int64_t sack           # NACK under selective repeat: seq of the out-of-order packet
+    int32_t next           # intrusive singly linked list (queue or wire FIFO)
+    int32_t flow
+    int32_t src            # host ids
+    int32_t dst
+    int32_t size           # bytes on the wire, headers included
+    int32_t payload        # payload bytes (DATA)
+    int32_t in_port        # ingress port at the current switch (PFC accounting)
+    uint8_t kind
+    uint8_t prio           # queue index 0..7
+    uint8_t ecn            # DATA: CE mark; ACK: ECN echo
+    uint8_t ttl
+    uint8_t hop            # switches traversed (indexes explicit per-flow paths)
+    uint8_t nhops          # valid INT records
+    uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
+    uint8_t _pad
+    IntHop hops[MAX_INT_HOPS]
+
+cdef struct Port:
+    int32_t node
+    int32_t peer           # port id at the other end of the link
+    int32_t peer_node
+    int32_t is_switch      # owning node is a switch
+    int64_t rate_bps
+    int64_t delay_ps
+    int64_t busy_until     # transmitter busy until (ps)
+    int64_t tx_event       # time of the pending EV_TX, or NIL
+    int32_t wire_head      # packets on the wire, in arrival order
+    int32_t wire_tail
+    int32_t q_head[NPRIO]  # egress queues
+    int32_t q_tail[NPRIO]
+    int64_t q_bytes[NPRIO]
+    uint32_t q_mask        # bit p set: queue p is not empty
+    int32_t rr             # round-robin position among data queues
+    # PFC, egress side: the peer has paused priority p of this port's transmitter
+    uint32_t paused_mask
+    int64_t paused_since[NPRIO]
+    int64_t paused_ps[NPRIO]
+    # PFC, ingress side (switch ports): accounting of bytes that entered by this port
+    int64_t in_bytes[NPRIO]      # bytes held in reserve + shared pool
+    int64_t hdrm_bytes[NPRIO]    # bytes held in headroom
+    uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
+    uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
+    uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
+    int64_t headroom
+    int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
+    # ECN (RED on egress queue bytes)
+    int64_t kmin
+    int64_t kmax
+    double pmax
+    # counters
+    int64_t tx_bytes
+    int64_t tx_pkts
+    int64_t drops
+    int64_t pauses_sent
+
+cdef struct Switch:
+    int32_t node
+    int32_t port_off       # ports of this switch: port_off .. port_off + n_ports - 1
+    int32_t n_ports
+    uint32_t seed          # ECMP hash seed
+    int64_t buffer
+    int64_t used           # all bytes held
+    int64_t shared_used    # bytes held above the per-queue reserves, outside headroom
+    int64_t total_hdrm
+    int64_t total_rsrv
+
+cdef struct Host:
+    int32_t port
+    int32_t rr             # round-robin position in `active`
+    int32_t n_active
+    int32_t cap_active
+    int32_t* active        # flows of this host with data to send
+
+cdef struct Flow:
+    int32_t src
+    int32_t dst
+    int32_t prio
+    int32_t state
+    int64_t size           # payload bytes
+    int64_t start          # ps, the time the flow was released
+    int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
+    int64_t rx_finish      # ps, receiver got the last byte (NIL until then)
+    uint32_t hash          # ECMP hash of the forward 5-tuple
+    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
+    int32_t path_off       # explicit path: offset in path_ports, or NIL
+    int32_t in_active      # listed in its host's active set
+    # sender
+    int64_t snd_nxt        # next byte to send
+    int64_t snd_una        # first byte not acknowledged
+    int64_t snd_max        # highest byte ever sent (+1)
+    int64_t next_send      # pacing: earliest time of the next packet (ps)
+    int64_t rate_bps       # set by congestion control
+    int64_t window         # bytes in flight allowed (0: no window)
+    int64_t line_rate      # host link rate
+    int64_t base_rtt       # idle-network RTT of a full packet and its ACK (ps)
+    int64_t rto_deadline
+    int32_t rto_armed
+    int32_t n_timeouts
+    int64_t retx_bytes     # payload bytes sent more than once
+    # receiver
+    int64_t rcv_nxt
+    int64_t last_cnp       # NIL: none sent yet
+    int64_t last_nack
+    int64_t last_nack_seq
+    int32_t unacked        # data packets received since the last ACK
+    # selective repeat (lazily allocated bitmaps, one bit per packet)
+    uint8_t* rx_bits       # receiver: packets received beyond rcv_nxt
+    int64_t rx_bits_len
+    uint8_t* sack_bits     # sender: packets the receiver reported out of order
+    int64_t sack_bits_len
+    int64_t sack_high      # sender: one past the highest SACKed byte
+    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
+    int64_t retx_nxt       # sender: next hole to retransmit in recovery
+    # dependency graph
+    int32_t deps_left      # parents not yet satisfied
+    int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
+    int32_t n_children
+    int32_t is_compute     # a compute step (no packets), duration in `size` ps
+    int64_t delay          # extra delay after the last parent (ps)
+
+cdef struct AckInfo:
+    int64_t acked          # bytes newly acknowledged
+    int64_t seq            # cumulative ack
+    int64_t rtt            # now - echoed send timestamp (ps)
+    int32_t ecn            # ECN echo
+    int32_t nhops
+    IntHop* hops
+
+# Congestion-control interface: one scheme per simulation, called per event of a flow.
+ctypedef void (*cc_flow_fn)(Sim* s, int32_t f) noexcept
+ctypedef void (*cc_ack_fn)(Sim* s, int32_t f, AckInfo* a) noexcept
+ctypedef void (*cc_timer_fn)(Sim* s, int32_t f, int64_t arg) noexcept
+ctypedef void (*cc_free_fn)(void* state) noexcept
+
+cdef struct CCOps:
+    cc_flow_fn on_start    # set rate_bps / window before the first packet
+    cc_ack_fn on_ack
+    cc_flow_fn on_nack
+    cc_flow_fn on_cnp
+    cc_flow_fn on_timeout
+    cc_timer_fn on_timer
+    cc_free_fn free_state  # releases `state` when the simulation is freed (may be NULL)
+    void* state            # scheme-owned state (parameters, per-flow arrays)
+    int32_t needs_cnp      # receivers answer ECN-marked data with CNPs
+
+cdef struct Params:
+    int32_t mtu            # payload bytes per data packet
+    int32_t data_hdr       # header bytes of a data packet
+    int32_t int_bytes      # extra bytes when INT is on
+    int32_t ack_bytes      # ACK/NACK without INT
+    int32_t ack_int_bytes  # ACK/NACK echoing INT records
+    int32_t cnp_bytes
+    int32_t pause_bytes
+    int32_t ack_every
+    int32_t ack_prio       # priority of ACK/NACK/CNP (0 = strict high priority)
+    int32_t selective_repeat
+    int32_t ttl
+    int64_t cnp_interval
+    int64_t nack_interval
+    int64_t rto
+    int64_t reserve        # per (port, queue) bytes
+    int64_t resume_offset
+    uint32_t pfc_mask      # priorities with PFC on
+    int32_t pfc_dynamic    # 1: alpha x free buffer; 0: static xoff
+    int64_t pfc_xoff       # static threshold, bytes of shared use per (port, queue)
+    uint32_t ecn_mask      # priorities that get ECN marks
+    int32_t lossy_dynamic  # lossy queues limited to lossy_alpha x free buffer
+    double lossy_alpha
+    int32_t int_enabled
+
+cdef struct Stats:
+    int64_t events
+    int64_t link_crossings
+    int64_t drops
+    int64_t ttl_drops
+    int64_t pauses
+    int64_t resumes
+    int64_t cnps
+    int64_t nacks
+    int64_t acks
+    int64_t timeouts
+    int64_t retx_bytes
+    int64_t data_pkts_sent
+    int64_t data_bytes_delivered
+    int64_t flows_done
+    int64_t time_errors    # events found earlier than the clock (must stay 0)
+
+cdef struct Sim:
+    int64_t now
+    int64_t last_work      # time of the last event that did something (not a stale timer)
+    int64_t seq
+    # event heap
+    Event* heap
+    int64_t heap_n
+    int64_t heap_cap
+    # packet pool
+    Packet* pkts
+    int32_t pool_cap
+    int32_t pool_free
+    int32_t pool_used
+    int32_t pool_peak
+    # world
+    int32_t n_hosts
+    int32_t n_nodes
+    int32_t n_ports
+    int32_t n_flows
+    Port* ports
+    Switch* sw             # indexed by node - n_hosts
+    Host* hosts
+    Flow* flows
+    # routing: table of (switch, dst host) -> equal-cost egress ports
+    int32_t* route_off     # [(node - n_hosts) * n_hosts + dst]
+    int32_t* route_cnt
+    int32_t* route_ports
+    int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
+    # start order of the flows without parents
+    int32_t* start_order
+    int32_t n_roots
+    int32_t next_root
+    int32_t* child_idx
+    Params p
+    Stats st
+    CCOps cc
+    uint64_t rng
+    int32_t error          # set by a Python callback that raised: the loop stops
+    # sampling (opt-in): callback state owned by the engine
+    int64_t sample_interval

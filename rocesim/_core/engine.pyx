@@ -1,0 +1,480 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The event loop and the Python-facing `Core`: build the C world once, run, read back.
+
+Python (rocesim.simulation) flattens topology, routes and flows into numpy arrays;
+`Core` checks every index that reaches C, copies them into C structs, and runs the
+event loop in slices (`run(until_ps, max_events)`) so that Python can show
+progress, sample, or stop on Ctrl-C between slices.  Results come back as numpy
+arrays.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
+from libc.stdlib cimport malloc, calloc, free
+from cpython.pycapsule cimport PyCapsule_New
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Params, NIL,
+                                 NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM,
+                                 EV_ARRIVE, EV_TX, EV_FLOW_START, EV_RTO, EV_CC_TIMER,
+                                 EV_COMPUTE_DONE, PK_PAUSE, FS_WAITING, FS_ACTIVE, FS_DONE)
+from rocesim._core.heap cimport heap_push, heap_pop
+from rocesim._core.link cimport wire_pop, port_set_paused
+from rocesim._core.pool cimport pkt_free
+from rocesim._core.rng cimport mix64
+from rocesim._core.switch cimport switch_receive, switch_port_tx
+from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto
+from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_ideal_fct
+
+cnp.import_array()
+
+STOP_EMPTY = 0      # no event left: every flow that could finish has finished
+STOP_TIME = 1       # the next event is later than `until`
+STOP_EVENTS = 2     # the slice's event budget is spent
+
+cdef enum:
+    INITIAL_HEAP = 4096
+    INITIAL_POOL = 4096
+
+
+cdef int _loop(Sim* s, int64_t until, int64_t max_events) noexcept:
+    cdef Event ev
+    cdef int64_t n = 0
+    cdef int32_t i, port, peer
+    cdef Packet* pk
+    cdef Port* p
+    cdef int status = STOP_EMPTY
+    while s.heap_n > 0:
+        if s.error != ERR_NONE:
+            break
+        if s.heap[0].time > until:
+            status = STOP_TIME
+            break
+        if n >= max_events:
+            status = STOP_EVENTS
+            break
+        ev = heap_pop(s)
+        if ev.time < s.now:
+            s.st.time_errors += 1
+        s.now = ev.time
+        n += 1
+        if ev.kind != EV_RTO and ev.kind != EV_CC_TIMER:
+            s.last_work = s.now
+        elif s.flows[ev.target].state == FS_ACTIVE:
+            s.last_work = s.now
+        if ev.kind == EV_ARRIVE:
+            port = ev.target
+            i = wire_pop(s, port)
+            s.st.link_crossings += 1
+            peer = s.ports[port].peer
+            pk = &s.pkts[i]
+            if pk.kind == PK_PAUSE:
+                port_set_paused(s, peer, pk.prio, pk.pause_on)
+                pkt_free(s, i)
+            elif s.ports[peer].is_switch:
+                switch_receive(s, peer, i)
+            else:
+                nic_receive(s, s.ports[peer].node, i)
+        elif ev.kind == EV_TX:
+            p = &s.ports[ev.target]
+            if p.tx_event != ev.time:
+                continue                      # superseded by an earlier wake-up
+            p.tx_event = NIL
+            if p.is_switch:
+                switch_port_tx(s, ev.target)
+            else:
+                nic_port_tx(s, ev.target)
+        elif ev.kind == EV_FLOW_START:
+            if ev.arg:
+                flows_next_root(s)
+            if s.flows[ev.target].is_compute:
+                s.flows[ev.target].state = FS_ACTIVE
+                s.flows[ev.target].start = s.now
+                heap_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
+            else:
+                nic_start_flow(s, ev.target)
+        elif ev.kind == EV_RTO:
+            nic_rto(s, ev.target)
+        elif ev.kind == EV_CC_TIMER:
+            if s.flows[ev.target].state == FS_ACTIVE:
+                s.cc.on_timer(s, ev.target, ev.arg)
+        elif ev.kind == EV_COMPUTE_DONE:
+            flow_compute_done(s, ev.target)
+    s.st.events += n
+    return status
+
+
+def _as(a, dtype, name, n=None):
+    arr = np.ascontiguousarray(a, dtype=dtype)
+    if arr.ndim != 1:
+        raise ValueError(f"core input {name!r} must be one-dimensional")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"core input {name!r} has {arr.shape[0]} entries, expected {n}")
+    return arr
+
+
+def _check_range(arr, lo, hi, name):
+    if arr.shape[0] and (arr.min() < lo or arr.max() >= hi):
+        raise ValueError(f"core input {name!r} has values outside [{lo}, {hi})")
+
+
+cdef class Core:
+    """The simulated network in C.  Build it with `rocesim.Simulation`, not directly.
+
+    `world` is a dict of numpy arrays (ports, switches, routes, flows) and `params`
+    a dict of scalars; the constructor validates every index before copying.
+    """
+    cdef Sim* s
+    cdef object _scheme
+
+    def __cinit__(self):
+        self.s = <Sim*> calloc(1, sizeof(Sim))
+        if self.s == NULL:
+            raise MemoryError()
+
+    def __init__(self, dict world, dict params):
+        cdef Sim* s = self.s
+        cdef int32_t i, k, H, N, P, F, nsw
+        H = int(world["n_hosts"])
+        N = int(world["n_nodes"])
+        if H <= 0 or N < H:
+            raise ValueError("core needs at least one host and n_nodes >= n_hosts")
+        port_node = _as(world["port_node"], np.int32, "port_node")
+        P = port_node.shape[0]
+        port_peer = _as(world["port_peer"], np.int32, "port_peer", P)
+        port_rate = _as(world["port_rate_bps"], np.int64, "port_rate_bps", P)
+        port_delay = _as(world["port_delay_ps"], np.int64, "port_delay_ps", P)
+        port_headroom = _as(world["port_headroom"], np.int64, "port_headroom", P)
+        port_shift = _as(world["port_pfc_shift"], np.int32, "port_pfc_shift", P)
+        port_kmin = _as(world["port_kmin"], np.int64, "port_kmin", P)
+        port_kmax = _as(world["port_kmax"], np.int64, "port_kmax", P)
+        port_pmax = _as(world["port_pmax"], np.float64, "port_pmax", P)
+        host_port = _as(world["host_port"], np.int32, "host_port", H)
+        sw_buffer = _as(world["switch_buffer"], np.int64, "switch_buffer", N - H)
+        route_off = _as(world["route_off"], np.int32, "route_off", (N - H) * H)
+        route_cnt = _as(world["route_cnt"], np.int32, "route_cnt", (N - H) * H)
+        route_ports = _as(world["route_ports"], np.int32, "route_ports")
+        path_ports = _as(world.get("path_ports", np.zeros(0)), np.int32, "path_ports")
+        _check_range(port_node, 0, N, "port_node")
+        _check_range(port_peer, 0, P, "port_peer")
+        _check_range(host_port, 0, P, "host_port")
+        _check_range(route_ports, 0, P, "route_ports")
+        _check_range(path_ports, 0, P, "path_ports")
+        _check_range(port_shift, 0, 63, "port_pfc_shift")
+        if P and port_rate.min() <= 0:
+            raise ValueError("core input 'port_rate_bps' must be positive")
+        if P and port_delay.min() < 0:
+            raise ValueError("core input 'port_delay_ps' must be >= 0")
+        if route_cnt.shape[0] and (route_cnt.min() < 0 or (route_off.astype(np.int64) + route_cnt).max() > route_ports.shape[0]
+                                   or route_off.min() < 0):
+            raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
+        if not np.array_equal(port_peer[port_peer], np.arange(P, dtype=np.int32)):
+            raise ValueError("core input 'port_peer' is not a pairing of ports")
+        if not np.array_equal(port_node[host_port], np.arange(H, dtype=np.int32)):
+            raise ValueError("core input 'host_port' does not match 'port_node'")
+        s.n_hosts = H
+        s.n_nodes = N
+        s.n_ports = P
+        nsw = N - H
+
+        s.ports = <Port*> calloc(max(P, 1), sizeof(Port))
+        s.sw = <Switch*> calloc(max(nsw, 1), sizeof(Switch))
+        s.hosts = <Host*> calloc(H, sizeof(Host))
+        if s.ports == NULL or s.sw == NULL or s.hosts == NULL:
+            raise MemoryError()
+        self._init_params(params)
+        for i in range(nsw):
+            s.sw[i].node = H + i
+            s.sw[i].buffer = sw_buffer[i]
+            s.sw[i].port_off = NIL
+            s.sw[i].seed = <uint32_t> mix64(<uint64_t> (params.get("seed", 1)) * 1000003 + i)
+        for i in range(P):
+            p = &s.ports[i]
+            p.node = port_node[i]
+            p.peer = port_peer[i]
+            p.peer_node = port_node[port_peer[i]]
+            p.is_switch = p.node >= H
+            p.rate_bps = port_rate[i]
+            p.delay_ps = port_delay[i]
+            p.tx_event = NIL
+            p.wire_head = NIL
+            p.wire_tail = NIL
+            for k in range(NPRIO):
+                p.q_head[k] = NIL
+                p.q_tail[k] = NIL
+            p.headroom = port_headroom[i]
+            p.pfc_shift = port_shift[i]
+            p.kmin = port_kmin[i]
+            p.kmax = port_kmax[i] if port_kmax[i] > port_kmin[i] else port_kmin[i] + 1
+            p.pmax = port_pmax[i]
+            if p.is_switch:
+                sw = &s.sw[p.node - H]
+                sw.n_ports += 1
+                sw.total_hdrm += p.headroom
+                sw.total_rsrv += s.p.reserve      # per port, as the HPCC fork totals it
+        for i in range(H):
+            s.hosts[i].port = host_port[i]
+        s.route_off = _copy_i32(route_off)
+        s.route_cnt = _copy_i32(route_cnt)
+        s.route_ports = _copy_i32(route_ports)
+        s.path_ports = _copy_i32(path_ports)
+        self._init_flows(world, path_ports.shape[0])
+
+        s.heap_cap = INITIAL_HEAP
+        s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
+        s.pool_cap = INITIAL_POOL
+        s.pkts = <Packet*> malloc(s.pool_cap * sizeof(Packet))
+        if s.heap == NULL or s.pkts == NULL:
+            raise MemoryError()
+        for i in range(s.pool_cap - 1):
+            s.pkts[i].next = i + 1
+        s.pkts[s.pool_cap - 1].next = NIL
+        s.pool_free = 0
+        s.rng = <uint64_t> params.get("seed", 1) * 0x9E3779B97F4A7C15 + 12345
+        flows_next_root(s)
+
+    cdef _init_params(self, dict params):
+        cdef Params* p = &self.s.p
+        p.mtu = params["mtu"]
+        p.data_hdr = params["data_hdr"]
+        p.int_bytes = params["int_bytes"]
+        p.ack_bytes = params["ack_bytes"]
+        p.ack_int_bytes = params["ack_int_bytes"]
+        p.cnp_bytes = params["cnp_bytes"]
+        p.pause_bytes = params["pause_bytes"]
+        p.ack_every = params["ack_every"]
+        p.ack_prio = params["ack_prio"]
+        p.selective_repeat = params["selective_repeat"]
+        p.ttl = params["ttl"]
+        p.cnp_interval = params["cnp_interval"]
+        p.nack_interval = params["nack_interval"]
+        p.rto = params["rto"]
+        p.reserve = params["reserve"]
+        p.resume_offset = params["resume_offset"]
+        p.pfc_mask = params["pfc_mask"]
+        p.pfc_dynamic = params["pfc_dynamic"]
+        p.pfc_xoff = params["pfc_xoff"]
+        p.ecn_mask = params["ecn_mask"]
+        p.lossy_dynamic = params["lossy_dynamic"]
+        p.lossy_alpha = params["lossy_alpha"]
+        p.int_enabled = params["int_enabled"]
+        if p.mtu <= 0 or p.ack_every <= 0 or not (1 <= p.ttl <= 255):
+            raise ValueError("core params: mtu and ack_every must be positive, ttl in 1..255")
+        if p.ack_prio >= NPRIO or p.ack_prio < -1:
+            raise ValueError("core params: ack_prio must be -1 (data priority) or 0..7")
+
+    cdef _init_flows(self, dict world, int32_t n_path_ports):
+        cdef Sim* s = self.s
+        cdef int32_t F, i, H = s.n_hosts
+        src = _as(world["flow_src"], np.int32, "flow_src")
+        F = src.shape[0]
+        dst = _as(world["flow_dst"], np.int32, "flow_dst", F)
+        size = _as(world["flow_size"], np.int64, "flow_size", F)
+        start = _as(world["flow_start"], np.int64, "flow_start", F)
+        prio = _as(world["flow_prio"], np.int32, "flow_prio", F)
+        path_off = _as(world.get("flow_path_off", np.full(F, -1)), np.int32, "flow_path_off", F)
+        is_compute = _as(world.get("flow_is_compute", np.zeros(F)), np.int32, "flow_is_compute", F)
+        delay = _as(world.get("flow_delay", np.zeros(F)), np.int64, "flow_delay", F)
+        n_parents = _as(world.get("flow_n_parents", np.zeros(F)), np.int32, "flow_n_parents", F)
+        child_off = _as(world.get("flow_child_off", np.zeros(F)), np.int32, "flow_child_off", F)
+        n_children = _as(world.get("flow_n_children", np.zeros(F)), np.int32, "flow_n_children", F)
+        child_idx = _as(world.get("child_idx", np.zeros(0)), np.int32, "child_idx")
+        data = is_compute == 0
+        _check_range(src, 0, H, "flow_src")
+        _check_range(dst, 0, H, "flow_dst")
+        _check_range(prio[data], 1, NPRIO, "flow_prio (data flows use priorities 1..7)")
+        _check_range(child_idx, 0, F, "child_idx")
+        if F and (size.min() <= 0 or start.min() < 0 or delay.min() < 0):
+            raise ValueError("core input: flow sizes must be positive, starts and delays >= 0")
+        if np.any(data & (src == dst)):
+            raise ValueError("core input: a data flow has src == dst")
+        if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]
+                  or child_off.min() < 0 or n_children.min() < 0):
+            raise ValueError("core input 'flow_child_off'/'flow_n_children' point outside 'child_idx'")
+        if F and path_off.max() >= n_path_ports:
+            raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
+        if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
+            raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")
+        roots = np.flatnonzero(n_parents == 0).astype(np.int32)
+        roots = roots[np.argsort(start[roots], kind="stable")].astype(np.int32)
+        s.n_flows = F
+        s.flows = <Flow*> calloc(max(F, 1), sizeof(Flow))
+        if s.flows == NULL:
+            raise MemoryError()
+        for i in range(F):
+            fl = &s.flows[i]
+            fl.src = src[i]
+            fl.dst = dst[i]
+            fl.prio = prio[i]
+            fl.state = FS_WAITING
+            fl.size = size[i]
+            fl.start = start[i]
+            fl.finish = NIL
+            fl.rx_finish = NIL
+            fl.path_off = path_off[i]
+            fl.hash = <uint32_t> mix64((<uint64_t> i << 1) | 1)
+            fl.rhash = <uint32_t> mix64(<uint64_t> i << 1)
+            fl.last_cnp = NIL
+            fl.last_nack = NIL
+            fl.last_nack_seq = NIL
+            fl.recovery_end = NIL
+            fl.is_compute = is_compute[i]
+            fl.delay = delay[i]
+            fl.deps_left = n_parents[i]
+            fl.child_off = child_off[i]
+            fl.n_children = n_children[i]
+        s.child_idx = _copy_i32(child_idx)
+        s.start_order = _copy_i32(roots)
+        s.n_roots = roots.shape[0]
+        s.next_root = 0
+
+    def __dealloc__(self):
+        cdef Sim* s = self.s
+        cdef int32_t i
+        if s == NULL:
+            return
+        if s.cc.free_state != NULL:
+            s.cc.free_state(s.cc.state)
+        if s.hosts != NULL:
+            for i in range(s.n_hosts):
+                free(s.hosts[i].active)
+        if s.flows != NULL:
+            for i in range(s.n_flows):
+                free(s.flows[i].rx_bits)
+                free(s.flows[i].sack_bits)
+        free(s.heap)
+        free(s.pkts)
+        free(s.ports)
+        free(s.sw)
+        free(s.hosts)
+        free(s.flows)
+        free(s.route_off)
+        free(s.route_cnt)
+        free(s.route_ports)
+        free(s.path_ports)
+        free(s.start_order)
+        free(s.child_idx)
+        free(s)
+
+    def capsule(self):
+        """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
+        return PyCapsule_New(<void*> self.s, b"rocesim.Sim", NULL)
+
+    def install_scheme(self, module, dict params, keepalive=None):
+        """Install a congestion-control scheme: `module.install(capsule, params)`."""
+        if self.s.cc.free_state != NULL:
+            self.s.cc.free_state(self.s.cc.state)
+            self.s.cc.free_state = NULL
+        module.install(self.capsule(), params)
+        self._scheme = keepalive
+
+    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
+        """Run events up to time `until_ps` (inclusive) or `max_events` events.
+
+        Returns STOP_EMPTY, STOP_TIME or STOP_EVENTS.
+        """
+        cdef int status = _loop(self.s, until_ps, max_events)
+        if self.s.error == ERR_NOMEM:
+            raise MemoryError("rocesim core: out of memory for events or packets")
+        if self.s.error == ERR_CALLBACK:
+            self.s.error = ERR_NONE
+            raise RuntimeError("the congestion-control scheme raised; see the exception above")
+        return status
+
+    @property
+    def now_ps(self):
+        return self.s.now
+
+    @property
+    def next_event_ps(self):
+        """Time of the next event, or -1 if none is left."""
+        return self.s.heap[0].time if self.s.heap_n > 0 else -1
+
+    @property
+    def packets_in_use(self):
+        return self.s.pool_used
+
+    def stats(self):
+        """Counters of the whole run so far, as a dict of ints."""
+        cdef Sim* s = self.s
+        return dict(
+            events=s.st.events, link_crossings=s.st.link_crossings, drops=s.st.drops,
+            ttl_drops=s.st.ttl_drops, pfc_pauses=s.st.pauses, pfc_resumes=s.st.resumes,
+            cnps=s.st.cnps, nacks=s.st.nacks, acks=s.st.acks, timeouts=s.st.timeouts,
+            retx_bytes=s.st.retx_bytes, data_packets_sent=s.st.data_pkts_sent,
+            data_bytes_delivered=s.st.data_bytes_delivered, flows_done=s.st.flows_done,
+            time_errors=s.st.time_errors, packets_in_use=s.pool_used,
+            packets_peak=s.pool_peak, pending_events=s.heap_n, sim_time_ps=s.now,
+            last_activity_ps=s.last_work)
+
+    def flow_arrays(self):
+        """Per-flow results (numpy arrays, picoseconds; -1 where not reached)."""
+        cdef Sim* s = self.s
+        cdef int32_t F = s.n_flows, i
+        cdef cnp.ndarray[int64_t] start = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] finish = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] rx_finish = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] ideal = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] delivered = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] retx = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] rate = np.empty(F, np.int64)
+        cdef cnp.ndarray[int32_t] timeouts = np.empty(F, np.int32)
+        cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
+        for i in range(F):
+            fl = &s.flows[i]
+            start[i] = fl.start if fl.state != FS_WAITING else -1
+            finish[i] = fl.finish
+            rx_finish[i] = fl.rx_finish
+            ideal[i] = flow_ideal_fct(s, i)
+            delivered[i] = fl.rcv_nxt if not fl.is_compute else 0
+            retx[i] = fl.retx_bytes
+            rate[i] = fl.rate_bps
+            timeouts[i] = fl.n_timeouts
+            state[i] = fl.state
+        return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
+                    ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
+                    rate_bps=rate, timeouts=timeouts, state=state)
+
+    def port_arrays(self):
+        """Per-port counters and state (numpy arrays; pause time in ps per priority)."""
+        cdef Sim* s = self.s
+        cdef int32_t P = s.n_ports, i, k
+        cdef cnp.ndarray[int64_t] tx_bytes = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] tx_pkts = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] drops = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] pauses = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t, ndim=2] paused_ps = np.empty((P, NPRIO), np.int64)
+        cdef cnp.ndarray[int64_t, ndim=2] queue_bytes = np.empty((P, NPRIO), np.int64)
+        for i in range(P):
+            p = &s.ports[i]
+            tx_bytes[i] = p.tx_bytes
+            tx_pkts[i] = p.tx_pkts
+            drops[i] = p.drops
+            pauses[i] = p.pauses_sent
+            for k in range(NPRIO):
+                paused_ps[i, k] = p.paused_ps[k]
+                if (p.paused_mask >> k) & 1:
+                    paused_ps[i, k] += s.now - p.paused_since[k]
+                queue_bytes[i, k] = p.q_bytes[k]
+        return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses,
+                    paused_ps=paused_ps, queue_bytes=queue_bytes)
+
+    def switch_arrays(self):
+        """Per-switch buffer state: bytes held, shared pool use."""
+        cdef Sim* s = self.s
+        cdef int32_t n = s.n_nodes - s.n_hosts, i
+        used = np.empty(n, np.int64)
+        shared = np.empty(n, np.int64)
+        for i in range(n):
+            used[i] = s.sw[i].used
+            shared[i] = s.sw[i].shared_used
+        return dict(used_bytes=used, shared_used_bytes=shared)
+
+
+cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
+    cdef int32_t n = a.shape[0], i
+    cdef int32_t* out = <int32_t*> malloc(max(n, 1) * sizeof(int32_t))
+    cdef int32_t[::1] v = a
+    if out == NULL:
+        raise MemoryError()
+    for i in range(n):
+        out[i] = v[i]
+    return out

@@ -1,0 +1,166 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Flows: release (start times and the dependency graph), paths, ideal completion time.
+
+Flows without parents start at their start time, taken one at a time from a
+sorted order (one pending event, however many flows).  A flow with parents is
+released `delay` after its last parent is satisfied: a data flow when its last
+byte reaches the destination, a compute step when its duration has elapsed.
+
+Ideal FCT.  A flow alone in an idle network, sent at line rate, finishes when the
+ACK of its last byte reaches the sender.  With store-and-forward links 1..h of
+rates r_i and delays d_i, n packets (n-1 full ones of S wire bytes, a last one of
+L), and t_i(x) the serialization of x bytes on link i, the last byte reaches the
+receiver at
+
+    sum_i d_i + max over j <= j' of [ sum_{i<j} t_i(S) + (n-1) t_j(S)
+                                      + sum_{j<i<=j'} t_i(S) + t_j'(L) + sum_{i>j'} t_i(L) ]
+
+(the longest path through the (link, packet) grid of the tandem pipeline; for n = 1
+it is sum_i t_i(L) + d_i).  The ACK (A bytes) then takes sum over the reverse path
+of t_i(A) + d_i.  This is exact for the simulated model, so an idle-network flow
+has slowdown 1.  (The HPCC fork's "standalone FCT" is an approximation of the same
+quantity: base RTT + bytes / bottleneck rate.)
+"""
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
+from rocesim._core.defs cimport (Sim, Flow, Port, NIL, FS_ACTIVE, FS_DONE,
+                                 EV_FLOW_START, EV_COMPUTE_DONE)
+from rocesim._core.heap cimport heap_push
+from rocesim._core.link cimport tx_time
+from rocesim._core.routing cimport route_lookup
+from rocesim._core.rng cimport mix64
+
+cdef enum:
+    MAX_PATH = 256
+
+
+cdef void flows_next_root(Sim* s) noexcept:
+    """Schedule the start of the next flow without parents, in start order."""
+    cdef int32_t f
+    if s.next_root < s.n_roots:
+        f = s.start_order[s.next_root]
+        s.next_root += 1
+        heap_push(s, s.flows[f].start, EV_FLOW_START, f, 1)
+
+
+cdef inline void _release_children(Sim* s, int32_t f) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    cdef Flow* c
+    cdef int32_t k, child
+    for k in range(fl.child_off, fl.child_off + fl.n_children):
+        child = s.child_idx[k]
+        c = &s.flows[child]
+        c.deps_left -= 1
+        if c.deps_left == 0:
+            heap_push(s, s.now + c.delay, EV_FLOW_START, child, 0)
+
+
+cdef void flow_delivered(Sim* s, int32_t f) noexcept:
+    """The last byte of data flow f reached its destination."""
+    _release_children(s, f)
+
+
+cdef void flow_compute_done(Sim* s, int32_t f) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    fl.state = FS_DONE
+    fl.finish = s.now
+    fl.rx_finish = s.now
+    s.st.flows_done += 1
+    _release_children(s, f)
+
+
+cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t path_off,
+                        int32_t* out, int32_t cap) noexcept:
+    """Ports crossed from host src to host dst (as routed for `hash`); -1 if no path."""
+    cdef int32_t port = s.hosts[src].port
+    cdef int32_t n = 0, node
+    while n < cap:
+        out[n] = port
+        n += 1
+        node = s.ports[port].peer_node
+        if node == dst:
+            return n
+        if node < s.n_hosts:
+            return -1
+        port = route_lookup(s, &s.sw[node - s.n_hosts], dst, hash, path_off, n - 1)
+        if port == NIL:
+            return -1
+    return -1
+
+
+cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_t size) noexcept:
+    cdef int64_t t = 0
+    cdef int32_t i
+    for i in range(h):
+        t += tx_time(size, s.ports[path[i]].rate_bps) + s.ports[path[i]].delay_ps
+    return t
+
+
+cdef inline int32_t _paths(Sim* s, Flow* fl, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept:
+    nrev[0] = trace_path(s, fl.dst, fl.src, fl.rhash, NIL, rev, MAX_PATH)
+    return trace_path(s, fl.src, fl.dst, fl.hash, fl.path_off, fwd, MAX_PATH)
+
+
+cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept:
+    return payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
+
+
+cdef inline int64_t _ack_wire(Sim* s) noexcept:
+    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+
+
+cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
+    """Line rate and base RTT of flow f (called when it starts)."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int32_t fwd[MAX_PATH]
+    cdef int32_t rev[MAX_PATH]
+    cdef int32_t h, hr
+    fl.line_rate = s.ports[s.hosts[fl.src].port].rate_bps
+    h = _paths(s, fl, fwd, rev, &hr)
+    if h < 0 or hr < 0:
+        fl.base_rtt = 0
+        return
+    fl.base_rtt = (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
+                   + _one_packet_latency(s, rev, hr, _ack_wire(s)))
+
+
+cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
+    """Completion time of flow f alone in an idle network (see the module docstring)."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int32_t fwd[MAX_PATH]
+    cdef int32_t rev[MAX_PATH]
+    cdef int64_t full[MAX_PATH]
+    cdef int64_t last[MAX_PATH]
+    cdef int32_t h, hr, i, j, jp
+    cdef int64_t n, S, L, best, pre, val, delays = 0, mid
+    if fl.is_compute:
+        return fl.size
+    h = _paths(s, fl, fwd, rev, &hr)
+    if h < 0 or hr < 0:
+        return -1
+    n = (fl.size + s.p.mtu - 1) // s.p.mtu
+    S = _data_wire(s, s.p.mtu)
+    L = _data_wire(s, fl.size - (n - 1) * s.p.mtu)
+    for i in range(h):
+        full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
+        last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)
+        delays += s.ports[fwd[i]].delay_ps
+    if n == 1:
+        best = 0
+        for i in range(h):
+            best += last[i]
+    else:
+        best = 0
+        pre = 0                                   # sum_{i<j} t_i(S)
+        for j in range(h):
+            mid = pre + (n - 1) * full[j]
+            for jp in range(j, h):
+                val = mid
+                for i in range(j + 1, jp + 1):
+                    val += full[i]
+                val += last[jp]
+                for i in range(jp + 1, h):
+                    val += last[i]
+                if val > best:
+                    best = val
+            pre += full[j]
+    return best + delays + _one_packet_latency(s, rev, hr, _ack_wire(s))

@@ -1,0 +1,29 @@
+# cython: language_level=3
+"""Next-hop lookup at a switch: explicit per-flow path, else ECMP over the table.
+
+The table holds, per (switch, destination host), the equal-cost egress ports
+(after any per-switch overrides the scenario set).  ECMP picks one by a hash of the
+flow's 5-tuple mixed with the switch's seed, so a flow keeps one path and two
+switches do not make correlated choices (as the HPCC fork hashes with a
+per-switch seed).  Data packets of a flow with an explicit path follow it; its
+ACKs, NACKs and CNPs use the table.
+"""
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+from rocesim._core.defs cimport Sim, Switch, NIL
+from rocesim._core.rng cimport mix64
+
+
+cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_hash,
+                                 int32_t path_off, int32_t hop) noexcept nogil:
+    """Egress port at switch `sw` towards host `dst`, or NIL if there is none."""
+    cdef int32_t base, cnt
+    if path_off != NIL:
+        return s.path_ports[path_off + hop]
+    base = (sw.node - s.n_hosts) * s.n_hosts + dst
+    cnt = s.route_cnt[base]
+    if cnt == 1:
+        return s.route_ports[s.route_off[base]]
+    if cnt == 0:
+        return NIL
+    return s.route_ports[s.route_off[base]
+                         + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]

@@ -1,0 +1,127 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""A store-and-forward switch: forwarding, egress scheduling, INT stamping.
+
+Scheduling at an egress port, in order: a pending PFC frame; queue 0 (control) by
+strict priority; then the data queues 1..7 round-robin, skipping those the peer
+paused.  ECN marking and INT stamping happen at dequeue, when the packet starts
+its transmission, as in the HPCC ns-3 fork.
+"""
+from libc.stdint cimport int64_t, int32_t, uint32_t
+from rocesim._core.defs cimport (Sim, Switch, Port, Packet, Flow, IntHop, NIL, NPRIO,
+                                 MAX_INT_HOPS, PK_DATA, PK_PAUSE)
+from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
+from rocesim._core.pool cimport pkt_alloc, pkt_free
+from rocesim._core.routing cimport route_lookup
+from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
+
+
+cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept:
+    s.st.drops += 1
+    s.ports[in_port].drops += 1
+    pkt_free(s, i)
+
+
+cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
+    """Packet i has fully arrived at a switch by `in_port`: route, admit, enqueue."""
+    cdef Packet* pk = &s.pkts[i]
+    cdef Switch* sw = &s.sw[s.ports[in_port].node - s.n_hosts]
+    cdef Flow* fl = &s.flows[pk.flow]
+    cdef int32_t out
+    cdef Port* p
+    if pk.ttl <= 1:
+        s.st.ttl_drops += 1
+        pkt_free(s, i)
+        return
+    pk.ttl -= 1
+    if pk.kind == PK_DATA:
+        out = route_lookup(s, sw, pk.dst, fl.hash, fl.path_off, pk.hop)
+    else:
+        out = route_lookup(s, sw, pk.dst, fl.rhash, NIL, 0)
+    pk.hop += 1
+    if out == NIL or not mmu_admit(s, sw, in_port, out, pk.prio, pk.size):
+        _drop(s, in_port, i)
+        return
+    pk.in_port = in_port
+    p = &s.ports[out]
+    q_push(s, p, pk.prio, i)
+    if p.tx_event == NIL and p.busy_until <= s.now:
+        switch_port_tx(s, out)
+    else:
+        port_kick(s, out, s.now)
+
+
+cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
+    """Transmit the lowest-priority pending PAUSE/RESUME frame of `port`."""
+    cdef Port* p = &s.ports[port]
+    cdef int32_t prio = 0
+    cdef int32_t i
+    while not ((p.pfc_pending >> prio) & 1):
+        prio += 1
+    p.pfc_pending &= ~(1 << prio)
+    i = pkt_alloc(s)
+    if i == NIL:
+        return False
+    pk = &s.pkts[i]
+    pk.kind = PK_PAUSE
+    pk.prio = prio
+    pk.pause_on = (p.pfc_state >> prio) & 1
+    pk.size = s.p.pause_bytes
+    pk.payload = 0
+    pk.flow = 0
+    pk.src = p.node
+    pk.dst = p.peer_node
+    if pk.pause_on:
+        p.pauses_sent += 1
+        s.st.pauses += 1
+    else:
+        s.st.resumes += 1
+    port_transmit(s, port, i)
+    return True
+
+
+cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk) noexcept:
+    cdef IntHop* h
+    if pk.nhops >= MAX_INT_HOPS:
+        return
+    h = &pk.hops[pk.nhops]
+    h.ts = s.now
+    h.tx_bytes = p.tx_bytes
+    h.qlen = <int32_t> p.q_bytes[pk.prio]
+    h.rate_mbps = <int32_t> (p.rate_bps // 1000000)
+    pk.nhops += 1
+
+
+cdef void switch_port_tx(Sim* s, int32_t port) noexcept:
+    """The transmitter of switch port `port` is free: send the next packet, if any."""
+    cdef Port* p = &s.ports[port]
+    cdef uint32_t ready
+    cdef int32_t prio, k, i
+    cdef Packet* pk
+    if p.pfc_pending:
+        _send_pfc_frame(s, port)
+    else:
+        ready = p.q_mask & ~p.paused_mask
+        if ready & 1:
+            prio = 0
+        elif ready:
+            prio = p.rr
+            for k in range(1, NPRIO):
+                prio += 1
+                if prio >= NPRIO:
+                    prio = 1
+                if (ready >> prio) & 1:
+                    break
+            p.rr = prio
+        else:
+            return
+        i = q_pop(s, p, prio)
+        pk = &s.pkts[i]
+        mmu_release(s, &s.sw[p.node - s.n_hosts], pk)
+        if pk.kind == PK_DATA:
+            if mmu_ecn_mark(s, port, prio):
+                pk.ecn = 1
+            if s.p.int_enabled:
+                _stamp_int(s, p, pk)
+        port_transmit(s, port, i)
+    if p.pfc_pending or (p.q_mask & ~p.paused_mask):
+        port_kick(s, port, p.busy_until)

@@ -1,0 +1,101 @@
+"""Reading whitespace-separated text files line by line, with errors that cite the line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from .errors import ScenarioError
+
+__all__ = ["Line", "read_lines", "end_of_file_error"]
+
+
+class Line:
+    """One non-blank line of a text file: its fields and where it came from."""
+
+    __slots__ = ("path", "number", "fields")
+
+    def __init__(self, path: str, number: int, fields: list[str]) -> None:
+        self.path = path
+        self.number = number
+        self.fields = fields
+
+    @property
+    def where(self) -> str:
+        """``"file:line"``, the key used for errors about this line."""
+        return f"{self.path}:{self.number}"
+
+    def error(self, reason: str) -> ScenarioError:
+        """A :class:`ScenarioError` about this line."""
+        return ScenarioError(self.where, reason)
+
+    def int_field(self, index: int, name: str) -> int:
+        """Field ``index`` as an integer, or an error naming the field."""
+        text = self.fields[index]
+        try:
+            return int(text)
+        except ValueError:
+            raise self.error(f"{name} must be an integer, got {text!r}") from None
+
+    def float_field(self, index: int, name: str) -> float:
+        """Field ``index`` as a float, or an error naming the field."""
+        text = self.fields[index]
+        try:
+            return float(text)
+        except ValueError:
+            raise self.error(f"{name} must be a number, got {text!r}") from None
+
+    def expect_fields(self, count: int, layout: str) -> None:
+        """Raise unless the line has exactly ``count`` fields, described by ``layout``."""
+        if len(self.fields) != count:
+            raise self.error(
+                f"expected {count} fields '{layout}', found {len(self.fields)}: "
+                f"{' '.join(self.fields)!r}"
+            )
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[Line]:
+    """Read the non-blank lines of ``path``, dropping ``#`` comments.
+
+    A missing or unreadable file raises :class:`ScenarioError` keyed by the path.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise ScenarioError(name, f"cannot read file: {exc.strerror or exc}") from None
+    return list(_split(name, text))
+
+
+def _split(name: str, text: str) -> Iterator[Line]:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split("#", 1)[0].split()
+        if fields:
+            yield Line(name, number, fields)
+
+
+def end_of_file_error(
+    path: str | os.PathLike[str], lines: list[Line], reason: str
+) -> ScenarioError:
+    """An error about missing content, cited at the file's last non-blank line."""
+    number = lines[-1].number if lines else 1
+    return ScenarioError(f"{os.fspath(path)}:{number}", reason)
+
+
+def declared_records(
+    path: str | os.PathLike[str], lines: list[Line], first: int, count: int, what: str
+) -> list[Line]:
+    """The ``count`` lines from index ``first`` on, as a header declared.
+
+    Raises :class:`ScenarioError` when the file holds fewer or more lines than that;
+    ``what`` names the records in the message (e.g. ``"links"``).
+    """
+    records = lines[first:]
+    if len(records) < count:
+        raise end_of_file_error(
+            path, lines, f"line 1 declares {count} {what} but the file has {len(records)}"
+        )
+    if len(records) > count:
+        raise records[count].error(f"unexpected line after the {count} {what} declared on line 1")
+    return records

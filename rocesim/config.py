@@ -1,0 +1,167 @@
+"""Settings of switches and NICs: every key, its unit, default and meaning, in one place.
+
+The YAML scenario (`switch:` and `nic:` sections) and the Python API
+(`Simulation(switch={...}, nic={...})`) read the same keys through `resolve`, which
+rejects unknown keys and bad values with a `ScenarioError` naming the key path.
+Defaults follow the HPCC ns-3 fork (the reference most RoCE results come from),
+except where a comment says otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rocesim.errors import ScenarioError
+from rocesim.units import parse_rate, parse_size, parse_time
+
+DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
+DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: `parse(value, key_path) -> value`, its default and its meaning."""
+
+    parse: Callable[[Any, str], Any]
+    default: Any
+    doc: str
+
+
+def _bool(v, key):
+    if not isinstance(v, bool):
+        raise ScenarioError(key, f"expected true or false, got {v!r}")
+    return v
+
+
+def _int(lo, hi):
+    def parse(v, key):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ScenarioError(key, f"expected an integer, got {v!r}")
+        if not lo <= v <= hi:
+            raise ScenarioError(key, f"must be between {lo} and {hi}, got {v}")
+        return v
+    return parse
+
+
+def _float(lo, hi):
+    def parse(v, key):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ScenarioError(key, f"expected a number, got {v!r}")
+        if not lo <= v <= hi:
+            raise ScenarioError(key, f"must be between {lo} and {hi}, got {v}")
+        return float(v)
+    return parse
+
+
+def _choice(*options):
+    def parse(v, key):
+        if v not in options:
+            raise ScenarioError(key, f"must be one of {', '.join(map(str, options))}; got {v!r}")
+        return v
+    return parse
+
+
+def _priorities(v, key):
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ScenarioError(key, f"expected a non-empty list of priorities 1..7, got {v!r}")
+    for p in v:
+        _int(1, 7)(p, key)
+    return tuple(sorted(set(v)))
+
+
+def _or(word, parse_other):
+    """The literal `word` (e.g. 'auto', 'dynamic'), or a value `parse_other` accepts."""
+    def parse(v, key):
+        return v if v == word else parse_other(v, key)
+    return parse
+
+
+def _per_rate_size(v, key):
+    """'auto', one size for every port, or {rate: size} by port rate."""
+    if v == "auto":
+        return v
+    if isinstance(v, dict):
+        out = {}
+        for rate, size in v.items():
+            out[parse_rate(rate, f"{key}.{rate}")] = parse_size(size, f"{key}.{rate}")
+        return out
+    return parse_size(v, key)
+
+
+SWITCH = {
+    "buffer": Key(parse_size, "32MB", "shared buffer per switch"),
+    "pfc": {
+        "enabled": Key(_bool, True, "priority flow control (lossless) on the data priorities"),
+        "priorities": Key(_priorities, DATA_PRIORITIES, "priorities that are lossless when PFC is on"),
+        "threshold": Key(_or("dynamic", parse_size), "dynamic",
+                         "XOFF threshold: 'dynamic' (free buffer / 2**shift, the HPCC fork's rule; "
+                         "shift 3 at host link speed, one less per doubling of port rate) or a static "
+                         "size of shared buffer per (ingress port, priority)"),
+        "headroom": Key(_or("auto", parse_size), "auto",
+                        "headroom per port for bytes in flight after a PAUSE; 'auto' = 3 x rate x delay"),
+        "reserve": Key(parse_size, "4KiB", "private buffer per (ingress port, priority)"),
+        "resume_offset": Key(parse_size, "3KiB", "XON when shared use is this far below the threshold"),
+    },
+    "ecn": {
+        "enabled": Key(_bool, True, "RED/ECN marking of data packets at egress dequeue"),
+        "kmin": Key(_per_rate_size, "auto",
+                    "marking starts above this queue: a size, {rate: size}, or 'auto' "
+                    "(the scheme's default; 100KB x rate/25G for most)"),
+        "kmax": Key(_per_rate_size, "auto", "marking probability reaches pmax here (above: always mark)"),
+        "pmax": Key(_or("auto", _float(0.0, 1.0)), "auto", "marking probability at kmax; 'auto' = the scheme's (0.2)"),
+        "priorities": Key(_priorities, DATA_PRIORITIES, "priorities whose packets may be marked"),
+    },
+    "lossy": {
+        "dynamic": Key(_bool, True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
+        "alpha": Key(_float(0.0, 1e6), 1.0, "dynamic-threshold alpha for lossy queues"),
+    },
+}
+
+NIC = {
+    "payload": Key(parse_size, "1000B", "payload bytes per data packet (MTU payload)"),
+    "header": Key(parse_size, "48B", "header bytes of a data packet on the wire (Eth+IP+UDP+BTH)"),
+    "int_header": Key(parse_size, "42B", "extra bytes on data packets when INT is on (HPCC: 5 hop slots)"),
+    "ack_size": Key(parse_size, "60B", "ACK/NACK bytes on the wire (46B of headers padded to 60B)"),
+    "cnp_size": Key(parse_size, "64B", "CNP bytes on the wire"),
+    "pause_size": Key(parse_size, "64B", "PFC PAUSE frame bytes on the wire"),
+    "ack_every": Key(_int(1, 1 << 20), 1, "the receiver ACKs every N in-order data packets"),
+    "ack_high_priority": Key(_bool, True,
+                             "ACK/NACK/CNP in strict-priority queue 0 (never paused); false puts them "
+                             "in the flow's data priority, as the upstream HPCC fork's switches do"),
+    "cnp_interval": Key(parse_time, "50us", "at most one CNP per flow per interval (DCQCN NP)"),
+    "nack_interval": Key(parse_time, "500us", "at most one NACK per flow per interval for the same gap"),
+    "rto": Key(parse_time, "1ms", "retransmission timeout: no ACK progress for this long"),
+    "loss_recovery": Key(_choice("go_back_n", "selective_repeat"), "go_back_n",
+                         "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
+    "ttl": Key(_int(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
+}
+
+
+def resolve(spec: dict, given: dict | None, where: str) -> dict:
+    """Defaults of `spec` overlaid with the user's `given` dict, parsed; unknown keys are errors."""
+    given = {} if given is None else given
+    if not isinstance(given, dict):
+        raise ScenarioError(where, f"expected a mapping of settings, got {type(given).__name__}")
+    unknown = set(given) - set(spec)
+    if unknown:
+        k = sorted(map(str, unknown))[0]
+        raise ScenarioError(f"{where}.{k}", f"unknown key; valid keys here: {', '.join(spec)}")
+    out = {}
+    for name, entry in spec.items():
+        path = f"{where}.{name}"
+        if isinstance(entry, dict):
+            out[name] = resolve(entry, given.get(name), path)
+        else:
+            out[name] = entry.parse(given.get(name, entry.default), path)
+    return out
+
+
+def describe(spec: dict, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """(key path, default, meaning) of every setting, for docs and `rocesim keys`."""
+    rows = []
+    for name, entry in spec.items():
+        if isinstance(entry, dict):
+            rows += describe(entry, f"{prefix}{name}.")
+        else:
+            rows.append((prefix + name, entry.default, entry.doc))
+    return rows

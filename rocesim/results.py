@@ -1,0 +1,221 @@
+"""Results of a run: per-flow numpy arrays, per-port counters, a summary, and their files.
+
+Files written by `Results.write(outdir)`:
+
+* `flows.csv` (or `flows.parquet` with `flows_format="parquet"` and pyarrow installed):
+  flow_id, src, dst, size_bytes, start_ns, fct_ns, ideal_fct_ns, slowdown, rx_fct_ns,
+  prio, tag, retx_bytes, timeouts.  Times in ns (exact to the ps: three decimals);
+  fct_ns and slowdown are empty for flows that did not finish.
+* `ports.csv`: per port, node, peer_node, rate_bps, tx_bytes, tx_packets, drops,
+  pauses_sent and pause time (ns) summed over priorities.
+* `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
+  flows_completed, sim_time_ns, wall_s and more.
+* `fct.txt` with `hpcc_fct=True`: the HPCC ns-3 fork's FCT format (`sip dip sport
+  dport size start_ns fct_ns standalone_fct_ns`), so its analysis scripts run on ours.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PS_PER_NS = 1000.0
+
+FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
+                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts")
+
+
+@dataclass
+class Results:
+    """What a run produced.
+
+    `flows` maps column names (see FLOW_COLUMNS, plus `is_compute`) to numpy arrays
+    indexed by flow id; `ports` maps counter names to per-port arrays; `summary` is a
+    dict of scalars (also written as summary.json).
+    """
+
+    flows: dict
+    ports: dict
+    summary: dict
+    switches: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stopped_at_limit):
+        st = core.stats()
+        fa = core.flow_arrays()
+        done = fa["finish_ps"] >= 0
+        started = fa["start_ps"] >= 0
+        start_ps = np.where(started, fa["start_ps"], world["flow_start"])
+        fct = np.where(done, (fa["finish_ps"] - start_ps) / PS_PER_NS, np.nan)
+        ideal = np.where(fa["ideal_fct_ps"] >= 0, fa["ideal_fct_ps"] / PS_PER_NS, np.nan)
+        rx = np.where(fa["rx_finish_ps"] >= 0, (fa["rx_finish_ps"] - start_ps) / PS_PER_NS, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slowdown = fct / ideal
+        F = len(fct)
+        flows = dict(
+            flow_id=np.arange(F), src=world["flow_src"], dst=world["flow_dst"],
+            size_bytes=world["flow_size"], start_ns=np.where(started | (world["flow_n_parents"] == 0),
+                                                           start_ps / PS_PER_NS, np.nan),
+            fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
+            prio=world["flow_prio"], tag=sim._flows.column("tag", np.int32),
+            retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
+            is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"],
+            rate_bps=fa["rate_bps"])
+        pa = core.port_arrays()
+        ports = dict(node=world["port_node"], peer_node=world["port_node"][world["port_peer"]],
+                     rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
+                     tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
+                     paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"])
+        data = ~flows["is_compute"]
+        summary = dict(
+            scheme=sim.scheme.name, seed=sim.seed, hosts=sim.topology.n_hosts,
+            switches=sim.topology.n_switches, topology=sim.topology.name,
+            events=st["events"], link_crossings=st["link_crossings"], drops=st["drops"],
+            ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
+            cnps=st["cnps"], nacks=st["nacks"], timeouts=st["timeouts"],
+            retx_bytes=st["retx_bytes"], flows_total=int(F), flows_completed=int(done.sum()),
+            data_flows=int(data.sum()), data_bytes_delivered=st["data_bytes_delivered"],
+            sim_time_ns=(st["sim_time_ps"] if stopped_at_limit else st["last_activity_ps"]) / PS_PER_NS,
+            wall_s=round(wall_s, 4),
+            cpu_s=round(cpu_s, 4),
+            link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
+            packets_in_use_at_end=st["packets_in_use"], packets_peak=st["packets_peak"],
+            time_errors=st["time_errors"], interrupted=bool(interrupted),
+            stopped_at_limit=bool(stopped_at_limit))
+        summary.update(_slowdown_summary(flows))
+        return cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays())
+
+    # --- views -------------------------------------------------------------------------
+
+    @property
+    def completed(self) -> np.ndarray:
+        """Boolean mask of the flows that finished."""
+        return ~np.isnan(self.flows["fct_ns"])
+
+    def data_flows(self) -> dict:
+        """The `flows` columns restricted to data flows (compute steps left out)."""
+        keep = ~self.flows["is_compute"]
+        return {k: v[keep] for k, v in self.flows.items()}
+
+    def describe(self) -> str:
+        """A few lines for the terminal."""
+        s = self.summary
+        lines = [
+            f"{s['flows_completed']}/{s['flows_total']} flows completed in "
+            f"{s['sim_time_ns'] / 1e3:.1f} us simulated ({s['wall_s']:.2f} s wall, "
+            f"{s['link_crossings']:,} link crossings, "
+            f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
+            f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
+            f"NACKs {s['nacks']}  timeouts {s['timeouts']}",
+        ]
+        if s.get("slowdown_p50") is not None:
+            lines.append(f"FCT slowdown  p50 {s['slowdown_p50']:.2f}  p95 {s['slowdown_p95']:.2f}  "
+                         f"p99 {s['slowdown_p99']:.2f}  max {s['slowdown_max']:.2f}")
+        if s["interrupted"]:
+            lines.append("interrupted: results are partial")
+        return "\n".join(lines)
+
+    # --- files ---------------------------------------------------------------------------
+
+    def write(self, outdir, *, flows_format="csv", hpcc_fct=False) -> list[str]:
+        """Write flows, ports and summary files into `outdir`; returns the paths written."""
+        os.makedirs(outdir, exist_ok=True)
+        written = [self._write_flows(outdir, flows_format)]
+        written.append(self._write_ports(os.path.join(outdir, "ports.csv")))
+        path = os.path.join(outdir, "summary.json")
+        with open(path, "w") as f:
+            json.dump(self.summary, f, indent=2)
+            f.write("\n")
+        written.append(path)
+        if hpcc_fct:
+            written.append(self.write_hpcc_fct(os.path.join(outdir, "fct.txt")))
+        return written
+
+    def _write_flows(self, outdir, fmt):
+        cols = {c: self.flows[c] for c in FLOW_COLUMNS}
+        if fmt == "parquet":
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError as e:
+                raise RuntimeError("flows_format 'parquet' needs pyarrow: pip install 'rocesim[parquet]'") from e
+            path = os.path.join(outdir, "flows.parquet")
+            pq.write_table(pa.table(cols), path)
+            return path
+        if fmt != "csv":
+            raise ValueError(f"flows_format must be 'csv' or 'parquet', got {fmt!r}")
+        path = os.path.join(outdir, "flows.csv")
+        write_csv(path, cols)
+        return path
+
+    def _write_ports(self, path):
+        p = self.ports
+        cols = {k: p[k] for k in ("node", "peer_node", "rate_bps", "tx_bytes", "tx_packets",
+                                  "drops", "pauses_sent")}
+        cols["paused_ns"] = p["paused_ns"].sum(axis=1)
+        cols = {"port": np.arange(len(p["node"])), **cols}
+        write_csv(path, cols)
+        return path
+
+    def write_hpcc_fct(self, path) -> str:
+        """The HPCC ns-3 fork's FCT file (one line per finished data flow)."""
+        f = self.data_flows()
+        done = ~np.isnan(f["fct_ns"])
+        with open(path, "w") as out:
+            for i in np.flatnonzero(done):
+                src, dst = int(f["src"][i]), int(f["dst"][i])
+                out.write(f"{_hpcc_ip(src):08x} {_hpcc_ip(dst):08x} {10000 + int(f['flow_id'][i]) % 50000} "
+                          f"100 {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
+                          f"{round(f['fct_ns'][i])} {round(f['ideal_fct_ns'][i])}\n")
+        return path
+
+
+def _hpcc_ip(node: int) -> int:
+    """The HPCC fork's address of a node: 11.x.y.1 with x.y from the node id."""
+    return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
+
+
+def write_csv(path, cols: dict):
+    """Write equal-length columns as CSV; NaN floats become empty cells."""
+    names = list(cols)
+    texts = []
+    for name in names:
+        a = np.asarray(cols[name])
+        if a.dtype.kind == "f":
+            t = np.char.mod("%.3f", a).astype(object)
+            t[np.isnan(a)] = ""
+            # drop a trailing ".000" so whole numbers read as integers
+            texts.append([s[:-4] if s.endswith(".000") else s for s in t])
+        elif a.dtype.kind == "b":
+            texts.append(np.where(a, "1", "0").tolist())
+        else:
+            texts.append(a.astype(str).tolist())
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names)
+        w.writerows(zip(*texts))
+
+
+def read_flows_csv(path) -> dict:
+    """Read a flows.csv back into numpy columns (empty cells become NaN)."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    names, body = rows[0], rows[1:]
+    out = {}
+    for j, name in enumerate(names):
+        vals = [r[j] for r in body]
+        out[name] = np.array([float(v) if v != "" else np.nan for v in vals])
+    return out
+
+
+def _slowdown_summary(flows) -> dict:
+    s = flows["slowdown"][~flows["is_compute"]]
+    s = s[~np.isnan(s)]
+    if s.size == 0:
+        return dict(slowdown_p50=None, slowdown_p95=None, slowdown_p99=None, slowdown_max=None)
+    p50, p95, p99 = np.percentile(s, [50, 95, 99])
+    return dict(slowdown_p50=round(float(p50), 4), slowdown_p95=round(float(p95), 4),
+                slowdown_p99=round(float(p99), 4), slowdown_max=round(float(s.max()), 4))

@@ -1,0 +1,324 @@
+"""The Python API: build a network, add flows, run, get numpy arrays back.
+
+    >>> from rocesim import Simulation, topology
+    >>> sim = Simulation(topology.star(hosts=4, rate="100Gbps", delay="1us"))
+    >>> f = sim.add_flow(src=1, dst=0, size="1MB")
+    >>> res = sim.run()
+    >>> res.flows["slowdown"][f]
+    1.0
+
+Python builds the world once into flat arrays (`_world`), hands them to the C core,
+and runs it in slices so that a progress line moves and Ctrl-C stops cleanly with
+the results so far.  Nothing here runs per packet.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from rocesim import config, routing, schemes
+from rocesim._core.engine import STOP_EMPTY, STOP_TIME, Core
+from rocesim.errors import ScenarioError
+from rocesim.results import Results
+from rocesim.units import format_time, parse_size, parse_time
+
+NEVER = np.iinfo(np.int64).max
+
+
+@dataclass
+class _FlowColumns:
+    """Flows added so far, kept as lists of numpy chunks until the run."""
+
+    def __post_init__(self):
+        self.chunks: list[dict] = []
+        self.n = 0
+        self.edges: list[tuple[np.ndarray, np.ndarray]] = []    # (child ids, parent ids)
+        self.paths: dict[int, list[int]] = {}
+
+    def append(self, **cols) -> np.ndarray:
+        count = len(cols["src"])
+        ids = np.arange(self.n, self.n + count, dtype=np.int64)
+        self.chunks.append(cols)
+        self.n += count
+        return ids
+
+    def column(self, name, dtype) -> np.ndarray:
+        if not self.chunks:
+            return np.zeros(0, dtype)
+        return np.concatenate([np.asarray(c[name], dtype) for c in self.chunks])
+
+
+class Simulation:
+    """A RoCE network and the traffic to run on it.
+
+    Parameters
+    ----------
+    topology : rocesim.topology.Topology
+        Hosts 0..H-1 and switches; see `rocesim.topology` for builders.
+    switch, nic : dict, optional
+        Settings as in the YAML `switch:` and `nic:` sections (`rocesim keys` lists
+        them with defaults); unit strings such as "32MB" or "50us".
+    cc : str
+        Congestion-control scheme (`rocesim schemes` lists them).
+    cc_params : dict, optional
+        The scheme's parameters, by the paper's symbols.
+    routes : list of dict, optional
+        Per-switch next-hop overrides `{switch: S, dst: D, next: N}`.
+    seed : int
+        Seeds ECMP hashing and ECN marking; the same seed gives the same run.
+    """
+
+    def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
+                 routes=None, seed=1):
+        topology.validate()
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
+        self.topology = topology
+        self.seed = seed
+        self.switch = config.resolve(config.SWITCH, switch, "switch")
+        self.nic = config.resolve(config.NIC, nic, "nic")
+        self.scheme = schemes.get_scheme(cc)
+        self.cc_params = schemes.resolve_params(self.scheme, cc_params)
+        self.ports = routing.build_ports(topology)
+        self._overrides = _parse_overrides(routes or [])
+        self._flows = _FlowColumns()
+
+    # --- traffic -------------------------------------------------------------------
+
+    @property
+    def n_flows(self) -> int:
+        return self._flows.n
+
+    def add_flow(self, src, dst, size, start=0, *, prio=config.DEFAULT_FLOW_PRIORITY,
+                 path=None, after=(), delay=0, tag=0) -> int:
+        """Add one flow of `size` bytes from host `src` to host `dst`; returns its id.
+
+        `start` is used when the flow has no parents (`after`); otherwise the flow starts
+        `delay` after the last of its parents is done (a data parent when its last byte
+        has arrived, a compute parent when its duration has elapsed).  `path` is an
+        explicit node list [src, switch, ..., dst] for the data packets.
+        """
+        key = f"flows[{self.n_flows}]"
+        src, dst = self._host(src, f"{key}.src"), self._host(dst, f"{key}.dst")
+        if src == dst:
+            raise ScenarioError(f"{key}.dst", f"a flow needs two different hosts, got {src} -> {dst}")
+        size = parse_size(size, f"{key}.size", bare_ok=True)
+        if size <= 0:
+            raise ScenarioError(f"{key}.size", "must be positive")
+        if not (isinstance(prio, int) and 1 <= prio <= 7):
+            raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {prio!r}")
+        fid = self._append(src, dst, size, start, prio, 0, after, delay, tag, key)
+        if path is not None:
+            ports = routing.path_ports(self.ports, list(path), f"{key}.path")
+            if path[0] != src or path[-1] != dst:
+                raise ScenarioError(f"{key}.path", f"must run from {src} to {dst}, got {path[0]} .. {path[-1]}")
+            self._flows.paths[fid] = ports
+        return fid
+
+    def add_compute(self, host, duration, *, after=(), delay=0, start=0, tag=0) -> int:
+        """Add a compute step of `duration` on `host` (no packets); returns its id."""
+        key = f"flows[{self.n_flows}]"
+        host = self._host(host, f"{key}.host")
+        duration = parse_time(duration, f"{key}.duration", bare_ok=True)
+        if duration <= 0:
+            raise ScenarioError(f"{key}.duration", "must be positive")
+        return self._append(host, host, duration, start, 0, 1, after, delay, tag, key)
+
+    def add_flows(self, table, tag=None) -> np.ndarray:
+        """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
+        table.validate(self.topology.n_hosts)
+        return self._flows.append(
+            src=table.src, dst=table.dst, size=table.size, start=table.start,
+            prio=table.prio, compute=np.zeros(len(table), np.int32),
+            delay=np.zeros(len(table), np.int64),
+            tag=table.tag if tag is None else np.full(len(table), tag, np.int32))
+
+    def add_dependencies(self, children, parents):
+        """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""
+        children = np.asarray(children, np.int64)
+        parents = np.asarray(parents, np.int64)
+        if children.shape != parents.shape:
+            raise ScenarioError("dependencies", "children and parents must have the same length")
+        self._flows.edges.append((children, parents))
+
+    def _append(self, src, dst, size, start, prio, compute, after, delay, tag, key) -> int:
+        start = parse_time(start, f"{key}.start", bare_ok=True)
+        delay = parse_time(delay, f"{key}.delay", bare_ok=True)
+        fid = int(self._flows.append(src=[src], dst=[dst], size=[size], start=[start], prio=[prio],
+                                     compute=[compute], delay=[delay], tag=[tag])[0])
+        after = [after] if isinstance(after, (int, np.integer)) else list(after)
+        for parent in after:
+            if not (isinstance(parent, (int, np.integer)) and 0 <= parent < fid):
+                raise ScenarioError(f"{key}.after", f"{parent!r} is not the id of an earlier flow")
+        if after:
+            self._flows.edges.append((np.full(len(after), fid, np.int64), np.asarray(after, np.int64)))
+        return fid
+
+    def _host(self, h, key) -> int:
+        H = self.topology.n_hosts
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 0 <= h < H:
+            raise ScenarioError(key, f"{h!r} is not a host; hosts are 0..{H - 1}")
+        return int(h)
+
+    # --- the world as arrays -----------------------------------------------------------
+
+    def _world(self) -> tuple[dict, dict]:
+        topo, ports, sw, nic = self.topology, self.ports, self.switch, self.nic
+        H, N = topo.n_hosts, topo.n_nodes
+        tables = routing.build_routes(ports, self._overrides)
+        host_rate = int(ports.rate_bps[ports.host_port].min())
+        world = dict(n_hosts=H, n_nodes=N, port_node=ports.node, port_peer=ports.peer,
+                     port_rate_bps=ports.rate_bps, port_delay_ps=ports.delay_ps,
+                     host_port=ports.host_port,
+                     switch_buffer=np.full(N - H, sw["buffer"], np.int64),
+                     route_off=tables.off, route_cnt=tables.cnt, route_ports=tables.ports)
+        world.update(self._pfc_arrays(host_rate))
+        world.update(self._ecn_arrays())
+        world.update(self._flow_arrays())
+        int_on = self.scheme.needs_int
+        params = dict(
+            seed=self.seed, mtu=nic["payload"], data_hdr=nic["header"], int_bytes=nic["int_header"],
+            ack_bytes=nic["ack_size"],
+            # the ACK echoes the INT header: 46 B of headers + INT, at least the ACK size
+            ack_int_bytes=max(nic["ack_size"], 46 + nic["int_header"]),
+            cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
+            ack_prio=0 if nic["ack_high_priority"] else -1,
+            selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
+            cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"], rto=nic["rto"],
+            reserve=sw["pfc"]["reserve"], resume_offset=sw["pfc"]["resume_offset"],
+            pfc_mask=_mask(sw["pfc"]["priorities"]) if sw["pfc"]["enabled"] else 0,
+            pfc_dynamic=int(sw["pfc"]["threshold"] == "dynamic"),
+            pfc_xoff=0 if sw["pfc"]["threshold"] == "dynamic" else sw["pfc"]["threshold"],
+            ecn_mask=_mask(sw["ecn"]["priorities"]) if sw["ecn"]["enabled"] else 0,
+            lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
+            int_enabled=int(int_on))
+        return world, params
+
+    def _pfc_arrays(self, host_rate: int) -> dict:
+        ports, pfc = self.ports, self.switch["pfc"]
+        if pfc["headroom"] == "auto":
+            # 3 x rate x delay: what keeps arriving for a round trip plus a packet after XOFF
+            headroom = 3 * ports.rate_bps * ports.delay_ps // (8 * 10**12)
+        else:
+            headroom = np.full(len(ports.node), pfc["headroom"], np.int64)
+        # dynamic threshold shift: 3 at host speed, one less per doubling above it
+        # (HPCC fork third.cc: alpha 1/8 at NIC rate, doubling with each doubling of rate)
+        doublings = np.floor(np.log2(np.maximum(ports.rate_bps / host_rate, 1.0)) + 1e-9)
+        shift = np.maximum(3 - doublings, 0).astype(np.int32)
+        return dict(port_headroom=headroom.astype(np.int64), port_pfc_shift=shift)
+
+    def _ecn_arrays(self) -> dict:
+        ecn, rates = self.switch["ecn"], self.ports.rate_bps
+        n = len(rates)
+        kmin, kmax, pmax = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.float64)
+        for i, r in enumerate(rates):
+            dmin, dmax, dp = self.scheme.ecn_defaults(int(r))
+            kmin[i] = _per_rate(ecn["kmin"], int(r), dmin, "switch.ecn.kmin")
+            kmax[i] = _per_rate(ecn["kmax"], int(r), dmax, "switch.ecn.kmax")
+            pmax[i] = dp if ecn["pmax"] == "auto" else ecn["pmax"]
+        if np.any(kmax < kmin):
+            raise ScenarioError("switch.ecn.kmax", "must not be below kmin")
+        return dict(port_kmin=kmin, port_kmax=kmax, port_pmax=pmax)
+
+    def _flow_arrays(self) -> dict:
+        fl = self._flows
+        F = fl.n
+        path_off = np.full(F, -1, np.int32)
+        path_ports = []
+        for fid, ports in fl.paths.items():
+            path_off[fid] = len(path_ports)
+            path_ports.extend(ports)
+        if fl.edges:
+            children = np.concatenate([c for c, _ in fl.edges])
+            parents = np.concatenate([p for _, p in fl.edges])
+        else:
+            children = parents = np.zeros(0, np.int64)
+        if children.size and (children.min() < 0 or children.max() >= F
+                              or parents.min() < 0 or parents.max() >= F):
+            raise ScenarioError("dependencies", "a dependency names a flow id that does not exist")
+        order = np.argsort(parents, kind="stable")
+        n_children = np.bincount(parents, minlength=F).astype(np.int32)
+        child_off = np.zeros(F, np.int32)
+        if F:
+            child_off[1:] = np.cumsum(n_children)[:-1]
+        return dict(
+            flow_src=fl.column("src", np.int32), flow_dst=fl.column("dst", np.int32),
+            flow_size=fl.column("size", np.int64), flow_start=fl.column("start", np.int64),
+            flow_prio=fl.column("prio", np.int32), flow_is_compute=fl.column("compute", np.int32),
+            flow_delay=fl.column("delay", np.int64), flow_path_off=path_off,
+            path_ports=np.asarray(path_ports, np.int32),
+            flow_n_parents=np.bincount(children, minlength=F).astype(np.int32),
+            flow_child_off=child_off, flow_n_children=n_children,
+            child_idx=children[order].astype(np.int32))
+
+    # --- running -----------------------------------------------------------------------
+
+    def run(self, stop=None, *, progress=None, events_per_slice=2_000_000) -> Results:
+        """Run until every flow is done (or `stop`, a simulated time) and return Results.
+
+        Ctrl-C ends the run early; the results so far are returned (`interrupted`).
+        `progress` (default: when stderr is a terminal) shows simulated time and speed.
+        """
+        t_stop = NEVER if stop is None else parse_time(stop, "stop", bare_ok=True)
+        world, params = self._world()
+        core = Core(world, params)
+        core.install_scheme(schemes.load_module(self.scheme), self.cc_params)
+        show = sys.stderr.isatty() if progress is None else progress
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        interrupted = False
+        status = STOP_EMPTY
+        try:
+            while True:
+                status = core.run(t_stop, events_per_slice)
+                if show:
+                    _progress_line(core, self.n_flows, time.perf_counter() - wall0)
+                if status in (STOP_EMPTY, STOP_TIME):
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        if show:
+            sys.stderr.write("\n")
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        return Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu,
+                                 interrupted=interrupted, stopped_at_limit=status == STOP_TIME)
+
+
+def _progress_line(core, n_flows, wall):
+    st = core.stats()
+    rate = st["events"] / wall if wall > 0 else 0.0
+    sys.stderr.write(f"\r[rocesim] sim {format_time(st['sim_time_ps'])}  "
+                     f"flows {st['flows_done']}/{n_flows}  "
+                     f"{st['events'] / 1e6:.1f}M events  {rate / 1e6:.2f}M ev/s  ")
+    sys.stderr.flush()
+
+
+def _mask(priorities) -> int:
+    return sum(1 << p for p in priorities)
+
+
+def _per_rate(value, rate: int, default: int, key: str) -> int:
+    if value == "auto":
+        return default
+    if isinstance(value, dict):
+        if rate not in value:
+            raise ScenarioError(key, f"no value for ports of rate {rate} bps; give one per link rate")
+        return value[rate]
+    return value
+
+
+def _parse_overrides(routes) -> list[tuple[int, int, int]]:
+    if not isinstance(routes, list):
+        raise ScenarioError("routes", "expected a list of {switch, dst, next}")
+    out = []
+    for k, r in enumerate(routes):
+        if not isinstance(r, dict) or set(r) != {"switch", "dst", "next"}:
+            raise ScenarioError(f"routes[{k}]", "expected exactly the keys switch, dst, next")
+        for name in ("switch", "dst", "next"):
+            if isinstance(r[name], bool) or not isinstance(r[name], int):
+                raise ScenarioError(f"routes[{k}].{name}", f"expected a node id, got {r[name]!r}")
+        out.append((r["switch"], r["dst"], r["next"]))
+    return out

@@ -1,0 +1,29 @@
+"""Traffic: flow tables and the generators and readers that produce them.
+
+Every generator returns a :class:`FlowTable` with sizes in bytes and times in
+picoseconds; random ones take a ``numpy.random.Generator`` so that a seed fixes the
+result.
+"""
+
+from .distributions import FB_HADOOP, WEBSEARCH, FlowSizeCDF, builtin
+from .explicit import explicit_flows
+from .flowtable import DEFAULT_DPORT, DEFAULT_PRIO, FlowTable
+from .hpcc_flows import hpcc_flow_file, write_hpcc_flow_file
+from .patterns import incast, permutation
+from .poisson import poisson_cdf
+
+__all__ = [
+    "FlowTable",
+    "DEFAULT_PRIO",
+    "DEFAULT_DPORT",
+    "FlowSizeCDF",
+    "WEBSEARCH",
+    "FB_HADOOP",
+    "builtin",
+    "explicit_flows",
+    "incast",
+    "permutation",
+    "poisson_cdf",
+    "hpcc_flow_file",
+    "write_hpcc_flow_file",
+]
