@@ -7,7 +7,7 @@ Files written by `Results.write(outdir)`:
   prio, tag, retx_bytes, timeouts.  Times in ns (exact to the ps: three decimals);
   fct_ns and slowdown are empty for flows that did not finish.
 * `ports.csv`: per port, node, peer_node, rate_bps, tx_bytes, tx_packets, drops,
-  pauses_sent and pause time (ns) summed over priorities.
+  pauses_sent, ecn_marks and pause time (ns) summed over priorities.
 * `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
   flows_completed, sim_time_ns, wall_s and more.
 * `fct.txt` with `hpcc_fct=True`: the HPCC ns-3 fork's FCT format (`sip dip sport
@@ -68,6 +68,7 @@ class Results:
         ports = dict(node=world["port_node"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
+                     ecn_marks=pa["ecn_marks"],
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"])
         data = ~flows["is_compute"]
         summary = dict(
@@ -154,7 +155,7 @@ class Results:
     def _write_ports(self, path):
         p = self.ports
         cols = {k: p[k] for k in ("node", "peer_node", "rate_bps", "tx_bytes", "tx_packets",
-                                  "drops", "pauses_sent")}
+                                  "drops", "pauses_sent", "ecn_marks")}
         cols["paused_ns"] = p["paused_ns"].sum(axis=1)
         cols = {"port": np.arange(len(p["node"])), **cols}
         write_csv(path, cols)

@@ -117,6 +117,7 @@ cdef struct Port:
     int64_t tx_pkts
     int64_t drops
     int64_t pauses_sent
+    int64_t ecn_marks
 
 cdef struct Switch:
     int32_t node

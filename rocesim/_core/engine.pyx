@@ -441,6 +441,7 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] tx_pkts = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] drops = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] pauses = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] marks = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t, ndim=2] paused_ps = np.empty((P, NPRIO), np.int64)
         cdef cnp.ndarray[int64_t, ndim=2] queue_bytes = np.empty((P, NPRIO), np.int64)
         for i in range(P):
@@ -449,12 +450,13 @@ cdef class Core:
             tx_pkts[i] = p.tx_pkts
             drops[i] = p.drops
             pauses[i] = p.pauses_sent
+            marks[i] = p.ecn_marks
             for k in range(NPRIO):
                 paused_ps[i, k] = p.paused_ps[k]
                 if (p.paused_mask >> k) & 1:
                     paused_ps[i, k] += s.now - p.paused_since[k]
                 queue_bytes[i, k] = p.q_bytes[k]
-        return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses,
+        return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
                     paused_ps=paused_ps, queue_bytes=queue_bytes)
 
     def switch_arrays(self):

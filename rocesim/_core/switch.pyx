@@ -120,6 +120,7 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept:
         if pk.kind == PK_DATA:
             if mmu_ecn_mark(s, port, prio):
                 pk.ecn = 1
+                p.ecn_marks += 1
             if s.p.int_enabled:
                 _stamp_int(s, p, pk)
         port_transmit(s, port, i)

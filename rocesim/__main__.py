@@ -1,0 +1,5 @@
+import sys
+
+from rocesim.cli import main
+
+sys.exit(main())

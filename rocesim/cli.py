@@ -1,0 +1,91 @@
+"""The `rocesim` command: run scenarios, plot results, list schemes and settings."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from rocesim import config, schemes
+from rocesim.errors import ScenarioError
+
+
+def _run(args) -> int:
+    from rocesim import scenario as sc
+    from rocesim.plot import plot_slowdown
+    scn = sc.load(args.scenario, args.set)
+    if not args.quiet:
+        print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
+              f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}", file=sys.stderr)
+    res = scn.sim.run(scn.stop, progress=None if not args.quiet else False)
+    written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
+    if scn.output["plot"] and not args.no_plot:
+        label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
+        written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
+    print(res.describe())
+    print("wrote " + ", ".join(written))
+    return 130 if res.summary["interrupted"] else 0
+
+
+def _check(args) -> int:
+    from rocesim import scenario as sc
+    scn = sc.load(args.scenario, args.set)
+    print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
+          f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}")
+    return 0
+
+
+def _plot(args) -> int:
+    from rocesim.plot import plot_dirs
+    print(plot_dirs(args.outdirs, args.output, args.bins))
+    return 0
+
+
+def _schemes(args) -> int:
+    for s in schemes.SCHEMES.values():
+        print(f"{s.name}: {s.doc}")
+        for name, default, doc in config.describe(s.params):
+            print(f"    {name} (default {default}): {doc}")
+    return 0
+
+
+def _keys(args) -> int:
+    for section, spec in (("switch", config.SWITCH), ("nic", config.NIC)):
+        for name, default, doc in config.describe(spec, f"{section}."):
+            if isinstance(default, tuple):
+                default = list(default)
+            print(f"{name} = {default}\n    {doc}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="rocesim", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a YAML scenario and write results")
+    r.add_argument("scenario")
+    r.add_argument("-o", "--output", required=True, help="output folder")
+    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a scenario key (value in YAML syntax); repeatable")
+    r.add_argument("--no-plot", action="store_true", help="do not write slowdown.png")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.set_defaults(func=_run)
+    c = sub.add_parser("check", help="check a scenario without running it")
+    c.add_argument("scenario")
+    c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    c.set_defaults(func=_check)
+    pl = sub.add_parser("plot", help="plot FCT slowdown by size of one or more result folders")
+    pl.add_argument("outdirs", nargs="+")
+    pl.add_argument("-o", "--output", help="image file (default: <first folder>/slowdown.png)")
+    pl.add_argument("--bins", type=int, default=20)
+    pl.set_defaults(func=_plot)
+    sub.add_parser("schemes", help="list congestion-control schemes and their parameters").set_defaults(func=_schemes)
+    sub.add_parser("keys", help="list switch and NIC settings with defaults").set_defaults(func=_keys)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as e:
+        print(f"rocesim: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Plots of results: FCT slowdown against flow size (p50, p95, p99), one or many runs.
+
+Runs are compared on one figure: one colour per run, one line style per percentile,
+flow size (the bin's largest flow) on a log axis, as in the HPCC paper's figures.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from rocesim.metrics import slowdown_by_size  # noqa: E402
+from rocesim.results import read_flows_csv  # noqa: E402
+
+STYLES = {50: ":", 95: "--", 99: "-"}
+
+
+def _load_run(outdir):
+    """(label, flows columns) of a results folder written by `rocesim run`."""
+    flows_csv = os.path.join(outdir, "flows.csv")
+    flows_pq = os.path.join(outdir, "flows.parquet")
+    if os.path.isfile(flows_csv):
+        flows = read_flows_csv(flows_csv)
+    elif os.path.isfile(flows_pq):
+        import pyarrow.parquet as pq
+        flows = {k: v.to_numpy() for k, v in pq.read_table(flows_pq).to_pydict().items()}
+    else:
+        raise FileNotFoundError(f"{outdir} holds no flows.csv or flows.parquet (is it a rocesim output folder?)")
+    label = os.path.basename(os.path.normpath(outdir))
+    summary = os.path.join(outdir, "summary.json")
+    if os.path.isfile(summary):
+        with open(summary) as f:
+            s = json.load(f)
+        label = f"{label} ({s.get('scheme', '?')})"
+    return label, flows
+
+
+def plot_slowdown(runs, out_path, n_bins=20, title=None):
+    """Plot slowdown by size for `runs`, a list of (label, flows columns); save to out_path."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (label, flows) in enumerate(runs):
+        bins = slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)
+        if len(bins["size_max"]) == 0:
+            continue
+        for p, style in STYLES.items():
+            ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=".", color=colors[k % len(colors)],
+                    label=f"{label} p{p}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size (bytes, largest in bin)")
+    ax.set_ylabel("FCT slowdown")
+    ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
+
+def plot_dirs(outdirs, out_path=None, n_bins=20):
+    """Plot one or more results folders; default file: <first folder>/slowdown.png."""
+    runs = [_load_run(d) for d in outdirs]
+    out_path = out_path or os.path.join(outdirs[0], "slowdown.png")
+    return plot_slowdown(runs, out_path, n_bins)

@@ -1,0 +1,387 @@
+"""YAML scenarios: load, check every key, and build a `Simulation` before anything runs.
+
+A scenario is one mapping:
+
+    seed: 1
+    stop: 10ms                     # optional; default: until every flow is done
+    topology: {kind: star, hosts: 9, link: {rate: 100Gbps, delay: 1us}}
+    switch: {buffer: 32MB, pfc: {enabled: true}, ecn: {enabled: true}}
+    nic: {payload: 1000B, ack_every: 1}
+    cc: {scheme: none}
+    routes: [{switch: 9, dst: 0, next: 10}]          # optional next-hop overrides
+    traffic:
+      - {kind: incast, senders: [1, 2, 3], receiver: 0, size: 1MB, start: 0us}
+    output: {flows_format: csv, hpcc_fct: false, plot: true}
+
+Every mistake raises one `ScenarioError` naming the key path (`traffic[1].load`) and
+the reason.  Sizes, rates and times need explicit units.  Relative file paths are
+read from the scenario file's folder.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import yaml
+
+from rocesim import topology as topo_mod
+from rocesim import traffic as tr
+from rocesim.config import DEFAULT_FLOW_PRIORITY
+from rocesim.errors import ScenarioError
+from rocesim.simulation import Simulation
+from rocesim.units import parse_rate, parse_size, parse_time
+
+TOP_KEYS = ("name", "seed", "stop", "topology", "switch", "nic", "cc", "routes", "traffic", "output")
+
+
+@dataclass
+class Scenario:
+    """A checked scenario: the simulation to run and how to write its output."""
+
+    sim: Simulation
+    stop: int | None
+    output: dict
+    name: str = ""
+    raw: dict = field(default_factory=dict)
+
+
+# --- small checked readers ---------------------------------------------------------------
+
+def _mapping(v, key) -> dict:
+    if not isinstance(v, dict):
+        raise ScenarioError(key, f"expected a mapping (key: value, ...), got {type(v).__name__}")
+    return v
+
+
+def _keys(d: dict, key: str, required=(), optional=()) -> dict:
+    """Check that `d` has every required key and nothing unknown."""
+    _mapping(d, key)
+    allowed = set(required) | set(optional)
+    for k in d:
+        if k not in allowed:
+            raise ScenarioError(f"{key}.{k}", f"unknown key; valid keys here: {', '.join(sorted(allowed))}")
+    for k in required:
+        if k not in d:
+            raise ScenarioError(f"{key}.{k}", "missing (required)")
+    return d
+
+
+def _count(v, key, lo=1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ScenarioError(key, f"expected an integer >= {lo}, got {v!r}")
+    return v
+
+
+def _number(v, key, lo=0.0, hi=float("inf")) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v <= hi:
+        raise ScenarioError(key, f"expected a number in ({lo}, {hi}], got {v!r}")
+    return float(v)
+
+
+def _link(v, key) -> tuple[int, int]:
+    _keys(v, key, required=("rate", "delay"))
+    return parse_rate(v["rate"], f"{key}.rate"), parse_time(v["delay"], f"{key}.delay")
+
+
+def _rekey(prefix: str, e: ScenarioError) -> ScenarioError:
+    """Put an error from a library call under the scenario's key path."""
+    if e.key.startswith(prefix) or ":" in e.key:
+        return e
+    return ScenarioError(f"{prefix}.{e.key}" if e.key else prefix, e.reason)
+
+
+def _path(base_dir, v, key) -> str:
+    if not isinstance(v, str) or not v:
+        raise ScenarioError(key, f"expected a file path, got {v!r}")
+    p = v if os.path.isabs(v) else os.path.join(base_dir, v)
+    if not os.path.isfile(p):
+        raise ScenarioError(key, f"no such file: {p}")
+    return p
+
+
+# --- topology ------------------------------------------------------------------------------
+
+def _host_fabric(d, key):
+    """`link` for every link, or `host_link` and `fabric_link` (each overrides `link`)."""
+    base = _link(d["link"], f"{key}.link") if "link" in d else None
+    host = _link(d["host_link"], f"{key}.host_link") if "host_link" in d else base
+    fabric = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (base or host)
+    if host is None:
+        raise ScenarioError(f"{key}.link", "missing: give link, or host_link and fabric_link")
+    return host, fabric
+
+
+LINKS = ("link", "host_link", "fabric_link")
+
+
+def build_topology(d, base_dir=".", key="topology"):
+    """A `Topology` from the scenario's `topology:` mapping."""
+    _mapping(d, key)
+    kind = d.get("kind")
+    if kind not in _TOPOLOGIES:
+        raise ScenarioError(f"{key}.kind", f"unknown topology {kind!r}; valid kinds: {', '.join(_TOPOLOGIES)}")
+    try:
+        return _TOPOLOGIES[kind](d, base_dir, key)
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+
+
+def _star(d, base_dir, key):
+    _keys(d, key, ("kind", "hosts", "link"))
+    rate, delay = _link(d["link"], f"{key}.link")
+    return topo_mod.star(_count(d["hosts"], f"{key}.hosts", 2), rate, delay)
+
+
+def _dumbbell(d, base_dir, key):
+    _keys(d, key, ("kind", "hosts_left", "hosts_right", "link"), ("bottleneck",))
+    rate, delay = _link(d["link"], f"{key}.link")
+    b_rate, b_delay = _link(d["bottleneck"], f"{key}.bottleneck") if "bottleneck" in d else (rate, delay)
+    return topo_mod.dumbbell(_count(d["hosts_left"], f"{key}.hosts_left"),
+                             _count(d["hosts_right"], f"{key}.hosts_right"), rate, delay, b_rate, b_delay)
+
+
+def _leaf_spine(d, base_dir, key):
+    _keys(d, key, ("kind", "leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",))
+    (hr, hd), (fr, fd) = _host_fabric(d, key)
+    return topo_mod.leaf_spine(_count(d["leaves"], f"{key}.leaves"), _count(d["spines"], f"{key}.spines"),
+                               _count(d["hosts_per_leaf"], f"{key}.hosts_per_leaf"), hr, hd, fr, fd,
+                               _count(d.get("links_per_spine", 1), f"{key}.links_per_spine"))
+
+
+def _fat_tree(d, base_dir, key):
+    _keys(d, key, ("kind", "k"), LINKS)
+    k = _count(d["k"], f"{key}.k", 2)
+    if k % 2:
+        raise ScenarioError(f"{key}.k", f"a k-ary fat tree needs an even k, got {k}")
+    (hr, hd), (fr, fd) = _host_fabric(d, key)
+    return topo_mod.fat_tree(k, hr, hd, fr, fd)
+
+
+def _clos3(d, base_dir, key):
+    names = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
+    _keys(d, key, ("kind",) + names, LINKS)
+    (hr, hd), (fr, fd) = _host_fabric(d, key)
+    return topo_mod.clos3(*(_count(d[n], f"{key}.{n}") for n in names), hr, hd, fr, fd)
+
+
+def _hpcc_320(d, base_dir, key):
+    _keys(d, key, ("kind",))
+    return topo_mod.hpcc_320()
+
+
+def _hpcc_file(d, base_dir, key):
+    _keys(d, key, ("kind", "path"))
+    return topo_mod.from_hpcc_file(_path(base_dir, d["path"], f"{key}.path"))
+
+
+_TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
+               "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file}
+
+
+# --- traffic ---------------------------------------------------------------------------------
+
+def _hosts(v, key, topo) -> np.ndarray:
+    """`all` or a list of host ids."""
+    H = topo.n_hosts
+    if v == "all":
+        return np.arange(H)
+    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
+        raise ScenarioError(key, f"expected 'all' or a list of host ids, got {v!r}")
+    bad = [h for h in v if not 0 <= h < H]
+    if bad:
+        raise ScenarioError(key, f"host {bad[0]} does not exist; hosts are 0..{H - 1}")
+    return np.asarray(v)
+
+
+def _prio(d, key) -> int:
+    p = d.get("prio", DEFAULT_FLOW_PRIORITY)
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 7:
+        raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {p!r}")
+    return p
+
+
+def _t_flows(sim, d, key, rng, base_dir, index):
+    _keys(d, key, ("kind", "flows"))
+    if not isinstance(d["flows"], list) or not d["flows"]:
+        raise ScenarioError(f"{key}.flows", "expected a non-empty list of {src, dst, size, start}")
+    for j, f in enumerate(d["flows"]):
+        fk = f"{key}.flows[{j}]"
+        _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path"))
+        sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
+                     parse_size(f["size"], f"{fk}.size"), parse_time(f.get("start", "0us"), f"{fk}.start"),
+                     prio=_prio(f, fk), path=f.get("path"), tag=index)
+
+
+def _host_id(v, key, sim) -> int:
+    H = sim.topology.n_hosts
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < H:
+        raise ScenarioError(key, f"{v!r} is not a host; hosts are 0..{H - 1}")
+    return v
+
+
+def _t_incast(sim, d, key, rng, base_dir, index):
+    _keys(d, key, ("kind", "senders", "receiver", "size"), ("start", "prio"))
+    receiver = _host_id(d["receiver"], f"{key}.receiver", sim)
+    if d["senders"] == "all":
+        senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
+    else:
+        senders = _hosts(d["senders"], f"{key}.senders", sim.topology)
+    table = tr.incast(senders, receiver, parse_size(d["size"], f"{key}.size"),
+                      parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
+    sim.add_flows(table, tag=index)
+
+
+def _t_permutation(sim, d, key, rng, base_dir, index):
+    _keys(d, key, ("kind", "size"), ("start", "hosts", "prio"))
+    hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", sim.topology)
+    table = tr.permutation(hosts, parse_size(d["size"], f"{key}.size"),
+                           parse_time(d.get("start", "0us"), f"{key}.start"), rng, _prio(d, key))
+    sim.add_flows(table, tag=index)
+
+
+def _distribution(v, key, base_dir):
+    if isinstance(v, dict):
+        _keys(v, key, ("file",))
+        return tr.FlowSizeCDF.from_file(_path(base_dir, v["file"], f"{key}.file"))
+    if isinstance(v, str) and ("/" in v or v.endswith((".txt", ".csv", ".cdf"))):
+        return tr.FlowSizeCDF.from_file(_path(base_dir, v, key))
+    return tr.builtin(v, key)
+
+
+def _t_cdf(sim, d, key, rng, base_dir, index):
+    _keys(d, key, ("kind", "distribution", "load", "duration"), ("start", "hosts", "prio"))
+    topo = sim.topology
+    hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
+    if len(hosts) < 2:
+        raise ScenarioError(f"{key}.hosts", "needs at least two hosts")
+    rates = np.array([topo.host_rate(int(h)) for h in hosts])
+    table = tr.poisson_cdf(hosts, rates, _number(d["load"], f"{key}.load", 0.0, 1.0),
+                           parse_time(d["duration"], f"{key}.duration"),
+                           _distribution(d["distribution"], f"{key}.distribution", base_dir), rng,
+                           parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
+    sim.add_flows(table, tag=index)
+
+
+def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index):
+    _keys(d, key, ("kind", "path"))
+    table = tr.hpcc_flow_file(_path(base_dir, d["path"], f"{key}.path"), sim.topology)
+    bad = (table.prio < 1) | (table.prio > 7)
+    if bad.any():
+        raise ScenarioError(f"{key}.path", f"flow {int(np.flatnonzero(bad)[0])} has priority "
+                            f"{int(table.prio[bad][0])}; data flows use priorities 1..7")
+    sim.add_flows(table, tag=index)
+
+
+TRAFFIC_KINDS = {"flows": _t_flows, "incast": _t_incast, "permutation": _t_permutation,
+                 "cdf": _t_cdf, "hpcc_flow_file": _t_hpcc_flow_file}
+
+
+def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):
+    """Add every traffic entry of a scenario to `sim` (each seeded by (seed, index))."""
+    if not isinstance(entries, list) or not entries:
+        raise ScenarioError(key, "expected a non-empty list of traffic entries")
+    for i, d in enumerate(entries):
+        k = f"{key}[{i}]"
+        _mapping(d, k)
+        kind = d.get("kind")
+        if kind not in TRAFFIC_KINDS:
+            raise ScenarioError(f"{k}.kind", f"unknown traffic kind {kind!r}; valid kinds: {', '.join(TRAFFIC_KINDS)}")
+        rng = np.random.default_rng([seed, i])
+        try:
+            TRAFFIC_KINDS[kind](sim, d, k, rng, base_dir, i)
+        except ScenarioError as e:
+            raise _rekey(k, e) from None
+
+
+# --- the whole scenario ---------------------------------------------------------------------
+
+OUTPUT = {"flows_format": ("csv", "parquet"), "hpcc_fct": (False, True), "plot": (True, False)}
+
+
+def _output(d, key="output") -> dict:
+    d = {} if d is None else d
+    _keys(d, key, (), OUTPUT)
+    out = {}
+    for name, options in OUTPUT.items():
+        v = d.get(name, options[0])
+        if v not in options or type(v) is not type(options[0]):
+            raise ScenarioError(f"{key}.{name}", f"must be one of {', '.join(map(str, options))}; got {v!r}")
+        out[name] = v
+    return out
+
+
+def build(raw: dict, base_dir=".") -> Scenario:
+    """Check a scenario mapping and build its Simulation (nothing runs yet)."""
+    _keys(raw, "scenario", ("topology", "traffic"), TOP_KEYS)
+    seed = raw.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
+    stop = parse_time(raw["stop"], "stop") if raw.get("stop") is not None else None
+    topo = build_topology(raw["topology"], base_dir)
+    cc = raw.get("cc", {"scheme": "none"})
+    _keys(cc, "cc", ("scheme",), ("params",))
+    if not isinstance(cc["scheme"], str):
+        raise ScenarioError("cc.scheme", f"expected a scheme name, got {cc['scheme']!r}")
+    sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
+                     cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed)
+    add_traffic(sim, raw["traffic"], seed, base_dir)
+    name = raw.get("name", "")
+    if not isinstance(name, str):
+        raise ScenarioError("name", f"expected a string, got {name!r}")
+    return Scenario(sim=sim, stop=stop, output=_output(raw.get("output")), name=name, raw=raw)
+
+
+def load(path, overrides=()) -> Scenario:
+    """Read, override (`key.path=value` strings, values in YAML syntax), check and build."""
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ScenarioError("", f"no such scenario file: {path}") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(str(path), f"not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(str(path), "a scenario file must hold a mapping (seed:, topology:, traffic:, ...)")
+    raw = apply_overrides(raw, overrides)
+    return build(raw, os.path.dirname(os.path.abspath(path)))
+
+
+_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+
+
+def apply_overrides(raw: dict, overrides) -> dict:
+    """A copy of `raw` with each `a.b[2].c=value` applied (value parsed as YAML)."""
+    raw = copy.deepcopy(raw)
+    for item in overrides:
+        if "=" not in item:
+            raise ScenarioError(f"--set {item}", "expected key.path=value")
+        path, text = item.split("=", 1)
+        steps = []
+        for part in path.split("."):
+            m = _STEP.fullmatch(part)
+            if not m:
+                raise ScenarioError(f"--set {path}", f"cannot read key path part {part!r}")
+            steps.append(m.group(1))
+            steps += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+        node = raw
+        for s in steps[:-1]:
+            if isinstance(s, int):
+                if not isinstance(node, list) or s >= len(node):
+                    raise ScenarioError(f"--set {path}", f"index [{s}] does not exist")
+                node = node[s]
+            else:
+                if not isinstance(node, dict):
+                    raise ScenarioError(f"--set {path}", f"{s!r} is not inside a mapping")
+                node = node.setdefault(s, {})
+        last = steps[-1]
+        value = yaml.safe_load(text)
+        if isinstance(last, int):
+            if not isinstance(node, list) or last >= len(node):
+                raise ScenarioError(f"--set {path}", f"index [{last}] does not exist")
+        elif not isinstance(node, dict):
+            raise ScenarioError(f"--set {path}", "the parent is not a mapping")
+        node[last] = value
+    return raw
