@@ -36,7 +36,10 @@ def _check(args) -> int:
 
 def _plot(args) -> int:
     from rocesim.plot import plot_dirs
-    print(plot_dirs(args.outdirs, args.output, args.bins))
+    try:
+        print(plot_dirs(args.outdirs, args.output, args.bins))
+    except FileNotFoundError as e:
+        raise ScenarioError("", str(e)) from None
     return 0
 
 

@@ -27,7 +27,8 @@ def _load_run(outdir):
         flows = read_flows_csv(flows_csv)
     elif os.path.isfile(flows_pq):
         import pyarrow.parquet as pq
-        flows = {k: v.to_numpy() for k, v in pq.read_table(flows_pq).to_pydict().items()}
+        table = pq.read_table(flows_pq)
+        flows = {name: table.column(name).to_numpy() for name in table.column_names}
     else:
         raise FileNotFoundError(f"{outdir} holds no flows.csv or flows.parquet (is it a rocesim output folder?)")
     label = os.path.basename(os.path.normpath(outdir))

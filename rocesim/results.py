@@ -41,6 +41,7 @@ class Results:
     ports: dict
     summary: dict
     switches: dict = field(default_factory=dict)
+    node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
 
     @classmethod
     def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stopped_at_limit):
@@ -69,7 +70,8 @@ class Results:
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
                      ecn_marks=pa["ecn_marks"],
-                     paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"])
+                     paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
+                     paused_now=pa["paused_mask"])
         data = ~flows["is_compute"]
         summary = dict(
             scheme=sim.scheme.name, seed=sim.seed, hosts=sim.topology.n_hosts,
@@ -87,7 +89,8 @@ class Results:
             time_errors=st["time_errors"], interrupted=bool(interrupted),
             stopped_at_limit=bool(stopped_at_limit))
         summary.update(_slowdown_summary(flows))
-        return cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays())
+        return cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
+                   node_ids=np.asarray(sim.topology.original_ids))
 
     # --- views -------------------------------------------------------------------------
 
@@ -168,6 +171,8 @@ class Results:
         with open(path, "w") as out:
             for i in np.flatnonzero(done):
                 src, dst = int(f["src"][i]), int(f["dst"][i])
+                if self.node_ids is not None:       # HPCC numbers nodes as its topology file does
+                    src, dst = int(self.node_ids[src]), int(self.node_ids[dst])
                 out.write(f"{_hpcc_ip(src):08x} {_hpcc_ip(dst):08x} {10000 + int(f['flow_id'][i]) % 50000} "
                           f"100 {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
                           f"{round(f['fct_ns'][i])} {round(f['ideal_fct_ns'][i])}\n")

@@ -20,6 +20,7 @@ read from the scenario file's folder.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, field
@@ -58,14 +59,15 @@ def _mapping(v, key) -> dict:
 
 def _keys(d: dict, key: str, required=(), optional=()) -> dict:
     """Check that `d` has every required key and nothing unknown."""
-    _mapping(d, key)
+    _mapping(d, key or "scenario")
     allowed = set(required) | set(optional)
     for k in d:
         if k not in allowed:
-            raise ScenarioError(f"{key}.{k}", f"unknown key; valid keys here: {', '.join(sorted(allowed))}")
+            raise ScenarioError(f"{key}.{k}" if key else str(k),
+                                f"unknown key; valid keys here: {', '.join(sorted(allowed))}")
     for k in required:
         if k not in d:
-            raise ScenarioError(f"{key}.{k}", "missing (required)")
+            raise ScenarioError(f"{key}.{k}" if key else k, "missing (required)")
     return d
 
 
@@ -122,7 +124,8 @@ def build_topology(d, base_dir=".", key="topology"):
     _mapping(d, key)
     kind = d.get("kind")
     if kind not in _TOPOLOGIES:
-        raise ScenarioError(f"{key}.kind", f"unknown topology {kind!r}; valid kinds: {', '.join(_TOPOLOGIES)}")
+        what = "missing (required)" if kind is None else f"unknown topology {kind!r}"
+        raise ScenarioError(f"{key}.kind", f"{what}; valid kinds: {', '.join(_TOPOLOGIES)}")
     try:
         return _TOPOLOGIES[kind](d, base_dir, key)
     except ScenarioError as e:
@@ -210,9 +213,24 @@ def _t_flows(sim, d, key, rng, base_dir, index):
     for j, f in enumerate(d["flows"]):
         fk = f"{key}.flows[{j}]"
         _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path"))
-        sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
-                     parse_size(f["size"], f"{fk}.size"), parse_time(f.get("start", "0us"), f"{fk}.start"),
-                     prio=_prio(f, fk), path=f.get("path"), tag=index)
+        path = f.get("path")
+        if path is not None and (not isinstance(path, list)
+                                 or not all(isinstance(n, int) and not isinstance(n, bool) for n in path)):
+            raise ScenarioError(f"{fk}.path", f"expected a list of node ids [src, switch, ..., dst], got {path!r}")
+        try:
+            sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
+                         parse_size(f["size"], f"{fk}.size"), parse_time(f.get("start", "0us"), f"{fk}.start"),
+                         prio=_prio(f, fk), path=path, tag=index)
+        except ScenarioError as e:
+            # add_flow names the flow by its global id (flows[N]); name it by its place in this entry
+            raise ScenarioError(re.sub(r"^flows\[\d+\]", lambda m: fk, e.key), e.reason) from None
+
+
+def _flow_size(v, key) -> int:
+    size = parse_size(v, key)
+    if size <= 0:
+        raise ScenarioError(key, f"must be positive, got {v!r}")
+    return size
 
 
 def _host_id(v, key, sim) -> int:
@@ -229,7 +247,7 @@ def _t_incast(sim, d, key, rng, base_dir, index):
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
     else:
         senders = _hosts(d["senders"], f"{key}.senders", sim.topology)
-    table = tr.incast(senders, receiver, parse_size(d["size"], f"{key}.size"),
+    table = tr.incast(senders, receiver, _flow_size(d["size"], f"{key}.size"),
                       parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
     sim.add_flows(table, tag=index)
 
@@ -237,7 +255,7 @@ def _t_incast(sim, d, key, rng, base_dir, index):
 def _t_permutation(sim, d, key, rng, base_dir, index):
     _keys(d, key, ("kind", "size"), ("start", "hosts", "prio"))
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", sim.topology)
-    table = tr.permutation(hosts, parse_size(d["size"], f"{key}.size"),
+    table = tr.permutation(hosts, _flow_size(d["size"], f"{key}.size"),
                            parse_time(d.get("start", "0us"), f"{key}.start"), rng, _prio(d, key))
     sim.add_flows(table, tag=index)
 
@@ -288,7 +306,8 @@ def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):
         _mapping(d, k)
         kind = d.get("kind")
         if kind not in TRAFFIC_KINDS:
-            raise ScenarioError(f"{k}.kind", f"unknown traffic kind {kind!r}; valid kinds: {', '.join(TRAFFIC_KINDS)}")
+            what = "missing (required)" if kind is None else f"unknown traffic kind {kind!r}"
+            raise ScenarioError(f"{k}.kind", f"{what}; valid kinds: {', '.join(TRAFFIC_KINDS)}")
         rng = np.random.default_rng([seed, i])
         try:
             TRAFFIC_KINDS[kind](sim, d, k, rng, base_dir, i)
@@ -310,12 +329,21 @@ def _output(d, key="output") -> dict:
         if v not in options or type(v) is not type(options[0]):
             raise ScenarioError(f"{key}.{name}", f"must be one of {', '.join(map(str, options))}; got {v!r}")
         out[name] = v
+    if out["flows_format"] == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ScenarioError(f"{key}.flows_format", "'parquet' needs pyarrow (pip install 'rocesim[parquet]'); "
+                                                   "or use csv")
     return out
+
+
+def _check_world(sim):
+    """Check now what `Simulation` reads only when it runs (route overrides, ECN and PFC settings
+    per port, ...) by building its arrays once: `check` then catches every mistake `run` would."""
+    sim._world()
 
 
 def build(raw: dict, base_dir=".") -> Scenario:
     """Check a scenario mapping and build its Simulation (nothing runs yet)."""
-    _keys(raw, "scenario", ("topology", "traffic"), TOP_KEYS)
+    _keys(raw, "", ("topology", "traffic"), TOP_KEYS)
     seed = raw.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
@@ -327,6 +355,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
         raise ScenarioError("cc.scheme", f"expected a scheme name, got {cc['scheme']!r}")
     sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed)
+    _check_world(sim)
     add_traffic(sim, raw["traffic"], seed, base_dir)
     name = raw.get("name", "")
     if not isinstance(name, str):
@@ -340,7 +369,9 @@ def load(path, overrides=()) -> Scenario:
         with open(path) as f:
             raw = yaml.safe_load(f)
     except FileNotFoundError:
-        raise ScenarioError("", f"no such scenario file: {path}") from None
+        raise ScenarioError(str(path), "no such scenario file") from None
+    except OSError as e:
+        raise ScenarioError(str(path), f"cannot read the scenario file: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(str(path), f"not valid YAML: {e}") from None
     if not isinstance(raw, dict):
@@ -375,9 +406,14 @@ def apply_overrides(raw: dict, overrides) -> dict:
             else:
                 if not isinstance(node, dict):
                     raise ScenarioError(f"--set {path}", f"{s!r} is not inside a mapping")
-                node = node.setdefault(s, {})
+                if node.get(s) is None:         # missing, or an empty `key:` in the file
+                    node[s] = {}
+                node = node[s]
         last = steps[-1]
-        value = yaml.safe_load(text)
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ScenarioError(f"--set {path}", f"the value {text!r} is not valid YAML: {e}") from None
         if isinstance(last, int):
             if not isinstance(node, list) or last >= len(node):
                 raise ScenarioError(f"--set {path}", f"index [{last}] does not exist")

@@ -24,7 +24,7 @@ from rocesim import config, routing, schemes
 from rocesim._core.engine import STOP_EMPTY, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
-from rocesim.units import format_time, parse_size, parse_time
+from rocesim.units import format_size, format_time, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
 
@@ -209,7 +209,24 @@ class Simulation:
         # (HPCC fork third.cc: alpha 1/8 at NIC rate, doubling with each doubling of rate)
         doublings = np.floor(np.log2(np.maximum(ports.rate_bps / host_rate, 1.0)) + 1e-9)
         shift = np.maximum(3 - doublings, 0).astype(np.int32)
+        if pfc["enabled"]:
+            self._check_pfc_buffer(headroom)
         return dict(port_headroom=headroom.astype(np.int64), port_pfc_shift=shift)
+
+    def _check_pfc_buffer(self, headroom):
+        """A lossless switch must hold every port's headroom and reserve, with room to spare."""
+        ports, H = self.ports, self.topology.n_hosts
+        on_switch = ports.node >= H
+        need = np.bincount(ports.node[on_switch] - H, weights=headroom[on_switch],
+                           minlength=self.topology.n_switches)
+        need += np.bincount(ports.node[on_switch] - H, minlength=self.topology.n_switches) \
+            * self.switch["pfc"]["reserve"]
+        worst = int(np.argmax(need)) if need.size else 0
+        if need.size and need[worst] >= self.switch["buffer"]:
+            raise ScenarioError(
+                "switch.buffer", f"{format_size(self.switch['buffer'])} cannot hold the PFC headroom and "
+                f"reserve of switch {H + worst} ({format_size(int(need[worst]))}); raise the buffer or "
+                "lower switch.pfc.headroom")
 
     def _ecn_arrays(self) -> dict:
         ecn, rates = self.switch["ecn"], self.ports.rate_bps

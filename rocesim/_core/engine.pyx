@@ -133,6 +133,7 @@ cdef class Core:
     def __init__(self, dict world, dict params):
         cdef Sim* s = self.s
         cdef int32_t i, k, H, N, P, F, nsw
+        cdef uint64_t seed = <uint64_t> int(params.get("seed", 1))
         H = int(world["n_hosts"])
         N = int(world["n_nodes"])
         if H <= 0 or N < H:
@@ -185,7 +186,7 @@ cdef class Core:
             s.sw[i].node = H + i
             s.sw[i].buffer = sw_buffer[i]
             s.sw[i].port_off = NIL
-            s.sw[i].seed = <uint32_t> mix64(<uint64_t> (params.get("seed", 1)) * 1000003 + i)
+            s.sw[i].seed = <uint32_t> mix64(seed * 1000003 + <uint64_t> i)
         for i in range(P):
             p = &s.ports[i]
             p.node = port_node[i]
@@ -228,7 +229,7 @@ cdef class Core:
             s.pkts[i].next = i + 1
         s.pkts[s.pool_cap - 1].next = NIL
         s.pool_free = 0
-        s.rng = <uint64_t> params.get("seed", 1) * 0x9E3779B97F4A7C15 + 12345
+        s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
         flows_next_root(s)
 
     cdef _init_params(self, dict params):
@@ -444,6 +445,7 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] marks = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t, ndim=2] paused_ps = np.empty((P, NPRIO), np.int64)
         cdef cnp.ndarray[int64_t, ndim=2] queue_bytes = np.empty((P, NPRIO), np.int64)
+        cdef cnp.ndarray[int32_t] paused_mask = np.empty(P, np.int32)
         for i in range(P):
             p = &s.ports[i]
             tx_bytes[i] = p.tx_bytes
@@ -451,13 +453,14 @@ cdef class Core:
             drops[i] = p.drops
             pauses[i] = p.pauses_sent
             marks[i] = p.ecn_marks
+            paused_mask[i] = p.paused_mask
             for k in range(NPRIO):
                 paused_ps[i, k] = p.paused_ps[k]
                 if (p.paused_mask >> k) & 1:
                     paused_ps[i, k] += s.now - p.paused_since[k]
                 queue_bytes[i, k] = p.q_bytes[k]
         return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
-                    paused_ps=paused_ps, queue_bytes=queue_bytes)
+                    paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask)
 
     def switch_arrays(self):
         """Per-switch buffer state: bytes held, shared pool use."""

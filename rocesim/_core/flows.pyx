@@ -17,8 +17,10 @@ receiver at
 
 (the longest path through the (link, packet) grid of the tandem pipeline; for n = 1
 it is sum_i t_i(L) + d_i).  The ACK (A bytes) then takes sum over the reverse path
-of t_i(A) + d_i.  This is exact for the simulated model, so an idle-network flow
-has slowdown 1.  (The HPCC fork's "standalone FCT" is an approximation of the same
+of t_i(A) + d_i, except that it may wait behind the previous ACK at a hop (when the
+last packet is shorter than an ACK); both ACKs are carried through the reverse path.
+This is exact for the simulated model (given that earlier ACKs are spaced by at
+least an ACK's serialization), so an idle-network flow has slowdown 1.  (The HPCC fork's "standalone FCT" is an approximation of the same
 quantity: base RTT + bytes / bottleneck rate.)
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
@@ -123,6 +125,33 @@ cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
                    + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 
 
+cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexcept:
+    """Serialization part of the time for packet k to cross links 0..h-1 after k full ones.
+
+    The longest path through the (link, packet) grid: full packets 0..k-1 all cross
+    some link j, packet k-1 goes on to link j', packet k (tx `last`) finishes the path.
+    """
+    cdef int64_t best = 0, pre = 0, mid, val
+    cdef int32_t i, j, jp
+    if k == 0:
+        for i in range(h):
+            best += last[i]
+        return best
+    for j in range(h):
+        mid = pre + k * full[j]
+        for jp in range(j, h):
+            val = mid
+            for i in range(j + 1, jp + 1):
+                val += full[i]
+            val += last[jp]
+            for i in range(jp + 1, h):
+                val += last[i]
+            if val > best:
+                best = val
+        pre += full[j]
+    return best
+
+
 cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     """Completion time of flow f alone in an idle network (see the module docstring)."""
     cdef Flow* fl = &s.flows[f]
@@ -130,8 +159,8 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     cdef int32_t rev[MAX_PATH]
     cdef int64_t full[MAX_PATH]
     cdef int64_t last[MAX_PATH]
-    cdef int32_t h, hr, i, j, jp
-    cdef int64_t n, S, L, best, pre, val, delays = 0, mid
+    cdef int32_t h, hr, i
+    cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack
     if fl.is_compute:
         return fl.size
     h = _paths(s, fl, fwd, rev, &hr)
@@ -144,23 +173,18 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
         full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
         last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)
         delays += s.ports[fwd[i]].delay_ps
-    if n == 1:
-        best = 0
-        for i in range(h):
-            best += last[i]
-    else:
-        best = 0
-        pre = 0                                   # sum_{i<j} t_i(S)
-        for j in range(h):
-            mid = pre + (n - 1) * full[j]
-            for jp in range(j, h):
-                val = mid
-                for i in range(j + 1, jp + 1):
-                    val += full[i]
-                val += last[jp]
-                for i in range(jp + 1, h):
-                    val += last[i]
-                if val > best:
-                    best = val
-            pre += full[j]
-    return best + delays + _one_packet_latency(s, rev, hr, _ack_wire(s))
+    t_last = _pipeline(h, full, last, n - 1) + delays
+    # The final ACK may queue behind the ACK before it (when the last packet is shorter
+    # than an ACK): carry both through the reverse path, the earlier one unhindered.
+    prev = ((n - 1) // s.p.ack_every) * s.p.ack_every - 1     # packet of the previous ACK
+    if prev < 0:
+        return t_last + _one_packet_latency(s, rev, hr, _ack_wire(s))
+    t_prev = _pipeline(h, full, full, prev) + delays
+    f1 = t_prev
+    a2 = t_last
+    for i in range(hr):
+        tack = tx_time(_ack_wire(s), s.ports[rev[i]].rate_bps)
+        f1 += tack                                   # the earlier ACK leaves hop i
+        a2 = (a2 if a2 > f1 else f1) + tack + s.ports[rev[i]].delay_ps
+        f1 += s.ports[rev[i]].delay_ps
+    return a2

@@ -1,0 +1,25 @@
+"""Small topologies and closed forms shared by the physics tests."""
+from rocesim import topology
+
+HDR, MTU, ACK = 48, 1000, 60
+
+
+def ser_ps(nbytes, rate_bps):
+    """Serialization time in ps, rounded up (the core's convention)."""
+    return -(-nbytes * 8 * 10**12 // rate_bps)
+
+
+def wire_bytes(size):
+    """Bytes on the wire for a flow of `size` payload bytes (default MTU and headers)."""
+    n = -(-size // MTU)
+    return size + n * HDR
+
+
+def two_switch_loop():
+    """Host 0 - switch 2 - switch 3 - host 1: a line that routes can turn into a loop."""
+    t = topology.Topology(2)
+    a, b = t.add_switch(), t.add_switch()
+    t.add_link(0, a, "100Gbps", "1us")
+    t.add_link(1, b, "100Gbps", "1us")
+    t.add_link(a, b, "100Gbps", "1us")
+    return t, a, b
