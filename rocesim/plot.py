@@ -57,7 +57,8 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
     ax.set_ylabel("FCT slowdown")
     ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
+    if ax.lines:                            # runs with no finished flow draw nothing
+        ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)

@@ -59,16 +59,12 @@ cdef struct IntHop:
     int32_t rate_mbps      # egress link rate
 
 cdef struct Packet:
+    # the first 64 bytes hold what forwarding touches (the pool is 64-byte aligned)
     int64_t time           # while on a wire: arrival time at the far end
-    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
-    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
-    int64_t sack           # NACK under selective repeat: seq of the out-of-order packet
     int32_t next           # intrusive singly linked list (queue or wire FIFO)
     int32_t flow
-    int32_t src            # host ids
-    int32_t dst
+    int32_t dst            # host ids
     int32_t size           # bytes on the wire, headers included
-    int32_t payload        # payload bytes (DATA)
     int32_t in_port        # ingress port at the current switch (PFC accounting)
     uint8_t kind
     uint8_t prio           # queue index 0..7
@@ -78,6 +74,12 @@ cdef struct Packet:
     uint8_t nhops          # valid INT records
     uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
     uint8_t _pad
+    int32_t src
+    int32_t payload        # payload bytes (DATA)
+    int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
+    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
+    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
+    int64_t sack           # NACK under selective repeat: seq of the out-of-order packet
     IntHop hops[MAX_INT_HOPS]
 
 cdef struct Port:

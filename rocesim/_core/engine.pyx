@@ -18,7 +18,7 @@ from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, P
                                  EV_COMPUTE_DONE, PK_PAUSE, FS_WAITING, FS_ACTIVE, FS_DONE)
 from rocesim._core.heap cimport heap_push, heap_pop
 from rocesim._core.link cimport wire_pop, port_set_paused
-from rocesim._core.pool cimport pkt_free
+from rocesim._core.pool cimport pkt_free, pool_array
 from rocesim._core.rng cimport mix64
 from rocesim._core.switch cimport switch_receive, switch_port_tx
 from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto
@@ -222,7 +222,7 @@ cdef class Core:
         s.heap_cap = INITIAL_HEAP
         s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
         s.pool_cap = INITIAL_POOL
-        s.pkts = <Packet*> malloc(s.pool_cap * sizeof(Packet))
+        s.pkts = pool_array(s.pool_cap)
         if s.heap == NULL or s.pkts == NULL:
             raise MemoryError()
         for i in range(s.pool_cap - 1):

@@ -11,6 +11,9 @@ from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport (Sim, Port, Packet, NIL, EV_ARRIVE, EV_TX)
 from rocesim._core.heap cimport heap_push
 
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) nogil
+
 cdef inline int64_t tx_time(int64_t nbytes, int64_t rate_bps) noexcept nogil:
     """Serialization time in ps, rounded up so that a link never beats its rate."""
     return (nbytes * 8000000000000LL + rate_bps - 1) // rate_bps   # 8 bit/B x 1e12 ps/s
@@ -64,6 +67,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
         heap_push(s, pk.time, EV_ARRIVE, port, 0)
     else:
         s.pkts[p.wire_tail].next = i
+        s.pkts[p.wire_tail].next_time = pk.time
     p.wire_tail = i
 
 
@@ -71,12 +75,16 @@ cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
     """Take the packet that has just reached the far end of `port`'s wire."""
     cdef Port* p = &s.ports[port]
     cdef int32_t i = p.wire_head
-    p.wire_head = s.pkts[i].next
+    cdef Packet* pk = &s.pkts[i]
+    p.wire_head = pk.next
     if p.wire_head == NIL:
         p.wire_tail = NIL
     else:
-        heap_push(s, s.pkts[p.wire_head].time, EV_ARRIVE, port, 0)
-    s.pkts[i].next = NIL
+        # the next packet's arrival time travels in this one: no need to touch it now,
+        # only to start fetching it for when it arrives
+        heap_push(s, pk.next_time, EV_ARRIVE, port, 0)
+        __builtin_prefetch(&s.pkts[p.wire_head])
+    pk.next = NIL
     return i
 
 

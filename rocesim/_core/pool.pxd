@@ -6,8 +6,18 @@ grows), and free slots are chained through `Packet.next`.  The pool only grows a
 far as the network's buffers and wires can hold packets at once.
 """
 from libc.stdint cimport int32_t
-from libc.stdlib cimport realloc
+from libc.stdlib cimport free
+from libc.string cimport memcpy
+from posix.stdlib cimport posix_memalign
 from rocesim._core.defs cimport Sim, Packet, NIL, ERR_NOMEM
+
+
+cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
+    """A 64-byte aligned array of `cap` packets (NULL if out of memory)."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, cap * sizeof(Packet)) != 0:
+        return NULL
+    return <Packet*> mem
 
 
 cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
@@ -16,10 +26,12 @@ cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
     cdef Packet* grown
     if s.pool_free == NIL:
         cap = s.pool_cap * 2
-        grown = <Packet*> realloc(s.pkts, cap * sizeof(Packet))
+        grown = pool_array(cap)
         if grown == NULL:
             s.error = ERR_NOMEM
             return NIL
+        memcpy(grown, s.pkts, s.pool_cap * sizeof(Packet))
+        free(s.pkts)
         s.pkts = grown
         for i in range(s.pool_cap, cap - 1):
             grown[i].next = i + 1

@@ -1,0 +1,98 @@
+"""Speed benchmarks (pytest-benchmark): packet link crossings per CPU-second.
+
+    pytest benchmarks/                          # full size, timed
+    ROCESIM_BENCH_QUICK=1 pytest benchmarks/ --benchmark-disable   # CI smoke: tiny, once
+
+Each benchmark records, in `extra_info`, the link crossings (a packet, data or
+control, crossing one link), the CPU seconds of the run and their ratio.  The 320-host
+run also records the peak resident memory of a fresh process running it.
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rocesim import Simulation, topology, traffic
+
+QUICK = bool(os.environ.get("ROCESIM_BENCH_QUICK"))
+
+
+def record(benchmark, res):
+    s = res.summary
+    benchmark.extra_info.update(
+        link_crossings=s["link_crossings"], events=s["events"], cpu_s=s["cpu_s"],
+        crossings_per_cpu_s=s["link_crossings_per_cpu_s"], flows=s["flows_total"])
+    assert s["flows_completed"] == s["flows_total"] or s["stopped_at_limit"]
+
+
+def fat_tree_permutation(k=8, size=2_000_000):
+    t = topology.fat_tree(k, "100Gbps", "1us")
+    sim = Simulation(t, seed=1)
+    sim.add_flows(traffic.permutation(t.n_hosts, size, 0, np.random.default_rng(1)))
+    return sim
+
+
+def incast(n=8, size=10_000_000):
+    sim = Simulation(topology.star(n + 1, "100Gbps", "1us"))
+    for h in range(1, n + 1):
+        sim.add_flow(h, 0, size)
+    return sim
+
+
+def hpcc320_websearch(duration_ps=2 * 10**9, cc="none"):
+    t = topology.hpcc_320()
+    sim = Simulation(t, seed=1, cc=cc)
+    sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, duration_ps, traffic.WEBSEARCH,
+                                      np.random.default_rng(1)))
+    return sim
+
+
+def run_once(benchmark, build):
+    # the build is part of setup, not of the measured run
+    res = benchmark.pedantic(lambda sim: sim.run(progress=False), setup=lambda: ((build(),), {}),
+                             rounds=1 if QUICK else 3, iterations=1)
+    record(benchmark, res)
+    return res
+
+
+def test_fat_tree_k8_permutation_2MB(benchmark):
+    res = run_once(benchmark, lambda: fat_tree_permutation(4 if QUICK else 8, 200_000 if QUICK else 2_000_000))
+    assert res.summary["drops"] == 0
+
+
+def test_incast_8_to_1(benchmark):
+    run_once(benchmark, lambda: incast(8, 500_000 if QUICK else 10_000_000))
+
+
+def test_hpcc320_websearch_30pct_2ms(benchmark):
+    res = run_once(benchmark, lambda: hpcc320_websearch(50 * 10**6 if QUICK else 2 * 10**9))
+    assert res.summary["drops"] == 0
+
+
+_MEMORY_CHILD = """
+import json, resource, sys
+sys.path.insert(0, {bench_dir!r})
+from test_speed import hpcc320_websearch
+res = hpcc320_websearch({duration})
+res = res.run(progress=False)
+print(json.dumps(dict(maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      crossings=res.summary["link_crossings"], cpu_s=res.summary["cpu_s"])))
+"""
+
+
+def test_hpcc320_peak_memory(benchmark):
+    """Peak RSS of a fresh interpreter running the 320-host WebSearch run (target < 300 MB)."""
+    code = _MEMORY_CHILD.format(bench_dir=os.path.dirname(__file__),
+                                duration=50 * 10**6 if QUICK else 2 * 10**9)
+    out = benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", code], check=True,
+                                                    capture_output=True, text=True).stdout,
+                             rounds=1, iterations=1)
+    info = json.loads(out.strip().splitlines()[-1])
+    benchmark.extra_info.update(peak_rss_mb=round(info["maxrss_kb"] / 1024, 1),
+                                link_crossings=info["crossings"], cpu_s=info["cpu_s"])
+    assert info["maxrss_kb"] > 0

@@ -1,0 +1,284 @@
+"""Tests for the `rocesim` command (rocesim.cli): run, check, plot, schemes, keys, errors."""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rocesim import config
+from rocesim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
+REQUIRED_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns", "slowdown")
+REQUIRED_SUMMARY = ("events", "link_crossings", "drops", "pfc_pauses", "flows_total", "flows_completed",
+                    "sim_time_ns", "wall_s")
+
+
+def scenario(**top):
+    """Three hosts on a switch: a 2-to-1 incast of 20 KB and one 1 MB flow (80 us at 100 Gbps)."""
+    raw = {
+        "name": "tiny",
+        "seed": 1,
+        "topology": {"kind": "star", "hosts": 3, "link": {"rate": "100Gbps", "delay": "1us"}},
+        "traffic": [
+            {"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "20KB"},
+            {"kind": "flows", "flows": [{"src": 0, "dst": 2, "size": "1MB", "start": "1us"}]},
+        ],
+    }
+    raw.update(top)
+    return raw
+
+
+def write_scenario(tmp_path, raw, name="s.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
+
+
+def read_rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def run(tmp_path, raw=None, *extra, out="out"):
+    path = write_scenario(tmp_path, scenario() if raw is None else raw)
+    outdir = tmp_path / out
+    code = main(["run", path, "-o", str(outdir), "-q", *extra])
+    return code, outdir
+
+
+def test_run_writes_flows_summary_and_plot(tmp_path, capsys):
+    code, out = run(tmp_path)
+    assert code == 0
+    rows = read_rows(out / "flows.csv")
+    assert set(REQUIRED_COLUMNS) <= set(rows[0])
+    assert len(rows) == 3
+    assert [(r["src"], r["dst"], r["size_bytes"]) for r in rows] == \
+        [("1", "0", "20000"), ("2", "0", "20000"), ("0", "2", "1000000")]
+    assert [r["tag"] for r in rows] == ["0", "0", "1"]
+    assert rows[2]["start_ns"] == "1000"
+    for r in rows:
+        assert float(r["fct_ns"]) >= float(r["ideal_fct_ns"]) > 0
+        assert float(r["slowdown"]) >= 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(REQUIRED_SUMMARY) <= set(summary)
+    assert summary["flows_total"] == 3 and summary["flows_completed"] == 3
+    assert summary["events"] > 0 and summary["link_crossings"] > 0
+    assert summary["drops"] == 0 and summary["stopped_at_limit"] is False
+    assert summary["sim_time_ns"] >= max(float(r["start_ns"]) + float(r["fct_ns"]) for r in rows) - 1e-3
+    assert (out / "slowdown.png").read_bytes()[:8] == PNG
+    assert (out / "ports.csv").is_file() and not (out / "fct.txt").exists()
+    stdout = capsys.readouterr().out
+    assert "3/3 flows completed" in stdout
+    assert "wrote " in stdout and str(out / "slowdown.png") in stdout
+
+
+def test_run_prints_a_header_unless_quiet(tmp_path, capsys):
+    path = write_scenario(tmp_path, scenario())
+    assert main(["run", path, "-o", str(tmp_path / "out"), "--no-plot"]) == 0
+    err = capsys.readouterr().err
+    assert "rocesim: tiny: 3 hosts, 3 flows, scheme none" in err
+
+
+def test_unfinished_flows_have_empty_fct(tmp_path):
+    code, out = run(tmp_path, scenario(stop="30us"))
+    assert code == 0
+    rows = read_rows(out / "flows.csv")
+    assert [r["fct_ns"] == "" for r in rows] == [False, False, True]   # the 1 MB flow needs ~80 us
+    assert rows[2]["slowdown"] == "" and rows[2]["ideal_fct_ns"] != ""
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["flows_completed"] == 2 and summary["flows_total"] == 3
+    assert summary["stopped_at_limit"] is True and summary["sim_time_ns"] <= 30_000
+    assert (out / "slowdown.png").is_file()
+
+
+def test_run_hpcc_fct(tmp_path):
+    code, out = run(tmp_path, scenario(output={"hpcc_fct": True}))
+    assert code == 0
+    lines = (out / "fct.txt").read_text().splitlines()
+    rows = read_rows(out / "flows.csv")
+    assert len(lines) == 3
+    for line, row in zip(lines, rows):
+        fields = line.split()
+        assert len(fields) == 8
+        sip, dip = int(fields[0], 16), int(fields[1], 16)
+        assert ((sip >> 8) & 0xFFFF, (dip >> 8) & 0xFFFF) == (int(row["src"]), int(row["dst"]))
+        assert int(fields[4]) == int(row["size_bytes"])
+        assert int(fields[5]) == round(float(row["start_ns"]))
+        assert abs(int(fields[6]) - float(row["fct_ns"])) <= 0.5
+        assert abs(int(fields[7]) - float(row["ideal_fct_ns"])) <= 0.5
+
+
+def test_run_without_plot(tmp_path):
+    code, out = run(tmp_path, None, "--no-plot")
+    assert code == 0 and (out / "flows.csv").is_file() and not (out / "slowdown.png").exists()
+    code, out = run(tmp_path, scenario(output={"plot": False}), out="out2")
+    assert code == 0 and (out / "flows.csv").is_file() and not (out / "slowdown.png").exists()
+
+
+def test_run_set_overrides(tmp_path):
+    code, out = run(tmp_path, None, "--set", "traffic[0].size=2KB", "--set", "traffic[1].flows[0].size=3KB",
+                    "--set", "nic.payload=500B")
+    assert code == 0
+    assert [r["size_bytes"] for r in read_rows(out / "flows.csv")] == ["2000", "2000", "3000"]
+    assert json.loads((out / "summary.json").read_text())["data_bytes_delivered"] == 7000
+    # 500 B payloads: host 1 sends 2 KB as 4 data packets of 548 B on the wire (48 B of headers)
+    host1 = [r for r in read_rows(out / "ports.csv") if r["node"] == "1"]
+    assert [(r["tx_packets"], r["tx_bytes"]) for r in host1] == [("4", str(4 * 548))]
+
+
+def test_same_seed_same_files(tmp_path):
+    raw = scenario(traffic=[{"kind": "cdf", "distribution": "fb_hadoop", "load": 0.5, "duration": "20us"},
+                            {"kind": "permutation", "size": "5KB"}])
+    _, a = run(tmp_path, raw, "--no-plot", out="a")
+    _, b = run(tmp_path, raw, "--no-plot", out="b")
+    assert (a / "flows.csv").read_bytes() == (b / "flows.csv").read_bytes()
+    assert (a / "ports.csv").read_bytes() == (b / "ports.csv").read_bytes()
+    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+    clock = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")
+    assert {k: v for k, v in sa.items() if k not in clock} == {k: v for k, v in sb.items() if k not in clock}
+    _, c = run(tmp_path, raw, "--no-plot", "--set", "seed=5", out="c")
+    assert (a / "flows.csv").read_bytes() != (c / "flows.csv").read_bytes()
+
+
+def test_parquet_output(tmp_path, capsys):
+    code, out = run(tmp_path, scenario(output={"flows_format": "parquet"}), "--no-plot")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert code == 2 and not out.exists()                          # refused before running
+        assert "rocesim: error: output.flows_format: 'parquet' needs pyarrow" in capsys.readouterr().err
+    else:
+        assert code == 0 and (out / "flows.parquet").is_file() and not (out / "flows.csv").exists()
+
+
+# --- check, schemes, keys ----------------------------------------------------------------------
+
+
+def test_check(tmp_path, capsys):
+    path = write_scenario(tmp_path, scenario())
+    assert main(["check", path]) == 0
+    assert capsys.readouterr().out == "ok: 3 hosts, 1 switches, 3 flows, scheme none\n"
+    assert main(["check", path, "--set", "topology.hosts=5", "--set", "traffic[0].senders=all"]) == 0
+    assert capsys.readouterr().out == "ok: 5 hosts, 1 switches, 5 flows, scheme none\n"
+    assert sorted(os.listdir(tmp_path)) == ["s.yaml"]                  # nothing written
+
+
+def test_check_quickstart(capsys):
+    assert main(["check", str(ROOT / "scenarios" / "quickstart.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok: 32 hosts, 6 switches, ") and out.endswith(" flows, scheme none\n")
+
+
+def test_schemes(capsys):
+    assert main(["schemes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("none: no congestion control")
+    assert lines[1].startswith("    window (default none): bytes in flight per flow")
+
+
+def test_keys(capsys):
+    assert main(["keys"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    names = [line.split(" = ")[0] for line in lines if not line.startswith("    ")]
+    expected = [n for n, _, _ in config.describe(config.SWITCH, "switch.")] + \
+        [n for n, _, _ in config.describe(config.NIC, "nic.")]
+    assert names == expected
+    assert "switch.buffer = 32MB" in lines and "nic.payload = 1000B" in lines
+    assert "switch.pfc.priorities = [1, 2, 3, 4, 5, 6, 7]" in lines
+    assert "switch.pfc.enabled = True" in lines
+    assert len(lines) == 2 * len(expected)                             # every key has its meaning below it
+
+
+# --- plot ----------------------------------------------------------------------------------
+
+
+def test_plot_two_runs(tmp_path, capsys):
+    _, a = run(tmp_path, None, "--no-plot", out="a")
+    _, b = run(tmp_path, None, "--no-plot", "--set", "traffic[0].size=40KB", out="b")
+    capsys.readouterr()
+    target = tmp_path / "x.png"
+    assert main(["plot", str(a), str(b), "-o", str(target), "--bins", "2"]) == 0
+    assert capsys.readouterr().out.strip() == str(target)
+    assert target.read_bytes()[:8] == PNG
+    assert main(["plot", str(a)]) == 0                                 # default: into the first folder
+    assert (a / "slowdown.png").read_bytes()[:8] == PNG
+
+
+def test_plot_errors(tmp_path, capsys):
+    assert main(["plot", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rocesim: error: ") and "holds no flows.csv or flows.parquet" in err
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw, extra, message", [
+    (scenario(traffic=[{"kind": "cdf", "distribution": "websearch", "load": 2, "duration": "1ms"}]), [],
+     "traffic[0].load: expected a number in (0.0, 1.0], got 2"),
+    (scenario(bogus=1), [], "bogus: unknown key; valid keys here:"),
+    (scenario(routes=[{"switch": 3, "dst": 0, "next": 7}]), [], "routes[0].next: node 7 is not a neighbour of switch 3"),
+    (scenario(), ["--set", "seed"], "--set seed: expected key.path=value"),
+    (scenario(), ["--set", "traffic[4].size=1KB"], "--set traffic[4].size: index [4] does not exist"),
+    (scenario(), ["--set", "topology.link.rate=100"], "topology.link.rate: '100' has no unit"),
+])
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_bad_scenario_exits_2(tmp_path, capsys, raw, extra, message, command):
+    path = write_scenario(tmp_path, raw)
+    args = [command, path, *extra] + (["-o", str(tmp_path / "out")] if command == "run" else [])
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"rocesim: error: {message}")
+    assert captured.out == ""
+    assert not (tmp_path / "out").exists()                             # refused before running
+
+
+def test_missing_and_unreadable_scenario_files(tmp_path, capsys):
+    missing = tmp_path / "nope.yaml"
+    assert main(["check", str(missing)]) == 2
+    assert capsys.readouterr().err == f"rocesim: error: {missing}: no such scenario file\n"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("traffic: [\n")
+    assert main(["run", str(bad), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"rocesim: error: {bad}: not valid YAML")
+    bad.write_text("- a list\n")
+    assert main(["check", str(bad)]) == 2
+    assert "must hold a mapping" in capsys.readouterr().err
+
+
+def test_usage_errors():
+    with pytest.raises(SystemExit) as info:
+        main(["run", "x.yaml"])                                        # -o is required
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+
+
+def test_python_m_rocesim(tmp_path):
+    """The real command line: exit codes, stdout and stderr of `python -m rocesim`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    bad = write_scenario(tmp_path, scenario(traffic=[{"kind": "incast", "senders": [1, 7], "receiver": 0,
+                                                      "size": "1KB"}]), "bad.yaml")
+    good = write_scenario(tmp_path, scenario(), "good.yaml")
+
+    def rocesim(*args):
+        return subprocess.run([sys.executable, "-m", "rocesim", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    p = rocesim("run", bad, "-o", str(tmp_path / "o1"))
+    assert p.returncode == 2
+    assert p.stderr == "rocesim: error: traffic[0].senders: host 7 does not exist; hosts are 0..2\n"
+    assert p.stdout == "" and not (tmp_path / "o1").exists()
+    p = rocesim("run", good, "-o", str(tmp_path / "o2"), "-q", "--no-plot")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "" and "3/3 flows completed" in p.stdout
+    assert len(read_rows(tmp_path / "o2" / "flows.csv")) == 3
