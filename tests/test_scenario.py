@@ -1,5 +1,4 @@
 """Tests for YAML scenarios (rocesim.scenario): checks, topologies, traffic, --set overrides, seeds."""
-import copy
 
 import numpy as np
 import pytest
