@@ -44,8 +44,9 @@ class Results:
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
 
     @classmethod
-    def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stopped_at_limit):
+    def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stop_ps):
         st = core.stats()
+        stopped_at_limit = stop_ps is not None
         fa = core.flow_arrays()
         done = fa["finish_ps"] >= 0
         started = fa["start_ps"] >= 0
@@ -81,7 +82,8 @@ class Results:
             cnps=st["cnps"], nacks=st["nacks"], timeouts=st["timeouts"],
             retx_bytes=st["retx_bytes"], flows_total=int(F), flows_completed=int(done.sum()),
             data_flows=int(data.sum()), data_bytes_delivered=st["data_bytes_delivered"],
-            sim_time_ns=(st["sim_time_ps"] if stopped_at_limit else st["last_activity_ps"]) / PS_PER_NS,
+            # the stop time when the run hit it, else the last event that did something
+            sim_time_ns=(stop_ps if stopped_at_limit else st["last_activity_ps"]) / PS_PER_NS,
             wall_s=round(wall_s, 4),
             cpu_s=round(cpu_s, 4),
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,

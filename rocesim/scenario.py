@@ -335,12 +335,6 @@ def _output(d, key="output") -> dict:
     return out
 
 
-def _check_world(sim):
-    """Check now what `Simulation` reads only when it runs (route overrides, ECN and PFC settings
-    per port, ...) by building its arrays once: `check` then catches every mistake `run` would."""
-    sim._world()
-
-
 def build(raw: dict, base_dir=".") -> Scenario:
     """Check a scenario mapping and build its Simulation (nothing runs yet)."""
     _keys(raw, "", ("topology", "traffic"), TOP_KEYS)
@@ -355,7 +349,6 @@ def build(raw: dict, base_dir=".") -> Scenario:
         raise ScenarioError("cc.scheme", f"expected a scheme name, got {cc['scheme']!r}")
     sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed)
-    _check_world(sim)
     add_traffic(sim, raw["traffic"], seed, base_dir)
     name = raw.get("name", "")
     if not isinstance(name, str):

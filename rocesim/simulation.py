@@ -86,6 +86,8 @@ class Simulation:
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
+        # the network as arrays, built (and checked) once: routes, PFC and ECN per port
+        self._network, self._params = self._network_arrays()
 
     # --- traffic -------------------------------------------------------------------
 
@@ -167,6 +169,10 @@ class Simulation:
     # --- the world as arrays -----------------------------------------------------------
 
     def _world(self) -> tuple[dict, dict]:
+        """Everything the core needs: the network arrays plus the flows added so far."""
+        return {**self._network, **self._flow_arrays()}, self._params
+
+    def _network_arrays(self) -> tuple[dict, dict]:
         topo, ports, sw, nic = self.topology, self.ports, self.switch, self.nic
         H, N = topo.n_hosts, topo.n_nodes
         tables = routing.build_routes(ports, self._overrides)
@@ -178,7 +184,6 @@ class Simulation:
                      route_off=tables.off, route_cnt=tables.cnt, route_ports=tables.ports)
         world.update(self._pfc_arrays(host_rate))
         world.update(self._ecn_arrays())
-        world.update(self._flow_arrays())
         int_on = self.scheme.needs_int
         params = dict(
             seed=self.seed, mtu=nic["payload"], data_hdr=nic["header"], int_bytes=nic["int_header"],
@@ -301,7 +306,8 @@ class Simulation:
             sys.stderr.write("\n")
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         return Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu,
-                                 interrupted=interrupted, stopped_at_limit=status == STOP_TIME)
+                                 interrupted=interrupted,
+                                 stop_ps=t_stop if status == STOP_TIME else None)
 
 
 def _progress_line(core, n_flows, wall):

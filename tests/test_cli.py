@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import rocesim
+
 from rocesim import config
 from rocesim.cli import main
 
@@ -265,20 +267,22 @@ def test_usage_errors():
 
 def test_python_m_rocesim(tmp_path):
     """The real command line: exit codes, stdout and stderr of `python -m rocesim`."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    # the package the tests import (installed or in place), not necessarily the source tree
+    here = os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
     bad = write_scenario(tmp_path, scenario(traffic=[{"kind": "incast", "senders": [1, 7], "receiver": 0,
                                                       "size": "1KB"}]), "bad.yaml")
     good = write_scenario(tmp_path, scenario(), "good.yaml")
 
-    def rocesim(*args):
+    def cli(*args):
         return subprocess.run([sys.executable, "-m", "rocesim", *args], env=env, capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=120, cwd=tmp_path)
 
-    p = rocesim("run", bad, "-o", str(tmp_path / "o1"))
+    p = cli("run", bad, "-o", str(tmp_path / "o1"))
     assert p.returncode == 2
     assert p.stderr == "rocesim: error: traffic[0].senders: host 7 does not exist; hosts are 0..2\n"
     assert p.stdout == "" and not (tmp_path / "o1").exists()
-    p = rocesim("run", good, "-o", str(tmp_path / "o2"), "-q", "--no-plot")
+    p = cli("run", good, "-o", str(tmp_path / "o2"), "-q", "--no-plot")
     assert p.returncode == 0, p.stderr
     assert p.stderr == "" and "3/3 flows completed" in p.stdout
     assert len(read_rows(tmp_path / "o2" / "flows.csv")) == 3
