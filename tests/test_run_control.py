@@ -8,7 +8,7 @@ from rocesim import Simulation, topology
 def incast_sim():
     sim = Simulation(topology.star(9, "100Gbps", "1us"))
     for h in range(1, 9):
-        sim.add_flow(h, 0, 1_000_000, start=h * 50_000_000)     # one every 50 us
+        sim.add_flow(h, 0, 1_000_000, start=h * 200_000_000)    # one every 200 us, 88 us each
     return sim
 
 
@@ -33,10 +33,10 @@ def test_ctrl_c_between_slices_keeps_partial_results(monkeypatch, tmp_path):
 
 
 def test_stop_time_ends_the_run_and_is_reported():
-    res = incast_sim().run(stop="150us")
+    res = incast_sim().run(stop="350us")
     assert res.summary["stopped_at_limit"]
-    assert res.summary["sim_time_ns"] == 150_000
-    assert res.summary["flows_completed"] == 1           # the first flow (50 us + 88 us) only
+    assert res.summary["sim_time_ns"] == 350_000
+    assert res.summary["flows_completed"] == 1           # the first flow only (200 us to 288 us)
 
 
 def test_slices_do_not_change_the_result():
