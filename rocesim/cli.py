@@ -16,7 +16,8 @@ def _run(args) -> int:
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
               f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}", file=sys.stderr)
-    res = scn.sim.run(scn.stop, progress=None if not args.quiet else False)
+    res = scn.sim.run(scn.stop, progress=None if not args.quiet else False,
+                      sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]

@@ -6,6 +6,11 @@ Files written by `Results.write(outdir)`:
   flow_id, src, dst, size_bytes, start_ns, fct_ns, ideal_fct_ns, slowdown, rx_fct_ns,
   prio, tag, retx_bytes, timeouts.  Times in ns (exact to the ps: three decimals);
   fct_ns and slowdown are empty for flows that did not finish.
+* `pfc.csv`: per (port, priority) that was paused: the pause time of the port's
+  transmitter (ns) and the PAUSE frames its peer sent.
+* `rates.csv` and `queues.csv` when sampled (`output.sample_interval`): time_ns,
+  flow_id, rate_bps (the sender's rate), throughput_bps (delivered in the last
+  interval); time_ns, node, port, queue_bytes (egress, all priorities).
 * `ports.csv`: per port, node, peer_node, rate_bps, tx_bytes, tx_packets, drops,
   pauses_sent, ecn_marks and pause time (ns) summed over priorities.
 * `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
@@ -41,6 +46,7 @@ class Results:
     ports: dict
     summary: dict
     switches: dict = field(default_factory=dict)
+    samples: dict | None = None      # {'rates': columns, 'queues': columns} when sampled
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
 
     @classmethod
@@ -67,7 +73,7 @@ class Results:
             is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"],
             rate_bps=fa["rate_bps"])
         pa = core.port_arrays()
-        ports = dict(node=world["port_node"], peer_node=world["port_node"][world["port_peer"]],
+        ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
                      ecn_marks=pa["ecn_marks"],
@@ -131,6 +137,12 @@ class Results:
         os.makedirs(outdir, exist_ok=True)
         written = [self._write_flows(outdir, flows_format)]
         written.append(self._write_ports(os.path.join(outdir, "ports.csv")))
+        written.append(self._write_pfc(os.path.join(outdir, "pfc.csv")))
+        if self.samples is not None:
+            for name in ("rates", "queues"):
+                path = os.path.join(outdir, f"{name}.csv")
+                write_csv(path, self.samples[name])
+                written.append(path)
         path = os.path.join(outdir, "summary.json")
         with open(path, "w") as f:
             json.dump(self.summary, f, indent=2)
@@ -164,6 +176,15 @@ class Results:
         cols["paused_ns"] = p["paused_ns"].sum(axis=1)
         cols = {"port": np.arange(len(p["node"])), **cols}
         write_csv(path, cols)
+        return path
+
+    def _write_pfc(self, path):
+        """Per (port, priority) with any PFC activity: PAUSE frames received and pause time."""
+        p = self.ports
+        port, prio = np.nonzero(p["paused_ns"] > 0)
+        write_csv(path, {"port": port, "node": p["node"][port], "peer_node": p["peer_node"][port],
+                         "prio": prio, "paused_ns": p["paused_ns"][port, prio],
+                         "pauses_sent_by_peer": p["pauses_sent"][p["peer"][port]]})
         return path
 
     def write_hpcc_fct(self, path) -> str:

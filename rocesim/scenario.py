@@ -320,10 +320,21 @@ def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):
 OUTPUT = {"flows_format": ("csv", "parquet"), "hpcc_fct": (False, True), "plot": (True, False)}
 
 
-def _output(d, key="output") -> dict:
+def _output(d, key="output", n_ports=0) -> dict:
     d = {} if d is None else d
-    _keys(d, key, (), OUTPUT)
-    out = {}
+    _keys(d, key, (), tuple(OUTPUT) + ("sample_interval", "queue_ports"))
+    out = {"sample_interval": None, "queue_ports": None}
+    if d.get("sample_interval") is not None:
+        out["sample_interval"] = parse_time(d["sample_interval"], f"{key}.sample_interval")
+        if out["sample_interval"] <= 0:
+            raise ScenarioError(f"{key}.sample_interval", "must be positive")
+    qp = d.get("queue_ports", "all")
+    if qp != "all":
+        if (not isinstance(qp, list) or not qp
+                or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < n_ports for p in qp)):
+            raise ScenarioError(f"{key}.queue_ports", f"expected 'all' or a list of port ids 0..{n_ports - 1} "
+                                                      "(ports.csv lists them)")
+        out["queue_ports"] = qp
     for name, options in OUTPUT.items():
         v = d.get(name, options[0])
         if v not in options or type(v) is not type(options[0]):
@@ -353,7 +364,8 @@ def build(raw: dict, base_dir=".") -> Scenario:
     name = raw.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError("name", f"expected a string, got {name!r}")
-    return Scenario(sim=sim, stop=stop, output=_output(raw.get("output")), name=name, raw=raw)
+    output = _output(raw.get("output"), n_ports=len(sim.ports.node))
+    return Scenario(sim=sim, stop=stop, output=output, name=name, raw=raw)
 
 
 def load(path, overrides=()) -> Scenario:

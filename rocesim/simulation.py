@@ -24,6 +24,7 @@ from rocesim import config, routing, schemes
 from rocesim._core.engine import STOP_EMPTY, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
+from rocesim.sampling import Sampler
 from rocesim.units import format_size, format_time, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
@@ -79,10 +80,12 @@ class Simulation:
             raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
         self.topology = topology
         self.seed = seed
-        self.switch = config.resolve(config.SWITCH, switch, "switch")
-        self.nic = config.resolve(config.NIC, nic, "nic")
         self.scheme = schemes.get_scheme(cc)
         self.cc_params = schemes.resolve_params(self.scheme, cc_params)
+        self.switch = config.resolve(config.SWITCH, switch, "switch")
+        if isinstance(nic, dict) or nic is None:      # the scheme's NIC defaults, unless set
+            nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
+        self.nic = config.resolve(config.NIC, nic, "nic")
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
@@ -238,7 +241,7 @@ class Simulation:
         n = len(rates)
         kmin, kmax, pmax = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.float64)
         for i, r in enumerate(rates):
-            dmin, dmax, dp = self.scheme.ecn_defaults(int(r))
+            dmin, dmax, dp = self.scheme.ecn_defaults(int(r), self.cc_params)
             kmin[i] = _per_rate(ecn["kmin"], int(r), dmin, "switch.ecn.kmin")
             kmax[i] = _per_rate(ecn["kmax"], int(r), dmax, "switch.ecn.kmax")
             pmax[i] = dp if ecn["pmax"] == "auto" else ecn["pmax"]
@@ -279,25 +282,44 @@ class Simulation:
 
     # --- running -----------------------------------------------------------------------
 
-    def run(self, stop=None, *, progress=None, events_per_slice=2_000_000) -> Results:
+    def run(self, stop=None, *, progress=None, events_per_slice=2_000_000, sample_interval=None,
+            queue_ports=None) -> Results:
         """Run until every flow is done (or `stop`, a simulated time) and return Results.
 
         Ctrl-C ends the run early; the results so far are returned (`interrupted`).
         `progress` (default: when stderr is a terminal) shows simulated time and speed.
+        `sample_interval` (e.g. "10us") records flow rates and queues over time
+        (`Results.samples`); `queue_ports` restricts the queues to those port ids
+        (default: every switch egress port).
         """
         t_stop = NEVER if stop is None else parse_time(stop, "stop", bare_ok=True)
         world, params = self._world()
         core = Core(world, params)
-        core.install_scheme(schemes.load_module(self.scheme), self.cc_params)
+        rtts = core.base_rtt_ps()
+        ctx = schemes.Context(host_rate_bps=int(self.ports.rate_bps[self.ports.host_port].max()),
+                              max_base_rtt_ps=int(rtts.max()) if rtts.size else 0)
+        self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
+        core.install_scheme(schemes.load_module(self.scheme), self.scheme.install_params(self.cc_final))
+        sampler = None
+        if sample_interval is not None:
+            interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
+            if interval <= 0:
+                raise ScenarioError("output.sample_interval", "must be positive")
+            sampler = Sampler(core, interval, self.n_flows, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress
         wall0, cpu0 = time.perf_counter(), time.process_time()
         interrupted = False
         status = STOP_EMPTY
         try:
             while True:
-                status = core.run(t_stop, events_per_slice)
+                until = t_stop if sampler is None else min(t_stop, sampler.next)
+                status = core.run(until, events_per_slice)
                 if show:
                     _progress_line(core, self.n_flows, time.perf_counter() - wall0)
+                if sampler is not None and status == STOP_TIME and until == sampler.next:
+                    sampler.take(until)
+                    if until < t_stop:
+                        continue
                 if status in (STOP_EMPTY, STOP_TIME):
                     break
         except KeyboardInterrupt:
@@ -305,9 +327,11 @@ class Simulation:
         if show:
             sys.stderr.write("\n")
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        return Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu,
-                                 interrupted=interrupted,
-                                 stop_ps=t_stop if status == STOP_TIME else None)
+        res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu, interrupted=interrupted,
+                                stop_ps=t_stop if status == STOP_TIME else None)
+        if sampler is not None:
+            res.samples = sampler.tables(self.ports.node)
+        return res
 
 
 def _progress_line(core, n_flows, wall):

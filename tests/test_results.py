@@ -51,7 +51,7 @@ def test_results_arrays(partial):
 
 def test_flows_csv_round_trip(partial, tmp_path):
     written = partial.write(tmp_path)
-    assert written == [str(tmp_path / n) for n in ("flows.csv", "ports.csv", "summary.json")]
+    assert written == [str(tmp_path / n) for n in ("flows.csv", "ports.csv", "pfc.csv", "summary.json")]
     with open(tmp_path / "flows.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert tuple(rows[0]) == FLOW_COLUMNS

@@ -194,7 +194,7 @@ ERRORS = [
     ("flows-empty", traffic({"kind": "flows", "flows": []}), "traffic[0].flows", "non-empty list"),
     ("flows-entry-not-mapping", traffic({"kind": "flows", "flows": [[0, 1, "1KB"]]}), "traffic[0].flows[0]",
      "expected a mapping"),
-    ("unknown-scheme", mutate(["cc"], {"scheme": "dcqcn"}), "cc.scheme", "unknown scheme 'dcqcn'; available: none"),
+    ("unknown-scheme", mutate(["cc"], {"scheme": "bbr"}), "cc.scheme", "unknown scheme 'bbr'; available: none, dcqcn"),
     ("scheme-not-string", mutate(["cc"], {"scheme": 3}), "cc.scheme", "expected a scheme name"),
     ("cc-not-mapping", mutate(["cc"], "none"), "cc", "expected a mapping"),
     ("cc-params-unknown", mutate(["cc"], {"scheme": "none", "params": {"alpha": 0.5}}), "cc.params.alpha",
@@ -323,9 +323,19 @@ def test_parquet_without_pyarrow_is_an_error_before_running(monkeypatch):
 
 
 def test_output_defaults_and_values():
-    assert sc.build(base()).output == {"flows_format": "csv", "hpcc_fct": False, "plot": True}
+    none = {"sample_interval": None, "queue_ports": None}
+    assert sc.build(base()).output == {"flows_format": "csv", "hpcc_fct": False, "plot": True, **none}
     out = sc.build(base(output={"hpcc_fct": True, "plot": False})).output
-    assert out == {"flows_format": "csv", "hpcc_fct": True, "plot": False}
+    assert out == {"flows_format": "csv", "hpcc_fct": True, "plot": False, **none}
+    out = sc.build(base(output={"sample_interval": "10us", "queue_ports": [0, 1]})).output
+    assert out["sample_interval"] == 10 * US and out["queue_ports"] == [0, 1]
+    for bad, key in (({"sample_interval": 10}, "output.sample_interval"),
+                     ({"sample_interval": "0us"}, "output.sample_interval"),
+                     ({"queue_ports": [10**6]}, "output.queue_ports"),
+                     ({"queue_ports": "some"}, "output.queue_ports")):
+        with pytest.raises(ScenarioError) as e:
+            sc.build(base(output=bad))
+        assert e.value.key == key
     assert sc.build(base(output=None)).output["plot"] is True
 
 

@@ -152,6 +152,8 @@ cdef struct Flow:
     uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
     int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t in_active      # listed in its host's active set
+    int32_t live_idx       # position in Sim.live while FS_ACTIVE, else NIL
+    int32_t hops           # switches on the data path
     # sender
     int64_t snd_nxt        # next byte to send
     int64_t snd_una        # first byte not acknowledged
@@ -286,6 +288,8 @@ cdef struct Sim:
     int32_t n_roots
     int32_t next_root
     int32_t* child_idx
+    int32_t* live          # the FS_ACTIVE flows, unordered (for sampling)
+    int32_t n_live
     Params p
     Stats st
     CCOps cc

@@ -22,7 +22,8 @@ from rocesim._core.pool cimport pkt_free, pool_array
 from rocesim._core.rng cimport mix64
 from rocesim._core.switch cimport switch_receive, switch_port_tx
 from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto
-from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_ideal_fct
+from rocesim._core.flows cimport (flows_next_root, flow_compute_done, flow_ideal_fct,
+                                   flow_setup_path, flow_activate)
 
 cnp.import_array()
 
@@ -86,8 +87,7 @@ cdef int _loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             if ev.arg:
                 flows_next_root(s)
             if s.flows[ev.target].is_compute:
-                s.flows[ev.target].state = FS_ACTIVE
-                s.flows[ev.target].start = s.now
+                flow_activate(s, ev.target)
                 heap_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
             else:
                 nic_start_flow(s, ev.target)
@@ -314,6 +314,7 @@ cdef class Core:
             fl.hash = <uint32_t> mix64((<uint64_t> i << 1) | 1)
             fl.rhash = <uint32_t> mix64(<uint64_t> i << 1)
             fl.last_cnp = NIL
+            fl.live_idx = NIL
             fl.last_nack = NIL
             fl.last_nack_seq = NIL
             fl.recovery_end = NIL
@@ -322,7 +323,13 @@ cdef class Core:
             fl.deps_left = n_parents[i]
             fl.child_off = child_off[i]
             fl.n_children = n_children[i]
+        for i in range(F):
+            if not s.flows[i].is_compute:
+                flow_setup_path(s, i)          # line rate and base RTT, known to every scheme
         s.child_idx = _copy_i32(child_idx)
+        s.live = <int32_t*> malloc(max(F, 1) * sizeof(int32_t))
+        if s.live == NULL:
+            raise MemoryError()
         s.start_order = _copy_i32(roots)
         s.n_roots = roots.shape[0]
         s.next_root = 0
@@ -353,19 +360,22 @@ cdef class Core:
         free(s.path_ports)
         free(s.start_order)
         free(s.child_idx)
+        free(s.live)
         free(s)
 
     def capsule(self):
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
         return PyCapsule_New(<void*> self.s, b"rocesim.Sim", NULL)
 
-    def install_scheme(self, module, dict params, keepalive=None):
-        """Install a congestion-control scheme: `module.install(capsule, params)`."""
+    def install_scheme(self, module, dict params):
+        """Install a congestion-control scheme: `module.install(capsule, params)`.
+
+        Whatever `install` returns is kept alive as long as this Core (Python schemes).
+        """
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
             self.s.cc.free_state = NULL
-        module.install(self.capsule(), params)
-        self._scheme = keepalive
+        self._scheme = module.install(self.capsule(), params)
 
     def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
         """Run events up to time `until_ps` (inclusive) or `max_events` events.
@@ -377,8 +387,17 @@ cdef class Core:
             raise MemoryError("rocesim core: out of memory for events or packets")
         if self.s.error == ERR_CALLBACK:
             self.s.error = ERR_NONE
-            raise RuntimeError("the congestion-control scheme raised; see the exception above")
+            err, self._scheme.error = self._scheme.error, None
+            raise err
         return status
+
+    def base_rtt_ps(self):
+        """Per-flow idle-network RTT of a full packet and its ACK (0 for compute steps)."""
+        cdef int32_t i
+        out = np.empty(self.s.n_flows, np.int64)
+        for i in range(self.s.n_flows):
+            out[i] = self.s.flows[i].base_rtt
+        return out
 
     @property
     def now_ps(self):
@@ -461,6 +480,36 @@ cdef class Core:
                 queue_bytes[i, k] = p.q_bytes[k]
         return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
                     paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask)
+
+    def sample_flows(self):
+        """The flows active now: (ids, sending rate in bps, bytes delivered in order)."""
+        cdef Sim* s = self.s
+        cdef int32_t n = s.n_live, k, f
+        cdef cnp.ndarray[int32_t] ids = np.empty(n, np.int32)
+        cdef cnp.ndarray[int64_t] rate = np.empty(n, np.int64)
+        cdef cnp.ndarray[int64_t] delivered = np.empty(n, np.int64)
+        for k in range(n):
+            f = s.live[k]
+            ids[k] = f
+            rate[k] = s.flows[f].rate_bps
+            delivered[k] = s.flows[f].rcv_nxt
+        order = np.argsort(ids)
+        return ids[order], rate[order], delivered[order]
+
+    def sample_queues(self, ports):
+        """Egress queue bytes now (all priorities) of the given ports."""
+        cdef Sim* s = self.s
+        cdef cnp.ndarray[int32_t] idx = _as(ports, np.int32, "ports")
+        cdef cnp.ndarray[int64_t] out = np.empty(idx.shape[0], np.int64)
+        cdef int32_t k, j
+        cdef int64_t total
+        _check_range(idx, 0, s.n_ports, "ports")
+        for k in range(idx.shape[0]):
+            total = 0
+            for j in range(NPRIO):
+                total += s.ports[idx[k]].q_bytes[j]
+            out[k] = total
+        return out
 
     def switch_arrays(self):
         """Per-switch buffer state: bytes held, shared pool use."""

@@ -5,6 +5,8 @@ from rocesim._core.defs cimport Sim
 cdef void flow_setup_path(Sim* s, int32_t f) noexcept
 cdef void flow_delivered(Sim* s, int32_t f) noexcept
 cdef void flows_next_root(Sim* s) noexcept
+cdef void flow_activate(Sim* s, int32_t f) noexcept
+cdef void flow_finish(Sim* s, int32_t f) noexcept
 cdef void flow_compute_done(Sim* s, int32_t f) noexcept
 cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t path_off,
                         int32_t* out, int32_t cap) noexcept

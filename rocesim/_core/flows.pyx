@@ -35,6 +35,30 @@ cdef enum:
     MAX_PATH = 256
 
 
+cdef void flow_activate(Sim* s, int32_t f) noexcept:
+    """Flow f starts now: state ACTIVE, listed among the live flows."""
+    cdef Flow* fl = &s.flows[f]
+    fl.state = FS_ACTIVE
+    fl.start = s.now
+    fl.live_idx = s.n_live
+    s.live[s.n_live] = f
+    s.n_live += 1
+
+
+cdef void flow_finish(Sim* s, int32_t f) noexcept:
+    """Flow f is done now (sender has the last ACK, or the compute step ended)."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int32_t last
+    fl.state = FS_DONE
+    fl.finish = s.now
+    s.st.flows_done += 1
+    s.n_live -= 1
+    last = s.live[s.n_live]
+    s.live[fl.live_idx] = last
+    s.flows[last].live_idx = fl.live_idx
+    fl.live_idx = NIL
+
+
 cdef void flows_next_root(Sim* s) noexcept:
     """Schedule the start of the next flow without parents, in start order."""
     cdef int32_t f
@@ -62,11 +86,8 @@ cdef void flow_delivered(Sim* s, int32_t f) noexcept:
 
 
 cdef void flow_compute_done(Sim* s, int32_t f) noexcept:
-    cdef Flow* fl = &s.flows[f]
-    fl.state = FS_DONE
-    fl.finish = s.now
-    fl.rx_finish = s.now
-    s.st.flows_done += 1
+    flow_finish(s, f)
+    s.flows[f].rx_finish = s.now
     _release_children(s, f)
 
 
@@ -111,7 +132,7 @@ cdef inline int64_t _ack_wire(Sim* s) noexcept:
 
 
 cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
-    """Line rate and base RTT of flow f (called when it starts)."""
+    """Line rate and base RTT of flow f (computed for every flow when the core is built)."""
     cdef Flow* fl = &s.flows[f]
     cdef int32_t fwd[MAX_PATH]
     cdef int32_t rev[MAX_PATH]
@@ -121,6 +142,7 @@ cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
     if h < 0 or hr < 0:
         fl.base_rtt = 0
         return
+    fl.hops = h - 1
     fl.base_rtt = (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
                    + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 

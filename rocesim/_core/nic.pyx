@@ -33,7 +33,7 @@ from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, IntHop,
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit, tx_time
 from rocesim._core.pool cimport pkt_alloc, pkt_free
 from rocesim._core.heap cimport heap_push
-from rocesim._core.flows cimport flow_setup_path, flow_delivered
+from rocesim._core.flows cimport flow_delivered, flow_activate, flow_finish
 
 
 # --- the host's set of flows with data to send ---------------------------------------
@@ -213,14 +213,12 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
 cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     """Flow f is released now: open its queue pair and start sending."""
     cdef Flow* fl = &s.flows[f]
-    fl.state = FS_ACTIVE
-    fl.start = s.now
+    flow_activate(s, f)
     fl.snd_nxt = 0
     fl.snd_una = 0
     fl.snd_max = 0
     fl.next_send = s.now
     fl.recovery_end = NIL
-    flow_setup_path(s, f)
     fl.rate_bps = fl.line_rate
     fl.window = 0
     s.cc.on_start(s, f)
@@ -260,11 +258,8 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
 
 
 cdef inline void _complete(Sim* s, int32_t f) noexcept:
-    cdef Flow* fl = &s.flows[f]
-    fl.state = FS_DONE
-    fl.finish = s.now
-    s.st.flows_done += 1
-    if fl.in_active:
+    flow_finish(s, f)
+    if s.flows[f].in_active:
         _active_remove(s, f)
 
 

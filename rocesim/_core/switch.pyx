@@ -86,7 +86,9 @@ cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk) noexcept:
     h = &pk.hops[pk.nhops]
     h.ts = s.now
     h.tx_bytes = p.tx_bytes
-    h.qlen = <int32_t> p.q_bytes[pk.prio]
+    # the whole port's queue after this packet left, as the HPCC fork stamps it
+    h.qlen = <int32_t> (p.q_bytes[0] + p.q_bytes[1] + p.q_bytes[2] + p.q_bytes[3]
+                        + p.q_bytes[4] + p.q_bytes[5] + p.q_bytes[6] + p.q_bytes[7])
     h.rate_mbps = <int32_t> (p.rate_bps // 1000000)
     pk.nhops += 1
 

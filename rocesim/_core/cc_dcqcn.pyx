@@ -1,0 +1,246 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""DCQCN (Zhu et al., SIGCOMM 2015): the reaction point of an RDMA NIC.
+
+Switches mark ECN (RED, the congestion point); the receiver answers marked data with
+a CNP at most once per `nic.cnp_interval` (the notification point, nic.pyx).  The
+sender (here) keeps a current rate Rc, a target rate Rt and alpha:
+
+* cut: Rt = Rc, Rc = Rc (1 - alpha/2); alpha = (1-g) alpha + g for a period with a
+  CNP, (1-g) alpha for one without;
+* increase events (timer T, and with the paper's byte counter every B bytes): fast
+  recovery Rc = (Rt + Rc)/2 for the first F, then additive (Rt += R_AI) and hyper
+  (Rt += i R_HAI) increase, each followed by Rc = (Rt + Rc)/2.
+
+Two timings, one algorithm:
+
+* `t_dec > 0` (preset `mellanox`, the HPCC ns-3 fork's model and the default): alpha
+  is updated every `t_alpha` from the first CNP on, with "a CNP arrived in this
+  period"; the rate is cut at most once per `t_dec`, at the first decrease check after
+  a CNP (so not at the first CNP itself); increases come from the timer only; the
+  target is not reset to Rc on a cut that follows a cut with no increase in between
+  (the fork's `clamp_target_rate = false`).
+* `t_dec == 0` (preset `paper`): every CNP cuts at once; alpha decays by (1-g) per
+  `t_alpha` without CNP, the alpha timer restarting at each CNP; increases come from
+  the timer T and the byte counter B: fast recovery while max(timer, bytes) < F,
+  hyper increase (i = min(timer, bytes) - F) once both exceed F, additive otherwise.
+
+The periodic alpha update is computed lazily (exactly, from the elapsed periods) when
+a CNP or a cut needs it, and the decrease check is an event only when a CNP is
+pending, so a DCQCN flow costs events only while it is being cut or recovering.
+"""
+from libc.stdint cimport int64_t, int32_t
+from libc.stdlib cimport calloc, free
+from libc.math cimport pow
+from rocesim._core.defs cimport Sim, Flow, AckInfo, NIL
+from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, cc_timer, bdp_bytes
+
+cdef enum:
+    TIMER_DEC = 1
+    TIMER_INC = 2
+
+
+cdef struct Params:
+    double g
+    int64_t t_alpha
+    int64_t t_dec
+    int64_t t_inc
+    int64_t byte_counter
+    int32_t f
+    int32_t clamp
+    double rai
+    double rhai
+    double min_rate
+    int64_t window
+
+
+cdef struct FlowState:
+    double rc
+    double rt
+    double alpha
+    int64_t alpha_mark          # start of the current alpha period (NIL before the first CNP)
+    int64_t dec_anchor          # decrease checks fall at dec_anchor + k t_dec
+    int64_t bytes_mark          # snd_una at the last byte-counter event
+    int32_t cnp_in_period       # a CNP arrived in the current alpha period
+    int32_t cnp_pending         # a CNP arrived since the last decrease check
+    int32_t dec_scheduled
+    int32_t t_stage             # timer increase events since the last cut
+    int32_t b_stage             # byte-counter increase events since the last cut
+    int32_t inc_gen             # generation of the live increase timer
+
+
+cdef struct State:
+    Params p
+    FlowState* fs
+
+
+cdef inline State* _st(Sim* s) noexcept:
+    return <State*> s.cc.state
+
+
+cdef inline void _apply(Sim* s, int32_t f, FlowState* x) noexcept:
+    s.flows[f].rate_bps = <int64_t> x.rc
+
+
+cdef void _alpha_catch_up(State* st, FlowState* x, int64_t now) noexcept:
+    """Apply the alpha updates of every period that ended by `now`."""
+    cdef int64_t n
+    cdef double g = st.p.g
+    if x.alpha_mark == NIL:
+        return
+    n = (now - x.alpha_mark) // st.p.t_alpha
+    if n <= 0:
+        return
+    x.alpha = (1 - g) * x.alpha + (g if x.cnp_in_period else 0.0)
+    if n > 1:
+        x.alpha *= pow(1 - g, <double> (n - 1))
+    x.cnp_in_period = 0
+    x.alpha_mark += n * st.p.t_alpha
+
+
+cdef void _start(Sim* s, int32_t f) noexcept:
+    cdef State* st = _st(s)
+    cdef FlowState* x = &st.fs[f]
+    cdef Flow* fl = &s.flows[f]
+    x.rc = fl.line_rate
+    x.rt = fl.line_rate
+    x.alpha = 1.0
+    x.alpha_mark = NIL
+    x.dec_anchor = NIL
+    x.inc_gen += 1
+    fl.window = bdp_bytes(fl) if st.p.window < 0 else st.p.window
+    _apply(s, f, x)
+
+
+cdef void _cut(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+    if st.p.clamp or x.t_stage > 0 or x.b_stage > 0 or st.p.t_dec == 0:
+        x.rt = x.rc
+    x.rc = x.rc * (1 - x.alpha / 2)
+    if x.rc < st.p.min_rate:
+        x.rc = st.p.min_rate
+    x.t_stage = 0
+    x.b_stage = 0
+    x.bytes_mark = s.flows[f].snd_una
+    x.inc_gen += 1
+    cc_timer(s, f, st.p.t_inc, (<int64_t> x.inc_gen << 2) | TIMER_INC)
+    _apply(s, f, x)
+
+
+cdef void _cnp(Sim* s, int32_t f) noexcept:
+    cdef State* st = _st(s)
+    cdef FlowState* x = &st.fs[f]
+    cdef int64_t now = s.now, k
+    if st.p.t_dec == 0:                      # paper: cut now, restart the alpha timer
+        _alpha_catch_up(st, x, now)
+        x.alpha = (1 - st.p.g) * x.alpha + st.p.g
+        x.alpha_mark = now
+        x.cnp_in_period = 0
+        _cut(s, f, st, x)
+        return
+    if x.alpha_mark == NIL:                  # first CNP: start the periodic timers
+        x.alpha_mark = now
+        x.dec_anchor = now
+        x.rt = x.rc
+    else:
+        _alpha_catch_up(st, x, now)
+        x.cnp_in_period = 1
+    x.cnp_pending = 1
+    if not x.dec_scheduled:
+        k = (now - x.dec_anchor) // st.p.t_dec + 1
+        x.dec_scheduled = 1
+        cc_timer(s, f, x.dec_anchor + k * st.p.t_dec - now, TIMER_DEC)
+
+
+cdef void _increase(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+    cdef int32_t hi, lo, i
+    cdef double line = s.flows[f].line_rate
+    if st.p.t_dec > 0:                       # the fork: stage = timer events only
+        hi = x.t_stage
+        lo = x.t_stage
+    else:
+        hi = x.t_stage if x.t_stage > x.b_stage else x.b_stage
+        lo = x.t_stage if x.t_stage < x.b_stage else x.b_stage
+    if hi < st.p.f:
+        pass                                 # fast recovery
+    elif lo > st.p.f:
+        i = lo - st.p.f if st.p.t_dec == 0 else 1
+        x.rt += i * st.p.rhai
+    else:
+        x.rt += st.p.rai
+    if x.rt > line:
+        x.rt = line
+    x.rc = (x.rt + x.rc) / 2
+    _apply(s, f, x)
+
+
+cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
+    cdef State* st = _st(s)
+    cdef FlowState* x = &st.fs[f]
+    cdef int32_t kind = arg & 3
+    if kind == TIMER_DEC:
+        x.dec_scheduled = 0
+        if x.cnp_pending:
+            x.cnp_pending = 0
+            _alpha_catch_up(st, x, s.now)
+            _cut(s, f, st, x)
+    elif (arg >> 2) == x.inc_gen:
+        if st.p.t_dec > 0:
+            _increase(s, f, st, x)           # act by the current stage, then count it
+            x.t_stage += 1
+        else:
+            x.t_stage += 1
+            _increase(s, f, st, x)
+        if x.rc < s.flows[f].line_rate:
+            cc_timer(s, f, st.p.t_inc, (<int64_t> x.inc_gen << 2) | TIMER_INC)
+
+
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+    """The paper's byte counter: an increase event per B bytes acknowledged since the cut."""
+    cdef State* st = _st(s)
+    cdef FlowState* x
+    if st.p.byte_counter <= 0 or st.p.t_dec > 0:
+        return
+    x = &st.fs[f]
+    if x.alpha_mark == NIL or x.rc >= s.flows[f].line_rate:
+        return
+    while s.flows[f].snd_una - x.bytes_mark >= st.p.byte_counter:
+        x.bytes_mark += st.p.byte_counter
+        x.b_stage += 1
+        _increase(s, f, st, x)
+
+
+cdef void _free(void* state) noexcept:
+    cdef State* st = <State*> state
+    if st != NULL:
+        free(st.fs)
+        free(st)
+
+
+def install(capsule, params):
+    """Set up DCQCN on the simulation behind `capsule` (params already resolved, in bps/ps/bytes)."""
+    cdef Sim* s = sim_from_capsule(capsule)
+    cdef State* st = <State*> calloc(1, sizeof(State))
+    if st == NULL:
+        raise MemoryError()
+    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
+    if st.fs == NULL:
+        free(st)
+        raise MemoryError()
+    st.p.g = params["g"]
+    st.p.t_alpha = params["t_alpha"]
+    st.p.t_dec = params["t_dec"]
+    st.p.t_inc = params["t"]
+    st.p.byte_counter = params["b"]
+    st.p.f = params["f"]
+    st.p.clamp = params["clamp"]
+    st.p.rai = params["rai"]
+    st.p.rhai = params["rhai"]
+    st.p.min_rate = params["min_rate"]
+    st.p.window = params["window"]
+    cc_ops_clear(&s.cc)
+    s.cc.state = st
+    s.cc.free_state = _free
+    s.cc.needs_cnp = 1
+    s.cc.on_start = _start
+    s.cc.on_cnp = _cnp
+    s.cc.on_timer = _timer
+    s.cc.on_ack = _ack

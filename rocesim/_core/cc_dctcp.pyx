@@ -1,0 +1,130 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""DCTCP (Alizadeh et al., SIGCOMM 2010) on an RDMA NIC.
+
+Switches mark ECN as a step at K (kmin = kmax = K, pmax = 1).  Once per window of data
+(when the cumulative ACK passes the snd_nxt recorded at the previous update), the
+sender updates alpha = (1 - g) alpha + g F, F the fraction of ECN-echoing ACKs in that
+window.  On an ECN echo, at most once per window (until the ACK passes the snd_nxt of
+the cut, "CWR"), the rate (or window) is multiplied by 1 - alpha/2.
+
+`mode: rate` (default) is the HPCC ns-3 fork's variant: flows start at line rate, add
+`rai` once per window when not in CWR, and carry a window of one BDP scaled by
+rate / line rate.  `mode: window` is the TCP-like original: the window starts at one
+BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
+"""
+from libc.stdint cimport int64_t, int32_t
+from libc.stdlib cimport calloc, free
+from rocesim._core.defs cimport Sim, Flow, AckInfo
+from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, bdp_bytes
+
+
+cdef struct Params:
+    double g
+    double rai
+    double min_rate
+    int32_t window_mode
+
+
+cdef struct FlowState:
+    double alpha
+    double rate
+    double cwnd                # bytes (window mode)
+    int64_t marked             # ECN-echoing ACKs in this window
+    int64_t acks               # ACKs in this window
+    int64_t last_update_seq    # 0 before the first window ends
+    int64_t high_seq           # CWR until the cumulative ACK passes it
+    int32_t cwr
+
+
+cdef struct State:
+    Params p
+    FlowState* fs
+
+
+cdef inline void _apply(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t bdp = bdp_bytes(fl)
+    if st.p.window_mode:
+        fl.window = <int64_t> x.cwnd if x.cwnd >= 1 else 1
+        fl.rate_bps = fl.line_rate
+    else:
+        fl.rate_bps = <int64_t> x.rate
+        fl.window = <int64_t> (bdp * x.rate / fl.line_rate) if bdp > 0 else 0
+        if bdp > 0 and fl.window < 1:
+            fl.window = 1
+
+
+cdef void _start(Sim* s, int32_t f) noexcept:
+    cdef State* st = <State*> s.cc.state
+    cdef FlowState* x = &st.fs[f]
+    x.alpha = 1.0
+    x.rate = s.flows[f].line_rate
+    x.cwnd = bdp_bytes(&s.flows[f])
+    if x.cwnd < s.p.mtu:
+        x.cwnd = s.p.mtu
+    x.last_update_seq = 0
+    x.cwr = 0
+    _apply(s, f, st, x)
+
+
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+    cdef State* st = <State*> s.cc.state
+    cdef FlowState* x = &st.fs[f]
+    cdef Flow* fl = &s.flows[f]
+    cdef bint new_window = a.seq > x.last_update_seq
+    x.acks += 1
+    if a.ecn:
+        x.marked += 1
+    if new_window:
+        if x.last_update_seq > 0:
+            x.alpha = (1 - st.p.g) * x.alpha + st.p.g * (<double> x.marked / x.acks)
+        x.last_update_seq = fl.snd_nxt
+        x.marked = 0
+        x.acks = 0
+    if x.cwr and a.seq > x.high_seq:
+        x.cwr = 0
+    if a.ecn and not x.cwr:
+        x.rate *= 1 - x.alpha / 2
+        if x.rate < st.p.min_rate:
+            x.rate = st.p.min_rate
+        x.cwnd *= 1 - x.alpha / 2
+        if x.cwnd < s.p.mtu:
+            x.cwnd = s.p.mtu
+        x.cwr = 1
+        x.high_seq = fl.snd_nxt
+    elif not x.cwr:
+        if new_window:
+            x.rate += st.p.rai
+            if x.rate > fl.line_rate:
+                x.rate = fl.line_rate
+        if x.cwnd > 0:                           # + one packet per window of ACKs
+            x.cwnd += <double> s.p.mtu * a.acked / x.cwnd
+    _apply(s, f, st, x)
+
+
+cdef void _free(void* state) noexcept:
+    cdef State* st = <State*> state
+    if st != NULL:
+        free(st.fs)
+        free(st)
+
+
+def install(capsule, params):
+    """Set up DCTCP (params resolved: g, rai bps, min_rate bps, mode)."""
+    cdef Sim* s = sim_from_capsule(capsule)
+    cdef State* st = <State*> calloc(1, sizeof(State))
+    if st == NULL:
+        raise MemoryError()
+    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
+    if st.fs == NULL:
+        free(st)
+        raise MemoryError()
+    st.p.g = params["g"]
+    st.p.rai = params["rai"]
+    st.p.min_rate = params["min_rate"]
+    st.p.window_mode = params["mode"] == "window"
+    cc_ops_clear(&s.cc)
+    s.cc.state = st
+    s.cc.free_state = _free
+    s.cc.on_start = _start
+    s.cc.on_ack = _ack

@@ -1,0 +1,185 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The bridge to congestion-control schemes written in Python (`rocesim.pyscheme`).
+
+The core calls a Python object's on_start / on_ack / on_nack / on_cnp / on_timeout /
+on_timer for each event of a flow.  This is the one place where Python runs per packet
+(per ACK), and only because a researcher chose to: it is slower, not different.  The
+scheme sees each flow through one `Flow` handle (made once per flow, reused) and each
+ACK through an `Ack` view.  An exception stops the run; `Core.run` re-raises it.
+"""
+from libc.stdint cimport int64_t, int32_t
+from cpython.ref cimport PyObject
+from rocesim._core.defs cimport Sim, Flow as CFlow, AckInfo, ERR_CALLBACK
+from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, cc_timer
+
+
+cdef class Flow:
+    """A flow as a Python scheme sees it: read its state, set `rate_bps` and `window_bytes`."""
+    cdef Sim* s
+    cdef readonly int id
+    cdef public object state     # free for the scheme's per-flow state
+
+    @property
+    def src(self):
+        return self.s.flows[self.id].src
+
+    @property
+    def dst(self):
+        return self.s.flows[self.id].dst
+
+    @property
+    def size(self):
+        """Payload bytes."""
+        return self.s.flows[self.id].size
+
+    @property
+    def line_rate_bps(self):
+        return self.s.flows[self.id].line_rate
+
+    @property
+    def base_rtt_ps(self):
+        """Idle-network RTT of a full packet and its ACK."""
+        return self.s.flows[self.id].base_rtt
+
+    @property
+    def snd_nxt(self):
+        return self.s.flows[self.id].snd_nxt
+
+    @property
+    def snd_una(self):
+        return self.s.flows[self.id].snd_una
+
+    @property
+    def now_ps(self):
+        return self.s.now
+
+    @property
+    def rate_bps(self):
+        """Pacing rate (bit/s); the NIC spaces packets by size / rate."""
+        return self.s.flows[self.id].rate_bps
+
+    @rate_bps.setter
+    def rate_bps(self, value):
+        cdef int64_t r = <int64_t> value
+        self.s.flows[self.id].rate_bps = r if r >= 1 else 1
+
+    @property
+    def window_bytes(self):
+        """Bytes in flight allowed (0: no window)."""
+        return self.s.flows[self.id].window
+
+    @window_bytes.setter
+    def window_bytes(self, value):
+        cdef int64_t w = <int64_t> value
+        self.s.flows[self.id].window = w if w >= 0 else 0
+
+    def set_timer(self, delay_ps, int timer_id=0):
+        """Call the scheme's on_timer(flow, timer_id) after delay_ps (while the flow is active)."""
+        if delay_ps < 0 or timer_id < 0:
+            raise ValueError("set_timer needs delay_ps >= 0 and timer_id >= 0")
+        cc_timer(self.s, self.id, <int64_t> delay_ps, timer_id)
+
+
+cdef class Ack:
+    """One ACK: bytes newly acknowledged, cumulative seq, RTT sample, ECN echo, INT records."""
+    cdef readonly long long acked_bytes, seq, rtt_ps
+    cdef readonly bint ecn
+    cdef readonly tuple hops     # ((ts_ps, tx_bytes, qlen_bytes, rate_bps), ...) per switch
+
+
+cdef class Shim:
+    cdef object scheme
+    cdef list handles
+    cdef public object error
+    cdef Sim* s
+
+    cdef Flow handle(self, int32_t f):
+        cdef Flow h = self.handles[f]
+        if h is None:
+            h = Flow.__new__(Flow)
+            h.s = self.s
+            h.id = f
+            self.handles[f] = h
+        return h
+
+    cdef void fail(self, exc) noexcept:
+        if self.error is None:
+            self.error = exc
+        self.s.error = ERR_CALLBACK
+
+
+cdef inline Shim _shim(Sim* s):
+    return <Shim> <PyObject*> s.cc.state
+
+
+cdef void _start(Sim* s, int32_t f) noexcept with gil:
+    shim = _shim(s)
+    try:
+        shim.scheme.on_start(shim.handle(f))
+    except BaseException as e:
+        shim.fail(e)
+
+
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept with gil:
+    shim = _shim(s)
+    cdef Ack ack = Ack.__new__(Ack)
+    ack.acked_bytes = a.acked
+    ack.seq = a.seq
+    ack.rtt_ps = a.rtt
+    ack.ecn = a.ecn
+    ack.hops = tuple([(a.hops[i].ts, a.hops[i].tx_bytes, a.hops[i].qlen, a.hops[i].rate_mbps * 1000000)
+                      for i in range(a.nhops)])
+    try:
+        shim.scheme.on_ack(shim.handle(f), ack)
+    except BaseException as e:
+        shim.fail(e)
+
+
+cdef void _call(Sim* s, int32_t f, str name) noexcept with gil:
+    shim = _shim(s)
+    try:
+        getattr(shim.scheme, name)(shim.handle(f))
+    except BaseException as e:
+        shim.fail(e)
+
+
+cdef void _nack(Sim* s, int32_t f) noexcept:
+    _call(s, f, "on_nack")
+
+
+cdef void _cnp(Sim* s, int32_t f) noexcept:
+    _call(s, f, "on_cnp")
+
+
+cdef void _timeout(Sim* s, int32_t f) noexcept:
+    _call(s, f, "on_timeout")
+
+
+cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept with gil:
+    shim = _shim(s)
+    try:
+        shim.scheme.on_timer(shim.handle(f), arg)
+    except BaseException as e:
+        shim.fail(e)
+
+
+def install(capsule, params):
+    """Route the core's callbacks to params['scheme'], a `rocesim.pyscheme.PythonScheme`.
+
+    Returns the bridge object, which the caller must keep alive while the core runs.
+    """
+    cdef Sim* s = sim_from_capsule(capsule)
+    cdef Shim shim = Shim.__new__(Shim)
+    shim.scheme = params["scheme"]
+    shim.handles = [None] * s.n_flows
+    shim.s = s
+    cc_ops_clear(&s.cc)
+    s.cc.state = <void*> shim          # borrowed: the Core keeps `shim` alive
+    s.cc.needs_cnp = bool(getattr(shim.scheme, "needs_cnp", False))
+    s.cc.on_start = _start
+    s.cc.on_ack = _ack
+    s.cc.on_nack = _nack
+    s.cc.on_cnp = _cnp
+    s.cc.on_timeout = _timeout
+    s.cc.on_timer = _timer
+    return shim

@@ -1,0 +1,122 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""TIMELY (Mittal et al., SIGCOMM 2015): rate control from the RTT gradient.
+
+An RTT sample is taken per completion event: when the ACKs have acknowledged another
+`segment` bytes (the paper's NIC reports RTT per completed segment of 16-64 KB, not
+per packet), from the ACK that completes it (its echo of the data packet's send time).
+Then, with prev the previous sample:
+
+    rtt_diff = (1 - alpha) rtt_diff + alpha (new_rtt - prev_rtt)
+    gradient = rtt_diff / min_rtt
+    new_rtt < t_low:   rate += delta
+    new_rtt > t_high:  rate *= 1 - beta (1 - t_high / new_rtt)
+    gradient <= 0:     rate += N delta  (N = 5 after five increases in a row, else 1)
+    otherwise:         rate *= 1 - beta gradient
+
+clamped to [min_rate, line rate].  As in the HPCC fork, the count of increases in a row
+covers both increase branches, and the first sample only sets prev_rtt.
+"""
+from libc.stdint cimport int64_t, int32_t
+from libc.stdlib cimport calloc, free
+from rocesim._core.defs cimport Sim, Flow, AckInfo
+from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear
+
+
+cdef struct Params:
+    double alpha
+    double beta
+    double t_low
+    double t_high
+    double min_rtt
+    double delta
+    double min_rate
+    int64_t segment
+    int32_t hai_after
+
+
+cdef struct FlowState:
+    double rate
+    double prev_rtt           # < 0 before the first sample
+    double rtt_diff
+    int32_t increases         # increases in a row
+    int64_t seg_mark          # snd_una at the last sample
+
+
+cdef struct State:
+    Params p
+    FlowState* fs
+
+
+cdef void _start(Sim* s, int32_t f) noexcept:
+    cdef State* st = <State*> s.cc.state
+    cdef FlowState* x = &st.fs[f]
+    x.rate = s.flows[f].line_rate
+    x.prev_rtt = -1
+    x.rtt_diff = 0
+    x.increases = 0
+    x.seg_mark = 0
+    s.flows[f].rate_bps = <int64_t> x.rate
+
+
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+    cdef State* st = <State*> s.cc.state
+    cdef Params* p = &st.p
+    cdef FlowState* x = &st.fs[f]
+    cdef Flow* fl = &s.flows[f]
+    cdef double rtt = <double> a.rtt, gradient
+    if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < fl.size:
+        return
+    x.seg_mark = fl.snd_una
+    if x.prev_rtt < 0:
+        x.prev_rtt = rtt
+        return
+    x.rtt_diff = (1 - p.alpha) * x.rtt_diff + p.alpha * (rtt - x.prev_rtt)
+    x.prev_rtt = rtt
+    gradient = x.rtt_diff / p.min_rtt
+    if rtt < p.t_low or (rtt <= p.t_high and gradient <= 0):
+        x.rate += p.delta * (5 if x.increases >= p.hai_after else 1)
+        x.increases += 1
+    else:
+        if rtt > p.t_high:
+            x.rate *= 1 - p.beta * (1 - p.t_high / rtt)
+        else:
+            x.rate *= 1 - p.beta * gradient if p.beta * gradient < 1 else 0
+        x.increases = 0
+    if x.rate > fl.line_rate:
+        x.rate = fl.line_rate
+    if x.rate < p.min_rate:
+        x.rate = p.min_rate
+    fl.rate_bps = <int64_t> x.rate
+
+
+cdef void _free(void* state) noexcept:
+    cdef State* st = <State*> state
+    if st != NULL:
+        free(st.fs)
+        free(st)
+
+
+def install(capsule, params):
+    """Set up TIMELY (params resolved: times in ps, rates in bps, segment in bytes)."""
+    cdef Sim* s = sim_from_capsule(capsule)
+    cdef State* st = <State*> calloc(1, sizeof(State))
+    if st == NULL:
+        raise MemoryError()
+    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
+    if st.fs == NULL:
+        free(st)
+        raise MemoryError()
+    st.p.alpha = params["alpha"]
+    st.p.beta = params["beta"]
+    st.p.t_low = params["tlow"]
+    st.p.t_high = params["thigh"]
+    st.p.min_rtt = params["min_rtt"]
+    st.p.delta = params["delta"]
+    st.p.min_rate = params["min_rate"]
+    st.p.segment = params["segment"]
+    st.p.hai_after = params["hai_after"]
+    cc_ops_clear(&s.cc)
+    s.cc.state = st
+    s.cc.free_state = _free
+    s.cc.on_start = _start
+    s.cc.on_ack = _ack
