@@ -22,6 +22,8 @@ False), `needs_int` (switches stamp INT records, `ack.hops`; default False).  Ea
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 from rocesim import schemes
 from rocesim.config import Key
@@ -83,13 +85,28 @@ class PythonScheme:
         """A timer set with flow.set_timer fired."""
 
 
+def _import(module_name: str):
+    """Import a module, also looking in the current folder (last, so nothing is shadowed)."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:
+        if os.getcwd() in sys.path:
+            raise
+        sys.path.append(os.getcwd())
+        try:
+            return importlib.import_module(module_name)
+        finally:
+            sys.path.remove(os.getcwd())
+
+
 def python_scheme(spec: str, key: str = "cc.scheme") -> schemes.Scheme:
     """The `Scheme` of a Python class named "package.module:ClassName"."""
     module_name, _, class_name = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except ImportError as e:
-        raise ScenarioError(key, f"cannot import module {module_name!r} ({e}); is it on PYTHONPATH?") from None
+        raise ScenarioError(key, f"cannot import module {module_name!r} ({e}); is it on PYTHONPATH "
+                                 "or under the current folder?") from None
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, PythonScheme)):
         raise ScenarioError(key, f"{spec!r} is not a subclass of rocesim.pyscheme.PythonScheme")

@@ -80,8 +80,8 @@ class Context:
 
 
 def _fill(params: dict, defaults: dict) -> dict:
-    """Replace every 'auto' in params by defaults[name] (already in base units)."""
-    return {k: (defaults[k] if v == "auto" else v) for k, v in params.items()}
+    """Replace 'auto' in params by defaults[name] (already in base units) where one is given."""
+    return {k: (defaults[k] if v == "auto" and k in defaults else v) for k, v in params.items()}
 
 
 @dataclass(frozen=True)

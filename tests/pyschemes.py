@@ -1,0 +1,49 @@
+"""Schemes written in Python, used by the tests (importable as `pyschemes:<Class>`)."""
+from rocesim.pyscheme import PythonScheme, rate
+
+
+class FixedRate(PythonScheme):
+    """Every flow sends at one fixed rate."""
+    params = {"rate": rate("10Gbps", "the rate")}
+
+    def on_start(self, flow):
+        flow.rate_bps = self.rate
+
+
+class LineRate(PythonScheme):
+    """What the built-in scheme `none` does, written in Python."""
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+
+
+class Recorder(PythonScheme):
+    """Records every call it gets, and sets a timer at start."""
+    needs_cnp = True
+    needs_int = True
+    calls = []
+
+    def on_start(self, flow):
+        Recorder.calls.append(("start", flow.id))
+        flow.set_timer(5_000_000, 7)
+
+    def on_ack(self, flow, ack):
+        Recorder.calls.append(("ack", flow.id, ack.acked_bytes, ack.seq, ack.rtt_ps, ack.ecn, len(ack.hops)))
+
+    def on_cnp(self, flow):
+        Recorder.calls.append(("cnp", flow.id))
+
+    def on_timer(self, flow, timer_id):
+        Recorder.calls.append(("timer", flow.id, timer_id, flow.now_ps))
+
+
+class Broken(PythonScheme):
+    """Raises on the third ACK."""
+
+    def on_start(self, flow):
+        flow.state = 0
+
+    def on_ack(self, flow, ack):
+        flow.state += 1
+        if flow.state == 3:
+            raise ZeroDivisionError("scheme bug on purpose")
