@@ -69,8 +69,9 @@ def test_incast_8_to_1(benchmark):
     run_once(benchmark, lambda: incast(8, 500_000 if QUICK else 10_000_000))
 
 
-def test_hpcc320_websearch_30pct_2ms(benchmark):
-    res = run_once(benchmark, lambda: hpcc320_websearch(50 * 10**6 if QUICK else 2 * 10**9))
+@pytest.mark.parametrize("cc", ["none", "dcqcn", "hpcc", "timely", "dctcp", "swift"])
+def test_hpcc320_websearch_30pct_2ms(benchmark, cc):
+    res = run_once(benchmark, lambda: hpcc320_websearch(50 * 10**6 if QUICK else 2 * 10**9, cc))
     assert res.summary["drops"] == 0
 
 

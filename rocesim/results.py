@@ -69,6 +69,7 @@ class Results:
                                                            start_ps / PS_PER_NS, np.nan),
             fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
             prio=world["flow_prio"], tag=sim._flows.column("tag", np.int32),
+            dport=sim._flows.column("dport", np.int32),
             retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
             is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"],
             rate_bps=fa["rate_bps"])
@@ -197,7 +198,7 @@ class Results:
                 if self.node_ids is not None:       # HPCC numbers nodes as its topology file does
                     src, dst = int(self.node_ids[src]), int(self.node_ids[dst])
                 out.write(f"{_hpcc_ip(src):08x} {_hpcc_ip(dst):08x} {10000 + int(f['flow_id'][i]) % 50000} "
-                          f"100 {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
+                          f"{int(f['dport'][i]) if 'dport' in f else 100} {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
                           f"{round(f['fct_ns'][i])} {round(f['ideal_fct_ns'][i])}\n")
         return path
 

@@ -241,6 +241,10 @@ def _host_id(v, key, sim) -> int:
 
 
 def _t_incast(sim, d, key, rng, base_dir, index):
+    """One incast (senders list or `all`, receiver), or with `load` and `duration`, incasts
+    of `senders` random hosts to a random receiver at Poisson times."""
+    if "load" in d:
+        return _t_repeated_incast(sim, d, key, rng, index)
     _keys(d, key, ("kind", "senders", "receiver", "size"), ("start", "prio"))
     receiver = _host_id(d["receiver"], f"{key}.receiver", sim)
     if d["senders"] == "all":
@@ -249,6 +253,24 @@ def _t_incast(sim, d, key, rng, base_dir, index):
         senders = _hosts(d["senders"], f"{key}.senders", sim.topology)
     table = tr.incast(senders, receiver, _flow_size(d["size"], f"{key}.size"),
                       parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
+    sim.add_flows(table, tag=index)
+
+
+def _t_repeated_incast(sim, d, key, rng, index):
+    if d.get("receiver", "random") != "random":
+        raise ScenarioError(f"{key}.load", "with a load, incasts repeat at random times to random "
+                                           "receivers: remove receiver (or load for a single incast)")
+    _keys(d, key, ("kind", "senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio"))
+    topo = sim.topology
+    hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
+    n = _count(d["senders"], f"{key}.senders")
+    if n >= len(hosts):
+        raise ScenarioError(f"{key}.senders", f"needs fewer senders than hosts ({len(hosts)})")
+    rate = max(topo.host_rate(int(h)) for h in hosts)
+    table = tr.repeated_incast(hosts, n, _flow_size(d["size"], f"{key}.size"),
+                               _number(d["load"], f"{key}.load", 0.0, 1.0), rate,
+                               parse_time(d["duration"], f"{key}.duration"), rng,
+                               parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
     sim.add_flows(table, tag=index)
 
 

@@ -140,7 +140,7 @@ class Simulation:
             src=table.src, dst=table.dst, size=table.size, start=table.start,
             prio=table.prio, compute=np.zeros(len(table), np.int32),
             delay=np.zeros(len(table), np.int64),
-            tag=table.tag if tag is None else np.full(len(table), tag, np.int32))
+            tag=table.tag if tag is None else np.full(len(table), tag, np.int32), dport=table.dport)
 
     def add_dependencies(self, children, parents):
         """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""
@@ -154,7 +154,7 @@ class Simulation:
         start = parse_time(start, f"{key}.start", bare_ok=True)
         delay = parse_time(delay, f"{key}.delay", bare_ok=True)
         fid = int(self._flows.append(src=[src], dst=[dst], size=[size], start=[start], prio=[prio],
-                                     compute=[compute], delay=[delay], tag=[tag])[0])
+                                     compute=[compute], delay=[delay], tag=[tag], dport=[100])[0])
         after = [after] if isinstance(after, (int, np.integer)) else list(after)
         for parent in after:
             if not (isinstance(parent, (int, np.integer)) and 0 <= parent < fid):

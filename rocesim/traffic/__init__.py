@@ -9,7 +9,7 @@ from .distributions import FB_HADOOP, WEBSEARCH, FlowSizeCDF, builtin
 from .explicit import explicit_flows
 from .flowtable import DEFAULT_DPORT, DEFAULT_PRIO, FlowTable
 from .hpcc_flows import hpcc_flow_file, write_hpcc_flow_file
-from .patterns import incast, permutation
+from .patterns import incast, permutation, repeated_incast
 from .poisson import poisson_cdf
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "explicit_flows",
     "incast",
     "permutation",
+    "repeated_incast",
     "poisson_cdf",
     "hpcc_flow_file",
     "write_hpcc_flow_file",

@@ -9,7 +9,7 @@ from ..units import parse_size, parse_time
 from ._args import host_id, host_ids, priority
 from .flowtable import DEFAULT_PRIO, FlowTable
 
-__all__ = ["incast", "permutation"]
+__all__ = ["incast", "permutation", "repeated_incast"]
 
 
 def _uniform_flows(
@@ -75,3 +75,46 @@ def permutation(
     """
     ids = host_ids(hosts, "hosts", minimum=2)
     return _uniform_flows(ids, ids[_derangement(ids.size, rng)], size, start, prio)
+
+
+def repeated_incast(
+    hosts: int | list[int] | np.ndarray,
+    n_senders: int,
+    size: int | str,
+    load: float,
+    host_rate_bps: float,
+    duration_ps: int | str,
+    rng: np.random.Generator,
+    start_ps: int | str = 0,
+    prio: int = DEFAULT_PRIO,
+) -> FlowTable:
+    """Incast events at Poisson times: each one, ``n_senders`` random hosts send ``size``
+    bytes to one random receiver, all at the event's time.
+
+    The event rate makes the incast bytes ``load`` of the hosts' total capacity
+    (``len(hosts) x host_rate_bps``), as in the HPCC paper's "60 senders x 500 KB at 2% of
+    capacity".  Events fall in ``[start_ps, start_ps + duration_ps)``.
+    """
+    ids = host_ids(hosts, "hosts", minimum=2)
+    if not (isinstance(n_senders, (int, np.integer)) and 1 <= n_senders < ids.size):
+        raise ScenarioError("senders", f"needs between 1 and {ids.size - 1} senders, got {n_senders!r}")
+    nbytes = parse_size(size, "size", bare_ok=True)
+    if nbytes <= 0:
+        raise ScenarioError("size", "must be positive")
+    if not 0 < load <= 1:
+        raise ScenarioError("load", f"expected a number in (0, 1], got {load!r}")
+    duration = parse_time(duration_ps, "duration", bare_ok=True)
+    start = parse_time(start_ps, "start", bare_ok=True)
+    events_per_ps = load * ids.size * host_rate_bps / (n_senders * nbytes * 8) / 1e12
+    n_events = rng.poisson(events_per_ps * duration)
+    times = np.sort(rng.integers(start, start + duration, size=n_events)) if duration > 0 else np.zeros(0, np.int64)
+    src, dst = [], []
+    for _ in range(n_events):                         # one Python step per incast event, not per flow
+        chosen = rng.choice(ids.size, size=n_senders + 1, replace=False)
+        dst.append(np.full(n_senders, ids[chosen[0]]))
+        src.append(ids[chosen[1:]])
+    if not n_events:
+        return FlowTable.empty()
+    return FlowTable(src=np.concatenate(src), dst=np.concatenate(dst),
+                     size=np.full(n_events * n_senders, nbytes, np.int64),
+                     start=np.repeat(times, n_senders), prio=priority(prio, "prio"), dport=200)
