@@ -9,6 +9,7 @@ import json
 import os
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -41,7 +42,13 @@ def _load_run(outdir):
 
 
 def plot_slowdown(runs, out_path, n_bins=20, title=None):
-    """Plot slowdown by size for `runs`, a list of (label, flows columns); save to out_path."""
+    """Plot slowdown by size for `runs`, a list of (label, flows columns); save to out_path.
+
+    One run: one panel, a line per percentile.  Several runs: a panel per percentile
+    (p50, p95, p99), a line per run, so that schemes compare at a glance.
+    """
+    if len(runs) > 1:
+        return _plot_panels(runs, out_path, n_bins, title)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (label, flows) in enumerate(runs):
@@ -59,6 +66,31 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:                            # runs with no finished flow draw nothing
         ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
+
+def _plot_panels(runs, out_path, n_bins, title):
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    binned = [(label, slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)) for label, flows in runs]
+    for ax, p in zip(axes, STYLES):
+        for k, (label, bins) in enumerate(binned):
+            if len(bins["size_max"]):
+                ax.plot(bins["size_max"], bins[f"p{p}"], "-", marker=".", color=colors[k % len(colors)],
+                        label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size (bytes, largest in bin)")
+        ax.set_title(f"p{p} FCT slowdown")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("FCT slowdown")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
