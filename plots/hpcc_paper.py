@@ -5,8 +5,8 @@
 
 Scenarios are `scenarios/hpcc_paper/*.yaml` (the 320-host fat tree with WebSearch at 30%
 or FB_Hadoop at 50% load, each with and without the 60 x 500 KB incasts).  Every run
-writes its own folder `OUT/<scenario>/<scheme>/`; a run whose summary.json exists is not
-run again, so an interrupted sweep keeps (and later skips) what it finished.  Then, per
+writes its own folder `OUT/<scenario>/<scheme>/` (rocesim.sweep: an interrupted sweep
+keeps, and later skips, what it finished).  Then, per
 scenario, `OUT/<scenario>.png` plots p50/p95/p99 FCT slowdown of the background flows
 (the cdf traffic, not the incasts) against flow size in 20 equal-count bins, all schemes
 on one figure, and `OUT/summary.md` holds the table.
@@ -14,13 +14,12 @@ on one figure, and `OUT/summary.md` holds the table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+
+from rocesim.sweep import Job, run_sweep
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIOS = os.path.join(os.path.dirname(HERE), "scenarios", "hpcc_paper")
@@ -35,22 +34,6 @@ SCHEMES = {
     "swift": ["cc.scheme=swift"],
 }
 SIZE_GROUPS = {"short (<=50KB)": (0, 50_000), "medium": (50_000, 1_000_000), "long (>1MB)": (1_000_000, np.inf)}
-
-
-def run_one(job):
-    """Run one (scenario, scheme) unless its results exist; returns its summary."""
-    from rocesim import scenario
-    name, label, out, extra = job
-    summary_path = os.path.join(out, "summary.json")
-    if os.path.isfile(summary_path):
-        with open(summary_path) as f:
-            return name, label, json.load(f)
-    scn = scenario.load(os.path.join(SCENARIOS, f"{name}.yaml"), SCHEMES[label] + extra)
-    t0 = time.time()
-    res = scn.sim.run(scn.stop, progress=False)
-    res.summary["run_wall_s"] = round(time.time() - t0, 1)
-    res.write(out)
-    return name, label, res.summary
 
 
 def background_flows(outdir):
@@ -87,13 +70,10 @@ def main(argv=None):
     p.add_argument("--set", action="append", default=[], help="extra override for every run, e.g. "
                    "traffic[0].duration=2ms")
     args = p.parse_args(argv)
-    jobs = [(n, s, os.path.join(args.out, n, s), args.set) for n in args.scenarios for s in args.schemes]
-    done = {}
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for name, label, summary in pool.map(run_one, jobs):
-            done[(name, label)] = summary
-            print(f"{name:20s} {label:10s} {summary['flows_completed']}/{summary['flows_total']} flows, "
-                  f"{summary.get('run_wall_s', summary['wall_s'])} s", flush=True)
+    jobs = [Job(f"{n}/{s}", os.path.join(SCENARIOS, f"{n}.yaml"), tuple(SCHEMES[s] + args.set),
+                os.path.join(args.out, n, s)) for n in args.scenarios for s in args.schemes]
+    summaries = run_sweep(jobs, args.jobs)
+    done = {(n, s): summaries[f"{n}/{s}"] for n in args.scenarios for s in args.schemes}
     from rocesim.plot import plot_slowdown
     md = ["# HPCC paper experiment: FCT slowdown of the background flows", ""]
     for name in args.scenarios:

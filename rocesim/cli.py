@@ -11,7 +11,7 @@ from rocesim.errors import ScenarioError
 
 def _run(args) -> int:
     from rocesim import scenario as sc
-    from rocesim.plot import plot_slowdown
+    from rocesim.plot import plot_slowdown, plot_training
     scn = sc.load(args.scenario, args.set)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
@@ -22,6 +22,9 @@ def _run(args) -> int:
     if scn.output["plot"] and not args.no_plot:
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
         written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
+        if res.iterations is not None:
+            written.append(plot_training([(label, res.iterations, res.collectives)],
+                                         os.path.join(args.output, "training.png")))
     print(res.describe())
     print("wrote " + ", ".join(written))
     return 130 if res.summary["interrupted"] else 0
@@ -38,7 +41,8 @@ def _check(args) -> int:
 def _plot(args) -> int:
     from rocesim.plot import plot_dirs
     try:
-        print(plot_dirs(args.outdirs, args.output, args.bins))
+        for path in plot_dirs(args.outdirs, args.output, args.bins):
+            print(path)
     except FileNotFoundError as e:
         raise ScenarioError("", str(e)) from None
     return 0

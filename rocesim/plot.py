@@ -13,9 +13,10 @@ import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from rocesim.metrics import slowdown_by_size  # noqa: E402
-from rocesim.results import read_flows_csv  # noqa: E402
+from rocesim.results import read_csv, read_flows_csv  # noqa: E402
 
 STYLES = {50: ":", 95: "--", 99: "-"}
 
@@ -97,8 +98,60 @@ def _plot_panels(runs, out_path, n_bins, title):
     return out_path
 
 
+def plot_training(runs, out_path, title=None):
+    """Iteration times and collective durations, side by side for several runs.
+
+    `runs` is a list of (label, iterations columns, collectives columns or None): a bar
+    per run for the mean iteration time (each iteration a dot), and a box per run of
+    the collectives' durations.
+    """
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(runs) + 4), 4.6))
+    labels = [label for label, _, _ in runs]
+    x = np.arange(len(runs))
+    for k, (label, its, _) in enumerate(runs):
+        d = np.asarray(its["duration_ns"], float) / 1e6
+        ax1.bar(k, np.nanmean(d), color="C%d" % (k % 10), alpha=0.6)
+        ax1.plot(np.full(d.size, k), d, "k.", markersize=5)
+    ax1.set_xticks(x, labels, rotation=30, ha="right")
+    ax1.set_ylabel("iteration time (ms)")
+    ax1.set_title("iteration time (bar: mean, dots: iterations)")
+    data = [np.asarray(c["duration_ns"], float) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
+    if any(d.size for d in data):
+        ax2.boxplot([d if d.size else [np.nan] for d in data], showfliers=True)
+        ax2.set_xticks(x + 1, labels, rotation=30, ha="right")
+        ax2.set_yscale("log")
+    ax2.set_ylabel("collective duration (us)")
+    ax2.set_title("collective durations")
+    fig.suptitle(title or "training iterations")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
+
+def _load_training(outdir):
+    its = os.path.join(outdir, "iterations.csv")
+    if not os.path.isfile(its):
+        return None
+    coll = os.path.join(outdir, "collectives.csv")
+    return read_csv(its), read_csv(coll) if os.path.isfile(coll) else None
+
+
 def plot_dirs(outdirs, out_path=None, n_bins=20):
-    """Plot one or more results folders; default file: <first folder>/slowdown.png."""
+    """Plot one or more results folders; returns the image paths.
+
+    FCT slowdown by size (default <first folder>/slowdown.png) and, when the runs hold
+    training iterations, iteration and collective times (<first folder>/training.png,
+    or `out_path` with "-training" before the extension).
+    """
     runs = [_load_run(d) for d in outdirs]
-    out_path = out_path or os.path.join(outdirs[0], "slowdown.png")
-    return plot_slowdown(runs, out_path, n_bins)
+    written = []
+    slow_path = out_path or os.path.join(outdirs[0], "slowdown.png")
+    if any((~np.isnan(flows["slowdown"])).any() for _, flows in runs):
+        written.append(plot_slowdown(runs, slow_path, n_bins))
+    training = [(label, *t) for (label, _), t in zip(runs, map(_load_training, outdirs)) if t is not None]
+    if training:
+        base, ext = os.path.splitext(slow_path)
+        path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
+        written.append(plot_training(training, path))
+    return written

@@ -30,7 +30,8 @@ import numpy as np
 PS_PER_NS = 1000.0
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
-                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts")
+                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
+                "is_compute")
 
 
 @dataclass
@@ -47,6 +48,8 @@ class Results:
     summary: dict
     switches: dict = field(default_factory=dict)
     samples: dict | None = None      # {'rates': columns, 'queues': columns} when sampled
+    collectives: dict | None = None  # per collective: op, algorithm, ranks, size, times
+    iterations: dict | None = None   # per training iteration: start, finish, duration
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
 
     @classmethod
@@ -69,7 +72,9 @@ class Results:
                                                            start_ps / PS_PER_NS, np.nan),
             fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
             prio=world["flow_prio"], tag=sim._flows.column("tag", np.int32),
-            dport=sim._flows.column("dport", np.int32),
+            dport=sim._flows.column("dport", np.int32, 100),
+            collective=sim._flows.column("collective", np.int64, -1),
+            iteration=sim._flows.column("iteration", np.int64, -1),
             retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
             is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"],
             rate_bps=fa["rate_bps"])
@@ -98,8 +103,14 @@ class Results:
             time_errors=st["time_errors"], interrupted=bool(interrupted),
             stopped_at_limit=bool(stopped_at_limit))
         summary.update(_slowdown_summary(flows))
-        return cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
-                   node_ids=np.asarray(sim.topology.original_ids))
+        res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
+                  node_ids=np.asarray(sim.topology.original_ids))
+        res.collectives = _collective_table(sim.collectives, flows)
+        res.iterations = _iteration_table(flows)
+        if res.iterations is not None:
+            d = res.iterations["duration_ns"]
+            summary.update(iterations=int(len(d)), iteration_mean_ns=float(np.nanmean(d)))
+        return res
 
     # --- views -------------------------------------------------------------------------
 
@@ -127,6 +138,8 @@ class Results:
         if s.get("slowdown_p50") is not None:
             lines.append(f"FCT slowdown  p50 {s['slowdown_p50']:.2f}  p95 {s['slowdown_p95']:.2f}  "
                          f"p99 {s['slowdown_p99']:.2f}  max {s['slowdown_max']:.2f}")
+        if s.get("iterations"):
+            lines.append(f"{s['iterations']} training iterations, mean {s['iteration_mean_ns'] / 1e6:.3f} ms")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
         return "\n".join(lines)
@@ -139,11 +152,15 @@ class Results:
         written = [self._write_flows(outdir, flows_format)]
         written.append(self._write_ports(os.path.join(outdir, "ports.csv")))
         written.append(self._write_pfc(os.path.join(outdir, "pfc.csv")))
-        if self.samples is not None:
-            for name in ("rates", "queues"):
-                path = os.path.join(outdir, f"{name}.csv")
-                write_csv(path, self.samples[name])
-                written.append(path)
+        tables = dict(self.samples or {})
+        if self.collectives is not None:
+            tables["collectives"] = self.collectives
+        if self.iterations is not None:
+            tables["iterations"] = self.iterations
+        for name, cols in tables.items():
+            path = os.path.join(outdir, f"{name}.csv")
+            write_csv(path, cols)
+            written.append(path)
         path = os.path.join(outdir, "summary.json")
         with open(path, "w") as f:
             json.dump(self.summary, f, indent=2)
@@ -208,6 +225,39 @@ def _hpcc_ip(node: int) -> int:
     return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
 
 
+def _collective_table(records, flows) -> dict | None:
+    """Per collective: when its first node started and its last byte arrived."""
+    if not records:
+        return None
+    start, rx = flows["start_ns"], flows["start_ns"] + flows["rx_fct_ns"]
+    out = {k: [] for k in ("collective_id", "op", "algorithm", "ranks", "size_bytes", "start_ns",
+                           "finish_ns", "duration_ns")}
+    for r in records:
+        nodes = np.concatenate([r.start_nodes, r.flows, r.done_nodes])
+        s, f = np.nanmin(start[r.start_nodes]), np.max(rx[nodes])     # NaN if unfinished
+        out["collective_id"].append(r.id)
+        out["op"].append(r.op)
+        out["algorithm"].append(r.algorithm)
+        out["ranks"].append(len(r.ranks))
+        out["size_bytes"].append(r.size)
+        out["start_ns"].append(s)
+        out["finish_ns"].append(f)
+        out["duration_ns"].append(f - s)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _iteration_table(flows) -> dict | None:
+    """Per training iteration: first node start to last node end (NaN if unfinished)."""
+    it = flows["iteration"]
+    if not (it >= 0).any():
+        return None
+    end = flows["start_ns"] + np.where(flows["is_compute"], flows["fct_ns"], flows["rx_fct_ns"])
+    ids = np.unique(it[it >= 0])
+    start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
+    finish = np.array([np.max(end[it == i]) for i in ids])
+    return dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+
+
 def write_csv(path, cols: dict):
     """Write equal-length columns as CSV; NaN floats become empty cells."""
     names = list(cols)
@@ -219,6 +269,8 @@ def write_csv(path, cols: dict):
             t[np.isnan(a)] = ""
             # drop a trailing ".000" so whole numbers read as integers
             texts.append([s[:-4] if s.endswith(".000") else s for s in t])
+        elif a.dtype.kind in "UO":
+            texts.append([str(x) for x in a])
         elif a.dtype.kind == "b":
             texts.append(np.where(a, "1", "0").tolist())
         else:
@@ -229,16 +281,23 @@ def write_csv(path, cols: dict):
         w.writerows(zip(*texts))
 
 
-def read_flows_csv(path) -> dict:
-    """Read a flows.csv back into numpy columns (empty cells become NaN)."""
+def read_csv(path) -> dict:
+    """Read a CSV written by rocesim back into numpy columns: numbers as floats (empty
+    cells NaN), other columns as strings."""
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     names, body = rows[0], rows[1:]
     out = {}
     for j, name in enumerate(names):
         vals = [r[j] for r in body]
-        out[name] = np.array([float(v) if v != "" else np.nan for v in vals])
+        try:
+            out[name] = np.array([float(v) if v != "" else np.nan for v in vals])
+        except ValueError:
+            out[name] = np.array(vals)
     return out
+
+
+read_flows_csv = read_csv
 
 
 def _slowdown_summary(flows) -> dict:

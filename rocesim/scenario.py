@@ -90,7 +90,7 @@ def _link(v, key) -> tuple[int, int]:
 
 def _rekey(prefix: str, e: ScenarioError) -> ScenarioError:
     """Put an error from a library call under the scenario's key path."""
-    if e.key.startswith(prefix) or ":" in e.key:
+    if e.key.startswith(prefix) or ":" in e.key or os.sep in e.key:   # already a path or file:line
         return e
     return ScenarioError(f"{prefix}.{e.key}" if e.key else prefix, e.reason)
 
@@ -315,8 +315,94 @@ def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index):
     sim.add_flows(table, tag=index)
 
 
+def _rank_groups(v, key, topo) -> list[np.ndarray]:
+    """`all`, a list of hosts, or a list of lists (one communicator each)."""
+    if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+        return [_hosts(x, f"{key}[{i}]", topo) for i, x in enumerate(v)]
+    return [_hosts(v, key, topo)]
+
+
+def _t_collective(sim, d, key, rng, base_dir, index):
+    from rocesim.collectives import ALGORITHMS, DEFAULT_ALGORITHM
+    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size"))
+    op = d["op"]
+    if op not in ALGORITHMS:
+        raise ScenarioError(f"{key}.op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
+    algorithm = d.get("algorithm", DEFAULT_ALGORITHM[op])
+    if algorithm not in ALGORITHMS[op]:
+        raise ScenarioError(f"{key}.algorithm", f"{op} has no algorithm {algorithm!r}; "
+                                                f"valid: {', '.join(ALGORITHMS[op])}")
+    size = _flow_size(d["size"], f"{key}.size")
+    chunks = _count(d.get("chunks", 1), f"{key}.chunks")
+    group_size = _count(d["group_size"], f"{key}.group_size") if "group_size" in d else None
+    if algorithm == "hierarchical" and group_size is None:
+        raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group)")
+    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim.topology):
+        if len(members) < 2:
+            raise ScenarioError(f"{key}.ranks", "a collective needs at least two ranks")
+        try:
+            sim.add_collective(op, algorithm, members.tolist(), size, chunks=chunks, prio=_prio(d, key),
+                               start=parse_time(d.get("start", "0us"), f"{key}.start"), group_size=group_size)
+        except ScenarioError as e:
+            raise _rekey(key, e) from None
+
+
+def _parse_hz(v, key) -> float:
+    if isinstance(v, str):
+        for unit, f in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)):
+            if v.strip().endswith(unit):
+                try:
+                    hz = float(v.strip()[:-len(unit)]) * f
+                except ValueError:
+                    break
+                if hz > 0:
+                    return hz
+    raise ScenarioError(key, f"expected a clock frequency such as 1GHz, got {v!r}")
+
+
+def _t_workload(sim, d, key, rng, base_dir, index):
+    from rocesim.collectives import ALGORITHMS
+    from rocesim import workloads
+    _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
+                                      "params", "clock"))
+    ranks = _hosts(d.get("ranks", "all"), f"{key}.ranks", sim.topology)
+    iterations = _count(d.get("iterations", 1), f"{key}.iterations")
+    algos = d.get("algorithms", {})
+    _mapping(algos, f"{key}.algorithms")
+    for op, alg in algos.items():
+        if op not in ALGORITHMS or alg not in ALGORITHMS[op]:
+            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(ALGORITHMS.get(op, ()))} "
+                                                          f"for an op in {', '.join(ALGORITHMS)}")
+    common = dict(algorithms=algos, chunks=_count(d.get("chunks", 1), f"{key}.chunks"), prio=_prio(d, key),
+                  start=parse_time(d.get("start", "0us"), f"{key}.start"), tag=index)
+    model = d["model"]
+    if isinstance(model, str):
+        params = d.get("params", {})
+        _mapping(params, f"{key}.params")
+        wl = workloads.preset(model, f"{key}.model", **params)
+    elif isinstance(model, dict) and set(model) == {"astra_sim"}:
+        from rocesim.workloads.astra import read_astra_sim
+        clock = _parse_hz(d.get("clock", "1GHz"), f"{key}.clock")
+        wl = read_astra_sim(_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"), clock)
+    elif isinstance(model, dict) and set(model) == {"chakra"}:
+        from rocesim.workloads.chakra import add_chakra, read_chakra
+        prefix = model["chakra"]
+        if not isinstance(prefix, str):
+            raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
+        prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, iterations, **common)
+        return
+    else:
+        raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file} or {chakra: prefix}")
+    try:
+        workloads.add_training(sim, wl, ranks, iterations, **common)
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+
+
 TRAFFIC_KINDS = {"flows": _t_flows, "incast": _t_incast, "permutation": _t_permutation,
-                 "cdf": _t_cdf, "hpcc_flow_file": _t_hpcc_flow_file}
+                 "cdf": _t_cdf, "hpcc_flow_file": _t_hpcc_flow_file, "collective": _t_collective,
+                 "workload": _t_workload}
 
 
 def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):

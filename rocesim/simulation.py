@@ -47,10 +47,12 @@ class _FlowColumns:
         self.n += count
         return ids
 
-    def column(self, name, dtype) -> np.ndarray:
+    def column(self, name, dtype, default=0) -> np.ndarray:
+        """One column over all chunks; chunks without it contribute `default`."""
         if not self.chunks:
             return np.zeros(0, dtype)
-        return np.concatenate([np.asarray(c[name], dtype) for c in self.chunks])
+        return np.concatenate([np.asarray(c[name], dtype) if name in c
+                               else np.full(len(c["src"]), default, dtype) for c in self.chunks])
 
 
 class Simulation:
@@ -89,6 +91,8 @@ class Simulation:
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
+        self.collectives = []        # CollectiveRecord of every collective added
+        self.iterations = []         # (iteration, node ids) of training workloads
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
 
@@ -141,6 +145,52 @@ class Simulation:
             prio=table.prio, compute=np.zeros(len(table), np.int32),
             delay=np.zeros(len(table), np.int64),
             tag=table.tag if tag is None else np.full(len(table), tag, np.int32), dport=table.dport)
+
+    def add_graph(self, graph) -> int:
+        """Append a `rocesim.graph.Graph` (flows, compute steps, dependencies); returns the
+        id of its node 0 (graph id k becomes flow id offset + k)."""
+        H = self.topology.n_hosts
+        src, dst, size = graph.column("src"), graph.column("dst"), graph.column("size")
+        compute, prio = graph.column("compute"), graph.column("prio")
+        if src.size and (src.min() < 0 or src.max() >= H or dst.min() < 0 or dst.max() >= H):
+            raise ScenarioError("graph", f"a node is placed on a host outside 0..{H - 1}")
+        data = compute == 0
+        if (size[data] <= 0).any() or (size < 0).any():
+            raise ScenarioError("graph", "data flows need a positive size, compute steps a duration >= 0")
+        if (data & ((prio < 1) | (prio > 7))).any():
+            raise ScenarioError("graph", "data flows use priorities 1..7")
+        offset = self.n_flows
+        self._flows.append(src=src, dst=dst, size=size, start=graph.column("start"), prio=prio,
+                           compute=compute, delay=graph.column("delay"), tag=graph.column("tag"),
+                           collective=graph.column("collective"), iteration=graph.column("iteration"))
+        children, parents = graph.edges()
+        if children.size:
+            self._flows.edges.append((children + offset, parents + offset))
+        return offset
+
+    def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
+                       prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=()):
+        """Add a collective (see `rocesim.collectives`) on `ranks` (hosts; "all" = every host).
+
+        It starts at `start`, or when every flow id in `after` is done.  Returns its
+        `CollectiveRecord` (flow ids of its per-rank start and done nodes and its flows).
+        """
+        from rocesim.collectives import DEFAULT_ALGORITHM, add_collective
+        from rocesim.graph import Graph
+        hosts = np.arange(self.topology.n_hosts) if isinstance(ranks, str) and ranks == "all" \
+            else np.asarray([self._host(h, "ranks") for h in ranks])
+        g = Graph()
+        rec = add_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), hosts,
+                             parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio,
+                             cid=len(self.collectives), start=parse_time(start, "start", bare_ok=True),
+                             group_size=group_size)
+        offset = self.add_graph(g)
+        rec = rec.shifted(offset)
+        after = np.asarray(list(after), np.int64)
+        if after.size:
+            self.add_dependencies(np.repeat(rec.start_nodes, after.size), np.tile(after, rec.start_nodes.size))
+        self.collectives.append(rec)
+        return rec
 
     def add_dependencies(self, children, parents):
         """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""

@@ -106,7 +106,7 @@ def test_parquet_with_pyarrow(partial, tmp_path):
     for name in FLOW_COLUMNS:
         assert _equal_nan(table.column(name).to_numpy(), partial.flows[name]), name
     # the plot reads a parquet folder too
-    out = plot_dirs([str(tmp_path)], str(tmp_path / "p.png"))
+    out = plot_dirs([str(tmp_path)], str(tmp_path / "p.png"))[0]
     assert Path(out).read_bytes()[:8] == PNG
 
 
@@ -227,7 +227,7 @@ def test_plot_slowdown_and_dirs(partial, tmp_path):
         assert Path(plot_slowdown([("none done", empty)], tmp_path / "e.png")).read_bytes()[:8] == PNG
     partial.write(tmp_path / "run1")
     partial.write(tmp_path / "run2")
-    assert plot_dirs([str(tmp_path / "run1"), str(tmp_path / "run2")]) == str(tmp_path / "run1" / "slowdown.png")
+    assert plot_dirs([str(tmp_path / "run1"), str(tmp_path / "run2")]) == [str(tmp_path / "run1" / "slowdown.png")]
     assert (tmp_path / "run1" / "slowdown.png").read_bytes()[:8] == PNG
     with pytest.raises(FileNotFoundError, match="holds no flows.csv"):
         plot_dirs([str(tmp_path)])

@@ -8,6 +8,7 @@ writing `Flow.rate_bps` (pacing) and `Flow.window` (bytes in flight, 0 = none);
 the NIC reads both before every packet.
 """
 from libc.stdint cimport int64_t, int32_t
+from libc.stdlib cimport calloc, free
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from rocesim._core.defs cimport Sim, Flow, CCOps, AckInfo, EV_CC_TIMER
 from rocesim._core.heap cimport heap_push
@@ -50,3 +51,33 @@ cdef inline void cc_ops_clear(CCOps* ops) noexcept:
     ops.free_state = NULL
     ops.state = NULL
     ops.needs_cnp = 0
+
+
+cdef struct CCState:
+    void* flows            # every scheme's state starts with its per-flow array
+
+
+cdef inline void* cc_new_state(Sim* s, size_t state_size, size_t flow_size) except NULL:
+    """A zeroed scheme state of `state_size` bytes whose first member points to a zeroed
+    array of one `flow_size` record per flow."""
+    cdef void* st = calloc(1, state_size)
+    cdef void* flows = calloc(s.n_flows if s.n_flows > 0 else 1, flow_size)
+    if st == NULL or flows == NULL:
+        free(st)
+        free(flows)
+        raise MemoryError()
+    (<CCState*> st).flows = flows
+    return st
+
+
+cdef inline void cc_free_state(void* st) noexcept:
+    if st != NULL:
+        free((<CCState*> st).flows)
+        free(st)
+
+
+cdef inline void cc_install(Sim* s, void* st) noexcept:
+    """Make `st` (from cc_new_state) the simulation's scheme state; callbacks start as no-ops."""
+    cc_ops_clear(&s.cc)
+    s.cc.state = st
+    s.cc.free_state = cc_free_state

@@ -29,10 +29,9 @@ a CNP or a cut needs it, and the decrease check is an event only when a CNP is
 pending, so a DCQCN flow costs events only while it is being cut or recovering.
 """
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
 from libc.math cimport pow
 from rocesim._core.defs cimport Sim, Flow, AckInfo, NIL
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, cc_timer, bdp_bytes
+from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, cc_timer, bdp_bytes
 
 cdef enum:
     TIMER_DEC = 1
@@ -69,8 +68,8 @@ cdef struct FlowState:
 
 
 cdef struct State:
+    FlowState* fs           # first: see cc.CCState
     Params p
-    FlowState* fs
 
 
 cdef inline State* _st(Sim* s) noexcept:
@@ -208,23 +207,11 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         _increase(s, f, st, x)
 
 
-cdef void _free(void* state) noexcept:
-    cdef State* st = <State*> state
-    if st != NULL:
-        free(st.fs)
-        free(st)
-
 
 def install(capsule, params):
     """Set up DCQCN on the simulation behind `capsule` (params already resolved, in bps/ps/bytes)."""
     cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
-    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
-    if st.fs == NULL:
-        free(st)
-        raise MemoryError()
+    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
     st.p.g = params["g"]
     st.p.t_alpha = params["t_alpha"]
     st.p.t_dec = params["t_dec"]
@@ -236,9 +223,7 @@ def install(capsule, params):
     st.p.rhai = params["rhai"]
     st.p.min_rate = params["min_rate"]
     st.p.window = params["window"]
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = _free
+    cc_install(s, st)
     s.cc.needs_cnp = 1
     s.cc.on_start = _start
     s.cc.on_cnp = _cnp

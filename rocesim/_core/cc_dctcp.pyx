@@ -13,9 +13,8 @@ rate / line rate.  `mode: window` is the TCP-like original: the window starts at
 BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, bdp_bytes
+from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, bdp_bytes
 
 
 cdef struct Params:
@@ -37,8 +36,8 @@ cdef struct FlowState:
 
 
 cdef struct State:
+    FlowState* fs           # first: see cc.CCState
     Params p
-    FlowState* fs
 
 
 cdef inline void _apply(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
@@ -102,29 +101,15 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     _apply(s, f, st, x)
 
 
-cdef void _free(void* state) noexcept:
-    cdef State* st = <State*> state
-    if st != NULL:
-        free(st.fs)
-        free(st)
-
 
 def install(capsule, params):
     """Set up DCTCP (params resolved: g, rai bps, min_rate bps, mode)."""
     cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
-    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
-    if st.fs == NULL:
-        free(st)
-        raise MemoryError()
+    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
     st.p.g = params["g"]
     st.p.rai = params["rai"]
     st.p.min_rate = params["min_rate"]
     st.p.window_mode = params["mode"] == "window"
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = _free
+    cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack

@@ -21,10 +21,9 @@ T is the base RTT (the fork uses the largest in the network), W starts at one BD
 (line rate x T), W never exceeds it nor drops below min_rate x T.
 """
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 from rocesim._core.defs cimport Sim, Flow, AckInfo, IntHop, MAX_INT_HOPS
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear
+from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, cc_free_state
 
 
 cdef struct Params:
@@ -45,8 +44,8 @@ cdef struct FlowState:
 
 
 cdef struct State:
+    FlowState* fs           # first: see cc.CCState
     Params p
-    FlowState* fs
 
 
 cdef inline double _bdp(Flow* fl, int64_t t) noexcept:
@@ -117,34 +116,19 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         x.last_update_seq = fl.snd_nxt
 
 
-cdef void _free(void* state) noexcept:
-    cdef State* st = <State*> state
-    if st != NULL:
-        free(st.fs)
-        free(st)
-
 
 def install(capsule, params):
     """Set up HPCC (params resolved: eta, max_stage, wai bytes, t ps, min_rate bps)."""
     cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
-    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
-    if st.fs == NULL:
-        free(st)
-        raise MemoryError()
+    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
     st.p.eta = params["eta"]
     st.p.max_stage = params["max_stage"]
     st.p.wai = params["wai"]
     st.p.t = params["t"]
     st.p.min_rate = params["min_rate"]
     if st.p.t <= 0:
-        free(st.fs)
-        free(st)
+        cc_free_state(st)
         raise ValueError("hpcc: T must be positive")
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = _free
+    cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack

@@ -16,10 +16,9 @@ packet the flow keeps one packet in flight and is paced at cwnd packets per RTT.
 Only the fabric window is modelled (no endpoint delay); flows start with one BDP.
 """
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
 from libc.math cimport sqrt
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear
+from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install
 
 
 cdef struct Params:
@@ -44,8 +43,8 @@ cdef struct FlowState:
 
 
 cdef struct State:
+    FlowState* fs           # first: see cc.CCState
     Params p
-    FlowState* fs
 
 
 cdef void _apply(Sim* s, int32_t f, Params* p, FlowState* x, double before) noexcept:
@@ -127,23 +126,11 @@ cdef void _timeout(Sim* s, int32_t f) noexcept:
     _apply(s, f, &st.p, x, before)
 
 
-cdef void _free(void* state) noexcept:
-    cdef State* st = <State*> state
-    if st != NULL:
-        free(st.fs)
-        free(st)
-
 
 def install(capsule, params):
     """Set up Swift (params resolved: times in ps, windows in packets)."""
     cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
-    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
-    if st.fs == NULL:
-        free(st)
-        raise MemoryError()
+    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
     st.p.ai = params["ai"]
     st.p.beta = params["beta"]
     st.p.max_mdf = params["max_mdf"]
@@ -155,9 +142,7 @@ def install(capsule, params):
     st.p.min_cwnd = params["min_cwnd"]
     st.p.max_cwnd = params["max_cwnd"]
     st.p.retx_reset = params["retx_reset"]
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = _free
+    cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack
     s.cc.on_nack = _nack

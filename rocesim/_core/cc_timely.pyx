@@ -17,9 +17,8 @@ clamped to [min_rate, line rate].  As in the HPCC fork, the count of increases i
 covers both increase branches, and the first sample only sets prev_rtt.
 """
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear
+from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install
 
 
 cdef struct Params:
@@ -43,8 +42,8 @@ cdef struct FlowState:
 
 
 cdef struct State:
+    FlowState* fs           # first: see cc.CCState
     Params p
-    FlowState* fs
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
@@ -89,23 +88,11 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     fl.rate_bps = <int64_t> x.rate
 
 
-cdef void _free(void* state) noexcept:
-    cdef State* st = <State*> state
-    if st != NULL:
-        free(st.fs)
-        free(st)
-
 
 def install(capsule, params):
     """Set up TIMELY (params resolved: times in ps, rates in bps, segment in bytes)."""
     cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
-    st.fs = <FlowState*> calloc(max(s.n_flows, 1), sizeof(FlowState))
-    if st.fs == NULL:
-        free(st)
-        raise MemoryError()
+    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
     st.p.alpha = params["alpha"]
     st.p.beta = params["beta"]
     st.p.t_low = params["tlow"]
@@ -115,8 +102,6 @@ def install(capsule, params):
     st.p.min_rate = params["min_rate"]
     st.p.segment = params["segment"]
     st.p.hai_after = params["hai_after"]
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = _free
+    cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack

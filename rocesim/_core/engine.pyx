@@ -283,8 +283,9 @@ cdef class Core:
         _check_range(dst, 0, H, "flow_dst")
         _check_range(prio[data], 1, NPRIO, "flow_prio (data flows use priorities 1..7)")
         _check_range(child_idx, 0, F, "child_idx")
-        if F and (size.min() <= 0 or start.min() < 0 or delay.min() < 0):
-            raise ValueError("core input: flow sizes must be positive, starts and delays >= 0")
+        if F and ((size[data] <= 0).any() or (size < 0).any() or start.min() < 0 or delay.min() < 0):
+            raise ValueError("core input: data sizes must be positive, compute durations, starts "
+                             "and delays >= 0")
         if np.any(data & (src == dst)):
             raise ValueError("core input: a data flow has src == dst")
         if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]

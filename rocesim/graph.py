@@ -1,0 +1,61 @@
+"""A dependency graph of flows and compute steps, built as arrays before it joins a Simulation.
+
+Collective algorithms and training workloads produce thousands to millions of nodes;
+`Graph` collects them a numpy block at a time (never a Python object per flow) and
+`Simulation.add_graph` appends the whole graph in one call.  Node ids are local to the
+graph (0..n-1) until it is added.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rocesim.config import DEFAULT_FLOW_PRIORITY
+
+
+class Graph:
+    """Nodes (data flows and compute steps) and edges (child waits for parent)."""
+
+    def __init__(self):
+        self._cols = {k: [] for k in ("src", "dst", "size", "start", "prio", "compute", "delay", "tag",
+                                      "collective", "iteration")}
+        self._edges: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n = 0
+
+    def _add(self, src, dst, size, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
+        src = np.atleast_1d(np.asarray(src, np.int64))
+        k = src.size
+        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
+                        ("compute", compute),
+                        ("delay", delay), ("tag", tag), ("collective", collective), ("iteration", iteration)):
+            self._cols[name].append(np.broadcast_to(np.asarray(v, np.int64), (k,)).copy())
+        self.n += k
+        return ids
+
+    def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
+              iteration=-1, start=0) -> np.ndarray:
+        """Add data flows (arrays or scalars, broadcast); returns their ids.
+
+        `start` (ps) applies to nodes without parents; the others start `delay` after
+        their last parent."""
+        return self._add(src, dst, size, prio, 0, delay, tag, collective, iteration, start)
+
+    def compute(self, host, duration_ps, *, delay=0, tag=0, collective=-1, iteration=-1, start=0) -> np.ndarray:
+        """Add compute steps on hosts (duration 0 makes a join point); returns their ids."""
+        host = np.atleast_1d(np.asarray(host, np.int64))
+        return self._add(host, host, duration_ps, 0, 1, delay, tag, collective, iteration, start)
+
+    def depend(self, children, parents):
+        """children[i] waits for parents[i] (arrays of ids, broadcast)."""
+        c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))
+        if c.size:
+            self._edges.append((c.ravel().copy(), p.ravel().copy()))
+
+    def column(self, name) -> np.ndarray:
+        parts = self._cols[name]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._edges:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return (np.concatenate([c for c, _ in self._edges]), np.concatenate([p for _, p in self._edges]))

@@ -1,0 +1,120 @@
+"""Reading ASTRA-sim 1.0 text workloads into a `Workload`.
+
+The file is whitespace-separated text (tabs or spaces, LF or CRLF line ends, blank
+lines ignored):
+
+* line 1: the parallelism (DATA, MODEL, HYBRID_DATA_MODEL, HYBRID_MODEL_DATA,
+  HYBRID_TRANSFORMER, MICRO), possibly followed by `key: value` tokens.  Names that
+  begin with HYBRID_TRANSFORMER (e.g. HYBRID_TRANSFORMER_FWD_IN_BCKWD) count as
+  HYBRID_TRANSFORMER; `model_parallel_NPU_group: N` sets the model-parallel group
+  size (1 when absent); the other tokens are ignored.
+* line 2: the number of layers.
+* one line per layer, 12 fields: name, a reserved field (-1), forward compute,
+  forward comm type, forward comm size, input-gradient compute, its comm type and
+  size, weight-gradient compute, its comm type and size, and the delay after the
+  weight update.
+
+Compute times and the update delay are in clock cycles (`clock_hz` turns them into
+picoseconds), sizes in bytes.  Comm types are NONE, ALLREDUCE, ALLGATHER, ALLTOALL and
+REDUCESCATTER; NONE or a size of 0 means no communication.  Every error is a
+`ScenarioError` keyed ``file:line``.
+"""
+from __future__ import annotations
+
+import os
+
+from rocesim._textfile import Line, end_of_file_error, read_lines
+from rocesim.errors import ScenarioError
+from rocesim.workloads.model import PARALLELISMS, Comm, Layer, Workload
+
+COMM_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "ALLTOALL": "alltoall",
+              "REDUCESCATTER": "reducescatter"}
+LAYER_LAYOUT = ("name reserved fwd_compute fwd_comm fwd_size ig_compute ig_comm ig_size "
+                "wg_compute wg_comm wg_size update_delay")
+MP_KEY = "model_parallel_NPU_group:"
+
+
+def read_astra_sim(path, clock_hz: float = 1e9) -> Workload:
+    """Read the ASTRA-sim 1.0 workload file `path`; cycles are converted at `clock_hz`."""
+    if isinstance(clock_hz, bool) or not isinstance(clock_hz, (int, float)) or not clock_hz > 0:
+        raise ScenarioError("clock", f"expected a positive frequency in Hz, got {clock_hz!r}")
+    name = os.fspath(path)
+    lines = read_lines(name)
+    if not lines:
+        raise ScenarioError(f"{name}:1", "empty file: expected the parallelism on line 1 "
+                                         f"({', '.join(PARALLELISMS)})")
+    parallelism, mp_size = _header(lines[0])
+    if len(lines) < 2:
+        raise end_of_file_error(name, lines, "expected the number of layers on the line after the parallelism")
+    count_line = lines[1]
+    count_line.expect_fields(1, "number_of_layers")
+    count = count_line.int_field(0, "the number of layers")
+    if count < 1:
+        raise count_line.error(f"the number of layers must be at least 1, got {count}")
+    records = lines[2:]
+    if len(records) < count:
+        raise end_of_file_error(name, lines, f"line {count_line.number} declares {count} layers "
+                                             f"but the file has {len(records)}")
+    if len(records) > count:
+        raise records[count].error(f"unexpected line after the {count} layers declared on "
+                                   f"line {count_line.number}")
+
+    def ps(cycles: int) -> int:
+        return int(round(cycles * 1e12 / clock_hz))
+
+    layers = [_layer(line, ps) for line in records]
+    base = os.path.splitext(os.path.basename(name))[0]
+    return Workload(base, parallelism, layers, mp_size=mp_size, source=f"ASTRA-sim workload {name}")
+
+
+def _header(line: Line) -> tuple[str, int]:
+    """The parallelism and the model-parallel group size from line 1."""
+    word = line.fields[0]
+    parallelism = "HYBRID_TRANSFORMER" if word.startswith("HYBRID_TRANSFORMER") else word
+    if parallelism not in PARALLELISMS:
+        raise line.error(f"unknown parallelism {word!r}; valid: {', '.join(PARALLELISMS)}")
+    mp_size = 1
+    rest = line.fields[1:]
+    for i, token in enumerate(rest):
+        if not token.startswith(MP_KEY):
+            continue
+        value = token[len(MP_KEY):] or (rest[i + 1] if i + 1 < len(rest) else "")
+        try:
+            mp_size = int(value)
+        except ValueError:
+            raise line.error(f"{MP_KEY} must be followed by a positive integer, got {value!r}") from None
+        if mp_size < 1:
+            raise line.error(f"{MP_KEY} must be a positive integer, got {mp_size}")
+    return parallelism, mp_size
+
+
+def _layer(line: Line, ps) -> Layer:
+    line.expect_fields(12, LAYER_LAYOUT)
+    line.int_field(1, "the reserved field (normally -1)")
+
+    def count(index: int, what: str) -> int:
+        value = line.int_field(index, what)
+        if value < 0:
+            raise line.error(f"{what} must not be negative, got {value}")
+        return value
+
+    def comm(index: int, phase: str) -> Comm | None:
+        kind = line.fields[index].upper()
+        size = count(index + 1, f"the {phase} communication size (bytes)")
+        if kind == "NONE":
+            return None
+        if kind not in COMM_TYPES:
+            raise line.error(f"unknown {phase} communication type {line.fields[index]!r}; "
+                             f"valid: NONE, {', '.join(COMM_TYPES)}")
+        return Comm(COMM_TYPES[kind], size) if size > 0 else None
+
+    return Layer(
+        name=line.fields[0],
+        fwd_ps=ps(count(2, "the forward compute time (cycles)")),
+        fwd_comm=comm(3, "forward"),
+        ig_ps=ps(count(5, "the input-gradient compute time (cycles)")),
+        ig_comm=comm(6, "input-gradient"),
+        wg_ps=ps(count(8, "the weight-gradient compute time (cycles)")),
+        wg_comm=comm(9, "weight-gradient"),
+        update_ps=ps(count(11, "the delay after the weight update (cycles)")),
+    )

@@ -1,0 +1,634 @@
+"""Importing Chakra execution traces (one file per rank) and running them as a graph.
+
+A trace is the files ``<prefix>.0.et``, ``<prefix>.1.et``, ..., one per rank, each
+possibly gzip-compressed (recognised by its magic bytes, not its name).  A file is a
+stream of protobuf messages, each preceded by its length as a varint: first a
+``GlobalMetadata``, then ``Node`` messages.  The messages are decoded here from the
+wire format (`rocesim.workloads._protowire`); there is no generated code.
+
+Where the numbers come from: the schema file ``schema/protobuf/et_def.proto`` of the
+mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).  Used:
+
+* ``GlobalMetadata``: version = 1 (string), attr = 2 (repeated AttributeProto).
+* ``Node``: id = 1, name = 2, type = 3 (NodeType), ctrl_deps = 4, data_deps = 5
+  (repeated uint64, packed or not), start_time_micros = 6, duration_micros = 7,
+  inputs = 8, outputs = 9 (IOInfo, skipped), attr = 10 (repeated AttributeProto),
+  storage = 11 (skipped).
+* ``AttributeProto``: name = 1, doc_string = 2, then one value: double 3, float 5,
+  int32 7, int64 9, uint32 11, uint64 13, sint32 15, sint64 17, fixed32 19,
+  fixed64 21, sfixed32 23, sfixed64 25, bool 27, string 29, bytes 31; each list
+  variant is the next number (4, 6, ..., 32) and is a message whose field 1 holds the
+  repeated values.
+* ``NodeType``: INVALID 0, METADATA 1, MEM_LOAD 2, MEM_STORE 3, COMP 4, COMM_SEND 5,
+  COMM_RECV 6, COMM_COLL 7 (newer: STORAGE 8, BATCH 9, CHECKPOINT 10).
+* ``CollectiveCommType``: ALL_REDUCE 0, REDUCE 1, ALL_GATHER 2, GATHER 3, SCATTER 4,
+  BROADCAST 5, ALL_TO_ALL 6, REDUCE_SCATTER 7, REDUCE_SCATTER_BLOCK 8, BARRIER 9.
+
+As in proto3, a field that is absent reads as its default (id 0, type INVALID, no
+dependencies); an attribute without a value reads as 0.
+
+Semantics (`add_chakra`): a node starts when all its data and control dependencies are
+done.  COMP_NODE computes for duration_micros; COMM_COLL_NODE (attributes comm_type,
+comm_size in bytes) is a collective over all ranks: the k-th collective node of every
+rank (in node-id order) is the same collective; COMM_SEND_NODE (comm_dst, comm_size,
+comm_tag) and COMM_RECV_NODE (comm_src, comm_tag) pair up in node-id order per
+(sender, receiver, tag) and become one flow that the recv node waits for.  Every other
+node type is a zero-duration step that only keeps the ordering.  Independent compute
+nodes of a rank may overlap: only the dependencies order them.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rocesim.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.config import DEFAULT_FLOW_PRIORITY
+from rocesim.errors import ScenarioError
+from rocesim.graph import Graph
+from rocesim.workloads import _protowire as pw
+
+INVALID_NODE, METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, \
+    COMM_COLL_NODE = range(8)
+NODE_TYPES = {0: "INVALID_NODE", 1: "METADATA_NODE", 2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE", 4: "COMP_NODE",
+              5: "COMM_SEND_NODE", 6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE", 8: "STORAGE_NODE",
+              9: "BATCH_NODE", 10: "CHECKPOINT_NODE"}
+COMM_TYPES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 4: "SCATTER", 5: "BROADCAST",
+              6: "ALL_TO_ALL", 7: "REDUCE_SCATTER", 8: "REDUCE_SCATTER_BLOCK", 9: "BARRIER"}
+COLLECTIVE_OPS = {0: "allreduce", 1: "reduce", 2: "allgather", 5: "broadcast", 6: "alltoall", 7: "reducescatter"}
+PS_PER_US = 10**6
+GZIP_MAGIC = b"\x1f\x8b"
+
+# Node fields: number -> (name, wire type); the dependency lists also come packed (LEN)
+_NODE_FIELDS = {1: ("id", pw.VARINT), 2: ("name", pw.LEN), 3: ("type", pw.VARINT),
+                4: ("ctrl_deps", pw.VARINT), 5: ("data_deps", pw.VARINT),
+                6: ("start_time_micros", pw.VARINT), 7: ("duration_micros", pw.VARINT),
+                8: ("inputs", pw.LEN), 9: ("outputs", pw.LEN), 10: ("attr", pw.LEN), 11: ("storage", pw.LEN)}
+# AttributeProto scalar values: number -> (type, wire type, conversion of the raw value)
+_ATTR_SCALARS = {
+    3: ("double", pw.I64, pw.as_double), 5: ("float", pw.I32, pw.as_float),
+    7: ("int32", pw.VARINT, lambda v: pw.as_signed(v, 32)), 9: ("int64", pw.VARINT, pw.as_signed),
+    11: ("uint32", pw.VARINT, lambda v: v & 0xFFFFFFFF), 13: ("uint64", pw.VARINT, int),
+    15: ("sint32", pw.VARINT, pw.unzigzag), 17: ("sint64", pw.VARINT, pw.unzigzag),
+    19: ("fixed32", pw.I32, int), 21: ("fixed64", pw.I64, int),
+    23: ("sfixed32", pw.I32, lambda v: pw.as_signed(v, 32)), 25: ("sfixed64", pw.I64, pw.as_signed),
+    27: ("bool", pw.VARINT, bool), 29: ("string", pw.LEN, None), 31: ("bytes", pw.LEN, None),
+}
+
+
+@dataclass
+class ChakraNode:
+    """One node of a rank's trace, with the attributes the simulator uses pulled out."""
+
+    id: int
+    name: str = ""
+    type: int = INVALID_NODE
+    duration_ps: int = 0                 # duration_micros in ps (used for COMP_NODE)
+    comm_type: int | None = None         # CollectiveCommType (COMM_COLL_NODE)
+    comm_size: int | None = None         # bytes
+    comm_src: int | None = None          # rank (COMM_RECV_NODE)
+    comm_dst: int | None = None          # rank (COMM_SEND_NODE)
+    comm_tag: int | None = None
+    data_deps: tuple = ()
+    ctrl_deps: tuple = ()
+    attrs: dict = field(default_factory=dict)    # every attribute, by name
+
+    @property
+    def type_name(self) -> str:
+        return NODE_TYPES.get(self.type, f"node type {self.type}")
+
+    @property
+    def deps(self) -> list[int]:
+        """Data and control dependencies, each once."""
+        return list(dict.fromkeys(self.data_deps + self.ctrl_deps))
+
+
+@dataclass
+class ChakraTrace:
+    """Per rank, its nodes sorted by id; `paths` names each rank's file (for errors)."""
+
+    ranks: list[list[ChakraNode]]
+    paths: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks)
+
+    def where(self, rank: int, node_id: int) -> str:
+        """The error key of a node: ``file:node ID`` ("rank R" for a trace built in code)."""
+        return f"{self.paths[rank] if rank < len(self.paths) else f'rank {rank}'}:node {node_id}"
+
+
+# --- reading -----------------------------------------------------------------------------
+
+def read_chakra(prefix, n_ranks: int | None = None) -> ChakraTrace:
+    """Read ``<prefix>.<rank>.et`` for ranks 0..n_ranks-1 (None: as many consecutive ranks
+    as there are files).  Every file is checked: wire format, node attributes, that each
+    dependency names a node of the file and that the dependencies have no cycle.
+
+    Errors are `ScenarioError`s keyed by the file, ``file:byte N`` (wire format; N counts
+    decompressed bytes for a gzipped file) or ``file:node ID``."""
+    prefix = os.fspath(prefix)
+    if n_ranks is not None and (isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1):
+        raise ScenarioError("n_ranks", f"expected a positive number of ranks, got {n_ranks!r}")
+    first = f"{prefix}.0.et"
+    if not os.path.isfile(first):
+        raise ScenarioError(first, "no such file: a Chakra trace is one file per rank, <prefix>.<rank>.et, "
+                                   "starting at rank 0")
+    if n_ranks is None:
+        n_ranks = 1
+        while os.path.isfile(f"{prefix}.{n_ranks}.et"):
+            n_ranks += 1
+    else:
+        for r in range(n_ranks):
+            if not os.path.isfile(f"{prefix}.{r}.et"):
+                raise ScenarioError(f"{prefix}.{r}.et", f"no such file: the trace must have a file for each of "
+                                                        f"the {n_ranks} ranks (0..{n_ranks - 1}); run it on as "
+                                                        "many hosts as it has ranks")
+        if os.path.isfile(f"{prefix}.{n_ranks}.et"):
+            raise ScenarioError(f"{prefix}.{n_ranks}.et", f"the trace has more than the {n_ranks} ranks asked "
+                                                          "for; run it on as many hosts as it has ranks")
+    trace = ChakraTrace([], [], [])
+    for r in range(n_ranks):
+        path = f"{prefix}.{r}.et"
+        version, nodes = read_chakra_file(path)
+        trace.ranks.append(nodes)
+        trace.paths.append(path)
+        trace.versions.append(version)
+    return trace
+
+
+def read_chakra_file(path) -> tuple[str, list[ChakraNode]]:
+    """One rank's file: its GlobalMetadata version and its nodes, sorted by id."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            buf = f.read()
+    except OSError as e:
+        raise ScenarioError(path, f"cannot read the Chakra trace: {e.strerror or e}") from None
+    where = f"{path}:byte"
+    if buf[:2] == GZIP_MAGIC:
+        try:
+            buf = gzip.decompress(buf)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ScenarioError(path, f"the gzip data is corrupt: {e}") from None
+        where = f"{path}:decompressed byte"
+    spans = []
+    try:
+        pos, end = 0, len(buf)
+        while pos < end:
+            at = pos
+            length, pos = pw.read_varint(buf, pos, end)
+            if length > end - pos:
+                raise pw.WireError(at, f"message {len(spans)} declares {length} bytes but only {end - pos} "
+                                       "remain (is the file truncated?)")
+            spans.append((pos, pos + length))
+            pos += length
+    except pw.WireError as e:
+        raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace: {e.reason}") from None
+    if not spans:
+        raise ScenarioError(f"{where} 0", "empty Chakra trace: expected a GlobalMetadata message and then "
+                                          "the nodes")
+    nodes = []
+    for k, span in enumerate(spans):
+        what = "the GlobalMetadata message" if k == 0 else f"message {k} (a Node)"
+        try:
+            if k == 0:
+                version = _metadata(buf, span)
+            else:
+                nodes.append(_node(buf, span))
+        except pw.WireError as e:
+            raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace, in {what}: {e.reason}") from None
+        except _BadNode as e:
+            raise ScenarioError(f"{path}:node {e.node.id}", f"{what}: {e.node.type_name} {e.reason}") from None
+    return version, _checked(path, nodes)
+
+
+class _BadNode(Exception):
+    """A node whose fields decode but do not make sense."""
+
+    def __init__(self, node: ChakraNode, reason: str) -> None:
+        self.node = node
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _expect(f: pw.Field, wire: int, what: str) -> None:
+    if f.wire != wire:
+        raise pw.WireError(f.offset, f"{what} (field {f.number}) has wire type {pw.WIRE_NAMES.get(f.wire, f.wire)}, "
+                                     f"expected {pw.WIRE_NAMES[wire]}")
+
+
+def _metadata(buf, span) -> str:
+    version = ""
+    for f in pw.fields(buf, *span):
+        if f.number == 1:
+            _expect(f, pw.LEN, "GlobalMetadata.version")
+            version = pw.text(buf, f.value)
+        elif f.number == 2:
+            _expect(f, pw.LEN, "GlobalMetadata.attr")
+            _attribute(buf, f.value)
+    return version
+
+
+def _attribute(buf, span) -> tuple[str, object]:
+    """An AttributeProto: its name and value (a list for the list variants; None if unset)."""
+    name, value = "", None
+    for f in pw.fields(buf, *span):
+        if f.number == 1:
+            _expect(f, pw.LEN, "AttributeProto.name")
+            name = pw.text(buf, f.value)
+        elif f.number == 2:
+            _expect(f, pw.LEN, "AttributeProto.doc_string")
+        elif f.number in _ATTR_SCALARS:
+            kind, wire, conv = _ATTR_SCALARS[f.number]
+            _expect(f, wire, f"AttributeProto.{kind}_val")
+            value = _scalar(buf, f.value, kind, conv)
+        elif f.number - 1 in _ATTR_SCALARS:
+            kind, wire, conv = _ATTR_SCALARS[f.number - 1]
+            _expect(f, pw.LEN, f"AttributeProto.{kind}_list")
+            value = _list(buf, f.value, kind, wire, conv)
+    return name, value
+
+
+def _scalar(buf, raw, kind, conv):
+    if kind == "string":
+        return pw.text(buf, raw)
+    if kind == "bytes":
+        return bytes(buf[raw[0]:raw[1]])
+    return conv(raw)
+
+
+def _list(buf, span, kind, wire, conv) -> list:
+    out = []
+    for f in pw.fields(buf, *span):
+        if f.number != 1:
+            continue
+        if wire != pw.LEN and f.wire == pw.LEN:            # packed numbers
+            out.extend(conv(v) for v in pw.packed(buf, *f.value, wire))
+        else:
+            _expect(f, wire, f"{kind} list value")
+            out.append(_scalar(buf, f.value, kind, conv))
+    return out
+
+
+def _node(buf, span) -> ChakraNode:
+    raw = dict(id=0, name="", type=INVALID_NODE, duration_micros=0)
+    deps = {"ctrl_deps": [], "data_deps": []}
+    attrs = {}
+    for f in pw.fields(buf, *span):
+        if f.number not in _NODE_FIELDS:
+            continue
+        name, wire = _NODE_FIELDS[f.number]
+        if name in deps:
+            if f.wire == pw.LEN:
+                deps[name].extend(pw.packed(buf, *f.value, pw.VARINT))
+                continue
+            _expect(f, pw.VARINT, f"Node.{name}")
+            deps[name].append(f.value)
+            continue
+        _expect(f, wire, f"Node.{name}")
+        if name == "name":
+            raw["name"] = pw.text(buf, f.value)
+        elif name == "attr":
+            key, value = _attribute(buf, f.value)
+            attrs[key] = value
+        elif wire == pw.VARINT:
+            raw[name] = f.value
+    node = ChakraNode(id=raw["id"], name=raw["name"], type=raw["type"],
+                      duration_ps=raw["duration_micros"] * PS_PER_US,
+                      data_deps=tuple(deps["data_deps"]), ctrl_deps=tuple(deps["ctrl_deps"]), attrs=attrs)
+    for key in ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"):
+        setattr(node, key, _int_attr(node, attrs, key))
+    _check_comm_attrs(node)
+    return node
+
+
+def _int_attr(node, attrs, key) -> int | None:
+    if key not in attrs:
+        return None
+    v = attrs[key]
+    if v is None:                       # an attribute with no value: proto3's default
+        return 0
+    if isinstance(v, (list, str, bytes, float)):
+        raise _BadNode(node, f"attribute {key} must hold an integer, got {v!r}")
+    return int(v)
+
+
+def _check_comm_attrs(node: ChakraNode) -> None:
+    need = {COMM_COLL_NODE: ("comm_type", "comm_size"), COMM_SEND_NODE: ("comm_dst", "comm_size"),
+            COMM_RECV_NODE: ("comm_src",)}.get(node.type, ())
+    for key in need:
+        if getattr(node, key) is None:
+            raise _BadNode(node, f"has no {key} attribute")
+    for key in ("comm_size", "comm_src", "comm_dst"):
+        v = getattr(node, key)
+        if v is not None and v < 0:
+            raise _BadNode(node, f"{key} must not be negative, got {v}")
+
+
+def _checked(path, nodes: list[ChakraNode]) -> list[ChakraNode]:
+    """The nodes sorted by id, after checking ids are unique, dependencies exist, no cycle."""
+    nodes = sorted(nodes, key=lambda n: n.id)
+    index = {}
+    for i, n in enumerate(nodes):
+        if n.id in index:
+            raise ScenarioError(f"{path}:node {n.id}", f"two nodes have the id {n.id}")
+        index[n.id] = i
+    parents = []
+    for n in nodes:
+        for d in n.deps:
+            if d not in index:
+                raise ScenarioError(f"{path}:node {n.id}", f"{n.type_name} {n.id} depends on node {d}, "
+                                                           "which is not in the file")
+        parents.append([index[d] for d in n.deps])
+    cycle = find_cycle(parents)
+    if cycle:
+        ids = " -> ".join(str(nodes[i].id) for i in cycle + cycle[:1])
+        raise ScenarioError(f"{path}:node {nodes[cycle[0]].id}", f"the dependencies form a cycle: nodes {ids} "
+                                                                 "(each waits for the one before it); a trace "
+                                                                 "must be acyclic")
+    return nodes
+
+
+def find_cycle(parents: list[list[int]]) -> list[int] | None:
+    """A cycle of the graph given by each node's parents (indices), in dependency
+    order, or None when the graph is acyclic."""
+    n = len(parents)
+    children = [[] for _ in range(n)]
+    waiting = [0] * n
+    for c, ps in enumerate(parents):
+        for p in set(ps):
+            children[p].append(c)
+            waiting[c] += 1
+    ready = [i for i in range(n) if waiting[i] == 0]
+    finished = 0
+    while ready:
+        u = ready.pop()
+        finished += 1
+        for c in children[u]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                ready.append(c)
+    if finished == n:
+        return None
+    # every node left waits for at least one other node left: walk back until a repeat
+    u = next(i for i in range(n) if waiting[i] > 0)
+    seen: dict[int, int] = {}
+    path = []
+    while u not in seen:
+        seen[u] = len(path)
+        path.append(u)
+        u = next(p for p in parents[u] if waiting[p] > 0)
+    cycle = path[seen[u]:][::-1]
+    first = cycle.index(min(cycle))
+    return cycle[first:] + cycle[:first]
+
+
+# --- building the graph --------------------------------------------------------------------
+
+@dataclass
+class _Collective:
+    op: str
+    size: int
+    nodes: np.ndarray         # per rank: the node (plan index)
+
+
+@dataclass
+class _Plan:
+    """What one iteration of the trace becomes, worked out once for all iterations.
+
+    Nodes are numbered across ranks: rank r's node i is `base[r] + i`."""
+
+    base: np.ndarray               # n_ranks + 1 offsets
+    rank_of: np.ndarray            # per node: its rank
+    steps: np.ndarray              # nodes that become compute steps
+    durations: np.ndarray          # their durations (ps)
+    children: np.ndarray           # dependency edges inside ranks
+    parents: np.ndarray
+    roots: np.ndarray              # nodes without parents
+    sinks: np.ndarray              # nodes without children
+    collectives: list[_Collective]
+    flow_nodes: np.ndarray         # send nodes that become flows
+    flow_dst: np.ndarray           # their receiving rank
+    flow_size: np.ndarray
+    recv_nodes: np.ndarray         # each recv node waits for the send node beside it
+    send_nodes: np.ndarray
+
+    def node(self, trace: ChakraTrace, u: int) -> tuple[int, ChakraNode]:
+        r = int(self.rank_of[u])
+        return r, trace.ranks[r][u - self.base[r]]
+
+
+def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
+               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0) -> list[int]:
+    """Run `iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i]).
+
+    One graph holds everything; each iteration starts, on each rank, when that rank's
+    previous iteration is done (its sinks: every node leads to one of them).
+    Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces and
+    priority `prio`, as do the flows of send/recv pairs; roots start at `start` (ps); every
+    node gets `tag`.  Returns the iteration ids (also appended to `sim.iterations`); the
+    collectives are appended to `sim.collectives`.
+    """
+    if not isinstance(trace, ChakraTrace):
+        raise ScenarioError("trace", f"expected a ChakraTrace (from read_chakra), got {type(trace).__name__}")
+    ranks = np.asarray(ranks, np.int64)
+    n = trace.n_ranks
+    if ranks.ndim != 1 or ranks.size != n:
+        raise ScenarioError("ranks", f"the trace has {n} ranks, so it needs {n} hosts; got {ranks.size}")
+    if np.unique(ranks).size != n:
+        raise ScenarioError("ranks", "every rank needs its own host; the list repeats a host")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ScenarioError("iterations", f"expected an integer >= 1, got {iterations!r}")
+    algos = {**DEFAULT_ALGORITHM, **(algorithms or {})}
+    plan = _plan(trace)
+    _check_deadlock(trace, plan)
+    g = Graph()
+    records = []
+    ids = [len(sim.iterations) + i for i in range(int(iterations))]
+    busy = np.flatnonzero(np.diff(plan.base) > 0)          # ranks with nodes
+    total = int(plan.base[-1])
+    prev_exit = None
+    for it in ids:
+        entry = np.full(total, -1, np.int64)     # what a node's parents release
+        exit_ = np.full(total, -1, np.int64)     # what its children wait for
+        if plan.steps.size:
+            steps = g.compute(ranks[plan.rank_of[plan.steps]], plan.durations, iteration=it, tag=tag, start=start)
+            entry[plan.steps] = exit_[plan.steps] = steps
+        for coll in plan.collectives:
+            if coll.size == 0:                   # no data: only the synchronization is left
+                join = g.compute(ranks[0], 0, iteration=it, tag=tag, start=start)
+                entry[coll.nodes] = exit_[coll.nodes] = join
+                continue
+            rec = add_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
+                                 chunks=chunks, prio=prio, cid=len(sim.collectives) + len(records), iteration=it,
+                                 tag=tag, start=start)
+            records.append(rec)
+            entry[coll.nodes] = rec.start_nodes
+            exit_[coll.nodes] = rec.done_nodes
+        if plan.flow_nodes.size:
+            flows = g.flows(ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
+                            iteration=it, tag=tag, start=start)
+            entry[plan.flow_nodes] = exit_[plan.flow_nodes] = flows
+        g.depend(entry[plan.children], exit_[plan.parents])
+        g.depend(entry[plan.recv_nodes], exit_[plan.send_nodes])
+        if prev_exit is not None:                # each rank waits for its previous iteration
+            barrier = np.full(n, -1, np.int64)
+            barrier[busy] = g.compute(ranks[busy], 0, iteration=it - 1, tag=tag)
+            g.depend(barrier[plan.rank_of[plan.sinks]], prev_exit[plan.sinks])
+            g.depend(entry[plan.roots], barrier[plan.rank_of[plan.roots]])
+        prev_exit = exit_
+    offset = sim.add_graph(g)
+    sim.collectives.extend(rec.shifted(offset) for rec in records)
+    sim.iterations.extend(ids)
+    return ids
+
+
+def _plan(trace: ChakraTrace) -> _Plan:
+    """Sort the nodes into compute steps, collectives and flows, and match them across ranks."""
+    n = trace.n_ranks
+    base = np.cumsum([0] + [len(nodes) for nodes in trace.ranks]).astype(np.int64)
+    steps, durations, children, parents, coll_nodes = [], [], [], [], []
+    sends, recvs = {}, {}
+    for r, nodes in enumerate(trace.ranks):
+        index = {node.id: int(base[r]) + i for i, node in enumerate(nodes)}
+        colls = []
+        for u, node in enumerate(nodes, start=int(base[r])):
+            for d in node.deps:
+                if d not in index:
+                    raise ScenarioError(trace.where(r, node.id), f"depends on node {d}, which is not in the "
+                                                                 "rank's trace")
+                children.append(u)
+                parents.append(index[d])
+            if node.type == COMM_COLL_NODE and n > 1:
+                colls.append(u)
+                continue
+            if node.type == COMM_SEND_NODE:
+                dst = node.comm_dst
+                if not (isinstance(dst, int) and 0 <= dst < n) or dst == r:
+                    raise ScenarioError(trace.where(r, node.id), f"COMM_SEND_NODE sends to rank {dst}; expected "
+                                                                 f"another rank in 0..{n - 1}")
+                sends.setdefault((r, dst, node.comm_tag or 0), []).append(u)
+                if node.comm_size:
+                    continue                     # a flow; a 0-byte send only orders the ranks
+            if node.type == COMM_RECV_NODE:
+                src = node.comm_src
+                if not (isinstance(src, int) and 0 <= src < n) or src == r:
+                    raise ScenarioError(trace.where(r, node.id), f"COMM_RECV_NODE receives from rank {src}; "
+                                                                 f"expected another rank in 0..{n - 1}")
+                recvs.setdefault((src, r, node.comm_tag or 0), []).append(u)
+            steps.append(u)
+            durations.append(node.duration_ps if node.type == COMP_NODE else 0)
+        coll_nodes.append(colls)
+    total = int(base[-1])
+    children = np.asarray(children, np.int64)
+    parents = np.asarray(parents, np.int64)
+    has_parent = np.zeros(total, bool)
+    has_parent[children] = True
+    has_child = np.zeros(total, bool)
+    has_child[parents] = True
+    rank_of = np.repeat(np.arange(n), np.diff(base))
+    plan = _Plan(base, rank_of, np.asarray(steps, np.int64), np.asarray(durations, np.int64), children, parents,
+                 np.flatnonzero(~has_parent), np.flatnonzero(~has_child), [], *([np.zeros(0, np.int64)] * 5))
+    if n > 1:
+        plan.collectives = _match_collectives(trace, plan, coll_nodes)
+    _match_p2p(trace, plan, sends, recvs)
+    return plan
+
+
+def _match_collectives(trace: ChakraTrace, plan: _Plan, coll_nodes: list[list[int]]) -> list[_Collective]:
+    """The k-th collective node of every rank, as one collective (they must agree)."""
+    counts = [len(c) for c in coll_nodes]
+    for r, c in enumerate(counts):
+        if c != counts[0]:          # point at the first collective node without a partner
+            at, k = (r, counts[0]) if c > counts[0] else (0, c)
+            raise ScenarioError(trace.where(at, plan.node(trace, coll_nodes[at][k])[1].id),
+                                f"rank {r} has {c} collective nodes but rank 0 has {counts[0]}; the k-th "
+                                "collective node of every rank must be the same collective")
+    out = []
+    for k in range(counts[0]):
+        _, first = plan.node(trace, coll_nodes[0][k])
+        for r in range(1, trace.n_ranks):
+            _, node = plan.node(trace, coll_nodes[r][k])
+            if (node.comm_type, node.comm_size) != (first.comm_type, first.comm_size):
+                raise ScenarioError(trace.where(r, node.id), f"collective #{k} is "
+                                                             f"{_comm_name(node.comm_type)} of {node.comm_size} "
+                                                             f"bytes, but on rank 0 (node {first.id}) "
+                                                             f"{_comm_name(first.comm_type)} of {first.comm_size} "
+                                                             "bytes; the ranks must agree")
+        if first.comm_type not in COLLECTIVE_OPS:
+            raise ScenarioError(trace.where(0, first.id), f"collective {_comm_name(first.comm_type)} is not "
+                                                          "supported; supported: " +
+                                                          ", ".join(COMM_TYPES[t] for t in COLLECTIVE_OPS))
+        out.append(_Collective(COLLECTIVE_OPS[first.comm_type], first.comm_size,
+                               np.array([c[k] for c in coll_nodes], np.int64)))
+    return out
+
+
+def _comm_name(t) -> str:
+    return f"{COMM_TYPES[t]} ({t})" if t in COMM_TYPES else f"comm_type {t}"
+
+
+def _match_p2p(trace: ChakraTrace, plan: _Plan, sends: dict, recvs: dict) -> None:
+    """Pair the k-th send a->b with tag t with the k-th recv at b from a with tag t."""
+    flow_nodes, flow_dst, flow_size, recv_nodes, send_nodes = [], [], [], [], []
+    for key in sorted(set(sends) | set(recvs)):
+        a, b, t = key
+        s, v = sends.get(key, []), recvs.get(key, [])
+        if len(s) > len(v):
+            lone = plan.node(trace, s[len(v)])[1]
+            raise ScenarioError(trace.where(a, lone.id), f"COMM_SEND_NODE to rank {b} with tag {t} has no "
+                                                         f"matching COMM_RECV_NODE on rank {b} ({len(s)} sends, "
+                                                         f"{len(v)} recvs with this source, destination and tag)")
+        if len(v) > len(s):
+            lone = plan.node(trace, v[len(s)])[1]
+            raise ScenarioError(trace.where(b, lone.id), f"COMM_RECV_NODE from rank {a} with tag {t} has no "
+                                                         f"matching COMM_SEND_NODE on rank {a} ({len(s)} sends, "
+                                                         f"{len(v)} recvs with this source, destination and tag)")
+        for i, j in zip(s, v):
+            send, recv = plan.node(trace, i)[1], plan.node(trace, j)[1]
+            if recv.comm_size is not None and recv.comm_size != send.comm_size:
+                raise ScenarioError(trace.where(b, recv.id), f"receives {recv.comm_size} bytes but the matching "
+                                                             f"send (rank {a} node {send.id}) sends {send.comm_size}")
+            if send.comm_size:
+                flow_nodes.append(i)
+                flow_dst.append(b)
+                flow_size.append(send.comm_size)
+            recv_nodes.append(j)
+            send_nodes.append(i)
+    plan.flow_nodes, plan.flow_dst, plan.flow_size, plan.recv_nodes, plan.send_nodes = (
+        np.asarray(x, np.int64) for x in (flow_nodes, flow_dst, flow_size, recv_nodes, send_nodes))
+
+
+def _check_deadlock(trace: ChakraTrace, plan: _Plan) -> None:
+    """Refuse a trace whose ranks wait for each other in a cycle (through collectives or
+    send/recv pairs): it would never finish."""
+    total = int(plan.base[-1])
+    done_of = np.arange(total)                               # what a node's children wait for
+    parents = [[] for _ in range(total + len(plan.collectives))]
+    for k, coll in enumerate(plan.collectives):             # collective k: one more node
+        done_of[coll.nodes] = total + k
+        parents[total + k].extend(coll.nodes.tolist())
+    for c, p in zip(plan.children.tolist(), done_of[plan.parents].tolist()):
+        parents[c].append(p)
+    for c, p in zip(plan.recv_nodes.tolist(), plan.send_nodes.tolist()):
+        parents[c].append(p)
+    cycle = find_cycle(parents)
+    if cycle is None:
+        return
+
+    def describe(u):
+        if u >= total:
+            return f"collective #{u - total} ({plan.collectives[u - total].op})"
+        r, node = plan.node(trace, u)
+        return f"rank {r} node {node.id} ({node.type_name})"
+
+    steps = " -> ".join(describe(u) for u in cycle[:8]) + (" -> ..." if len(cycle) > 8 else "")
+    r, node = plan.node(trace, cycle[0])          # the cycle starts at a node, not a collective
+    raise ScenarioError(trace.where(r, node.id), f"the ranks wait for each other in a cycle and would never "
+                                                 f"finish: {steps}; each waits for the one before it")

@@ -1,0 +1,270 @@
+"""Chakra execution traces: decoding the protobuf files, and the timing of the graph they become."""
+import gzip
+import struct
+
+import numpy as np
+import pytest
+
+import chakra_writer as w
+from rocesim import ScenarioError, Simulation, topology
+from rocesim import scenario as sc
+from rocesim.workloads.chakra import COMP_NODE, add_chakra, read_chakra
+
+US = 10**6          # ps
+STAR = ("100Gbps", "1us")
+
+
+def run(prefix, n_hosts=4, hosts=None, iterations=1, **kw):
+    trace = read_chakra(prefix)
+    sim = Simulation(topology.star(n_hosts, *STAR))
+    hosts = list(range(trace.n_ranks)) if hosts is None else hosts
+    ids = add_chakra(sim, trace, hosts, iterations, **kw)
+    res = sim.run()
+    assert res.summary["flows_completed"] == res.summary["flows_total"]
+    return sim, res, ids
+
+
+def end_ns(res, ids):
+    f = res.flows
+    return f["start_ns"][ids] + np.where(f["is_compute"][ids], f["fct_ns"][ids], f["rx_fct_ns"][ids])
+
+
+def compute_ids(res, host, duration_us):
+    """Ids of the compute steps of `duration_us` on `host` (durations are unique per test)."""
+    f = res.flows
+    return np.flatnonzero(f["is_compute"] & (f["src"] == host) & (f["size_bytes"] == duration_us * US))
+
+
+# --- decoding ------------------------------------------------------------------------------------
+
+
+def test_decodes_nodes_attributes_and_skips_unknown_fields(tmp_path):
+    unknown = (w.f_varint(50, 7) + w.f_bytes(51, b"xyz") + w.key(52, 5) + b"\1\2\3\4"
+               + w.key(53, 1) + bytes(8) + w.key(54, 3) + w.f_varint(1, 5) + w.key(54, 4))
+    io_info = w.f_bytes(8, w.f_bytes(1, b"[[1, 2]]"))           # Node.inputs, not used
+    raw_attrs = (w.f_bytes(10, w.f_bytes(1, b"comm_size") + w.f_varint(13, 2**40))        # uint64_val
+                 + w.f_bytes(10, w.f_bytes(1, b"comm_dst") + w.f_varint(7, 1))           # int32_val
+                 + w.f_bytes(10, w.f_bytes(1, b"comm_tag") + w.f_varint(17, 5))          # sint64 -3
+                 + w.f_bytes(10, w.f_bytes(1, b"scale") + w.key(3, 1) + struct.pack("<d", 0.5))
+                 + w.f_bytes(10, w.f_bytes(1, b"fx") + w.key(23, 5) + struct.pack("<i", -9))
+                 + w.f_bytes(10, w.f_bytes(1, b"bools") + w.f_bytes(28, w.f_varint(1, 1) + w.f_varint(1, 0))))
+    w.write_trace(tmp_path / "t", [[
+        w.node(0, name="first", duration_us=3, extra=unknown + io_info),       # id 0 and its fields omitted
+        w.node(5, w.SEND, data_deps=[0], extra=raw_attrs),
+        w.node(2, w.MEM_LOAD, ctrl_deps=[0], data_deps=[0], packed=False,
+               attrs={"dims": [1, -2, 300], "is_cpu_op": True, "note": "hi"}),
+    ], [w.recv(0, 0, 2**40, tag=-3)]])
+    trace = read_chakra(tmp_path / "t")
+    assert trace.n_ranks == 2 and trace.versions == ["0.0.4", "0.0.4"]
+    a, b, c = trace.ranks[0]
+    assert [n.id for n in trace.ranks[0]] == [0, 2, 5]                 # sorted by id
+    assert (a.name, a.type, a.duration_ps, a.data_deps) == ("first", COMP_NODE, 3 * US, ())
+    assert (b.data_deps, b.ctrl_deps, b.deps) == ((0,), (0,), [0])
+    assert b.attrs == {"dims": [1, -2, 300], "is_cpu_op": True, "note": "hi"}
+    assert (c.comm_size, c.comm_dst, c.comm_tag, c.data_deps) == (2**40, 1, -3, (0,))
+    assert c.attrs["scale"] == 0.5 and c.attrs["fx"] == -9 and c.attrs["bools"] == [True, False]
+    assert (trace.ranks[1][0].comm_src, trace.ranks[1][0].comm_tag) == (0, -3)
+
+
+M = len(w.stream([w.metadata()]))          # where the first Node's length prefix is
+MALFORMED = [                              # file contents, what the error says, where (key after "file:")
+    (b"", "empty Chakra trace", "byte 0"),
+    (w.stream([w.metadata(), w.node(1)])[:-1], "message 1 declares 4 bytes but only 3 remain", f"byte {M}"),
+    (w.stream([w.metadata()]) + b"\x85", "truncated varint", f"byte {M}"),
+    (w.stream([w.metadata(), w.f_bytes(1, b"x")]), "Node.id (field 1) has wire type length-delimited",
+     f"byte {M + 1}"),
+    (w.stream([w.metadata(), w.f_varint(10, 3)]), "Node.attr (field 10) has wire type varint", f"byte {M + 1}"),
+    (w.stream([w.metadata(), w.node(1, extra=w.key(9, 7))]), "invalid wire type 7", f"byte {M + 5}"),
+    (w.stream([w.metadata(), w.key(9, 3) + w.f_varint(1, 1)]), "group of field 9 is not closed", f"byte {M + 1}"),
+    (w.stream([w.f_varint(1, 4)]), "GlobalMetadata.version (field 1) has wire type varint", "byte 1"),
+    (w.stream([w.metadata(), w.node(1, w.COLL, attrs={"comm_type": 0})]), "no comm_size attribute", "node 1"),
+    (w.stream([w.metadata(), w.node(1, w.SEND, attrs={"comm_dst": 1, "comm_size": "big"})]),
+     "comm_size must hold an integer", "node 1"),
+    (w.stream([w.metadata(), w.node(2, w.SEND, attrs={"comm_dst": 1, "comm_size": -5})]),
+     "comm_size must not be negative", "node 2"),
+    (w.stream([w.metadata(), w.node(1), w.node(1)]), "two nodes have the id 1", "node 1"),
+    (w.stream([w.metadata(), w.node(1, data_deps=[9])]), "depends on node 9, which is not in the file", "node 1"),
+    (w.stream([w.metadata(), w.node(1, data_deps=[3]), w.node(2, data_deps=[1]), w.node(3, ctrl_deps=[2])]),
+     "cycle: nodes 1 -> 2 -> 3 -> 1", "node 1"),
+    (gzip.compress(w.stream([w.metadata()]))[:-6], "gzip data is corrupt", None),
+    (gzip.compress(w.stream([w.metadata()]) + b"\x85"), "truncated varint", f"decompressed byte {M}"),
+]
+
+
+@pytest.mark.parametrize("data, reason, where", MALFORMED, ids=[reason for _, reason, _ in MALFORMED])
+def test_malformed_files_are_errors_naming_the_file(tmp_path, data, reason, where):
+    path = tmp_path / "bad.0.et"
+    path.write_bytes(data)
+    with pytest.raises(ScenarioError) as info:
+        read_chakra(tmp_path / "bad")
+    assert info.value.key == (str(path) if where is None else f"{path}:{where}")
+    assert reason in info.value.reason
+
+
+def test_rank_files(tmp_path):
+    w.write_trace(tmp_path / "t", [[w.node(1)]] * 3)
+    assert read_chakra(tmp_path / "t").n_ranks == 3
+    assert read_chakra(tmp_path / "t", 3).paths[2] == f"{tmp_path}/t.2.et"
+    for prefix, n, missing in (("t", 4, "t.3.et"), ("nope", None, "nope.0.et"), ("t", 2, "t.2.et")):
+        with pytest.raises(ScenarioError) as info:
+            read_chakra(tmp_path / prefix, n)
+        assert info.value.key == f"{tmp_path}/{missing}"
+
+
+def test_gzipped_files_are_detected_by_content(tmp_path):
+    ranks = [[w.node(1, duration_us=4), w.coll(2, w.ALL_GATHER, 400_000, data_deps=[1])]] * 4
+    w.write_trace(tmp_path / "plain", ranks)
+    w.write_trace(tmp_path / "zipped", ranks, gz=True)
+    assert (tmp_path / "zipped.0.et").read_bytes()[:2] == b"\x1f\x8b"
+    _, plain, _ = run(tmp_path / "plain")
+    _, zipped, _ = run(tmp_path / "zipped")
+    assert plain.collectives["op"][0] == "allgather"
+    assert zipped.iterations["duration_ns"][0] == plain.iterations["duration_ns"][0] > 4000
+
+
+# --- timing ----------------------------------------------------------------------------------------
+
+
+def test_compute_only_iteration_is_the_critical_path(tmp_path):
+    dag = [w.node(1, duration_us=5), w.node(2, duration_us=3, data_deps=[1]),
+           w.node(3, duration_us=7, ctrl_deps=[1]), w.node(4, duration_us=2, data_deps=[2, 3]),
+           w.node(5, w.METADATA)]                                      # a lone zero-duration node
+    w.write_trace(tmp_path / "t", [dag, dag])
+    _, res, ids = run(tmp_path / "t", iterations=2)
+    assert ids == [0, 1]
+    assert res.iterations["duration_ns"].tolist() == [14_000, 14_000]     # 5 + 7 + 2
+    assert res.iterations["start_ns"].tolist() == [0, 14_000]
+    for host in (0, 1):                                                    # 3 and 7 run side by side
+        assert res.flows["start_ns"][compute_ids(res, host, 3)].tolist() == [5_000, 19_000]
+        assert res.flows["start_ns"][compute_ids(res, host, 7)].tolist() == [5_000, 19_000]
+
+
+def test_collective_sits_between_its_parents_and_children(tmp_path):
+    rank = [w.node(1, duration_us=5), w.coll(2, w.ALL_REDUCE, 1_000_000, data_deps=[1]),
+            w.node(3, duration_us=7, data_deps=[2])]
+    w.write_trace(tmp_path / "t", [rank] * 4)
+    sim, res, _ = run(tmp_path / "t", algorithms={"allreduce": "halving_doubling"}, chunks=2, tag=9)
+    rec = sim.collectives[0]
+    assert (rec.op, rec.algorithm, rec.id) == ("allreduce", "halving_doubling", 0)
+    assert res.flows["start_ns"][rec.start_nodes].tolist() == [5_000] * 4
+    done = end_ns(res, rec.done_nodes)
+    for r in range(4):
+        assert res.flows["start_ns"][compute_ids(res, r, 7)] == [done[r]]
+    assert set(res.flows["tag"].tolist()) == {9}
+    assert res.iterations["duration_ns"][0] == pytest.approx(done.max() + 7_000)
+    # the collective takes as long as the same collective alone in the network
+    alone = Simulation(topology.star(4, *STAR))
+    alone.add_collective("allreduce", "halving_doubling", "all", 1_000_000, chunks=2)
+    assert res.collectives["duration_ns"][0] == pytest.approx(alone.run().collectives["duration_ns"][0], abs=1e-3)
+
+
+def test_send_recv_is_one_flow_the_receiver_waits_for(tmp_path):
+    r0 = [w.node(1, duration_us=4), w.send(2, 1, 100_000, tag=3, data_deps=[1]),
+          w.send(3, 1, 200_000, tag=3, data_deps=[2])]
+    r1 = [w.node(1, duration_us=1), w.recv(2, 0, 100_000, tag=3, data_deps=[1]),
+          w.node(3, duration_us=2, data_deps=[2]),
+          w.node(4, duration_us=50), w.recv(5, 0, 200_000, tag=3, ctrl_deps=[4]),
+          w.node(6, duration_us=6, data_deps=[5])]
+    w.write_trace(tmp_path / "t", [r0, r1])
+    _, res, _ = run(tmp_path / "t", hosts=[3, 2], prio=5)
+    f = res.flows
+    flows = np.flatnonzero(~f["is_compute"])
+    assert f["src"][flows].tolist() == [3, 3] and f["dst"][flows].tolist() == [2, 2]
+    assert f["size_bytes"][flows].tolist() == [100_000, 200_000] and f["prio"][flows].tolist() == [5, 5]
+    first, second = flows
+    assert f["start_ns"][first] == 4_000                       # when the send's parent is done
+    arrived = end_ns(res, [first, second])
+    assert f["start_ns"][second] == pytest.approx(arrived[0])  # the second send waits for the first
+    assert f["start_ns"][compute_ids(res, 2, 2)] == [arrived[0]]  # the first recv: at the arrival
+    assert arrived[1] < 50_000
+    assert f["start_ns"][compute_ids(res, 2, 6)] == [50_000]   # the second: after its own parent
+
+
+def test_iterations_follow_each_other_per_rank_and_ids_continue(tmp_path):
+    rank = [w.node(1, duration_us=2), w.coll(2, w.REDUCE_SCATTER, 800_000, data_deps=[1])]
+    w.write_trace(tmp_path / "t", [rank] * 4)
+    trace = read_chakra(tmp_path / "t")
+    sim = Simulation(topology.star(4, *STAR))
+    assert add_chakra(sim, trace, [0, 1, 2, 3], 2) == [0, 1]
+    assert add_chakra(sim, trace, [0, 1, 2, 3], 2, start=500 * US) == [2, 3]
+    assert sim.iterations == [0, 1, 2, 3]
+    assert [r.id for r in sim.collectives] == [0, 1, 2, 3]
+    res = sim.run()
+    it = res.iterations
+    assert it["start_ns"][2] == 500_000
+    for i in (0, 2):     # the next iteration's compute starts when this one's collective is done
+        assert res.flows["start_ns"][compute_ids(res, 0, 2)][i + 1] == pytest.approx(
+            end_ns(res, sim.collectives[i].done_nodes[:1])[0])
+    assert it["duration_ns"][0] == pytest.approx(it["duration_ns"][1], rel=1e-9)
+
+
+def test_zero_byte_messages_only_order_the_ranks(tmp_path):
+    r0 = [w.node(1, duration_us=9), w.send(2, 1, 0, data_deps=[1]), w.coll(3, w.ALL_REDUCE, 0)]
+    r1 = [w.recv(1, 0, 0), w.node(2, duration_us=1, data_deps=[1]), w.coll(3, w.ALL_REDUCE, 0),
+          w.node(4, duration_us=3, data_deps=[3])]
+    w.write_trace(tmp_path / "t", [r0, r1])
+    _, res, _ = run(tmp_path / "t")
+    assert (~res.flows["is_compute"]).sum() == 0
+    assert res.flows["start_ns"][compute_ids(res, 1, 1)] == [9_000]
+    assert res.flows["start_ns"][compute_ids(res, 1, 3)] == [0]
+
+
+# --- errors across ranks ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ranks, where, reason", [
+    ([[w.coll(1, w.ALL_REDUCE, 1000)], [w.coll(4, w.ALL_REDUCE, 2000)]], "1.et:node 4", "the ranks must agree"),
+    ([[w.coll(1, w.ALL_REDUCE, 1000)], [w.coll(1, w.ALL_GATHER, 1000)]], "1.et:node 1",
+     "ALL_GATHER (2) of 1000 bytes"),
+    ([[w.coll(3, w.ALL_REDUCE, 1000)], [w.node(1)]], "0.et:node 3",
+     "rank 1 has 0 collective nodes but rank 0 has 1"),
+    ([[w.node(1)], [w.coll(2, w.ALL_REDUCE, 1000)]], "1.et:node 2",
+     "rank 1 has 1 collective nodes but rank 0 has 0"),
+    ([[w.coll(1, w.GATHER, 1000)], [w.coll(1, w.GATHER, 1000)]], "0.et:node 1", "GATHER (3) is not supported"),
+    ([[w.send(7, 1, 1000, tag=4)], [w.recv(1, 0, 1000, tag=5)]], "0.et:node 7", "has no matching COMM_RECV_NODE"),
+    ([[w.node(1)], [w.recv(1, 0, 1000)]], "1.et:node 1", "has no matching COMM_SEND_NODE on rank 0"),
+    ([[w.send(1, 0, 1000)], [w.node(1)]], "0.et:node 1", "sends to rank 0"),
+    ([[w.send(1, 1, 1000)], [w.recv(2, 0, 999)]], "1.et:node 2", "receives 999 bytes"),
+    ([[w.recv(1, 1, 10), w.send(2, 1, 10, data_deps=[1])],
+      [w.recv(1, 0, 10), w.send(2, 0, 10, data_deps=[1])]], "0.et:node 1", "wait for each other in a cycle"),
+    ([[w.coll(1, w.ALL_REDUCE, 10), w.send(2, 1, 10, data_deps=[1])],
+      [w.recv(1, 0, 10), w.coll(2, w.ALL_REDUCE, 10, data_deps=[1])]], "0.et:node 2",
+     "rank 0 node 2 (COMM_SEND_NODE) -> rank 1 node 1 (COMM_RECV_NODE) -> rank 1 node 2 (COMM_COLL_NODE) "
+     "-> collective #0 (allreduce); each waits"),
+])
+def test_ranks_that_do_not_fit_together_are_errors(tmp_path, ranks, where, reason):
+    w.write_trace(tmp_path / "t", ranks)
+    trace = read_chakra(tmp_path / "t")
+    sim = Simulation(topology.star(2, *STAR))
+    with pytest.raises(ScenarioError) as info:
+        add_chakra(sim, trace, [0, 1])
+    assert info.value.key == f"{tmp_path}/t.{where}"
+    assert reason in info.value.reason
+    assert sim.n_flows == 0
+
+
+def test_add_chakra_argument_errors(tmp_path):
+    w.write_trace(tmp_path / "t", [[w.node(1)]] * 2)
+    trace = read_chakra(tmp_path / "t")
+    sim = Simulation(topology.star(2, *STAR))
+    for hosts, iterations, key in (([0], 1, "ranks"), ([1, 1], 1, "ranks"), ([0, 1], 0, "iterations")):
+        with pytest.raises(ScenarioError) as info:
+            add_chakra(sim, trace, hosts, iterations)
+        assert info.value.key == key
+
+
+def test_yaml_workload_with_a_chakra_trace(tmp_path):
+    rank = [w.node(1, duration_us=3), w.coll(2, w.ALL_TO_ALL, 300_000, data_deps=[1])]
+    w.write_trace(tmp_path / "trace", [rank] * 4)
+    raw = {"topology": {"kind": "star", "hosts": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
+           "traffic": [{"kind": "workload", "model": {"chakra": "trace"}, "iterations": 2,
+                        "algorithms": {"alltoall": "pairwise"}}]}
+    scn = sc.build(raw, str(tmp_path))
+    res = scn.sim.run()
+    assert res.iterations["iteration"].tolist() == [0, 1]
+    assert res.collectives["algorithm"].tolist() == ["pairwise", "pairwise"]
+    assert res.flows["start_ns"][compute_ids(res, 0, 3)][0] == 0
+    raw["traffic"][0]["model"] = {"chakra": "missing"}
+    with pytest.raises(ScenarioError) as info:
+        sc.build(raw, str(tmp_path))
+    assert info.value.key.endswith(f"{tmp_path}/missing.0.et")       # (prefixed with the entry's key)
