@@ -138,6 +138,7 @@ cdef struct Host:
     int32_t n_active
     int32_t cap_active
     int32_t* active        # flows of this host with data to send
+    int32_t prio_active[NPRIO]   # how many of them use each priority
 
 cdef struct Flow:
     int32_t src

@@ -27,7 +27,7 @@ The HPCC fork has no timeout; it matters only when packets are lost.
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t, INT64_MAX
 from libc.stdlib cimport realloc, calloc
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, IntHop, NIL,
+from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, IntHop, NIL, NPRIO,
                                  ERR_NOMEM, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
                                  FS_ACTIVE, FS_DONE, EV_RTO, MAX_INT_HOPS)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit, tx_time
@@ -55,11 +55,13 @@ cdef inline void _active_add(Sim* s, int32_t f) noexcept:
         h.cap_active = cap
     h.active[h.n_active] = f
     h.n_active += 1
+    h.prio_active[fl.prio] += 1
     fl.in_active = 1
 
 
 cdef inline void _active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
     s.flows[h.active[idx]].in_active = 0
+    h.prio_active[s.flows[h.active[idx]].prio] -= 1
     h.n_active -= 1
     h.active[idx] = h.active[h.n_active]
 
@@ -184,6 +186,11 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
         port_kick(s, port, p.busy_until)
         return
     n = h.n_active
+    for prio in range(1, NPRIO):                   # nothing to scan if PFC paused them all
+        if h.prio_active[prio] and not ((p.paused_mask >> prio) & 1):
+            break
+    else:
+        return                                     # a RESUME will kick the port
     idx = h.rr if h.rr < n else 0
     for k in range(n):
         f = h.active[idx]

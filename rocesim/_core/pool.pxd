@@ -9,14 +9,24 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
+from posix.mman cimport madvise, MADV_HUGEPAGE
 from rocesim._core.defs cimport Sim, Packet, NIL, ERR_NOMEM
 
 
 cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
-    """A 64-byte aligned array of `cap` packets (NULL if out of memory)."""
+    """A 64-byte aligned array of `cap` packets (NULL if out of memory).
+
+    Large pools are 2 MB aligned and asked to be backed by huge pages: under heavy PFC
+    the switches hold hundreds of thousands of packets, and with 4 KB pages nearly every
+    packet touched would also miss the TLB.
+    """
     cdef void* mem = NULL
-    if posix_memalign(&mem, 64, cap * sizeof(Packet)) != 0:
+    cdef size_t nbytes = <size_t> cap * sizeof(Packet)
+    cdef size_t align = 2097152 if nbytes >= 4194304 else 64
+    if posix_memalign(&mem, align, nbytes) != 0:
         return NULL
+    if align > 64:
+        madvise(mem, nbytes, MADV_HUGEPAGE)     # advice only: no error if refused
     return <Packet*> mem
 
 
