@@ -19,20 +19,13 @@ import sys
 
 import numpy as np
 
-from rocesim.sweep import Job, run_sweep
+from rocesim.sweep import SCHEME_VARIANTS, Job, run_sweep
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIOS = os.path.join(os.path.dirname(HERE), "scenarios", "hpcc_paper")
 
-# label -> --set overrides
-SCHEMES = {
-    "dcqcn": ["cc.scheme=dcqcn"],
-    "dcqcn+win": ["cc.scheme=dcqcn", "cc.params.window=bdp"],
-    "hpcc": ["cc.scheme=hpcc"],
-    "timely": ["cc.scheme=timely"],
-    "dctcp": ["cc.scheme=dctcp"],
-    "swift": ["cc.scheme=swift"],
-}
+# the fork's comparison: every scheme (PFC alone is not one of the paper's lines)
+SCHEMES = {k: v for k, v in SCHEME_VARIANTS.items() if k != "pfc-only"}
 SIZE_GROUPS = {"short (<=50KB)": (0, 50_000), "medium": (50_000, 1_000_000), "long (>1MB)": (1_000_000, np.inf)}
 
 

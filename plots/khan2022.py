@@ -17,19 +17,11 @@ import sys
 
 import numpy as np
 
-from rocesim.sweep import Job, run_sweep
+from rocesim.sweep import SCHEME_VARIANTS, Job, run_sweep
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIOS = os.path.join(os.path.dirname(HERE), "scenarios", "khan2022")
-SCHEMES = {
-    "pfc-only": ["cc.scheme=none"],
-    "dcqcn": ["cc.scheme=dcqcn"],
-    "dcqcn+win": ["cc.scheme=dcqcn", "cc.params.window=bdp"],
-    "hpcc": ["cc.scheme=hpcc"],
-    "timely": ["cc.scheme=timely"],
-    "dctcp": ["cc.scheme=dctcp"],
-    "swift": ["cc.scheme=swift"],
-}
+SCHEMES = SCHEME_VARIANTS
 
 
 def main(argv=None):

@@ -73,6 +73,13 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
     return out_path
 
 
+def _plain_log_ticks(ax):
+    """Label a log y axis at 1, 2, 5 x 10^k in plain numbers."""
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def _plot_panels(runs, out_path, n_bins, title):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -86,8 +93,7 @@ def _plot_panels(runs, out_path, n_bins, title):
         ax.set_yscale("log")
         ax.set_xlabel("flow size (bytes, largest in bin)")
         ax.set_title(f"p{p} FCT slowdown")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        _plain_log_ticks(ax)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("FCT slowdown")
     axes[0].legend(fontsize=8)

@@ -260,7 +260,8 @@ class Simulation:
         ports, pfc = self.ports, self.switch["pfc"]
         if pfc["headroom"] == "auto":
             # 3 x rate x delay: what keeps arriving for a round trip plus a packet after XOFF
-            headroom = 3 * ports.rate_bps * ports.delay_ps // (8 * 10**12)
+            # (in floating point: rate x delay in bit-picoseconds overflows int64 at 400G x 10us)
+            headroom = np.floor(3.0 * ports.rate_bps * ports.delay_ps / 8e12).astype(np.int64)
         else:
             headroom = np.full(len(ports.node), pfc["headroom"], np.int64)
         # dynamic threshold shift: 3 at host speed, one less per doubling above it

@@ -19,6 +19,18 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 
+# The congestion-control configurations compared by the shipped sweeps (--set overrides).
+SCHEME_VARIANTS = {
+    "pfc-only": ["cc.scheme=none"],
+    "dcqcn": ["cc.scheme=dcqcn"],
+    "dcqcn+win": ["cc.scheme=dcqcn", "cc.params.window=bdp"],
+    "hpcc": ["cc.scheme=hpcc"],
+    "timely": ["cc.scheme=timely"],
+    "dctcp": ["cc.scheme=dctcp"],
+    "swift": ["cc.scheme=swift"],
+}
+
+
 @dataclass(frozen=True)
 class Job:
     name: str

@@ -180,3 +180,14 @@ def test_scheme_parameters_are_checked():
     with pytest.raises(ScenarioError) as e:
         Simulation(topology.star(3, "100Gbps", "1us"), cc="swift", cc_params={"alpha": 1})
     assert e.value.key == "cc.params.alpha"
+
+
+@pytest.mark.parametrize("cc,params", [("dcqcn", {"window": "bdp"}), ("dctcp", {}), ("none", {"window": "bdp"})])
+def test_bdp_windows_survive_long_fast_paths(cc, params):
+    """400G x ~160 us of RTT is 8 MB of BDP, and 3.2e19 bit-ps: beyond int64 if multiplied
+    naively.  A flow with a one-BDP window must still run at line rate."""
+    sim = Simulation(topology.star(3, "400Gbps", "40us"), cc=cc, cc_params=params)
+    f = sim.add_flow(1, 2, 20_000_000)
+    res = sim.run(stop="10ms")
+    assert res.flows["slowdown"][f] == pytest.approx(1.0, abs=0.01)
+    assert sim._network["port_headroom"].min() > 0          # 3 x rate x delay, no overflow
