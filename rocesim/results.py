@@ -140,6 +140,9 @@ class Results:
                          f"p99 {s['slowdown_p99']:.2f}  max {s['slowdown_max']:.2f}")
         if s.get("iterations"):
             lines.append(f"{s['iterations']} training iterations, mean {s['iteration_mean_ns'] / 1e6:.3f} ms")
+        if s.get("stalled"):
+            lines.append("stalled: nothing was delivered for a simulated second with flows unfinished "
+                         "(a PFC deadlock? see pfc.csv); stopped")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
         return "\n".join(lines)

@@ -361,12 +361,17 @@ class Simulation:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         interrupted = False
         status = STOP_EMPTY
+        stalled = False
+        watch = _StallWatch()
         try:
             while True:
                 until = t_stop if sampler is None else min(t_stop, sampler.next)
                 status = core.run(until, events_per_slice)
                 if show:
                     _progress_line(core, self.n_flows, time.perf_counter() - wall0)
+                if status != STOP_EMPTY and watch.stalled(core.stats()):
+                    stalled = True
+                    break
                 if sampler is not None and status == STOP_TIME and until == sampler.next:
                     sampler.take(until)
                     if until < t_stop:
@@ -380,9 +385,29 @@ class Simulation:
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu, interrupted=interrupted,
                                 stop_ps=t_stop if status == STOP_TIME else None)
+        res.summary["stalled"] = stalled
         if sampler is not None:
             res.samples = sampler.tables(self.ports.node)
         return res
+
+
+class _StallWatch:
+    """Ends a run that can make no more progress: no flow finished and no byte delivered
+    for `limit_ps` of simulated time (a PFC deadlock, or flows a scheme never lets send),
+    while only timers keep the clock moving.  Checked between slices, so it costs nothing."""
+
+    limit_ps = 10**12          # one simulated second
+
+    def __init__(self):
+        self.mark = None
+        self.since = 0
+
+    def stalled(self, st) -> bool:
+        key = (st["flows_done"], st["data_bytes_delivered"])
+        if key != self.mark:
+            self.mark, self.since = key, st["sim_time_ps"]
+            return False
+        return st["sim_time_ps"] - self.since >= self.limit_ps
 
 
 def _progress_line(core, n_flows, wall):

@@ -127,3 +127,15 @@ def test_routing_loop_with_pfc_deadlocks():
     assert np.isnan(res.flows["fct_ns"][0])                 # the flow never finishes
     # it never drains: three more milliseconds move nothing
     assert later.summary["link_crossings"] == res.summary["link_crossings"]
+
+
+def test_a_deadlock_without_stop_time_ends_as_stalled():
+    """Nothing drains, only timeouts tick: the run notices and stops with what it has."""
+    t, a, b = two_switch_loop()
+    sim = Simulation(t, switch={"buffer": "1MB"},
+                     routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
+    sim.add_flow(0, 1, 3_000_000)
+    res = sim.run()
+    assert res.summary["stalled"]
+    assert res.summary["flows_completed"] == 0
+    assert "stalled" in res.describe()
