@@ -12,6 +12,11 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 
 
+# compact columns: a training run can hold millions of nodes
+_DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
+               delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+
+
 class Graph:
     """Nodes (data flows and compute steps) and edges (child waits for parent)."""
 
@@ -26,9 +31,9 @@ class Graph:
         k = src.size
         ids = np.arange(self.n, self.n + k, dtype=np.int64)
         for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
-                        ("compute", compute),
-                        ("delay", delay), ("tag", tag), ("collective", collective), ("iteration", iteration)):
-            self._cols[name].append(np.broadcast_to(np.asarray(v, np.int64), (k,)).copy())
+                        ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
+                        ("iteration", iteration)):
+            self._cols[name].append(np.broadcast_to(np.asarray(v, _DTYPES[name]), (k,)).copy())
         self.n += k
         return ids
 
@@ -53,7 +58,7 @@ class Graph:
 
     def column(self, name) -> np.ndarray:
         parts = self._cols[name]
-        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name])
 
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         if not self._edges:

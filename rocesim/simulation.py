@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocesim import config, routing, schemes
-from rocesim._core.engine import STOP_EMPTY, STOP_TIME, Core
+from rocesim._core.engine import STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
 from rocesim.sampling import Sampler
@@ -333,17 +333,22 @@ class Simulation:
 
     # --- running -----------------------------------------------------------------------
 
-    def run(self, stop=None, *, progress=None, events_per_slice=2_000_000, sample_interval=None,
-            queue_ports=None) -> Results:
+    def run(self, stop=None, *, progress=None, slice="100us", events_per_slice=2_000_000,
+            sample_interval=None, queue_ports=None) -> Results:
         """Run until every flow is done (or `stop`, a simulated time) and return Results.
 
-        Ctrl-C ends the run early; the results so far are returned (`interrupted`).
+        The core returns to Python after every `slice` of simulated time (or
+        `events_per_slice` events, whichever comes first), so that the progress line moves
+        and Ctrl-C ends the run early with the results so far (`interrupted`).
         `progress` (default: when stderr is a terminal) shows simulated time and speed.
         `sample_interval` (e.g. "10us") records flow rates and queues over time
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
         """
         t_stop = NEVER if stop is None else parse_time(stop, "stop", bare_ok=True)
+        t_slice = parse_time(slice, "slice", bare_ok=True)
+        if t_slice <= 0:
+            raise ScenarioError("slice", "must be positive")
         world, params = self._world()
         core = Core(world, params)
         rtts = core.base_rtt_ps()
@@ -366,7 +371,11 @@ class Simulation:
         try:
             while True:
                 until = t_stop if sampler is None else min(t_stop, sampler.next)
-                status = core.run(until, events_per_slice)
+                nxt = core.next_event_ps
+                slice_end = min(until, nxt + t_slice) if nxt >= 0 else until
+                status = core.run(slice_end, events_per_slice)
+                if status == STOP_TIME and slice_end < until:
+                    status = STOP_EVENTS                 # only the slice ended: carry on
                 if show:
                     _progress_line(core, self.n_flows, time.perf_counter() - wall0)
                 if status != STOP_EMPTY and watch.stalled(core.stats()):

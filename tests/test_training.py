@@ -139,3 +139,22 @@ def test_yaml_errors(entry, key, tmp_path):
     with pytest.raises(ScenarioError) as e:
         scenario.build(raw, str(tmp_path))
     assert e.value.key == key
+
+
+def test_workload_mixes_with_background_traffic():
+    """Background WebSearch and an incast slow the iteration down; nothing is lost."""
+    base = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 4,
+                         "host_link": {"rate": "100Gbps", "delay": "1us"},
+                         "fabric_link": {"rate": "100Gbps", "delay": "1us"}},
+            "traffic": [{"kind": "workload", "model": "dlrm", "iterations": 1, "params": {"local_batch": 256}}]}
+    alone = scenario.build(base).sim.run()
+    busy_raw = dict(base, traffic=base["traffic"] + [
+        {"kind": "cdf", "distribution": "websearch", "load": 0.5, "duration": "2ms", "prio": 5},
+        {"kind": "incast", "senders": [1, 2, 3, 5, 6, 7], "receiver": 4, "size": "2MB", "start": "1ms"}])
+    busy = scenario.build(busy_raw).sim.run()
+    assert busy.summary["flows_completed"] == busy.summary["flows_total"]
+    assert busy.summary["drops"] == 0
+    assert busy.iterations["duration_ns"][0] > alone.iterations["duration_ns"][0]
+    tags = busy.flows["tag"]
+    assert set(np.unique(tags)) == {0, 1, 2}
+    assert (busy.flows["iteration"][tags != 0] == -1).all()
