@@ -27,13 +27,15 @@ class Key:
     doc: str
 
 
-def _bool(v, key):
+# --- value parsers: parse(value, key_path) -> value, or a ScenarioError naming the key ---
+
+def boolean(v, key):
     if not isinstance(v, bool):
         raise ScenarioError(key, f"expected true or false, got {v!r}")
     return v
 
 
-def _int(lo, hi):
+def integer(lo, hi):
     def parse(v, key):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ScenarioError(key, f"expected an integer, got {v!r}")
@@ -43,7 +45,7 @@ def _int(lo, hi):
     return parse
 
 
-def _float(lo, hi):
+def number(lo, hi):
     def parse(v, key):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ScenarioError(key, f"expected a number, got {v!r}")
@@ -53,7 +55,7 @@ def _float(lo, hi):
     return parse
 
 
-def _choice(*options):
+def choice(*options):
     def parse(v, key):
         if v not in options:
             raise ScenarioError(key, f"must be one of {', '.join(map(str, options))}; got {v!r}")
@@ -65,11 +67,11 @@ def _priorities(v, key):
     if not isinstance(v, (list, tuple)) or not v:
         raise ScenarioError(key, f"expected a non-empty list of priorities 1..7, got {v!r}")
     for p in v:
-        _int(1, 7)(p, key)
+        integer(1, 7)(p, key)
     return tuple(sorted(set(v)))
 
 
-def _or(word, parse_other):
+def either(word, parse_other):
     """The literal `word` (e.g. 'auto', 'dynamic'), or a value `parse_other` accepts."""
     def parse(v, key):
         return v if v == word else parse_other(v, key)
@@ -91,29 +93,29 @@ def _per_rate_size(v, key):
 SWITCH = {
     "buffer": Key(parse_size, "32MB", "shared buffer per switch"),
     "pfc": {
-        "enabled": Key(_bool, True, "priority flow control (lossless) on the data priorities"),
+        "enabled": Key(boolean, True, "priority flow control (lossless) on the data priorities"),
         "priorities": Key(_priorities, DATA_PRIORITIES, "priorities that are lossless when PFC is on"),
-        "threshold": Key(_or("dynamic", parse_size), "dynamic",
+        "threshold": Key(either("dynamic", parse_size), "dynamic",
                          "XOFF threshold: 'dynamic' (free buffer / 2**shift, the HPCC fork's rule; "
                          "shift 3 at host link speed, one less per doubling of port rate) or a static "
                          "size of shared buffer per (ingress port, priority)"),
-        "headroom": Key(_or("auto", parse_size), "auto",
+        "headroom": Key(either("auto", parse_size), "auto",
                         "headroom per port for bytes in flight after a PAUSE; 'auto' = 3 x rate x delay"),
         "reserve": Key(parse_size, "4KiB", "private buffer per (ingress port, priority)"),
         "resume_offset": Key(parse_size, "3KiB", "XON when shared use is this far below the threshold"),
     },
     "ecn": {
-        "enabled": Key(_bool, True, "RED/ECN marking of data packets at egress dequeue"),
+        "enabled": Key(boolean, True, "RED/ECN marking of data packets at egress dequeue"),
         "kmin": Key(_per_rate_size, "auto",
                     "marking starts above this queue: a size, {rate: size}, or 'auto' "
                     "(the scheme's default; 100KB x rate/25G for most)"),
         "kmax": Key(_per_rate_size, "auto", "marking probability reaches pmax here (above: always mark)"),
-        "pmax": Key(_or("auto", _float(0.0, 1.0)), "auto", "marking probability at kmax; 'auto' = the scheme's (0.2)"),
+        "pmax": Key(either("auto", number(0.0, 1.0)), "auto", "marking probability at kmax; 'auto' = the scheme's (0.2)"),
         "priorities": Key(_priorities, DATA_PRIORITIES, "priorities whose packets may be marked"),
     },
     "lossy": {
-        "dynamic": Key(_bool, True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
-        "alpha": Key(_float(0.0, 1e6), 1.0, "dynamic-threshold alpha for lossy queues"),
+        "dynamic": Key(boolean, True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
+        "alpha": Key(number(0.0, 1e6), 1.0, "dynamic-threshold alpha for lossy queues"),
     },
 }
 
@@ -124,16 +126,16 @@ NIC = {
     "ack_size": Key(parse_size, "60B", "ACK/NACK bytes on the wire (46B of headers padded to 60B)"),
     "cnp_size": Key(parse_size, "64B", "CNP bytes on the wire"),
     "pause_size": Key(parse_size, "64B", "PFC PAUSE frame bytes on the wire"),
-    "ack_every": Key(_int(1, 1 << 20), 1, "the receiver ACKs every N in-order data packets"),
-    "ack_high_priority": Key(_bool, True,
+    "ack_every": Key(integer(1, 1 << 20), 1, "the receiver ACKs every N in-order data packets"),
+    "ack_high_priority": Key(boolean, True,
                              "ACK/NACK/CNP in strict-priority queue 0 (never paused); false puts them "
                              "in the flow's data priority, as the upstream HPCC fork's switches do"),
     "cnp_interval": Key(parse_time, "50us", "at most one CNP per flow per interval (DCQCN NP)"),
     "nack_interval": Key(parse_time, "500us", "at most one NACK per flow per interval for the same gap"),
     "rto": Key(parse_time, "1ms", "retransmission timeout: no ACK progress for this long"),
-    "loss_recovery": Key(_choice("go_back_n", "selective_repeat"), "go_back_n",
+    "loss_recovery": Key(choice("go_back_n", "selective_repeat"), "go_back_n",
                          "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
-    "ttl": Key(_int(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
+    "ttl": Key(integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
 }
 
 

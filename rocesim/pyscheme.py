@@ -26,6 +26,7 @@ import os
 import sys
 
 from rocesim import schemes
+from rocesim import config
 from rocesim.config import Key
 from rocesim.errors import ScenarioError
 from rocesim.units import parse_rate, parse_size, parse_time
@@ -48,11 +49,7 @@ def time(default, doc=""):
 
 def number(default, doc=""):
     """A plain number parameter."""
-    def parse(v, key):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ScenarioError(key, f"expected a number, got {v!r}")
-        return v
-    return Key(parse, default, doc)
+    return Key(config.number(float("-inf"), float("inf")), default, doc)
 
 
 class PythonScheme:

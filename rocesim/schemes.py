@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from rocesim.config import Key, resolve
+from rocesim.config import Key, boolean, choice, either, integer, number, resolve
 from rocesim.errors import ScenarioError
 from rocesim.units import parse_rate, parse_size, parse_time
 
@@ -22,12 +22,6 @@ G100 = 100e9
 
 
 # --- parameter parsers ---------------------------------------------------------------------
-
-def _auto(parse):
-    def p(v, key):
-        return v if v == "auto" else parse(v, key)
-    return p
-
 
 def _window(v, key):
     """'none', 'bdp', or a size: the per-flow window of bytes in flight."""
@@ -38,34 +32,8 @@ def _window(v, key):
     return parse_size(v, key)
 
 
-def _number(lo, hi):
-    def p(v, key):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-            raise ScenarioError(key, f"expected a number in [{lo}, {hi}], got {v!r}")
-        return float(v)
-    return p
-
-
-def _integer(lo, hi):
-    def p(v, key):
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise ScenarioError(key, f"expected an integer in [{lo}, {hi}], got {v!r}")
-        return v
-    return p
-
-
-def _choice(*options):
-    def p(v, key):
-        if v not in options:
-            raise ScenarioError(key, f"must be one of {', '.join(map(str, options))}; got {v!r}")
-        return v
-    return p
-
-
-def _bool(v, key):
-    if not isinstance(v, bool):
-        raise ScenarioError(key, f"expected true or false, got {v!r}")
-    return v
+def _auto(parse):
+    return either("auto", parse)
 
 
 RATE, TIME, SIZE = _auto(parse_rate), _auto(parse_time), _auto(parse_size)
@@ -144,18 +112,18 @@ DCQCN = Scheme(
     "dcqcn", "rocesim._core.cc_dcqcn",
     "DCQCN (Zhu et al. 2015): ECN -> CNP -> multiplicative decrease, timer-driven recovery",
     {
-        "preset": Key(_choice("mellanox", "paper"), "mellanox",
+        "preset": Key(choice("mellanox", "paper"), "mellanox",
                       "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
-        "g": Key(_auto(_number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
+        "g": Key(_auto(number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
         "t_alpha": Key(TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
         "t_dec": Key(TIME, "auto", "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
         "t": Key(TIME, "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
         "b": Key(SIZE, "auto", "byte counter B; 0 = off (paper 10MB, mellanox off)"),
-        "f": Key(_auto(_integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
+        "f": Key(_auto(integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
         "rai": Key(RATE, "auto", "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
         "rhai": Key(RATE, "auto", "hyper increase R_HAI (mellanox 200Mbps per 100G, paper 10 R_AI)"),
         "min_rate": Key(RATE, "auto", "lowest rate (1% of line rate, paper 0.25%)"),
-        "clamp": Key(_auto(_bool), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
+        "clamp": Key(_auto(boolean), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
         "window": Key(_window, "none", "'bdp' for 'DCQCN+win' (a one-BDP window), or a size"),
     },
     finalize=_dcqcn_finalize,
@@ -180,8 +148,8 @@ HPCC = Scheme(
     "hpcc", "rocesim._core.cc_hpcc",
     "HPCC (Li et al. 2019): INT-driven window, inflight kept near eta of capacity",
     {
-        "eta": Key(_number(0.01, 1.0), 0.95, "target utilization"),
-        "max_stage": Key(_integer(0, 1000), 0, "additive-increase stages before a multiplicative "
+        "eta": Key(number(0.01, 1.0), 0.95, "target utilization"),
+        "max_stage": Key(integer(0, 1000), 0, "additive-increase stages before a multiplicative "
                                                "update (0 as in the paper's simulations)"),
         "wai": Key(SIZE, "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
         "t": Key(TIME, "auto", "base RTT T (auto: the largest idle RTT among the flows, as the fork)"),
@@ -202,13 +170,13 @@ TIMELY = Scheme(
     "timely", "rocesim._core.cc_timely",
     "TIMELY (Mittal et al. 2015): rate from the RTT gradient",
     {
-        "alpha": Key(_number(0, 1), 0.875, "EWMA weight of the newest RTT difference"),
-        "beta": Key(_number(0, 1), 0.8, "multiplicative decrease factor"),
+        "alpha": Key(number(0, 1), 0.875, "EWMA weight of the newest RTT difference"),
+        "beta": Key(number(0, 1), 0.8, "multiplicative decrease factor"),
         "tlow": Key(parse_time, "50us", "below this RTT always increase"),
         "thigh": Key(parse_time, "500us", "above this RTT always decrease"),
         "min_rtt": Key(parse_time, "20us", "normalizes the gradient"),
         "delta": Key(RATE, "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
-        "hai_after": Key(_integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
+        "hai_after": Key(integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
         "segment": Key(parse_size, "16KB", "bytes per completion event (one RTT sample each)"),
         "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
     },
@@ -226,8 +194,8 @@ DCTCP = Scheme(
     "dctcp", "rocesim._core.cc_dctcp",
     "DCTCP (Alizadeh et al. 2010): ECN step at K, cut by alpha/2 once per window",
     {
-        "g": Key(_number(0, 1), 1 / 16, "alpha EWMA gain"),
-        "mode": Key(_choice("rate", "window"), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
+        "g": Key(number(0, 1), 1 / 16, "alpha EWMA gain"),
+        "mode": Key(choice("rate", "window"), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
         "rai": Key(RATE, "auto", "rate mode: additive increase per window (615 Mb/s per 100G, the fork's)"),
         "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
     },
@@ -253,14 +221,14 @@ SWIFT = Scheme(
         "base_target": Key(parse_time, "25us", "target RTT before scaling (the paper's 100G setting)"),
         "h": Key(TIME, "auto", "target added per switch hop (auto: base_target / 6.55, htsim's)"),
         "fs_range": Key(TIME, "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
-        "fs_min_cwnd": Key(_number(1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
-        "fs_max_cwnd": Key(_number(1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
-        "ai": Key(_number(0, 1e6), 1.0, "additive increase, packets per RTT"),
-        "beta": Key(_number(0, 1), 0.8, "multiplicative decrease per unit of relative excess delay"),
-        "max_mdf": Key(_number(0, 1), 0.5, "largest multiplicative decrease at once"),
-        "min_cwnd": Key(_number(1e-9, 1e9), 0.001, "smallest window, packets (below 1: paced)"),
-        "max_cwnd": Key(_number(1e-9, 1e9), 1000.0, "largest window, packets"),
-        "retx_reset": Key(_integer(1, 1000), 5, "timeouts in a row that reset cwnd to min_cwnd"),
+        "fs_min_cwnd": Key(number(1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
+        "fs_max_cwnd": Key(number(1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
+        "ai": Key(number(0, 1e6), 1.0, "additive increase, packets per RTT"),
+        "beta": Key(number(0, 1), 0.8, "multiplicative decrease per unit of relative excess delay"),
+        "max_mdf": Key(number(0, 1), 0.5, "largest multiplicative decrease at once"),
+        "min_cwnd": Key(number(1e-9, 1e9), 0.001, "smallest window, packets (below 1: paced)"),
+        "max_cwnd": Key(number(1e-9, 1e9), 1000.0, "largest window, packets"),
+        "retx_reset": Key(integer(1, 1000), 5, "timeouts in a row that reset cwnd to min_cwnd"),
     },
     finalize=_swift_finalize)
 
