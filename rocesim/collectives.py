@@ -81,12 +81,6 @@ class _Transfers:
         self.g, self.hosts, self.C = g, np.asarray(hosts, np.int64), chunks
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
         self.ids, self.src, self.dst = [], [], []          # per transfer block: ids, rank indices
-        self.children, self.parents = [], []               # edges inside the collective
-
-    def _depend(self, children, parents):
-        self.g.depend(children, parents)
-        self.children.append(np.ravel(children))
-        self.parents.append(np.ravel(parents))
 
     def send(self, src, dst, nbytes, after=()):
         """Transfers src[k] -> dst[k] (rank indices) of nbytes[k]; returns ids of shape (C, k).
@@ -101,34 +95,27 @@ class _Transfers:
         k = src.size
         ids = self.g.flows(np.tile(self.hosts[src], self.C), np.tile(self.hosts[dst], self.C),
                            sizes.ravel(), **self.kw).reshape(self.C, k)
-        self._depend(ids[1:], ids[:-1])
+        self.g.depend(ids[1:], ids[:-1])
         for a in after:
             a = np.broadcast_to(np.asarray(a), ids.shape)
             ok = a >= 0
-            self._depend(ids[ok], a[ok])
+            self.g.depend(ids[ok], a[ok])
         self.ids.append(ids.ravel())
         self.src.append(np.tile(src, self.C))
         self.dst.append(np.tile(dst, self.C))
         return ids
 
     def connect(self, start_nodes, done_nodes):
-        """Roots wait for their sender's start node; each rank's done node waits for the
-        flows it receives that nothing else in the collective waits for."""
+        """Every transfer waits for its sender's start node; each rank's done node waits
+        for every transfer it receives."""
         if not self.ids:
             self.g.depend(done_nodes, start_nodes)
             return np.zeros(0, np.int64)
         ids, src, dst = (np.concatenate(x) for x in (self.ids, self.src, self.dst))
-        first = ids.min()
-        n = ids.max() - first + 1
-        has_parent = np.zeros(n, bool)
-        has_child = np.zeros(n, bool)
-        if self.children:
-            has_parent[np.concatenate(self.children) - first] = True
-            has_child[np.concatenate(self.parents) - first] = True
-        roots = ~has_parent[ids - first]
-        leaves = ~has_child[ids - first]
-        self.g.depend(ids[roots], start_nodes[src[roots]])
-        self.g.depend(done_nodes[dst[leaves]], ids[leaves])
+        # a rank sends nothing before its own input is ready, and is done only when
+        # everything addressed to it has arrived (not just the last step's data)
+        self.g.depend(ids, start_nodes[src])
+        self.g.depend(done_nodes[dst], ids)
         self.g.depend(done_nodes, start_nodes)              # every done node has a parent
         return np.sort(ids)
 
@@ -144,10 +131,9 @@ def _ring_steps(t, order, blocks, n_steps, ready=None):
     pos = np.arange(p)
     prev = None
     for s in range(n_steps):
+        after = () if ready is None else (ready,)
         if prev is not None:
-            after = (np.roll(prev, 1, axis=1),)         # what position i got from i-1
-        else:
-            after = () if ready is None else (ready,)
+            after += (np.roll(prev, 1, axis=1),)        # what position i got from i-1
         prev = t.send(order, nxt, blocks[(pos - s) % p], after)
     return prev
 
@@ -166,19 +152,18 @@ def _halving_doubling(t, op, p, m):
     if p & (p - 1):
         raise ScenarioError("algorithm", f"halving_doubling needs a power-of-two number of ranks, got {p}")
     pos = np.arange(p)
-    prev_recv = None
     steps = []
     log_p = p.bit_length() - 1
     if op in ("allreduce", "reducescatter"):     # halving: exchange half of what is left
         steps += [(p >> (k + 1), m // (2 << k)) for k in range(log_p)]
     if op in ("allreduce", "allgather"):         # doubling: exchange all gathered so far
         steps += [(1 << k, (m // p) << k) for k in range(log_p)]
+    received = []                              # what position i got at each earlier step
     for d, nbytes in steps:
         partner = pos ^ d
-        after = () if prev_recv is None else (prev_recv,)
-        ids = t.send(pos, partner, max(int(nbytes), 1), after)
-        prev_recv = ids[:, partner]            # what position i received (from its partner)
-    return prev_recv
+        ids = t.send(pos, partner, max(int(nbytes), 1), tuple(received))
+        received.append(ids[:, partner])       # each step builds on every earlier one
+    return received[-1]
 
 
 def _trees(p):

@@ -63,6 +63,13 @@ def choice(*options):
     return parse
 
 
+def _bounded_size(v, key, lo, hi):
+    n = parse_size(v, key)
+    if not lo <= n <= hi:
+        raise ScenarioError(key, f"must be between {lo}B and {hi}B, got {n}B")
+    return n
+
+
 def _priorities(v, key):
     if not isinstance(v, (list, tuple)) or not v:
         raise ScenarioError(key, f"expected a non-empty list of priorities 1..7, got {v!r}")
@@ -120,7 +127,8 @@ SWITCH = {
 }
 
 NIC = {
-    "payload": Key(parse_size, "1000B", "payload bytes per data packet (MTU payload)"),
+    "payload": Key(lambda v, k: _bounded_size(v, k, 1, 65536), "1000B",
+                   "payload bytes per data packet (MTU payload), 1B to 64KiB"),
     "header": Key(parse_size, "48B", "header bytes of a data packet on the wire (Eth+IP+UDP+BTH)"),
     "int_header": Key(parse_size, "42B", "extra bytes on data packets when INT is on (HPCC: 5 hop slots)"),
     "ack_size": Key(parse_size, "60B", "ACK/NACK bytes on the wire (46B of headers padded to 60B)"),

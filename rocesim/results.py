@@ -91,7 +91,8 @@ class Results:
             switches=sim.topology.n_switches, topology=sim.topology.name,
             events=st["events"], link_crossings=st["link_crossings"], drops=st["drops"],
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
-            cnps=st["cnps"], nacks=st["nacks"], timeouts=st["timeouts"],
+            cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
+            data_packets_sent=st["data_packets_sent"],
             retx_bytes=st["retx_bytes"], flows_total=int(F), flows_completed=int(done.sum()),
             data_flows=int(data.sum()), data_bytes_delivered=st["data_bytes_delivered"],
             # the stop time when the run hit it, else the last event that did something

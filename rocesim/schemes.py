@@ -36,7 +36,18 @@ def _auto(parse):
     return either("auto", parse)
 
 
+def _positive(parse):
+    """A parser that also refuses zero (periods and divisors)."""
+    def p(v, key):
+        x = parse(v, key)
+        if x <= 0:
+            raise ScenarioError(key, f"must be positive, got {v!r}")
+        return x
+    return p
+
+
 RATE, TIME, SIZE = _auto(parse_rate), _auto(parse_time), _auto(parse_size)
+POSITIVE_TIME = _auto(_positive(parse_time))
 
 
 @dataclass(frozen=True)
@@ -115,9 +126,9 @@ DCQCN = Scheme(
         "preset": Key(choice("mellanox", "paper"), "mellanox",
                       "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
         "g": Key(_auto(number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
-        "t_alpha": Key(TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
+        "t_alpha": Key(POSITIVE_TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
         "t_dec": Key(TIME, "auto", "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
-        "t": Key(TIME, "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
+        "t": Key(POSITIVE_TIME, "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
         "b": Key(SIZE, "auto", "byte counter B; 0 = off (paper 10MB, mellanox off)"),
         "f": Key(_auto(integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
         "rai": Key(RATE, "auto", "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
@@ -152,7 +163,7 @@ HPCC = Scheme(
         "max_stage": Key(integer(0, 1000), 0, "additive-increase stages before a multiplicative "
                                                "update (0 as in the paper's simulations)"),
         "wai": Key(SIZE, "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
-        "t": Key(TIME, "auto", "base RTT T (auto: the largest idle RTT among the flows, as the fork)"),
+        "t": Key(POSITIVE_TIME, "auto", "base RTT T (auto: the largest idle RTT among the flows, as the fork)"),
         "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
     },
     finalize=_hpcc_finalize, needs_int=True)
@@ -174,7 +185,7 @@ TIMELY = Scheme(
         "beta": Key(number(0, 1), 0.8, "multiplicative decrease factor"),
         "tlow": Key(parse_time, "50us", "below this RTT always increase"),
         "thigh": Key(parse_time, "500us", "above this RTT always decrease"),
-        "min_rtt": Key(parse_time, "20us", "normalizes the gradient"),
+        "min_rtt": Key(_positive(parse_time), "20us", "normalizes the gradient"),
         "delta": Key(RATE, "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
         "hai_after": Key(integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
         "segment": Key(parse_size, "16KB", "bytes per completion event (one RTT sample each)"),
@@ -220,7 +231,7 @@ SWIFT = Scheme(
     {
         "base_target": Key(parse_time, "25us", "target RTT before scaling (the paper's 100G setting)"),
         "h": Key(TIME, "auto", "target added per switch hop (auto: base_target / 6.55, htsim's)"),
-        "fs_range": Key(TIME, "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
+        "fs_range": Key(POSITIVE_TIME, "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
         "fs_min_cwnd": Key(number(1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
         "fs_max_cwnd": Key(number(1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
         "ai": Key(number(0, 1e6), 1.0, "additive increase, packets per RTT"),

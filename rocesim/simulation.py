@@ -120,11 +120,15 @@ class Simulation:
             raise ScenarioError(f"{key}.size", "must be positive")
         if not (isinstance(prio, int) and 1 <= prio <= 7):
             raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {prio!r}")
-        fid = self._append(src, dst, size, start, prio, 0, after, delay, tag, key)
-        if path is not None:
+        ports = None
+        if path is not None:                      # checked before anything is added
+            if not isinstance(path, (list, tuple)):
+                raise ScenarioError(f"{key}.path", f"expected a list of node ids, got {path!r}")
             ports = routing.path_ports(self.ports, list(path), f"{key}.path")
             if path[0] != src or path[-1] != dst:
                 raise ScenarioError(f"{key}.path", f"must run from {src} to {dst}, got {path[0]} .. {path[-1]}")
+        fid = self._append(src, dst, size, start, prio, 0, after, delay, tag, key)
+        if ports is not None:
             self._flows.paths[fid] = ports
         return fid
 
@@ -203,12 +207,13 @@ class Simulation:
     def _append(self, src, dst, size, start, prio, compute, after, delay, tag, key) -> int:
         start = parse_time(start, f"{key}.start", bare_ok=True)
         delay = parse_time(delay, f"{key}.delay", bare_ok=True)
-        fid = int(self._flows.append(src=[src], dst=[dst], size=[size], start=[start], prio=[prio],
-                                     compute=[compute], delay=[delay], tag=[tag], dport=[100])[0])
+        fid = self.n_flows
         after = [after] if isinstance(after, (int, np.integer)) else list(after)
         for parent in after:
             if not (isinstance(parent, (int, np.integer)) and 0 <= parent < fid):
                 raise ScenarioError(f"{key}.after", f"{parent!r} is not the id of an earlier flow")
+        self._flows.append(src=[src], dst=[dst], size=[size], start=[start], prio=[prio],
+                           compute=[compute], delay=[delay], tag=[tag], dport=[100])
         if after:
             self._flows.edges.append((np.full(len(after), fid, np.int64), np.asarray(after, np.int64)))
         return fid
@@ -266,7 +271,8 @@ class Simulation:
             headroom = np.full(len(ports.node), pfc["headroom"], np.int64)
         # dynamic threshold shift: 3 at host speed, one less per doubling above it
         # (HPCC fork third.cc: alpha 1/8 at NIC rate, doubling with each doubling of rate)
-        doublings = np.floor(np.log2(np.maximum(ports.rate_bps / host_rate, 1.0)) + 1e-9)
+        # (the fork halves the rate until it is at most the host's: ceil of log2 of the ratio)
+        doublings = np.ceil(np.log2(np.maximum(ports.rate_bps / host_rate, 1.0)) - 1e-9)
         shift = np.maximum(3 - doublings, 0).astype(np.int32)
         if pfc["enabled"]:
             self._check_pfc_buffer(headroom)

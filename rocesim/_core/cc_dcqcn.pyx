@@ -25,8 +25,9 @@ Two timings, one algorithm:
   hyper increase (i = min(timer, bytes) - F) once both exceed F, additive otherwise.
 
 The periodic alpha update is computed lazily (exactly, from the elapsed periods) when
-a CNP or a cut needs it, and the decrease check is an event only when a CNP is
-pending, so a DCQCN flow costs events only while it is being cut or recovering.
+a CNP or a cut needs it, the decrease check is an event only when a CNP is pending,
+and the increase timer keeps one event in the heap however often cuts restart it, so
+a DCQCN flow costs events only while it is being cut or recovering.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport pow
@@ -64,7 +65,9 @@ cdef struct FlowState:
     int32_t dec_scheduled
     int32_t t_stage             # timer increase events since the last cut
     int32_t b_stage             # byte-counter increase events since the last cut
-    int32_t inc_gen             # generation of the live increase timer
+    int64_t inc_due             # when the increase timer fires next (NIL: stopped)
+    int32_t inc_armed           # an event for it is in the heap (one at most: restarts move
+                                # inc_due, and an early event re-arms itself for it)
 
 
 cdef struct State:
@@ -105,7 +108,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     x.alpha = 1.0
     x.alpha_mark = NIL
     x.dec_anchor = NIL
-    x.inc_gen += 1
+    x.inc_due = NIL
     fl.window = bdp_bytes(fl) if st.p.window < 0 else st.p.window
     _apply(s, f, x)
 
@@ -119,21 +122,27 @@ cdef void _cut(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
     x.t_stage = 0
     x.b_stage = 0
     x.bytes_mark = s.flows[f].snd_una
-    x.inc_gen += 1
-    cc_timer(s, f, st.p.t_inc, (<int64_t> x.inc_gen << 2) | TIMER_INC)
+    _restart_increase_timer(s, f, st, x)
     _apply(s, f, x)
+
+
+cdef inline void _restart_increase_timer(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+    x.inc_due = s.now + st.p.t_inc
+    if not x.inc_armed:
+        x.inc_armed = 1
+        cc_timer(s, f, st.p.t_inc, TIMER_INC)
 
 
 cdef void _cnp(Sim* s, int32_t f) noexcept:
     cdef State* st = _st(s)
     cdef FlowState* x = &st.fs[f]
     cdef int64_t now = s.now, k
-    if st.p.t_dec == 0:                      # paper: cut now, restart the alpha timer
-        _alpha_catch_up(st, x, now)
+    if st.p.t_dec == 0:                      # paper: cut now with the current alpha, then
+        _alpha_catch_up(st, x, now)          # update alpha and restart its timer
+        _cut(s, f, st, x)
         x.alpha = (1 - st.p.g) * x.alpha + st.p.g
         x.alpha_mark = now
         x.cnp_in_period = 0
-        _cut(s, f, st, x)
         return
     if x.alpha_mark == NIL:                  # first CNP: start the periodic timers
         x.alpha_mark = now
@@ -174,14 +183,21 @@ cdef void _increase(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
 cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
     cdef State* st = _st(s)
     cdef FlowState* x = &st.fs[f]
-    cdef int32_t kind = arg & 3
+    cdef int32_t kind = <int32_t> arg
     if kind == TIMER_DEC:
         x.dec_scheduled = 0
         if x.cnp_pending:
             x.cnp_pending = 0
             _alpha_catch_up(st, x, s.now)
             _cut(s, f, st, x)
-    elif (arg >> 2) == x.inc_gen:
+    elif kind == TIMER_INC:
+        x.inc_armed = 0
+        if x.inc_due == NIL:
+            return
+        if s.now < x.inc_due:                # restarted since this event was scheduled
+            x.inc_armed = 1
+            cc_timer(s, f, x.inc_due - s.now, TIMER_INC)
+            return
         if st.p.t_dec > 0:
             _increase(s, f, st, x)           # act by the current stage, then count it
             x.t_stage += 1
@@ -189,7 +205,9 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
             x.t_stage += 1
             _increase(s, f, st, x)
         if x.rc < s.flows[f].line_rate:
-            cc_timer(s, f, st.p.t_inc, (<int64_t> x.inc_gen << 2) | TIMER_INC)
+            _restart_increase_timer(s, f, st, x)
+        else:
+            x.inc_due = NIL
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:

@@ -160,6 +160,8 @@ cdef struct Flow:
     int64_t snd_una        # first byte not acknowledged
     int64_t snd_max        # highest byte ever sent (+1)
     int64_t next_send      # pacing: earliest time of the next packet (ps)
+    int64_t last_send      # when the last packet left, and its size: a rate change
+    int32_t last_size      #   re-times next_send from them (as the fork's ChangeRate)
     int64_t rate_bps       # set by congestion control
     int64_t window         # bytes in flight allowed (0: no window)
     int64_t line_rate      # host link rate
@@ -284,6 +286,7 @@ cdef struct Sim:
     int32_t* route_cnt
     int32_t* route_ports
     int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
+    int32_t n_path_ports
     # start order of the flows without parents
     int32_t* start_order
     int32_t n_roots

@@ -21,7 +21,7 @@ from rocesim._core.link cimport wire_pop, port_set_paused
 from rocesim._core.pool cimport pkt_free, pool_array
 from rocesim._core.rng cimport mix64
 from rocesim._core.switch cimport switch_receive, switch_port_tx
-from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto
+from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto, nic_rate_changed
 from rocesim._core.flows cimport (flows_next_root, flow_compute_done, flow_ideal_fct,
                                    flow_setup_path, flow_activate)
 
@@ -43,6 +43,7 @@ cdef int _loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     cdef Packet* pk
     cdef Port* p
     cdef int status = STOP_EMPTY
+    cdef int64_t rate
     while s.heap_n > 0:
         if s.error != ERR_NONE:
             break
@@ -95,7 +96,9 @@ cdef int _loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             nic_rto(s, ev.target)
         elif ev.kind == EV_CC_TIMER:
             if s.flows[ev.target].state == FS_ACTIVE:
+                rate = s.flows[ev.target].rate_bps
                 s.cc.on_timer(s, ev.target, ev.arg)
+                nic_rate_changed(s, ev.target, rate)
         elif ev.kind == EV_COMPUTE_DONE:
             flow_compute_done(s, ev.target)
     s.st.events += n
@@ -217,6 +220,7 @@ cdef class Core:
         s.route_cnt = _copy_i32(route_cnt)
         s.route_ports = _copy_i32(route_ports)
         s.path_ports = _copy_i32(path_ports)
+        s.n_path_ports = path_ports.shape[0]
         self._init_flows(world, path_ports.shape[0])
 
         s.heap_cap = INITIAL_HEAP
@@ -291,7 +295,7 @@ cdef class Core:
         if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]
                   or child_off.min() < 0 or n_children.min() < 0):
             raise ValueError("core input 'flow_child_off'/'flow_n_children' point outside 'child_idx'")
-        if F and path_off.max() >= n_path_ports:
+        if F and (path_off.max() >= n_path_ports or path_off.min() < -1):
             raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
         if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
             raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")

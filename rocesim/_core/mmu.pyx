@@ -17,7 +17,9 @@ in the literature come from:
   Both are checked for the queue the packet entered by (on arrival) or left (on
   departure), as the fork does.
 * Queue 0 (control: PAUSE, ACK/NACK/CNP when high priority) bypasses admission.
-* Priorities without PFC are lossy: a packet is dropped when the buffer is full or,
+* Lossless priorities never drop on a full buffer (the headroom sizing is what keeps
+  them in it; the fork has no such check).  Priorities without PFC are lossy: a packet
+  is dropped when the buffer is full or,
   with `lossy_dynamic`, when its egress queue exceeds lossy_alpha x free buffer
   (Choudhury-Hahne dynamic threshold).
 * ECN: RED on the egress queue bytes at dequeue: mark above kmax, with probability
@@ -65,13 +67,14 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
     if prio == 0:
         sw.used += size
         return True
-    if sw.used + size > sw.buffer:
-        return False
     thr = _threshold(s, sw, q)
     if lossless:
+        # as the fork: drop only when both headroom and the shared allowance are exhausted
         if (q.hdrm_bytes[prio] + size > q.headroom
                 and _shared(s, q, prio) + size > thr):
             return False
+    elif sw.used + size > sw.buffer:
+        return False
     elif s.p.lossy_dynamic:
         if s.ports[out_port].q_bytes[prio] + size > s.p.lossy_alpha * (sw.buffer - sw.used):
             return False
@@ -86,9 +89,7 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
     sw.used += size
     if lossless and not q.pause_sent[prio]:
         if q.hdrm_bytes[prio] > 0 or _shared(s, q, prio) >= _threshold(s, sw, q):
-            pfc_send(s, in_port, prio, True)
-            q.pauses_sent += 1
-            s.st.pauses += 1
+            pfc_send(s, in_port, prio, True)      # counted when the frame goes out
     return True
 
 
@@ -111,7 +112,6 @@ cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept:
         shared = _shared(s, q, prio)
         if shared == 0 or shared + s.p.resume_offset <= _threshold(s, sw, q):
             pfc_send(s, pk.in_port, prio, False)
-            s.st.resumes += 1
 
 
 cdef bint mmu_ecn_mark(Sim* s, int32_t port, int32_t prio) noexcept:

@@ -154,6 +154,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.payload = <int32_t> payload
     pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
     pk.ttl = s.p.ttl
+    if fl.snd_una >= fl.snd_max:
+        fl.rto_deadline = s.now + s.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:
         fl.retx_bytes += payload
         s.st.retx_bytes += payload
@@ -165,6 +167,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         fl.snd_max = end
     rate = fl.rate_bps if fl.rate_bps > 0 else 1
     fl.next_send = s.now + tx_time(pk.size, rate)
+    fl.last_send = s.now
+    fl.last_size = pk.size
     s.st.data_pkts_sent += 1
     port_transmit(s, port, i)
 
@@ -217,6 +221,18 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
         port_kick(s, port, earliest)
 
 
+cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
+    """The scheme changed the flow's rate: the next packet is due a packet time at the new
+    rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t rate = fl.rate_bps if fl.rate_bps > 0 else 1
+    if fl.rate_bps == old_rate or fl.state != FS_ACTIVE or fl.last_size == 0:
+        return
+    fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
+    if fl.in_active:
+        port_kick(s, s.hosts[fl.src].port, fl.next_send if fl.next_send > s.now else s.now)
+
+
 cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     """Flow f is released now: open its queue pair and start sending."""
     cdef Flow* fl = &s.flows[f]
@@ -240,6 +256,7 @@ cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
 cdef void nic_rto(Sim* s, int32_t f) noexcept:
     """Retransmission-timeout check of flow f."""
     cdef Flow* fl = &s.flows[f]
+    cdef int64_t rate
     fl.rto_armed = 0
     if fl.state != FS_ACTIVE:
         return
@@ -254,7 +271,9 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
             _bits_alloc(s, &fl.sack_bits, &fl.sack_bits_len, fl)
         else:
             fl.snd_nxt = fl.snd_una
+        rate = fl.rate_bps
         s.cc.on_timeout(s, f)
+        nic_rate_changed(s, f, rate)
         _active_add(s, f)
         nic_kick(s, fl.src)
         fl.rto_deadline = s.now + s.p.rto
@@ -276,7 +295,7 @@ cdef inline void _on_ack(Sim* s, int32_t i) noexcept:
     cdef int32_t f = pk.flow
     cdef Flow* fl = &s.flows[f]
     cdef AckInfo a
-    cdef int64_t k
+    cdef int64_t k, rate
     if fl.state != FS_ACTIVE:
         return
     a.acked = 0
@@ -294,7 +313,9 @@ cdef inline void _on_ack(Sim* s, int32_t i) noexcept:
         a.ecn = pk.ecn
         a.nhops = pk.nhops
         a.hops = pk.hops
+        rate = fl.rate_bps
         s.cc.on_ack(s, f, &a)
+        nic_rate_changed(s, f, rate)
     else:
         if s.p.selective_repeat:
             k = pk.sack // s.p.mtu
@@ -306,7 +327,9 @@ cdef inline void _on_ack(Sim* s, int32_t i) noexcept:
                 fl.retx_nxt = fl.snd_una
         elif fl.snd_nxt > pk.seq:
             fl.snd_nxt = pk.seq                 # go-back-N
+        rate = fl.rate_bps
         s.cc.on_nack(s, f)
+        nic_rate_changed(s, f, rate)
         _active_add(s, f)
     if fl.snd_una >= fl.size:
         _complete(s, f)
@@ -399,12 +422,16 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
 
 cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept:
     """Packet i has fully arrived at the NIC of `host` (PAUSE frames excepted)."""
-    cdef int32_t kind = s.pkts[i].kind
+    cdef int32_t kind = s.pkts[i].kind, f
+    cdef int64_t rate
     if kind == PK_DATA:
         _on_data(s, i)
     elif kind == PK_CNP:
         if s.flows[s.pkts[i].flow].state == FS_ACTIVE:
-            s.cc.on_cnp(s, s.pkts[i].flow)
+            f = s.pkts[i].flow
+            rate = s.flows[f].rate_bps
+            s.cc.on_cnp(s, f)
+            nic_rate_changed(s, f, rate)
     else:
         _on_ack(s, i)
     pkt_free(s, i)

@@ -18,6 +18,8 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
     """Egress port at switch `sw` towards host `dst`, or NIL if there is none."""
     cdef int32_t base, cnt
     if path_off != NIL:
+        if path_off + hop >= s.n_path_ports:    # walked off its path (a loop): nowhere to go
+            return NIL
         return s.path_ports[path_off + hop]
     base = (sw.node - s.n_hosts) * s.n_hosts + dst
     cnt = s.route_cnt[base]
