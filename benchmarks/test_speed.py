@@ -9,10 +9,8 @@ run also records the peak resident memory of a fresh process running it.
 """
 import json
 import os
-import resource
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest

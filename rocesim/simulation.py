@@ -13,7 +13,6 @@ the results so far.  Nothing here runs per packet.
 """
 from __future__ import annotations
 
-import math
 import sys
 import time
 from dataclasses import dataclass

@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-from helpers import ser_ps
 from rocesim import ScenarioError, Simulation, topology
 
 G = 1e9

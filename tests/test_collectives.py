@@ -152,7 +152,7 @@ def test_a_late_rank_holds_back_what_needs_its_data(op, algorithm):
 def test_communicators_run_side_by_side():
     sim = Simulation(topology.star(8, "200Gbps", "0.5us"))
     a = sim.add_collective("allreduce", "ring", [0, 1, 2, 3], MIB)
-    b = sim.add_collective("allreduce", "ring", [4, 5, 6, 7], MIB, after=[int(a.done_nodes[0])])
+    sim.add_collective("allreduce", "ring", [4, 5, 6, 7], MIB, after=[int(a.done_nodes[0])])
     res = sim.run()
     c = res.collectives
     assert c["start_ns"][1] == pytest.approx(res.flows["start_ns"][a.done_nodes[0]])

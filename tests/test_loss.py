@@ -1,6 +1,5 @@
 """Lossy RoCE: without PFC and with a small buffer, packets drop and every flow still
 completes, by go-back-N with NACKs and the timeout, or by selective repeat."""
-import numpy as np
 import pytest
 
 from rocesim import Simulation, topology

@@ -1,5 +1,4 @@
 """Regression tests for problems a review of the core found (each failed before its fix)."""
-import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation, topology

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rocesim import Simulation, scenario, topology
+from rocesim import Simulation, topology
 from rocesim.cli import main
 
 
