@@ -8,7 +8,7 @@ Rules (and nothing else): every ACK without an ECN echo adds `ai` to the rate; a
 ACK with an ECN echo multiplies it by `1 - beta`, at most once per base RTT; the rate
 stays in [min_rate, line rate].  Each flow records its decisions in `flow.state`.
 """
-from rocesim.pyscheme import PythonScheme, number, rate
+from rocesim.cc import PythonScheme, number, rate
 
 
 class EcnAimd(PythonScheme):

@@ -67,7 +67,7 @@ def main(argv=None):
                 os.path.join(args.out, n, s)) for n in args.scenarios for s in args.schemes]
     summaries = run_sweep(jobs, args.jobs)
     done = {(n, s): summaries[f"{n}/{s}"] for n in args.scenarios for s in args.schemes}
-    from rocesim.plot import plot_slowdown
+    from rocesim.results.plot import plot_slowdown
     md = ["# HPCC paper experiment: FCT slowdown of the background flows", ""]
     for name in args.scenarios:
         runs = [(s, done[(name, s)]) for s in args.schemes]

@@ -35,7 +35,7 @@ def main(argv=None):
     jobs = [Job(f"{w}/{s}", os.path.join(SCENARIOS, f"{w}.yaml"), tuple(SCHEMES[s] + args.set),
                 os.path.join(args.out, w, s)) for w in args.workloads for s in args.schemes]
     summaries = run_sweep(jobs, args.jobs)
-    from rocesim.plot import plot_training
+    from rocesim.results.plot import plot_training
     from rocesim.results import read_csv
     md = ["# Iteration time by congestion control (Khan et al. setting)", ""]
     for w in args.workloads:

@@ -5,13 +5,14 @@ import argparse
 import os
 import sys
 
-from rocesim import config, schemes
+from rocesim import config
+from rocesim.cc import builtin_schemes
 from rocesim.errors import ScenarioError
 
 
 def _run(args) -> int:
     from rocesim import scenario as sc
-    from rocesim.plot import plot_slowdown, plot_training
+    from rocesim.results.plot import plot_slowdown, plot_training
     scn = sc.load(args.scenario, args.set)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
@@ -39,7 +40,7 @@ def _check(args) -> int:
 
 
 def _plot(args) -> int:
-    from rocesim.plot import plot_dirs
+    from rocesim.results.plot import plot_dirs
     try:
         for path in plot_dirs(args.outdirs, args.output, args.bins):
             print(path)
@@ -49,7 +50,7 @@ def _plot(args) -> int:
 
 
 def _schemes(args) -> int:
-    for s in schemes.SCHEMES.values():
+    for s in builtin_schemes().values():
         print(f"{s.name}: {s.doc}")
         for name, default, doc in config.describe(s.params):
             print(f"    {name} (default {default}): {doc}")

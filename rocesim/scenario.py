@@ -323,7 +323,7 @@ def _rank_groups(v, key, topo) -> list[np.ndarray]:
 
 
 def _t_collective(sim, d, key, rng, base_dir, index):
-    from rocesim.collectives import ALGORITHMS, DEFAULT_ALGORITHM
+    from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
     _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size"))
     op = d["op"]
     if op not in ALGORITHMS:
@@ -361,8 +361,8 @@ def _parse_hz(v, key) -> float:
 
 
 def _t_workload(sim, d, key, rng, base_dir, index):
-    from rocesim.collectives import ALGORITHMS
-    from rocesim import workloads
+    from rocesim.training.collectives import ALGORITHMS
+    from rocesim.training import workloads
     _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
                                       "params", "clock"))
     ranks = _hosts(d.get("ranks", "all"), f"{key}.ranks", sim.topology)
@@ -381,11 +381,11 @@ def _t_workload(sim, d, key, rng, base_dir, index):
         _mapping(params, f"{key}.params")
         wl = workloads.preset(model, f"{key}.model", **params)
     elif isinstance(model, dict) and set(model) == {"astra_sim"}:
-        from rocesim.workloads.astra import read_astra_sim
+        from rocesim.training.workloads.astra import read_astra_sim
         clock = _parse_hz(d.get("clock", "1GHz"), f"{key}.clock")
         wl = read_astra_sim(_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"), clock)
     elif isinstance(model, dict) and set(model) == {"chakra"}:
-        from rocesim.workloads.chakra import add_chakra, read_chakra
+        from rocesim.training.workloads.chakra import add_chakra, read_chakra
         prefix = model["chakra"]
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim import config, routing, schemes
+from rocesim import config, routing
+from rocesim.cc import Context, get_scheme
 from rocesim._core.engine import STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
-from rocesim.sampling import Sampler
+from rocesim.results.sampling import Sampler
 from rocesim.units import format_size, format_time, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
@@ -81,8 +82,8 @@ class Simulation:
             raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
         self.topology = topology
         self.seed = seed
-        self.scheme = schemes.get_scheme(cc)
-        self.cc_params = schemes.resolve_params(self.scheme, cc_params)
+        self.scheme = get_scheme(cc)
+        self.cc_params = self.scheme.resolve_params(cc_params)
         self.switch = config.resolve(config.SWITCH, switch, "switch")
         if isinstance(nic, dict) or nic is None:      # the scheme's NIC defaults, unless set
             nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
@@ -150,7 +151,7 @@ class Simulation:
             tag=table.tag if tag is None else np.full(len(table), tag, np.int32), dport=table.dport)
 
     def add_graph(self, graph) -> int:
-        """Append a `rocesim.graph.Graph` (flows, compute steps, dependencies); returns the
+        """Append a `rocesim.training.graph.Graph` (flows, compute steps, dependencies); returns the
         id of its node 0 (graph id k becomes flow id offset + k)."""
         H = self.topology.n_hosts
         src, dst, size = graph.column("src"), graph.column("dst"), graph.column("size")
@@ -173,13 +174,13 @@ class Simulation:
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
                        prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=()):
-        """Add a collective (see `rocesim.collectives`) on `ranks` (hosts; "all" = every host).
+        """Add a collective (see `rocesim.training.collectives`) on `ranks` (hosts; "all" = every host).
 
         It starts at `start`, or when every flow id in `after` is done.  Returns its
         `CollectiveRecord` (flow ids of its per-rank start and done nodes and its flows).
         """
-        from rocesim.collectives import DEFAULT_ALGORITHM, add_collective
-        from rocesim.graph import Graph
+        from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
+        from rocesim.training.graph import Graph
         hosts = np.arange(self.topology.n_hosts) if isinstance(ranks, str) and ranks == "all" \
             else np.asarray([self._host(h, "ranks") for h in ranks])
         g = Graph()
@@ -357,10 +358,11 @@ class Simulation:
         world, params = self._world()
         core = Core(world, params)
         rtts = core.base_rtt_ps()
-        ctx = schemes.Context(host_rate_bps=int(self.ports.rate_bps[self.ports.host_port].max()),
-                              max_base_rtt_ps=int(rtts.max()) if rtts.size else 0)
+        ctx = Context(host_rate_bps=int(self.ports.rate_bps[self.ports.host_port].max()),
+                      max_base_rtt_ps=int(rtts.max()) if rtts.size else 0)
         self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
-        core.install_scheme(schemes.load_module(self.scheme), self.scheme.install_params(self.cc_final))
+        core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),
+                            needs_cnp=self.scheme.needs_cnp)
         sampler = None
         if sample_interval is not None:
             interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)

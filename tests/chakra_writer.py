@@ -1,6 +1,6 @@
 """A minimal Chakra execution-trace writer, for tests only.
 
-It encodes what `rocesim.workloads.chakra` reads: each file is varint-length-prefixed
+It encodes what `rocesim.training.workloads.chakra` reads: each file is varint-length-prefixed
 protobuf messages, a GlobalMetadata then Nodes, with the field numbers of Chakra's
 schema/protobuf/et_def.proto.  Like a proto3 serializer it leaves out scalar fields
 that hold their default (id 0, empty name, type 0, duration 0) and packs repeated

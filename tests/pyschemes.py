@@ -1,5 +1,5 @@
 """Schemes written in Python, used by the tests (importable as `pyschemes:<Class>`)."""
-from rocesim.pyscheme import PythonScheme, rate
+from rocesim.cc import PythonScheme, rate
 
 
 class FixedRate(PythonScheme):
@@ -47,3 +47,11 @@ class Broken(PythonScheme):
         flow.state += 1
         if flow.state == 3:
             raise ZeroDivisionError("scheme bug on purpose")
+
+
+class KeepsHandles(PythonScheme):
+    """Keeps every flow handle it is given (to use them after the run)."""
+    kept = []
+
+    def on_start(self, flow):
+        KeepsHandles.kept.append(flow)

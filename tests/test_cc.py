@@ -1,4 +1,6 @@
-"""Congestion-control schemes against the behaviour CASES.md lists, at small scale."""
+"""Congestion-control schemes against the behaviour their papers report, at small scale
+(DCQCN: Zhu et al. SIGCOMM 2015; DCTCP: Alizadeh et al. SIGCOMM 2010; HPCC: Li et al.
+SIGCOMM 2019; TIMELY: Mittal et al. SIGCOMM 2015; Swift: Kumar et al. SIGCOMM 2020)."""
 import numpy as np
 import pytest
 

@@ -77,7 +77,8 @@ def test_static_threshold_pauses_earlier_than_dynamic():
 
 def test_a_lone_sender_on_one_of_two_congested_ingress_ports_gets_half():
     """PFC shares per ingress port: A alone on its port gets C/2, three senders behind
-    another switch share the other half (CASES.md, PFC alone)."""
+    another switch share the other half (PFC's per-ingress accounting, as the HPCC fork's
+    SwitchMmu counts it)."""
     t = topology.Topology(5)
     s1, s2 = t.add_switch(), t.add_switch()
     t.add_link(0, s1, "100Gbps", "1us")
@@ -110,7 +111,8 @@ def test_routing_loop_without_pfc_ends_by_ttl():
 
 def test_routing_loop_with_pfc_deadlocks():
     """Injection at line rate into a 2-switch loop exceeds 2 x B / TTL: the loop's
-    links pause each other and stay paused with packets trapped (CASES.md)."""
+    links pause each other and stay paused with packets trapped (Hu et al., "Deadlocks in
+    datacenter networks: why do they form, and how to avoid them", HotNets 2016)."""
     def run(stop):
         t, a, b = two_switch_loop()
         sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 64},

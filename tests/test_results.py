@@ -10,8 +10,8 @@ import pytest
 
 from rocesim import Simulation, topology
 from rocesim import scenario as sc
-from rocesim.metrics import PERCENTILES, format_bins, slowdown_by_size
-from rocesim.plot import plot_dirs, plot_slowdown
+from rocesim.results.metrics import PERCENTILES, format_bins, slowdown_by_size
+from rocesim.results.plot import plot_dirs, plot_slowdown
 from rocesim.results import FLOW_COLUMNS, Results, read_flows_csv, write_csv
 
 US = 10**6

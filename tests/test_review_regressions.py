@@ -2,7 +2,7 @@
 import pytest
 
 from rocesim import ScenarioError, Simulation, topology
-from rocesim.pyscheme import PythonScheme
+from rocesim.cc import PythonScheme
 
 
 def test_dcqcn_zero_periods_are_refused_before_running():

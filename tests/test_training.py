@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation, scenario, topology
-from rocesim.workloads import Comm, Layer, Workload, add_training, preset
-from rocesim.workloads.model import groups
+from rocesim.training.workloads import Comm, Layer, Workload, add_training, preset
+from rocesim.training.workloads.model import groups
 
 US = 10**6
 

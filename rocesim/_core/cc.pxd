@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Helpers shared by the congestion-control schemes (one scheme per file: cc_*.pyx).
 
-A scheme fills a `CCOps` (defs.pxd) through its module's `install(sim_capsule,
-params)` function: callbacks for flow start, ACK (with ECN echo, RTT sample and
+A scheme fills a `CCOps` (defs.pxd) through its module's `install(core, params)`
+function: callbacks for flow start, ACK (with ECN echo, RTT sample and
 INT records), NACK, CNP, timeout and its own timers.  It steers a flow only by
 writing `Flow.rate_bps` (pacing) and `Flow.window` (bytes in flight, 0 = none);
 the NIC reads both before every packet.
@@ -14,8 +14,9 @@ from rocesim._core.defs cimport Sim, Flow, CCOps, AckInfo, EV_CC_TIMER
 from rocesim._core.heap cimport heap_push
 
 
-cdef inline Sim* sim_from_capsule(object capsule) except NULL:
-    return <Sim*> PyCapsule_GetPointer(capsule, b"rocesim.Sim")
+cdef inline Sim* sim_of(object core) except NULL:
+    """The C simulation behind an `engine.Core` (what a scheme's `install(core, params)` gets)."""
+    return <Sim*> PyCapsule_GetPointer(core.capsule(), b"rocesim.Sim")
 
 
 cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id) noexcept:

@@ -2,7 +2,7 @@
 """DCQCN (Zhu et al., SIGCOMM 2015): the reaction point of an RDMA NIC.
 
 Switches mark ECN (RED, the congestion point); the receiver answers marked data with
-a CNP at most once per `nic.cnp_interval` (the notification point, nic.pyx).  The
+a CNP at most once per `nic.cnp_interval` (the notification point, nic_recv.pyx).  The
 sender (here) keeps a current rate Rc, a target rate Rt and alpha:
 
 * cut: Rt = Rc, Rc = Rc (1 - alpha/2); alpha = (1-g) alpha + g for a period with a
@@ -32,14 +32,14 @@ a DCQCN flow costs events only while it is being cut or recovering.
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport pow
 from rocesim._core.defs cimport Sim, Flow, AckInfo, NIL
-from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, cc_timer, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_timer, bdp_bytes
 
 cdef enum:
     TIMER_DEC = 1
     TIMER_INC = 2
 
 
-cdef struct Params:
+cdef struct DcqcnParams:
     double g
     int64_t t_alpha
     int64_t t_dec
@@ -53,7 +53,7 @@ cdef struct Params:
     int64_t window
 
 
-cdef struct FlowState:
+cdef struct DcqcnFlow:
     double rc
     double rt
     double alpha
@@ -70,20 +70,20 @@ cdef struct FlowState:
                                 # inc_due, and an early event re-arms itself for it)
 
 
-cdef struct State:
-    FlowState* fs           # first: see cc.CCState
-    Params p
+cdef struct DcqcnState:
+    DcqcnFlow* fs           # first: see cc.CCState
+    DcqcnParams p
 
 
-cdef inline State* _st(Sim* s) noexcept:
-    return <State*> s.cc.state
+cdef inline DcqcnState* _st(Sim* s) noexcept:
+    return <DcqcnState*> s.cc.state
 
 
-cdef inline void _apply(Sim* s, int32_t f, FlowState* x) noexcept:
+cdef inline void _apply(Sim* s, int32_t f, DcqcnFlow* x) noexcept:
     s.flows[f].rate_bps = <int64_t> x.rc
 
 
-cdef void _alpha_catch_up(State* st, FlowState* x, int64_t now) noexcept:
+cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept:
     """Apply the alpha updates of every period that ended by `now`."""
     cdef int64_t n
     cdef double g = st.p.g
@@ -100,8 +100,8 @@ cdef void _alpha_catch_up(State* st, FlowState* x, int64_t now) noexcept:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef State* st = _st(s)
-    cdef FlowState* x = &st.fs[f]
+    cdef DcqcnState* st = _st(s)
+    cdef DcqcnFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     x.rc = fl.line_rate
     x.rt = fl.line_rate
@@ -113,7 +113,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     _apply(s, f, x)
 
 
-cdef void _cut(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     if st.p.clamp or x.t_stage > 0 or x.b_stage > 0 or st.p.t_dec == 0:
         x.rt = x.rc
     x.rc = x.rc * (1 - x.alpha / 2)
@@ -126,7 +126,7 @@ cdef void _cut(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
     _apply(s, f, x)
 
 
-cdef inline void _restart_increase_timer(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     x.inc_due = s.now + st.p.t_inc
     if not x.inc_armed:
         x.inc_armed = 1
@@ -134,8 +134,8 @@ cdef inline void _restart_increase_timer(Sim* s, int32_t f, State* st, FlowState
 
 
 cdef void _cnp(Sim* s, int32_t f) noexcept:
-    cdef State* st = _st(s)
-    cdef FlowState* x = &st.fs[f]
+    cdef DcqcnState* st = _st(s)
+    cdef DcqcnFlow* x = &st.fs[f]
     cdef int64_t now = s.now, k
     if st.p.t_dec == 0:                      # paper: cut now with the current alpha, then
         _alpha_catch_up(st, x, now)          # update alpha and restart its timer
@@ -158,7 +158,7 @@ cdef void _cnp(Sim* s, int32_t f) noexcept:
         cc_timer(s, f, x.dec_anchor + k * st.p.t_dec - now, TIMER_DEC)
 
 
-cdef void _increase(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     cdef int32_t hi, lo, i
     cdef double line = s.flows[f].line_rate
     if st.p.t_dec > 0:                       # the fork: stage = timer events only
@@ -181,8 +181,8 @@ cdef void _increase(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
 
 
 cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
-    cdef State* st = _st(s)
-    cdef FlowState* x = &st.fs[f]
+    cdef DcqcnState* st = _st(s)
+    cdef DcqcnFlow* x = &st.fs[f]
     cdef int32_t kind = <int32_t> arg
     if kind == TIMER_DEC:
         x.dec_scheduled = 0
@@ -212,8 +212,8 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     """The paper's byte counter: an increase event per B bytes acknowledged since the cut."""
-    cdef State* st = _st(s)
-    cdef FlowState* x
+    cdef DcqcnState* st = _st(s)
+    cdef DcqcnFlow* x
     if st.p.byte_counter <= 0 or st.p.t_dec > 0:
         return
     x = &st.fs[f]
@@ -226,10 +226,10 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 
 
-def install(capsule, params):
-    """Set up DCQCN on the simulation behind `capsule` (params already resolved, in bps/ps/bytes)."""
-    cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
+def install(core, params):
+    """Set up DCQCN on the simulation of `core` (an engine.Core) (params already resolved, in bps/ps/bytes)."""
+    cdef Sim* s = sim_of(core)
+    cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState), sizeof(DcqcnFlow))
     st.p.g = params["g"]
     st.p.t_alpha = params["t_alpha"]
     st.p.t_dec = params["t_dec"]
@@ -242,8 +242,66 @@ def install(capsule, params):
     st.p.min_rate = params["min_rate"]
     st.p.window = params["window"]
     cc_install(s, st)
-    s.cc.needs_cnp = 1
     s.cc.on_start = _start
     s.cc.on_cnp = _cnp
     s.cc.on_timer = _timer
     s.cc.on_ack = _ack
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key, boolean, choice, integer, number
+from rocesim.cc.scheme import red_ecn, G100, POSITIVE_TIME, RATE, SIZE, Scheme, TIME, auto, fill, window
+
+DCQCN_PRESETS = {
+    # the HPCC fork's run.py at NIC rate bw: AI 5*bw/25, HAI 50*bw/25 Mb/s, 1 us alpha,
+    # 4 us decrease check, 300 us timer, F 1, g 1/256, min rate 1 Gb/s (at 100G)
+    "mellanox": dict(g=1 / 256.0, t_alpha=1_000_000, t_dec=4_000_000, t=300_000_000, b=0, f=1,
+                     rai=20e6 / G100, rhai=200e6 / G100, min_rate=1e9 / G100, clamp=False),
+    # SIGCOMM 2015, Table/Sec. 5 (at 40 Gb/s): g 1/256, K = T = 55 us, B 10 MB, F 5,
+    # R_AI 40 Mb/s; the hyper step is taken as 10 R_AI
+    "paper": dict(g=1 / 256.0, t_alpha=55_000_000, t_dec=0, t=55_000_000, b=10_000_000, f=5,
+                  rai=40e6 / 40e9, rhai=400e6 / 40e9, min_rate=1e8 / 40e9, clamp=True),
+}
+
+
+def _dcqcn_finalize(p, ctx):
+    d = dict(DCQCN_PRESETS[p["preset"]])
+    for k in ("rai", "rhai", "min_rate"):       # stored per bps of host rate
+        d[k] = d[k] * ctx.host_rate_bps
+    return fill(p, d)
+
+
+_PAPER_ECN = red_ecn(5_000 * 25 / 40.0, 200_000 * 25 / 40.0, 0.01)   # the paper's, at 40 Gb/s:
+_FORK_ECN = red_ecn()                                             # Kmin 5 KB, Kmax 200 KB, Pmax 1%
+
+
+def _dcqcn_ecn(rate_bps, params):
+    return (_PAPER_ECN if params.get("preset") == "paper" else _FORK_ECN)(rate_bps, params)
+
+
+SCHEME = Scheme(
+    "dcqcn", __name__,
+    "DCQCN (Zhu et al. 2015): ECN -> CNP -> multiplicative decrease, timer-driven recovery",
+    {
+        "preset": Key(choice("mellanox", "paper"), "mellanox",
+                      "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
+        "g": Key(auto(number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
+        "t_alpha": Key(POSITIVE_TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
+        "t_dec": Key(TIME, "auto", "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
+        "t": Key(POSITIVE_TIME, "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
+        "b": Key(SIZE, "auto", "byte counter B; 0 = off (paper 10MB, mellanox off)"),
+        "f": Key(auto(integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
+        "rai": Key(RATE, "auto", "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
+        "rhai": Key(RATE, "auto", "hyper increase R_HAI (mellanox 200Mbps per 100G, paper 10 R_AI)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1% of line rate, paper 0.25%)"),
+        "clamp": Key(auto(boolean), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
+        "window": Key(window, "none", "'bdp' for 'DCQCN+win' (a one-BDP window), or a size"),
+    },
+    finalize=_dcqcn_finalize,
+    needs_cnp=True,
+    ecn=_dcqcn_ecn,
+    # the notification point: mellanox cuts at most once per 4 us, so CNPs more often are
+    # useless; the paper's NP sends at most one per 50 us
+    nic_defaults=lambda p: {"cnp_interval": "50us" if p.get("preset") == "paper" else "4us"},
+)

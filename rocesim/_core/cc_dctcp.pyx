@@ -14,17 +14,17 @@ BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, bdp_bytes
 
 
-cdef struct Params:
+cdef struct DctcpParams:
     double g
     double rai
     double min_rate
     int32_t window_mode
 
 
-cdef struct FlowState:
+cdef struct DctcpFlow:
     double alpha
     double rate
     double cwnd                # bytes (window mode)
@@ -35,12 +35,12 @@ cdef struct FlowState:
     int32_t cwr
 
 
-cdef struct State:
-    FlowState* fs           # first: see cc.CCState
-    Params p
+cdef struct DctcpState:
+    DctcpFlow* fs           # first: see cc.CCState
+    DctcpParams p
 
 
-cdef inline void _apply(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
+cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept:
     cdef Flow* fl = &s.flows[f]
     cdef int64_t bdp = bdp_bytes(fl)
     if st.p.window_mode:
@@ -54,8 +54,8 @@ cdef inline void _apply(Sim* s, int32_t f, State* st, FlowState* x) noexcept:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef DctcpState* st = <DctcpState*> s.cc.state
+    cdef DctcpFlow* x = &st.fs[f]
     x.alpha = 1.0
     x.rate = s.flows[f].line_rate
     x.cwnd = bdp_bytes(&s.flows[f])
@@ -67,8 +67,8 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef DctcpState* st = <DctcpState*> s.cc.state
+    cdef DctcpFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     cdef bint new_window = a.seq > x.last_update_seq
     x.acks += 1
@@ -102,10 +102,10 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 
 
-def install(capsule, params):
+def install(core, params):
     """Set up DCTCP (params resolved: g, rai bps, min_rate bps, mode)."""
-    cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
+    cdef Sim* s = sim_of(core)
+    cdef DctcpState* st = <DctcpState*> cc_new_state(s, sizeof(DctcpState), sizeof(DctcpFlow))
     st.p.g = params["g"]
     st.p.rai = params["rai"]
     st.p.min_rate = params["min_rate"]
@@ -113,3 +113,25 @@ def install(capsule, params):
     cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key, choice, number
+from rocesim.cc.scheme import step_ecn, G100, RATE, Scheme, auto, fill, window
+
+def _dctcp_finalize(p, ctx):
+    scale = ctx.host_rate_bps / G100
+    return fill(p, dict(rai=615e6 * scale, min_rate=1e9 * scale))
+
+
+SCHEME = Scheme(
+    "dctcp", __name__,
+    "DCTCP (Alizadeh et al. 2010): ECN step at K, cut by alpha/2 once per window",
+    {
+        "g": Key(number(0, 1), 1 / 16.0, "alpha EWMA gain"),
+        "mode": Key(choice("rate", "window"), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
+        "rai": Key(RATE, "auto", "rate mode: additive increase per window (615 Mb/s per 100G, the fork's)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+    },
+    finalize=_dctcp_finalize, ecn=step_ecn(30_000))

@@ -23,10 +23,10 @@ T is the base RTT (the fork uses the largest in the network), W starts at one BD
 from libc.stdint cimport int64_t, int32_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport Sim, Flow, AckInfo, IntHop, MAX_INT_HOPS
-from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install, cc_free_state
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_free_state
 
 
-cdef struct Params:
+cdef struct HpccParams:
     double eta
     int32_t max_stage
     double wai               # bytes
@@ -34,7 +34,7 @@ cdef struct Params:
     double min_rate          # bps
 
 
-cdef struct FlowState:
+cdef struct HpccFlow:
     double wc                # reference window (bytes)
     double u                 # EWMA of the normalized inflight
     int32_t inc_stage
@@ -43,9 +43,9 @@ cdef struct FlowState:
     IntHop prev[MAX_INT_HOPS]
 
 
-cdef struct State:
-    FlowState* fs           # first: see cc.CCState
-    Params p
+cdef struct HpccState:
+    HpccFlow* fs           # first: see cc.CCState
+    HpccParams p
 
 
 cdef inline double _bdp(Flow* fl, int64_t t) noexcept:
@@ -53,8 +53,8 @@ cdef inline double _bdp(Flow* fl, int64_t t) noexcept:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef HpccState* st = <HpccState*> s.cc.state
+    cdef HpccFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     x.wc = _bdp(fl, st.p.t)
     x.u = 1.0
@@ -66,8 +66,8 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef HpccState* st = <HpccState*> s.cc.state
+    cdef HpccFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     cdef double T = <double> st.p.t, U = 0.0, ui, b, q, w, wmin, wmax
     cdef int64_t tau, dt = 0
@@ -117,10 +117,10 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 
 
-def install(capsule, params):
+def install(core, params):
     """Set up HPCC (params resolved: eta, max_stage, wai bytes, t ps, min_rate bps)."""
-    cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
+    cdef Sim* s = sim_of(core)
+    cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState), sizeof(HpccFlow))
     st.p.eta = params["eta"]
     st.p.max_stage = params["max_stage"]
     st.p.wai = params["wai"]
@@ -132,3 +132,31 @@ def install(capsule, params):
     cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key, integer, number
+from rocesim.cc.scheme import G100, POSITIVE_TIME, RATE, SIZE, Scheme, auto, fill, window
+
+def _hpcc_finalize(p, ctx):
+    t = ctx.max_base_rtt_ps or 10_000_000
+    d = dict(t=t, min_rate=1e9 * ctx.host_rate_bps / G100)
+    p = fill(p, d)
+    if p["wai"] == "auto":   # W_AI equivalent to 40 Mb/s per 100G of host rate over T
+        p["wai"] = 40e6 * ctx.host_rate_bps / G100 * p["t"] / 8e12
+    return p
+
+
+SCHEME = Scheme(
+    "hpcc", __name__,
+    "HPCC (Li et al. 2019): INT-driven window, inflight kept near eta of capacity",
+    {
+        "eta": Key(number(0.01, 1.0), 0.95, "target utilization"),
+        "max_stage": Key(integer(0, 1000), 0, "additive-increase stages before a multiplicative "
+                                               "update (0 as in the paper's simulations)"),
+        "wai": Key(SIZE, "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
+        "t": Key(POSITIVE_TIME, "auto", "base RTT T (auto: the largest idle RTT among the flows, as the fork)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+    },
+    finalize=_hpcc_finalize, needs_int=True)

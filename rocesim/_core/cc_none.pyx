@@ -8,7 +8,7 @@ fork's "has_win" option does.
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport malloc, free
 from rocesim._core.defs cimport Sim, Flow, CCOps
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_ops_clear, bdp_bytes
 
 cdef struct NoneState:
     int64_t window
@@ -25,9 +25,9 @@ cdef void _free(void* state) noexcept:
     free(state)
 
 
-def install(capsule, params):
-    """Set up scheme `none` on the simulation behind `capsule`."""
-    cdef Sim* s = sim_from_capsule(capsule)
+def install(core, params):
+    """Set up scheme `none` on the simulation of `core` (an engine.Core)."""
+    cdef Sim* s = sim_of(core)
     cdef NoneState* st = <NoneState*> malloc(sizeof(NoneState))
     if st == NULL:
         raise MemoryError()
@@ -36,3 +36,13 @@ def install(capsule, params):
     s.cc.state = st
     s.cc.free_state = _free
     s.cc.on_start = _start
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key
+from rocesim.cc.scheme import Scheme, window
+
+SCHEME = Scheme(
+    "none", __name__, "no congestion control: line rate, PFC alone prevents loss",
+    {"window": Key(window, "none", "bytes in flight per flow: 'none', 'bdp' (line rate x base RTT) or a size")})

@@ -1,20 +1,28 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The bridge to congestion-control schemes written in Python (`rocesim.pyscheme`).
+"""The bridge to congestion-control schemes written in Python (`rocesim.cc`).
 
 The core calls a Python object's on_start / on_ack / on_nack / on_cnp / on_timeout /
 on_timer for each event of a flow.  This is the one place where Python runs per packet
 (per ACK), and only because a researcher chose to: it is slower, not different.  The
 scheme sees each flow through one `Flow` handle (made once per flow, reused) and each
 ACK through an `Ack` view.  An exception stops the run; `Core.run` re-raises it.
+
+A handle keeps the simulation alive (handle -> bridge -> Core, which owns the C
+memory), so a handle kept after `run()` reads the final state of its flow instead of
+freed memory; timers set on it after the run never fire.
 """
 from libc.stdint cimport int64_t, int32_t
 from cpython.ref cimport PyObject
 from rocesim._core.defs cimport Sim, Flow as CFlow, AckInfo, ERR_CALLBACK
-from rocesim._core.cc cimport sim_from_capsule, cc_ops_clear, cc_timer
+from rocesim._core.cc cimport sim_of, cc_ops_clear, cc_timer
+
+
+cdef class Shim
 
 
 cdef class Flow:
     """A flow as a Python scheme sees it: read its state, set `rate_bps` and `window_bytes`."""
+    cdef Shim shim               # keeps the Core, and so the C memory behind `s`, alive
     cdef Sim* s
     cdef readonly int id
     cdef public object state     # free for the scheme's per-flow state
@@ -88,6 +96,7 @@ cdef class Ack:
 
 
 cdef class Shim:
+    cdef object core             # the engine.Core that owns `s`
     cdef object scheme
     cdef list handles
     cdef public object error
@@ -97,6 +106,7 @@ cdef class Shim:
         cdef Flow h = self.handles[f]
         if h is None:
             h = Flow.__new__(Flow)
+            h.shim = self
             h.s = self.s
             h.id = f
             self.handles[f] = h
@@ -163,19 +173,19 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept with gil:
         shim.fail(e)
 
 
-def install(capsule, params):
-    """Route the core's callbacks to params['scheme'], a `rocesim.pyscheme.PythonScheme`.
+def install(core, params):
+    """Route the core's callbacks to params['scheme'], a `rocesim.cc.PythonScheme`.
 
     Returns the bridge object, which the caller must keep alive while the core runs.
     """
-    cdef Sim* s = sim_from_capsule(capsule)
+    cdef Sim* s = sim_of(core)
     cdef Shim shim = Shim.__new__(Shim)
+    shim.core = core
     shim.scheme = params["scheme"]
     shim.handles = [None] * s.n_flows
     shim.s = s
     cc_ops_clear(&s.cc)
     s.cc.state = <void*> shim          # borrowed: the Core keeps `shim` alive
-    s.cc.needs_cnp = bool(getattr(shim.scheme, "needs_cnp", False))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
     s.cc.on_nack = _nack

@@ -18,10 +18,10 @@ Only the fabric window is modelled (no endpoint delay); flows start with one BDP
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport sqrt
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
-cdef struct Params:
+cdef struct SwiftParams:
     double ai
     double beta
     double max_mdf
@@ -35,19 +35,19 @@ cdef struct Params:
     int32_t retx_reset
 
 
-cdef struct FlowState:
+cdef struct SwiftFlow:
     double cwnd               # packets
     double rtt                # last RTT sample (ps)
     int64_t t_last_decrease
     int32_t retx
 
 
-cdef struct State:
-    FlowState* fs           # first: see cc.CCState
-    Params p
+cdef struct SwiftState:
+    SwiftFlow* fs           # first: see cc.CCState
+    SwiftParams p
 
 
-cdef void _apply(Sim* s, int32_t f, Params* p, FlowState* x, double before) noexcept:
+cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept:
     cdef Flow* fl = &s.flows[f]
     if x.cwnd < p.min_cwnd:
         x.cwnd = p.min_cwnd
@@ -65,13 +65,13 @@ cdef void _apply(Sim* s, int32_t f, Params* p, FlowState* x, double before) noex
             fl.rate_bps = 1
 
 
-cdef inline bint _can_decrease(Sim* s, FlowState* x) noexcept:
+cdef inline bint _can_decrease(Sim* s, SwiftFlow* x) noexcept:
     return s.now - x.t_last_decrease >= x.rtt
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     x.rtt = fl.base_rtt if fl.base_rtt > 0 else 1e6
     x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.mtu
@@ -81,9 +81,9 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef Params* p = &st.p
-    cdef FlowState* x = &st.fs[f]
+    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftParams* p = &st.p
+    cdef SwiftFlow* x = &st.fs[f]
     cdef double before = x.cwnd, delay = <double> a.rtt, target, fs, acked
     x.retx = 0
     x.rtt = delay
@@ -105,8 +105,8 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 
 cdef void _nack(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftFlow* x = &st.fs[f]
     cdef double before = x.cwnd
     x.retx = 0
     if _can_decrease(s, x):
@@ -115,8 +115,8 @@ cdef void _nack(Sim* s, int32_t f) noexcept:
 
 
 cdef void _timeout(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftFlow* x = &st.fs[f]
     cdef double before = x.cwnd
     x.retx += 1
     if x.retx >= st.p.retx_reset:
@@ -127,10 +127,10 @@ cdef void _timeout(Sim* s, int32_t f) noexcept:
 
 
 
-def install(capsule, params):
+def install(core, params):
     """Set up Swift (params resolved: times in ps, windows in packets)."""
-    cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
+    cdef Sim* s = sim_of(core)
+    cdef SwiftState* st = <SwiftState*> cc_new_state(s, sizeof(SwiftState), sizeof(SwiftFlow))
     st.p.ai = params["ai"]
     st.p.beta = params["beta"]
     st.p.max_mdf = params["max_mdf"]
@@ -147,3 +147,39 @@ def install(capsule, params):
     s.cc.on_ack = _ack
     s.cc.on_nack = _nack
     s.cc.on_timeout = _timeout
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key, integer, number
+from rocesim.cc.scheme import POSITIVE_TIME, Scheme, TIME, auto, fill, window
+from rocesim.errors import ScenarioError
+from rocesim.units import parse_time
+
+def _swift_finalize(p, ctx):
+    base = p["base_target"]
+    p = fill(p, dict(h=base / 6.55, fs_range=5 * base))
+    if not 0 < p["fs_min_cwnd"] < p["fs_max_cwnd"]:
+        raise ScenarioError("cc.params.fs_min_cwnd", "needs 0 < fs_min_cwnd < fs_max_cwnd")
+    if not 0 < p["min_cwnd"] <= p["max_cwnd"]:
+        raise ScenarioError("cc.params.min_cwnd", "needs 0 < min_cwnd <= max_cwnd")
+    return p
+
+
+SCHEME = Scheme(
+    "swift", __name__,
+    "Swift (Kumar et al. 2020): delay-target AIMD on a window, target scaled by hops and flows",
+    {
+        "base_target": Key(parse_time, "25us", "target RTT before scaling (the paper's 100G setting)"),
+        "h": Key(TIME, "auto", "target added per switch hop (auto: base_target / 6.55, htsim's)"),
+        "fs_range": Key(POSITIVE_TIME, "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
+        "fs_min_cwnd": Key(number(1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
+        "fs_max_cwnd": Key(number(1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
+        "ai": Key(number(0, 1e6), 1.0, "additive increase, packets per RTT"),
+        "beta": Key(number(0, 1), 0.8, "multiplicative decrease per unit of relative excess delay"),
+        "max_mdf": Key(number(0, 1), 0.5, "largest multiplicative decrease at once"),
+        "min_cwnd": Key(number(1e-9, 1e9), 0.001, "smallest window, packets (below 1: paced)"),
+        "max_cwnd": Key(number(1e-9, 1e9), 1000.0, "largest window, packets"),
+        "retx_reset": Key(integer(1, 1000), 5, "timeouts in a row that reset cwnd to min_cwnd"),
+    },
+    finalize=_swift_finalize)

@@ -18,10 +18,10 @@ covers both increase branches, and the first sample only sets prev_rtt.
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_from_capsule, cc_new_state, cc_install
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
-cdef struct Params:
+cdef struct TimelyParams:
     double alpha
     double beta
     double t_low
@@ -33,7 +33,7 @@ cdef struct Params:
     int32_t hai_after
 
 
-cdef struct FlowState:
+cdef struct TimelyFlow:
     double rate
     double prev_rtt           # < 0 before the first sample
     double rtt_diff
@@ -41,14 +41,14 @@ cdef struct FlowState:
     int64_t seg_mark          # snd_una at the last sample
 
 
-cdef struct State:
-    FlowState* fs           # first: see cc.CCState
-    Params p
+cdef struct TimelyState:
+    TimelyFlow* fs           # first: see cc.CCState
+    TimelyParams p
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef FlowState* x = &st.fs[f]
+    cdef TimelyState* st = <TimelyState*> s.cc.state
+    cdef TimelyFlow* x = &st.fs[f]
     x.rate = s.flows[f].line_rate
     x.prev_rtt = -1
     x.rtt_diff = 0
@@ -58,9 +58,9 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
-    cdef State* st = <State*> s.cc.state
-    cdef Params* p = &st.p
-    cdef FlowState* x = &st.fs[f]
+    cdef TimelyState* st = <TimelyState*> s.cc.state
+    cdef TimelyParams* p = &st.p
+    cdef TimelyFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     cdef double rtt = <double> a.rtt, gradient
     if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < fl.size:
@@ -89,10 +89,10 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 
 
-def install(capsule, params):
+def install(core, params):
     """Set up TIMELY (params resolved: times in ps, rates in bps, segment in bytes)."""
-    cdef Sim* s = sim_from_capsule(capsule)
-    cdef State* st = <State*> cc_new_state(s, sizeof(State), sizeof(FlowState))
+    cdef Sim* s = sim_of(core)
+    cdef TimelyState* st = <TimelyState*> cc_new_state(s, sizeof(TimelyState), sizeof(TimelyFlow))
     st.p.alpha = params["alpha"]
     st.p.beta = params["beta"]
     st.p.t_low = params["tlow"]
@@ -105,3 +105,32 @@ def install(capsule, params):
     cc_install(s, st)
     s.cc.on_start = _start
     s.cc.on_ack = _ack
+
+
+# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+
+from rocesim.config import Key, integer, number
+from rocesim.cc.scheme import G100, RATE, Scheme, auto, fill, positive
+from rocesim.units import parse_size, parse_time
+
+def _timely_finalize(p, ctx):
+    scale = ctx.host_rate_bps / G100
+    # the HPCC fork at NIC rate bw: AI bw Mb/s (100 Mb/s at 100G), HAI 5x
+    return fill(p, dict(delta=100e6 * scale, min_rate=1e9 * scale))
+
+
+SCHEME = Scheme(
+    "timely", __name__,
+    "TIMELY (Mittal et al. 2015): rate from the RTT gradient",
+    {
+        "alpha": Key(number(0, 1), 0.875, "EWMA weight of the newest RTT difference"),
+        "beta": Key(number(0, 1), 0.8, "multiplicative decrease factor"),
+        "tlow": Key(parse_time, "50us", "below this RTT always increase"),
+        "thigh": Key(parse_time, "500us", "above this RTT always decrease"),
+        "min_rtt": Key(positive(parse_time), "20us", "normalizes the gradient"),
+        "delta": Key(RATE, "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
+        "hai_after": Key(integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
+        "segment": Key(parse_size, "16KB", "bytes per completion event (one RTT sample each)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+    },
+    finalize=_timely_finalize)

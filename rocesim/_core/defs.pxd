@@ -28,8 +28,7 @@ cdef enum EventKind:
     EV_FLOW_START = 2      # a flow starts; target = flow
     EV_RTO = 3             # retransmission-timeout check; target = flow
     EV_CC_TIMER = 4        # congestion-control timer; target = flow, arg = timer id
-    EV_SAMPLE = 5          # periodic sampling of rates and queues
-    EV_COMPUTE_DONE = 6    # a compute step of the dependency graph ends; target = flow
+    EV_COMPUTE_DONE = 5    # a compute step of the dependency graph ends; target = flow
 
 cdef enum PacketKind:
     PK_DATA = 0
@@ -38,7 +37,7 @@ cdef enum PacketKind:
     PK_CNP = 3
     PK_PAUSE = 4
 
-cdef enum FlowState:
+cdef enum FlowPhase:
     FS_WAITING = 0         # not yet started (start time or parents pending)
     FS_ACTIVE = 1          # sending or waiting for ACKs
     FS_DONE = 2            # sender has the ACK of the last byte
@@ -145,8 +144,9 @@ cdef struct Flow:
     int32_t dst
     int32_t prio
     int32_t state
-    int64_t size           # payload bytes
-    int64_t start          # ps, the time the flow was released
+    int64_t size           # payload bytes (0 for a compute step)
+    int64_t start          # ps, the scheduled start of a flow without parents
+    int64_t released       # ps, when the flow was released (start, or parents done + delay)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
     int64_t rx_finish      # ps, receiver got the last byte (NIL until then)
     uint32_t hash          # ECMP hash of the forward 5-tuple
@@ -188,7 +188,8 @@ cdef struct Flow:
     int32_t deps_left      # parents not yet satisfied
     int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
     int32_t n_children
-    int32_t is_compute     # a compute step (no packets), duration in `size` ps
+    int32_t is_compute     # a compute step (no packets) of `duration` ps
+    int64_t duration
     int64_t delay          # extra delay after the last parent (ps)
 
 cdef struct AckInfo:
@@ -216,7 +217,7 @@ cdef struct CCOps:
     void* state            # scheme-owned state (parameters, per-flow arrays)
     int32_t needs_cnp      # receivers answer ECN-marked data with CNPs
 
-cdef struct Params:
+cdef struct NetParams:
     int32_t mtu            # payload bytes per data packet
     int32_t data_hdr       # header bytes of a data packet
     int32_t int_bytes      # extra bytes when INT is on
@@ -294,10 +295,8 @@ cdef struct Sim:
     int32_t* child_idx
     int32_t* live          # the FS_ACTIVE flows, unordered (for sampling)
     int32_t n_live
-    Params p
+    NetParams p
     Stats st
     CCOps cc
     uint64_t rng
     int32_t error          # set by a Python callback that raised: the loop stops
-    # sampling (opt-in): callback state owned by the engine
-    int64_t sample_interval

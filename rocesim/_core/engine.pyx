@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The event loop and the Python-facing `Core`: build the C world once, run, read back.
+"""The Python-facing `Core`: build the C world once, run, read back.
 
 Python (rocesim.simulation) flattens topology, routes and flows into numpy arrays;
 `Core` checks every index that reaches C, copies them into C structs, and runs the
-event loop in slices (`run(until_ps, max_events)`) so that Python can show
+event loop (loop.pyx) in slices (`run(until_ps, max_events)`) so that Python can show
 progress, sample, or stop on Ctrl-C between slices.  Results come back as numpy
 arrays.
 """
@@ -12,97 +12,23 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Params, NIL,
-                                 NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM,
-                                 EV_ARRIVE, EV_TX, EV_FLOW_START, EV_RTO, EV_CC_TIMER,
-                                 EV_COMPUTE_DONE, PK_PAUSE, FS_WAITING, FS_ACTIVE, FS_DONE)
-from rocesim._core.heap cimport heap_push, heap_pop
-from rocesim._core.link cimport wire_pop, port_set_paused
-from rocesim._core.pool cimport pkt_free, pool_array
+from rocesim._core.defs cimport (Sim, Event, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
+                                 ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING)
+from rocesim._core.pool cimport pool_array
 from rocesim._core.rng cimport mix64
-from rocesim._core.switch cimport switch_receive, switch_port_tx
-from rocesim._core.nic cimport nic_start_flow, nic_port_tx, nic_receive, nic_rto, nic_rate_changed
-from rocesim._core.flows cimport (flows_next_root, flow_compute_done, flow_ideal_fct,
-                                   flow_setup_path, flow_activate)
+from rocesim._core.cc cimport cc_ops_clear
+from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path
+from rocesim._core cimport loop
 
 cnp.import_array()
 
-STOP_EMPTY = 0      # no event left: every flow that could finish has finished
-STOP_TIME = 1       # the next event is later than `until`
-STOP_EVENTS = 2     # the slice's event budget is spent
+STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
+STOP_TIME = loop.STOP_TIME
+STOP_EVENTS = loop.STOP_EVENTS
 
 cdef enum:
     INITIAL_HEAP = 4096
     INITIAL_POOL = 4096
-
-
-cdef int _loop(Sim* s, int64_t until, int64_t max_events) noexcept:
-    cdef Event ev
-    cdef int64_t n = 0
-    cdef int32_t i, port, peer
-    cdef Packet* pk
-    cdef Port* p
-    cdef int status = STOP_EMPTY
-    cdef int64_t rate
-    while s.heap_n > 0:
-        if s.error != ERR_NONE:
-            break
-        if s.heap[0].time > until:
-            status = STOP_TIME
-            break
-        if n >= max_events:
-            status = STOP_EVENTS
-            break
-        ev = heap_pop(s)
-        if ev.time < s.now:
-            s.st.time_errors += 1
-        s.now = ev.time
-        n += 1
-        if ev.kind != EV_RTO and ev.kind != EV_CC_TIMER:
-            s.last_work = s.now
-        elif s.flows[ev.target].state == FS_ACTIVE:
-            s.last_work = s.now
-        if ev.kind == EV_ARRIVE:
-            port = ev.target
-            i = wire_pop(s, port)
-            s.st.link_crossings += 1
-            peer = s.ports[port].peer
-            pk = &s.pkts[i]
-            if pk.kind == PK_PAUSE:
-                port_set_paused(s, peer, pk.prio, pk.pause_on)
-                pkt_free(s, i)
-            elif s.ports[peer].is_switch:
-                switch_receive(s, peer, i)
-            else:
-                nic_receive(s, s.ports[peer].node, i)
-        elif ev.kind == EV_TX:
-            p = &s.ports[ev.target]
-            if p.tx_event != ev.time:
-                continue                      # superseded by an earlier wake-up
-            p.tx_event = NIL
-            if p.is_switch:
-                switch_port_tx(s, ev.target)
-            else:
-                nic_port_tx(s, ev.target)
-        elif ev.kind == EV_FLOW_START:
-            if ev.arg:
-                flows_next_root(s)
-            if s.flows[ev.target].is_compute:
-                flow_activate(s, ev.target)
-                heap_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
-            else:
-                nic_start_flow(s, ev.target)
-        elif ev.kind == EV_RTO:
-            nic_rto(s, ev.target)
-        elif ev.kind == EV_CC_TIMER:
-            if s.flows[ev.target].state == FS_ACTIVE:
-                rate = s.flows[ev.target].rate_bps
-                s.cc.on_timer(s, ev.target, ev.arg)
-                nic_rate_changed(s, ev.target, rate)
-        elif ev.kind == EV_COMPUTE_DONE:
-            flow_compute_done(s, ev.target)
-    s.st.events += n
-    return status
 
 
 def _as(a, dtype, name, n=None):
@@ -132,6 +58,7 @@ cdef class Core:
         self.s = <Sim*> calloc(1, sizeof(Sim))
         if self.s == NULL:
             raise MemoryError()
+        cc_ops_clear(&self.s.cc)          # no scheme installed: every callback a no-op
 
     def __init__(self, dict world, dict params):
         cdef Sim* s = self.s
@@ -237,7 +164,7 @@ cdef class Core:
         flows_next_root(s)
 
     cdef _init_params(self, dict params):
-        cdef Params* p = &self.s.p
+        cdef NetParams* p = &self.s.p
         p.mtu = params["mtu"]
         p.data_hdr = params["data_hdr"]
         p.int_bytes = params["int_bytes"]
@@ -311,8 +238,11 @@ cdef class Core:
             fl.dst = dst[i]
             fl.prio = prio[i]
             fl.state = FS_WAITING
-            fl.size = size[i]
             fl.start = start[i]
+            if is_compute[i]:
+                fl.duration = size[i]     # Python passes a compute step's duration as its size
+            else:
+                fl.size = size[i]
             fl.finish = NIL
             fl.rx_finish = NIL
             fl.path_off = path_off[i]
@@ -372,22 +302,24 @@ cdef class Core:
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
         return PyCapsule_New(<void*> self.s, b"rocesim.Sim", NULL)
 
-    def install_scheme(self, module, dict params):
-        """Install a congestion-control scheme: `module.install(capsule, params)`.
+    def install_scheme(self, module, dict params, bint needs_cnp=False):
+        """Install a congestion-control scheme: `module.install(core, params)`.
 
+        `needs_cnp`: receivers answer ECN-marked data with CNPs (the scheme's declaration).
         Whatever `install` returns is kept alive as long as this Core (Python schemes).
         """
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
-            self.s.cc.free_state = NULL
-        self._scheme = module.install(self.capsule(), params)
+        cc_ops_clear(&self.s.cc)
+        self._scheme = module.install(self, params)
+        self.s.cc.needs_cnp = needs_cnp
 
     def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
         """Run events up to time `until_ps` (inclusive) or `max_events` events.
 
         Returns STOP_EMPTY, STOP_TIME or STOP_EVENTS.
         """
-        cdef int status = _loop(self.s, until_ps, max_events)
+        cdef int status = loop.run_loop(self.s, until_ps, max_events)
         if self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for events or packets")
         if self.s.error == ERR_CALLBACK:
@@ -445,7 +377,7 @@ cdef class Core:
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
         for i in range(F):
             fl = &s.flows[i]
-            start[i] = fl.start if fl.state != FS_WAITING else -1
+            start[i] = fl.released if fl.state != FS_WAITING else -1
             finish[i] = fl.finish
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)

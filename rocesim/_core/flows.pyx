@@ -39,7 +39,7 @@ cdef void flow_activate(Sim* s, int32_t f) noexcept:
     """Flow f starts now: state ACTIVE, listed among the live flows."""
     cdef Flow* fl = &s.flows[f]
     fl.state = FS_ACTIVE
-    fl.start = s.now
+    fl.released = s.now
     fl.live_idx = s.n_live
     s.live[s.n_live] = f
     s.n_live += 1
@@ -184,7 +184,7 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     cdef int32_t h, hr, i
     cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack
     if fl.is_compute:
-        return fl.size
+        return fl.duration
     h = _paths(s, fl, fwd, rev, &hr)
     if h < 0 or hr < 0:
         return -1

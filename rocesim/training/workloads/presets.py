@@ -8,7 +8,7 @@ forward : input-gradient : weight-gradient = 1 : 1 : 1 as ASTRA-sim's examples d
 from __future__ import annotations
 
 from rocesim.errors import ScenarioError
-from rocesim.workloads.model import Comm, Layer, Workload
+from rocesim.training.workloads.model import Comm, Layer, Workload
 
 US = 10**6       # ps
 

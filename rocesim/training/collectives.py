@@ -13,7 +13,7 @@ all-gather: the gathered output; reduce-scatter: the input; all-to-all: what eac
 sends in total, split evenly among the others; broadcast/reduce: the buffer).
 
 Algorithms (and their time in an idle network, p ranks, m bytes, link rate B,
-per-step latency alpha; CASES.md):
+per-step latency alpha; Thakur et al., IJHPCA 2005):
 
 * ring (all-reduce = reduce-scatter + all-gather): 2(p-1)(alpha + m/(pB));
   reduce-scatter or all-gather alone: (p-1)(alpha + m/(pB)); broadcast/reduce: a chain.

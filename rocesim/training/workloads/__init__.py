@@ -1,5 +1,5 @@
 """Training workloads: built-in models, ASTRA-sim and Chakra imports, iteration graphs."""
-from rocesim.workloads.model import Comm, Layer, Workload, add_training
-from rocesim.workloads.presets import PRESETS, preset
+from rocesim.training.workloads.model import Comm, Layer, Workload, add_training
+from rocesim.training.workloads.presets import PRESETS, preset
 
 __all__ = ["Comm", "Layer", "Workload", "add_training", "PRESETS", "preset"]

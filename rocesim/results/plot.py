@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rocesim.metrics import slowdown_by_size  # noqa: E402
+from rocesim.results.metrics import slowdown_by_size  # noqa: E402
 from rocesim.results import read_csv, read_flows_csv  # noqa: E402
 
 STYLES = {50: ":", 95: "--", 99: "-"}

@@ -4,7 +4,7 @@ A trace is the files ``<prefix>.0.et``, ``<prefix>.1.et``, ..., one per rank, ea
 possibly gzip-compressed (recognised by its magic bytes, not its name).  A file is a
 stream of protobuf messages, each preceded by its length as a varint: first a
 ``GlobalMetadata``, then ``Node`` messages.  The messages are decoded here from the
-wire format (`rocesim.workloads._protowire`); there is no generated code.
+wire format (`rocesim.training.workloads._protowire`); there is no generated code.
 
 Where the numbers come from: the schema file ``schema/protobuf/et_def.proto`` of the
 mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).  Used:
@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.graph import Graph
-from rocesim.workloads import _protowire as pw
+from rocesim.training.graph import Graph
+from rocesim.training.workloads import _protowire as pw
 
 INVALID_NODE, METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, \
     COMM_COLL_NODE = range(8)

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.graph import Graph
+from rocesim.training.graph import Graph
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
 COMM_OPS = ("allreduce", "allgather", "alltoall", "reducescatter")

@@ -25,8 +25,8 @@ import importlib
 import os
 import sys
 
-from rocesim import schemes
 from rocesim import config
+from rocesim.cc.scheme import Scheme
 from rocesim.config import Key
 from rocesim.errors import ScenarioError
 from rocesim.units import parse_rate, parse_size, parse_time
@@ -96,7 +96,7 @@ def _import(module_name: str):
             sys.path.remove(os.getcwd())
 
 
-def python_scheme(spec: str, key: str = "cc.scheme") -> schemes.Scheme:
+def python_scheme(spec: str, key: str = "cc.scheme") -> Scheme:
     """The `Scheme` of a Python class named "package.module:ClassName"."""
     module_name, _, class_name = spec.partition(":")
     try:
@@ -106,6 +106,7 @@ def python_scheme(spec: str, key: str = "cc.scheme") -> schemes.Scheme:
                                  "or under the current folder?") from None
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, PythonScheme)):
-        raise ScenarioError(key, f"{spec!r} is not a subclass of rocesim.pyscheme.PythonScheme")
-    return schemes.Scheme(spec, "rocesim._core.cc_python", (cls.__doc__ or spec).strip().splitlines()[0],
-                          dict(cls.params), needs_int=bool(cls.needs_int), py_class=cls)
+        raise ScenarioError(key, f"{spec!r} is not a subclass of rocesim.cc.PythonScheme")
+    return Scheme(spec, "rocesim._core.cc_python", (cls.__doc__ or spec).strip().splitlines()[0],
+                  dict(cls.params), needs_int=bool(cls.needs_int), needs_cnp=bool(cls.needs_cnp),
+                  py_class=cls)

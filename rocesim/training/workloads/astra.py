@@ -25,7 +25,7 @@ import os
 
 from rocesim._textfile import Line, end_of_file_error, read_lines
 from rocesim.errors import ScenarioError
-from rocesim.workloads.model import PARALLELISMS, Comm, Layer, Workload
+from rocesim.training.workloads.model import PARALLELISMS, Comm, Layer, Workload
 
 COMM_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "ALLTOALL": "alltoall",
               "REDUCESCATTER": "reducescatter"}

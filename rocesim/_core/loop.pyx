@@ -1,0 +1,90 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The event loop: pop the earliest event, dispatch it by kind, until a limit.
+
+Events are (time, seq, kind, target, arg) in a 4-ary heap (heap.pxd); ties break by
+insertion order, so a run is bit-identical for a seed.  `run_loop` returns to the
+caller (engine.Core.run) at a simulated-time or event-count limit, so Python can show
+progress and stop cleanly between slices.
+"""
+from libc.stdint cimport int64_t, int32_t
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARRIVE, EV_TX,
+                                 EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, PK_PAUSE,
+                                 FS_ACTIVE)
+from rocesim._core.heap cimport heap_push, heap_pop
+from rocesim._core.link cimport wire_pop, port_set_paused
+from rocesim._core.pool cimport pkt_free
+from rocesim._core.switch cimport switch_receive, switch_port_tx
+from rocesim._core.nic_send cimport nic_start_flow, nic_port_tx, nic_rate_changed
+from rocesim._core.nic_recv cimport nic_receive
+from rocesim._core.nic_timeout cimport nic_rto
+from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_activate
+
+
+cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
+    """Run events up to time `until` (inclusive) or `max_events` events; a STOP_* code."""
+    cdef Event ev
+    cdef int64_t n = 0
+    cdef int32_t i, port, peer
+    cdef Packet* pk
+    cdef Port* p
+    cdef int status = STOP_EMPTY
+    cdef int64_t rate
+    while s.heap_n > 0:
+        if s.error != ERR_NONE:
+            break
+        if s.heap[0].time > until:
+            status = STOP_TIME
+            break
+        if n >= max_events:
+            status = STOP_EVENTS
+            break
+        ev = heap_pop(s)
+        if ev.time < s.now:
+            s.st.time_errors += 1
+        s.now = ev.time
+        n += 1
+        if ev.kind != EV_RTO and ev.kind != EV_CC_TIMER:
+            s.last_work = s.now
+        elif s.flows[ev.target].state == FS_ACTIVE:
+            s.last_work = s.now
+        if ev.kind == EV_ARRIVE:
+            port = ev.target
+            i = wire_pop(s, port)
+            s.st.link_crossings += 1
+            peer = s.ports[port].peer
+            pk = &s.pkts[i]
+            if pk.kind == PK_PAUSE:
+                port_set_paused(s, peer, pk.prio, pk.pause_on)
+                pkt_free(s, i)
+            elif s.ports[peer].is_switch:
+                switch_receive(s, peer, i)
+            else:
+                nic_receive(s, s.ports[peer].node, i)
+        elif ev.kind == EV_TX:
+            p = &s.ports[ev.target]
+            if p.tx_event != ev.time:
+                continue                      # superseded by an earlier wake-up
+            p.tx_event = NIL
+            if p.is_switch:
+                switch_port_tx(s, ev.target)
+            else:
+                nic_port_tx(s, ev.target)
+        elif ev.kind == EV_FLOW_START:
+            if ev.arg:
+                flows_next_root(s)
+            if s.flows[ev.target].is_compute:
+                flow_activate(s, ev.target)
+                heap_push(s, s.now + s.flows[ev.target].duration, EV_COMPUTE_DONE, ev.target, 0)
+            else:
+                nic_start_flow(s, ev.target)
+        elif ev.kind == EV_RTO:
+            nic_rto(s, ev.target)
+        elif ev.kind == EV_CC_TIMER:
+            if s.flows[ev.target].state == FS_ACTIVE:
+                rate = s.flows[ev.target].rate_bps
+                s.cc.on_timer(s, ev.target, ev.arg)
+                nic_rate_changed(s, ev.target, rate)
+        elif ev.kind == EV_COMPUTE_DONE:
+            flow_compute_done(s, ev.target)
+    s.st.events += n
+    return status

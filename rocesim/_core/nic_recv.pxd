@@ -1,0 +1,5 @@
+# cython: language_level=3
+from libc.stdint cimport int32_t
+from rocesim._core.defs cimport Sim
+
+cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept

@@ -1,0 +1,113 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The NIC's receiver: in-order delivery, ACKs, NACKs and CNPs; the dispatch of arrivals.
+
+In-order data advances rcv_nxt and is ACKed every `ack_every` packets (and always at
+the last byte).  Go-back-N (default): out-of-order data is discarded and answered by a
+NACK carrying rcv_nxt, at most once per `nack_interval` for the same rcv_nxt (the HPCC
+fork's rule, 500 us).  Selective repeat (IRN-style, for lossy RoCE): the receiver keeps
+out-of-order packets and NACKs each one with its sequence (a SACK).  Duplicates are
+ACKed (so a lost final ACK is recovered by the timeout).  ECN-marked data makes the
+receiver send a CNP, at most once per `cnp_interval` per flow, when the scheme asks for
+CNPs (DCQCN).
+"""
+from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.string cimport memcpy
+from rocesim._core.defs cimport (Sim, Packet, Flow, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
+from rocesim._core.link cimport q_push
+from rocesim._core.pool cimport pkt_alloc, pkt_free
+from rocesim._core.flows cimport flow_delivered
+from rocesim._core.sack cimport bit, set_bit
+from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
+
+
+cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind) noexcept:
+    """Answer data packet `data` with an ACK, NACK or CNP from its receiver."""
+    cdef int32_t i = pkt_alloc(s)       # may move the pool: take pointers after it
+    cdef Packet* pk
+    cdef Packet* d
+    cdef Flow* fl
+    cdef int32_t port
+    if i == NIL:
+        return
+    pk = &s.pkts[i]
+    d = &s.pkts[data]
+    fl = &s.flows[d.flow]
+    pk.kind = kind
+    pk.flow = d.flow
+    pk.src = fl.dst
+    pk.dst = fl.src
+    pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
+    pk.ttl = s.p.ttl
+    pk.payload = 0
+    pk.seq = fl.rcv_nxt
+    pk.sack = d.seq
+    pk.ts = d.ts
+    pk.ecn = d.ecn
+    if kind == PK_CNP:
+        pk.size = s.p.cnp_bytes
+        s.st.cnps += 1
+    else:
+        pk.size = s.p.ack_bytes
+        if kind == PK_NACK:
+            s.st.nacks += 1
+        else:
+            s.st.acks += 1
+        if s.p.int_enabled:
+            pk.size = s.p.ack_int_bytes
+            pk.nhops = d.nhops
+            memcpy(pk.hops, d.hops, d.nhops * sizeof(IntHop))
+    port = s.hosts[fl.dst].port
+    q_push(s, &s.ports[port], pk.prio, i)
+    nic_kick(s, fl.dst)
+
+
+cdef inline void _on_data(Sim* s, int32_t i) noexcept:
+    cdef Packet* pk = &s.pkts[i]
+    cdef int32_t f = pk.flow
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t mtu = s.p.mtu
+    cdef int64_t before
+    if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
+        fl.last_cnp = s.now
+        _send_ctrl(s, i, PK_CNP)
+        pk = &s.pkts[i]
+    if pk.seq == fl.rcv_nxt:
+        before = fl.rcv_nxt
+        fl.rcv_nxt += pk.payload
+        while fl.rcv_nxt < fl.size and bit(fl.rx_bits, fl.rx_bits_len, fl.rcv_nxt // mtu):
+            fl.rcv_nxt += mtu
+        if fl.rcv_nxt > fl.size:
+            fl.rcv_nxt = fl.size
+        s.st.data_bytes_delivered += fl.rcv_nxt - before
+        fl.unacked += 1
+        if fl.rcv_nxt >= fl.size:
+            fl.unacked = 0
+            _send_ctrl(s, i, PK_ACK)
+            if fl.rx_finish == NIL:
+                fl.rx_finish = s.now
+                flow_delivered(s, f)
+        elif fl.unacked >= s.p.ack_every:
+            fl.unacked = 0
+            _send_ctrl(s, i, PK_ACK)
+    elif pk.seq > fl.rcv_nxt:
+        if s.p.selective_repeat:
+            set_bit(s, &fl.rx_bits, &fl.rx_bits_len, fl, pk.seq // mtu)
+            _send_ctrl(s, i, PK_NACK)
+        elif fl.last_nack_seq != fl.rcv_nxt or s.now - fl.last_nack >= s.p.nack_interval:
+            fl.last_nack_seq = fl.rcv_nxt
+            fl.last_nack = s.now
+            _send_ctrl(s, i, PK_NACK)
+    else:
+        _send_ctrl(s, i, PK_ACK)          # duplicate: re-ACK what we have
+
+
+cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept:
+    """Packet i has fully arrived at the NIC of `host` (PAUSE frames excepted)."""
+    cdef int32_t kind = s.pkts[i].kind
+    if kind == PK_DATA:
+        _on_data(s, i)
+    elif kind == PK_CNP:
+        nic_on_cnp(s, i)
+    else:
+        nic_on_ack(s, i)
+    pkt_free(s, i)

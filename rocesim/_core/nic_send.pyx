@@ -1,0 +1,238 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The NIC's sender: queue pairs, scheduling, pacing, and what ACKs, NACKs and CNPs do.
+
+One queue pair per flow.  When the port's transmitter is free the NIC sends, in
+order: a queued control packet (ACK/NACK/CNP, strict priority), then one data packet
+of the next flow, round-robin, that is allowed to send: its priority is not paused by
+PFC, its window is open (bytes in flight snd_nxt - snd_una below `window`, checked
+before the packet as the HPCC fork does) and its pacing time has come (after a packet
+of S wire bytes the next may leave S * 8 / rate later).  If none can send, the NIC
+wakes at the earliest pacing time.
+
+An ACK advances snd_una and calls the scheme's on_ack; a NACK rewinds snd_nxt to the
+receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed packet
+and starts recovery (the holes below the highest SACK go first).
+"""
+from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
+from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, NIL, NPRIO,
+                                 PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO)
+from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
+from rocesim._core.pool cimport pkt_alloc
+from rocesim._core.heap cimport heap_push
+from rocesim._core.flows cimport flow_activate, flow_finish
+from rocesim._core.active_set cimport active_add, active_remove, active_remove_at
+from rocesim._core.sack cimport bit, set_bit
+
+
+cdef void nic_kick(Sim* s, int32_t host) noexcept:
+    """Let the NIC of `host` send now if its transmitter is idle."""
+    cdef int32_t port = s.hosts[host].port
+    cdef Port* p = &s.ports[port]
+    if p.tx_event == NIL and p.busy_until <= s.now:
+        nic_port_tx(s, port)
+    else:
+        port_kick(s, port, s.now)
+
+
+cdef inline int64_t _next_seq(Sim* s, Flow* fl) noexcept:
+    """The byte offset the flow would send next, or -1 if it has nothing to send."""
+    cdef int64_t mtu = s.p.mtu
+    if fl.sack_bits != NULL:
+        if fl.recovery_end != NIL:
+            if fl.retx_nxt < fl.snd_una:
+                fl.retx_nxt = fl.snd_una
+            while (fl.retx_nxt < fl.sack_high
+                   and bit(fl.sack_bits, fl.sack_bits_len, fl.retx_nxt // mtu)):
+                fl.retx_nxt += mtu
+            if fl.retx_nxt < fl.sack_high:
+                return fl.retx_nxt
+        while fl.snd_nxt < fl.size and bit(fl.sack_bits, fl.sack_bits_len, fl.snd_nxt // mtu):
+            fl.snd_nxt += mtu
+    if fl.snd_nxt < fl.size:
+        return fl.snd_nxt
+    return -1
+
+
+cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    cdef int32_t i = pkt_alloc(s)
+    cdef Packet* pk
+    cdef int64_t payload, end, rate
+    if i == NIL:
+        return
+    pk = &s.pkts[i]
+    payload = fl.size - seq
+    if payload > s.p.mtu:
+        payload = s.p.mtu
+    end = seq + payload
+    pk.kind = PK_DATA
+    pk.flow = f
+    pk.src = fl.src
+    pk.dst = fl.dst
+    pk.prio = fl.prio
+    pk.seq = seq
+    pk.ts = s.now
+    pk.payload = <int32_t> payload
+    pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
+    pk.ttl = s.p.ttl
+    if fl.snd_una >= fl.snd_max:
+        fl.rto_deadline = s.now + s.p.rto    # nothing was outstanding: the timeout starts now
+    if seq < fl.snd_max:
+        fl.retx_bytes += payload
+        s.st.retx_bytes += payload
+    if seq == fl.snd_nxt:
+        fl.snd_nxt = end
+    else:
+        fl.retx_nxt = end            # a selective-repeat retransmission
+    if end > fl.snd_max:
+        fl.snd_max = end
+    rate = fl.rate_bps if fl.rate_bps > 0 else 1
+    fl.next_send = s.now + tx_time(pk.size, rate)
+    fl.last_send = s.now
+    fl.last_size = pk.size
+    s.st.data_pkts_sent += 1
+    port_transmit(s, port, i)
+
+
+cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
+    """The transmitter of host port `port` is free: send the next packet, if any."""
+    cdef Port* p = &s.ports[port]
+    cdef Host* h = &s.hosts[p.node]
+    cdef uint32_t ready = p.q_mask & ~p.paused_mask
+    cdef int32_t prio, idx, k, n, f, i
+    cdef Flow* fl
+    cdef int64_t seq, earliest = INT64_MAX
+    if ready:
+        prio = 0
+        while not ((ready >> prio) & 1):
+            prio += 1
+        i = q_pop(s, p, prio)
+        port_transmit(s, port, i)
+        port_kick(s, port, p.busy_until)
+        return
+    n = h.n_active
+    for prio in range(1, NPRIO):                   # nothing to scan if PFC paused them all
+        if h.prio_active[prio] and not ((p.paused_mask >> prio) & 1):
+            break
+    else:
+        return                                     # a RESUME will kick the port
+    idx = h.rr if h.rr < n else 0
+    for k in range(n):
+        f = h.active[idx]
+        fl = &s.flows[f]
+        if not ((p.paused_mask >> fl.prio) & 1):
+            seq = _next_seq(s, fl)
+            if seq >= 0 and (seq != fl.snd_nxt or fl.window == 0
+                             or fl.snd_nxt - fl.snd_una < fl.window):
+                if fl.next_send <= s.now:
+                    _send_data(s, port, f, seq)
+                    if _next_seq(s, fl) < 0:
+                        active_remove_at(s, h, idx)   # idx now holds a flow yet to be served
+                        h.rr = idx if idx < h.n_active else 0
+                    else:
+                        h.rr = idx + 1 if idx + 1 < h.n_active else 0
+                    port_kick(s, port, p.busy_until)
+                    return
+                if fl.next_send < earliest:
+                    earliest = fl.next_send
+        idx += 1
+        if idx == n:
+            idx = 0
+    if earliest != INT64_MAX:
+        port_kick(s, port, earliest)
+
+
+cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
+    """The scheme changed the flow's rate: the next packet is due a packet time at the new
+    rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t rate = fl.rate_bps if fl.rate_bps > 0 else 1
+    if fl.rate_bps == old_rate or fl.state != FS_ACTIVE or fl.last_size == 0:
+        return
+    fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
+    if fl.in_active:
+        port_kick(s, s.hosts[fl.src].port, fl.next_send if fl.next_send > s.now else s.now)
+
+
+cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
+    """Flow f is released now: open its queue pair and start sending."""
+    cdef Flow* fl = &s.flows[f]
+    flow_activate(s, f)
+    fl.snd_nxt = 0
+    fl.snd_una = 0
+    fl.snd_max = 0
+    fl.next_send = s.now
+    fl.recovery_end = NIL
+    fl.rate_bps = fl.line_rate
+    fl.window = 0
+    s.cc.on_start(s, f)
+    active_add(s, f)
+    fl.rto_deadline = s.now + s.p.rto
+    if s.p.rto > 0 and not fl.rto_armed:
+        fl.rto_armed = 1
+        heap_push(s, fl.rto_deadline, EV_RTO, f, 0)
+    nic_kick(s, fl.src)
+
+
+cdef inline void _complete(Sim* s, int32_t f) noexcept:
+    flow_finish(s, f)
+    if s.flows[f].in_active:
+        active_remove(s, f)
+
+
+cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
+    """ACK or NACK packet i reached the sender of its flow."""
+    cdef Packet* pk = &s.pkts[i]
+    cdef int32_t f = pk.flow
+    cdef Flow* fl = &s.flows[f]
+    cdef AckInfo a
+    cdef int64_t k, rate
+    if fl.state != FS_ACTIVE:
+        return
+    a.acked = 0
+    if pk.seq > fl.snd_una:
+        a.acked = pk.seq - fl.snd_una
+        fl.snd_una = pk.seq
+        fl.rto_deadline = s.now + s.p.rto
+        if fl.snd_nxt < fl.snd_una:
+            fl.snd_nxt = fl.snd_una
+        if fl.recovery_end != NIL and fl.snd_una >= fl.recovery_end:
+            fl.recovery_end = NIL
+    if pk.kind == PK_ACK:
+        a.seq = pk.seq
+        a.rtt = s.now - pk.ts
+        a.ecn = pk.ecn
+        a.nhops = pk.nhops
+        a.hops = pk.hops
+        rate = fl.rate_bps
+        s.cc.on_ack(s, f, &a)
+        nic_rate_changed(s, f, rate)
+    else:
+        if s.p.selective_repeat:
+            k = pk.sack // s.p.mtu
+            set_bit(s, &fl.sack_bits, &fl.sack_bits_len, fl, k)
+            if pk.sack + s.p.mtu > fl.sack_high:
+                fl.sack_high = min(pk.sack + s.p.mtu, fl.size)
+            if fl.recovery_end == NIL:
+                fl.recovery_end = fl.snd_max
+                fl.retx_nxt = fl.snd_una
+        elif fl.snd_nxt > pk.seq:
+            fl.snd_nxt = pk.seq                 # go-back-N
+        rate = fl.rate_bps
+        s.cc.on_nack(s, f)
+        nic_rate_changed(s, f, rate)
+        active_add(s, f)
+    if fl.snd_una >= fl.size:
+        _complete(s, f)
+    elif fl.in_active:
+        nic_kick(s, fl.src)
+
+
+cdef void nic_on_cnp(Sim* s, int32_t i) noexcept:
+    """CNP packet i reached the sender of its flow."""
+    cdef int32_t f = s.pkts[i].flow
+    cdef int64_t rate
+    if s.flows[f].state == FS_ACTIVE:
+        rate = s.flows[f].rate_bps
+        s.cc.on_cnp(s, f)
+        nic_rate_changed(s, f, rate)

@@ -1,0 +1,44 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The NIC's retransmission timeout.
+
+If a flow's cumulative ACK does not move for `rto`, the sender goes back to snd_una
+(go-back-N) or retransmits every unSACKed packet (selective repeat).  The HPCC fork has
+no timeout; it matters only when packets are lost.  One EV_RTO event per flow is armed
+at a time; ACKs only move the deadline, and the event re-arms itself for it.
+"""
+from libc.stdint cimport int64_t, int32_t
+from rocesim._core.defs cimport Sim, Flow, FS_ACTIVE, EV_RTO
+from rocesim._core.heap cimport heap_push
+from rocesim._core.active_set cimport active_add
+from rocesim._core.sack cimport bits_alloc
+from rocesim._core.nic_send cimport nic_kick, nic_rate_changed
+
+
+cdef void nic_rto(Sim* s, int32_t f) noexcept:
+    """Retransmission-timeout check of flow f."""
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t rate
+    fl.rto_armed = 0
+    if fl.state != FS_ACTIVE:
+        return
+    if s.now >= fl.rto_deadline and fl.snd_una < fl.snd_max:
+        s.st.timeouts += 1
+        fl.n_timeouts += 1
+        if s.p.selective_repeat:
+            # retransmit every packet the receiver has not reported, up to snd_max
+            fl.recovery_end = fl.snd_max
+            fl.sack_high = fl.snd_max
+            fl.retx_nxt = fl.snd_una
+            bits_alloc(s, &fl.sack_bits, &fl.sack_bits_len, fl)
+        else:
+            fl.snd_nxt = fl.snd_una
+        rate = fl.rate_bps
+        s.cc.on_timeout(s, f)
+        nic_rate_changed(s, f, rate)
+        active_add(s, f)
+        nic_kick(s, fl.src)
+        fl.rto_deadline = s.now + s.p.rto
+    elif s.now >= fl.rto_deadline:
+        fl.rto_deadline = s.now + s.p.rto     # nothing outstanding: keep watching
+    fl.rto_armed = 1
+    heap_push(s, fl.rto_deadline, EV_RTO, f, 0)

@@ -1,0 +1,2 @@
+"""Training traffic: dependency graphs (`graph`), collectives (`collectives`) and whole
+training iterations from models, ASTRA-sim and Chakra traces (`workloads`)."""
