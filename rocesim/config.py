@@ -134,7 +134,8 @@ NIC = {
     "ack_size": Key(parse_size, "60B", "ACK/NACK bytes on the wire (46B of headers padded to 60B)"),
     "cnp_size": Key(parse_size, "64B", "CNP bytes on the wire"),
     "pause_size": Key(parse_size, "64B", "PFC PAUSE frame bytes on the wire"),
-    "ack_every": Key(integer(1, 1 << 20), 1, "the receiver ACKs every N in-order data packets"),
+    "ack_every": Key(integer(1, 255), 1, "the receiver ACKs every N in-order data packets; the ACK "
+                                          "echoes how many of them were ECN-marked"),
     "ack_high_priority": Key(boolean, True,
                              "ACK/NACK/CNP in strict-priority queue 0 (never paused); false puts them "
                              "in the flow's data priority, as the upstream HPCC fork's switches do"),

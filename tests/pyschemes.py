@@ -55,3 +55,17 @@ class KeepsHandles(PythonScheme):
 
     def on_start(self, flow):
         KeepsHandles.kept.append(flow)
+
+
+class CountsMarks(PythonScheme):
+    """Line rate; sums the packets and CE marks that ACKs echo."""
+    packets = 0
+    marked = 0
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+
+    def on_ack(self, flow, ack):
+        CountsMarks.packets += ack.packets
+        CountsMarks.marked += ack.marked_packets
+        assert ack.ecn == (ack.marked_packets > 0)

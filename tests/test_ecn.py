@@ -71,3 +71,22 @@ def test_ecn_off_marks_nothing():
     sim.add_flow(1, 0, 2_000_000)
     sim.add_flow(2, 0, 2_000_000)
     assert sim.run().ports["ecn_marks"].sum() == 0
+
+
+@pytest.mark.parametrize("ack_every", [1, 4, 7])
+def test_coalesced_acks_echo_every_mark(ack_every):
+    """Every CE mark a switch sets on in-order data reaches the sender, whatever ack_every:
+    the ACKs echo how many of the packets they cover were marked (no loss here, so every
+    data packet is in order and acknowledged exactly once)."""
+    import pyschemes
+    pyschemes.CountsMarks.packets = pyschemes.CountsMarks.marked = 0
+    sim = Simulation(topology.star(5, "100Gbps", "1us"), cc="pyschemes:CountsMarks",
+                     nic={"ack_every": ack_every},
+                     switch={"ecn": {"kmin": "20KB", "kmax": "200KB", "pmax": 0.5}})
+    for h in range(1, 5):
+        sim.add_flow(h, 0, 400_000)
+    res = sim.run(progress=False)
+    marks = int(res.ports["ecn_marks"].sum())
+    assert res.summary["drops"] == 0 and marks > 100
+    assert pyschemes.CountsMarks.packets == 4 * 400
+    assert pyschemes.CountsMarks.marked == marks

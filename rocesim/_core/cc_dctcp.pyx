@@ -4,7 +4,8 @@
 Switches mark ECN as a step at K (kmin = kmax = K, pmax = 1).  Once per window of data
 (when the cumulative ACK passes the snd_nxt recorded at the previous update), the
 sender updates alpha = (1 - g) alpha + g F, F the fraction of ECN-echoing ACKs in that
-window.  On an ECN echo, at most once per window (until the ACK passes the snd_nxt of
+window (counting the packets each ACK covers and the marked ones among them, so
+coalesced ACKs count every mark).  On an ECN echo, at most once per window (until the ACK passes the snd_nxt of
 the cut, "CWR"), the rate (or window) is multiplied by 1 - alpha/2.
 
 `mode: rate` (default) is the HPCC ns-3 fork's variant: flows start at line rate, add
@@ -28,8 +29,8 @@ cdef struct DctcpFlow:
     double alpha
     double rate
     double cwnd                # bytes (window mode)
-    int64_t marked             # ECN-echoing ACKs in this window
-    int64_t acks               # ACKs in this window
+    int64_t marked             # CE-marked packets acknowledged in this window
+    int64_t acks               # packets acknowledged in this window
     int64_t last_update_seq    # 0 before the first window ends
     int64_t high_seq           # CWR until the cumulative ACK passes it
     int32_t cwr
@@ -71,12 +72,11 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef DctcpFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     cdef bint new_window = a.seq > x.last_update_seq
-    x.acks += 1
-    if a.ecn:
-        x.marked += 1
+    x.acks += a.packets
+    x.marked += a.marked
     if new_window:
         if x.last_update_seq > 0:
-            x.alpha = (1 - st.p.g) * x.alpha + st.p.g * (<double> x.marked / x.acks)
+            x.alpha = (1 - st.p.g) * x.alpha + st.p.g * (<double> x.marked / x.acks if x.acks else 0.0)
         x.last_update_seq = fl.snd_nxt
         x.marked = 0
         x.acks = 0

@@ -89,8 +89,10 @@ cdef class Flow:
 
 
 cdef class Ack:
-    """One ACK: bytes newly acknowledged, cumulative seq, RTT sample, ECN echo, INT records."""
+    """One ACK: bytes newly acknowledged, cumulative seq, RTT sample, ECN echo (`ecn`: some packet
+    it covers was marked; `packets` it covers and `marked_packets` among them), INT records."""
     cdef readonly long long acked_bytes, seq, rtt_ps
+    cdef readonly int packets, marked_packets   # data packets it covers; CE-marked among them
     cdef readonly bint ecn
     cdef readonly tuple hops     # ((ts_ps, tx_bytes, qlen_bytes, rate_bps), ...) per switch
 
@@ -137,6 +139,8 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept with gil:
     ack.seq = a.seq
     ack.rtt_ps = a.rtt
     ack.ecn = a.ecn
+    ack.packets = a.packets
+    ack.marked_packets = a.marked
     ack.hops = tuple([(a.hops[i].ts, a.hops[i].tx_bytes, a.hops[i].qlen, a.hops[i].rate_mbps * 1000000)
                       for i in range(a.nhops)])
     try:

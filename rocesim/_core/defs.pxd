@@ -67,12 +67,12 @@ cdef struct Packet:
     int32_t in_port        # ingress port at the current switch (PFC accounting)
     uint8_t kind
     uint8_t prio           # queue index 0..7
-    uint8_t ecn            # DATA: CE mark; ACK: ECN echo
+    uint8_t ecn            # DATA: CE mark; ACK: how many of the packets it covers were marked
     uint8_t ttl
     uint8_t hop            # switches traversed (indexes explicit per-flow paths)
     uint8_t nhops          # valid INT records
     uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
-    uint8_t _pad
+    uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     int32_t src
     int32_t payload        # payload bytes (DATA)
     int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
@@ -176,6 +176,7 @@ cdef struct Flow:
     int64_t last_nack
     int64_t last_nack_seq
     int32_t unacked        # data packets received since the last ACK
+    int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
     # selective repeat (lazily allocated bitmaps, one bit per packet)
     uint8_t* rx_bits       # receiver: packets received beyond rcv_nxt
     int64_t rx_bits_len
@@ -196,7 +197,9 @@ cdef struct AckInfo:
     int64_t acked          # bytes newly acknowledged
     int64_t seq            # cumulative ack
     int64_t rtt            # now - echoed send timestamp (ps)
-    int32_t ecn            # ECN echo
+    int32_t ecn            # ECN echo: some packet the ACK covers was CE-marked
+    int32_t packets        # data packets the ACK covers (ack_every, fewer at the end)
+    int32_t marked         # how many of them were CE-marked
     int32_t nhops
     IntHop* hops
 

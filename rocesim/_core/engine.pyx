@@ -188,8 +188,8 @@ cdef class Core:
         p.lossy_dynamic = params["lossy_dynamic"]
         p.lossy_alpha = params["lossy_alpha"]
         p.int_enabled = params["int_enabled"]
-        if p.mtu <= 0 or p.ack_every <= 0 or not (1 <= p.ttl <= 255):
-            raise ValueError("core params: mtu and ack_every must be positive, ttl in 1..255")
+        if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
+            raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
         if p.ack_prio >= NPRIO or p.ack_prio < -1:
             raise ValueError("core params: ack_prio must be -1 (data priority) or 0..7")
 

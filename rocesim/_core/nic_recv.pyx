@@ -20,8 +20,10 @@ from rocesim._core.sack cimport bit, set_bit
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
 
-cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind) noexcept:
-    """Answer data packet `data` with an ACK, NACK or CNP from its receiver."""
+cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept:
+    """Answer data packet `data` with an ACK, NACK or CNP from its receiver.  An ACK echoes
+    the number of CE-marked packets among the `covered` ones it acknowledges, so that a
+    scheme counting marks (DCTCP) sees every mark when ACKs are coalesced."""
     cdef int32_t i = pkt_alloc(s)       # may move the pool: take pointers after it
     cdef Packet* pk
     cdef Packet* d
@@ -42,7 +44,8 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind) noexcept:
     pk.seq = fl.rcv_nxt
     pk.sack = d.seq
     pk.ts = d.ts
-    pk.ecn = d.ecn
+    pk.ecn = <uint8_t> marked
+    pk.acked_pkts = <uint8_t> covered
     if kind == PK_CNP:
         pk.size = s.p.cnp_bytes
         s.st.cnps += 1
@@ -61,6 +64,14 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind) noexcept:
     nic_kick(s, fl.dst)
 
 
+cdef inline void _ack_unacked(Sim* s, int32_t i, Flow* fl) noexcept:
+    """ACK the in-order packets received since the last ACK (packet i the newest)."""
+    cdef int32_t covered = fl.unacked, marked = fl.unacked_marked
+    fl.unacked = 0
+    fl.unacked_marked = 0
+    _send_ctrl(s, i, PK_ACK, covered, marked)
+
+
 cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
@@ -69,7 +80,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef int64_t before
     if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
         fl.last_cnp = s.now
-        _send_ctrl(s, i, PK_CNP)
+        _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
         pk = &s.pkts[i]
     if pk.seq == fl.rcv_nxt:
         before = fl.rcv_nxt
@@ -80,25 +91,24 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
             fl.rcv_nxt = fl.size
         s.st.data_bytes_delivered += fl.rcv_nxt - before
         fl.unacked += 1
+        fl.unacked_marked += pk.ecn
         if fl.rcv_nxt >= fl.size:
-            fl.unacked = 0
-            _send_ctrl(s, i, PK_ACK)
+            _ack_unacked(s, i, fl)
             if fl.rx_finish == NIL:
                 fl.rx_finish = s.now
                 flow_delivered(s, f)
         elif fl.unacked >= s.p.ack_every:
-            fl.unacked = 0
-            _send_ctrl(s, i, PK_ACK)
+            _ack_unacked(s, i, fl)
     elif pk.seq > fl.rcv_nxt:
         if s.p.selective_repeat:
             set_bit(s, &fl.rx_bits, &fl.rx_bits_len, fl, pk.seq // mtu)
-            _send_ctrl(s, i, PK_NACK)
+            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
         elif fl.last_nack_seq != fl.rcv_nxt or s.now - fl.last_nack >= s.p.nack_interval:
             fl.last_nack_seq = fl.rcv_nxt
             fl.last_nack = s.now
-            _send_ctrl(s, i, PK_NACK)
+            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
     else:
-        _send_ctrl(s, i, PK_ACK)          # duplicate: re-ACK what we have
+        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # duplicate: re-ACK what we have
 
 
 cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept:

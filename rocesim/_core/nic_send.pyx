@@ -201,7 +201,9 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     if pk.kind == PK_ACK:
         a.seq = pk.seq
         a.rtt = s.now - pk.ts
-        a.ecn = pk.ecn
+        a.ecn = pk.ecn > 0
+        a.marked = pk.ecn
+        a.packets = pk.acked_pkts
         a.nhops = pk.nhops
         a.hops = pk.hops
         rate = fl.rate_bps

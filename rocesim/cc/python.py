@@ -11,7 +11,7 @@ sees exactly the same events.  See `examples/ecn_aimd.py`.
         params = {"ai": rate("100Mbps", "additive increase per ACK")}
         def on_start(self, flow):
             flow.rate_bps = flow.line_rate_bps
-        def on_ack(self, flow, ack):     # ack.acked_bytes, .seq, .rtt_ps, .ecn, .hops
+        def on_ack(self, flow, ack):     # ack.acked_bytes, .seq, .rtt_ps, .ecn, .packets, .marked_packets, .hops
             ...
 
 Class attributes: `needs_cnp` (receivers send CNPs for ECN-marked data; default
@@ -67,7 +67,8 @@ class PythonScheme:
         """The flow starts; it sends at flow.rate_bps (line rate) with no window unless set."""
 
     def on_ack(self, flow, ack):
-        """An ACK arrived (ack.acked_bytes, ack.seq, ack.rtt_ps, ack.ecn, ack.hops)."""
+        """An ACK arrived (ack.acked_bytes, ack.seq, ack.rtt_ps, ack.ecn, ack.packets,
+        ack.marked_packets: the data packets it covers and how many were CE-marked, ack.hops)."""
 
     def on_nack(self, flow):
         """A NACK arrived (the NIC has already gone back to the first missing byte)."""
