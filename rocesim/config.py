@@ -136,9 +136,9 @@ NIC = {
     "pause_size": Key(parse_size, "64B", "PFC PAUSE frame bytes on the wire"),
     "ack_every": Key(integer(1, 255), 1, "the receiver ACKs every N in-order data packets; the ACK "
                                           "echoes how many of them were ECN-marked"),
-    "ack_high_priority": Key(boolean, True,
-                             "ACK/NACK/CNP in strict-priority queue 0 (never paused); false puts them "
-                             "in the flow's data priority, as the upstream HPCC fork's switches do"),
+    "ack_high_priority": Key(boolean, False,
+                             "true: ACK/NACK/CNP in strict-priority queue 0 (never paused); false "
+                             "(default): in the flow's data priority, as at the HPCC fork's switches"),
     "cnp_interval": Key(parse_time, "50us", "at most one CNP per flow per interval (DCQCN NP)"),
     "nack_interval": Key(parse_time, "500us", "at most one NACK per flow per interval for the same gap"),
     "rto": Key(parse_time, "1ms", "retransmission timeout: no ACK progress for this long"),

@@ -68,6 +68,7 @@ class RouteTables:
     off: np.ndarray      # int32 [(switch - H) * H + dst]
     cnt: np.ndarray      # int32
     ports: np.ndarray    # int32
+    farthest: np.ndarray  # int32 [H]: a host at the largest hop distance from each host
 
 
 def _host_distances(ports: Ports) -> np.ndarray:
@@ -128,7 +129,8 @@ def build_routes(ports: Ports, overrides=()) -> RouteTables:
     off = np.zeros((N - H) * H, np.int32)
     if cnt.size:
         off[1:] = np.cumsum(cnt)[:-1]
-    return RouteTables(off, cnt, entries)
+    host_hops = np.where(dist[:H] >= 0, dist[:H], -1)
+    return RouteTables(off, cnt, entries, np.argmax(host_hops, axis=1).astype(np.int32))
 
 
 def _apply_overrides(ports: Ports, keys, entries, overrides):

@@ -224,6 +224,18 @@ class Simulation:
             raise ScenarioError(key, f"{h!r} is not a host; hosts are 0..{H - 1}")
         return int(h)
 
+    def _scheme_context(self, core) -> Context:
+        """What `auto` scheme parameters depend on.  As the HPCC fork's third.cc, the base
+        RTT that sizes HPCC's T and the windows (BDP = that RTT x the fastest host link) is
+        the largest between any two hosts (taken at each host's farthest peer in hops), or
+        of any flow if larger (explicit paths)."""
+        host_rate = int(self.ports.rate_bps[self.ports.host_port].max())
+        src = np.arange(self.topology.n_hosts, dtype=np.int32)
+        max_rtt = int(max(core.base_rtt_between(src, self._farthest_host).max(initial=0),
+                          core.base_rtt_ps().max(initial=0)))
+        return Context(host_rate_bps=host_rate, max_base_rtt_ps=max_rtt,
+                       max_bdp_bytes=int(max_rtt * host_rate / 8e12))
+
     # --- the world as arrays -----------------------------------------------------------
 
     def _world(self) -> tuple[dict, dict]:
@@ -240,6 +252,7 @@ class Simulation:
                      host_port=ports.host_port,
                      switch_buffer=np.full(N - H, sw["buffer"], np.int64),
                      route_off=tables.off, route_cnt=tables.cnt, route_ports=tables.ports)
+        self._farthest_host = tables.farthest
         world.update(self._pfc_arrays(host_rate))
         world.update(self._ecn_arrays())
         int_on = self.scheme.needs_int
@@ -357,12 +370,10 @@ class Simulation:
             raise ScenarioError("slice", "must be positive")
         world, params = self._world()
         core = Core(world, params)
-        rtts = core.base_rtt_ps()
-        ctx = Context(host_rate_bps=int(self.ports.rate_bps[self.ports.host_port].max()),
-                      max_base_rtt_ps=int(rtts.max()) if rtts.size else 0)
+        ctx = self._scheme_context(core)
         self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
         core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),
-                            needs_cnp=self.scheme.needs_cnp)
+                            needs_cnp=self.scheme.cnp_needed(self.cc_final))
         sampler = None
         if sample_interval is not None:
             interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)

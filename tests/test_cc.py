@@ -192,3 +192,58 @@ def test_bdp_windows_survive_long_fast_paths(cc, params):
     res = sim.run(stop="10ms")
     assert res.flows["slowdown"][f] == pytest.approx(1.0, abs=0.01)
     assert sim._network["port_headroom"].min() > 0          # 3 x rate x delay, no overflow
+
+
+# --- fidelity to the HPCC ns-3 fork's defaults ----------------------------------------------
+
+def test_declared_defaults_are_the_published_values():
+    """The declarations keep their fractions (a .pyx folds `1 / 256` to 0 under cdivision)."""
+    from rocesim.cc import get_scheme
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn")
+    sim.add_flow(1, 2, 10_000)
+    sim.run()
+    assert sim.cc_final["g"] == 1 / 256 and sim.cc_final["notify"] == "ack"
+    assert get_scheme("dctcp").resolve_params(None)["g"] == 1 / 16
+    assert get_scheme("timely").resolve_params(None)["segment"] == "window"
+
+
+def test_dcqcn_mellanox_hears_congestion_from_acks_not_cnp_packets():
+    """The fork flags every ACK of a CE-marked packet as a CNP (no CNP packets, no limit):
+    rates are cut while no CNP packet crosses the network, and the queue stays below Kmax."""
+    res, qt, queue = bottleneck_run("dcqcn", 8, stop="3ms")
+    r = res.samples["rates"]
+    assert res.summary["cnps"] == 0 and res.ports["ecn_marks"].sum() > 100
+    assert r["rate_bps"][r["time_ns"] > 1e6].max() < 50 * G          # every flow was cut
+    assert np.percentile(queue[qt > 1e6], 99) < 1_600_000             # Kmax at 100G
+
+
+def test_dcqcn_paper_notification_point_sends_at_most_one_cnp_per_50us():
+    res, _, _ = bottleneck_run("dcqcn", 8, stop="3ms", params={"preset": "paper"})
+    assert 0 < res.summary["cnps"] <= 8 * (3000 // 50 + 1)
+
+
+def test_windows_and_hpcc_t_come_from_the_longest_host_pair():
+    """As the fork's third.cc: T (and the BDP of windows) is the largest base RTT between any
+    two hosts, even when every flow stays in one rack.  k=4 fat tree: 6 links each way."""
+    from helpers import ser_ps
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    sim = Simulation(t, cc="hpcc")
+    sim.add_flow(0, 1, 10_000)                       # same edge switch: 2 links
+    sim.run()
+    data, ack = 1000 + 48 + 42, 60 + 28           # HPCC: INT on data (42 B) and ACKs (88 B)
+    expected = 6 * (ser_ps(data, 10**11) + US) + 6 * (ser_ps(ack, 10**11) + US)
+    assert sim.cc_final["t"] == expected
+    dctcp = Simulation(t, cc="dctcp")
+    dctcp.add_flow(0, 1, 10_000)
+    dctcp.run()
+    rtt = 6 * (ser_ps(1048, 10**11) + US) + 6 * (ser_ps(60, 10**11) + US)
+    assert dctcp.cc_final["window"] == int(rtt * 100e9 / 8e12)
+
+
+def test_timely_segment_is_a_window_or_a_positive_size():
+    from rocesim.cc import get_scheme
+    timely = get_scheme("timely")
+    assert timely.resolve_params({"segment": "16KB"})["segment"] == 16_000
+    for bad in (0, "0B", "often"):
+        with pytest.raises(ScenarioError, match="cc.params.segment"):
+            timely.resolve_params({"segment": bad})

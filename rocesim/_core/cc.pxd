@@ -24,12 +24,6 @@ cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id)
     heap_push(s, s.now + delay_ps, EV_CC_TIMER, f, timer_id)
 
 
-cdef inline int64_t bdp_bytes(Flow* fl) noexcept:
-    """Line rate x base RTT of the flow, in bytes (in floating point: rate x RTT in
-    bit-picoseconds overflows int64 beyond about 9e18, e.g. 200 Gb/s x 50 us)."""
-    return <int64_t> (<double> fl.line_rate * <double> fl.base_rtt / 8e12)
-
-
 cdef inline void cc_noop_flow(Sim* s, int32_t f) noexcept:
     pass
 

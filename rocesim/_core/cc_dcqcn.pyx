@@ -1,9 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """DCQCN (Zhu et al., SIGCOMM 2015): the reaction point of an RDMA NIC.
 
-Switches mark ECN (RED, the congestion point); the receiver answers marked data with
-a CNP at most once per `nic.cnp_interval` (the notification point, nic_recv.pyx).  The
-sender (here) keeps a current rate Rc, a target rate Rt and alpha:
+Switches mark ECN (RED, the congestion point).  Congestion reaches the sender in one of
+two ways (`notify`): as in the HPCC ns-3 fork (preset `mellanox`), every ACK of a
+CE-marked packet carries the CNP flag and counts as a CNP, with no rate limit at the
+receiver (rdma-hw.cc ReceiveUdp/ReceiveAck); as in the paper (preset `paper`), the
+receiver sends CNP packets, at most one per `nic.cnp_interval` (50 us) per flow
+(nic_recv.pyx).  The difference matters: with the 1 us alpha period, one CNP per 4 us
+lets alpha settle near 0.25 under persistent marking where the fork's reaches about 1.
+The sender (here) keeps a current rate Rc, a target rate Rt and alpha:
 
 * cut: Rt = Rc, Rc = Rc (1 - alpha/2); alpha = (1-g) alpha + g for a period with a
   CNP, (1-g) alpha for one without;
@@ -32,7 +37,7 @@ a DCQCN flow costs events only while it is being cut or recovering.
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport pow
 from rocesim._core.defs cimport Sim, Flow, AckInfo, NIL
-from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_timer, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_timer
 
 cdef enum:
     TIMER_DEC = 1
@@ -40,6 +45,7 @@ cdef enum:
 
 
 cdef struct DcqcnParams:
+    int32_t notify_by_ack       # the fork: an ACK of a CE-marked packet is a CNP
     double g
     int64_t t_alpha
     int64_t t_dec
@@ -50,7 +56,7 @@ cdef struct DcqcnParams:
     double rai
     double rhai
     double min_rate
-    int64_t window
+    int64_t window              # bytes at line rate (scaled by Rc / line rate), 0 = none
 
 
 cdef struct DcqcnFlow:
@@ -79,8 +85,13 @@ cdef inline DcqcnState* _st(Sim* s) noexcept:
     return <DcqcnState*> s.cc.state
 
 
-cdef inline void _apply(Sim* s, int32_t f, DcqcnFlow* x) noexcept:
-    s.flows[f].rate_bps = <int64_t> x.rc
+cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    fl.rate_bps = <int64_t> x.rc
+    if st.p.window > 0:          # the fork's VAR_WIN: the window shrinks with the rate
+        fl.window = <int64_t> (st.p.window * x.rc / fl.line_rate)
+        if fl.window < 1:
+            fl.window = 1
 
 
 cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept:
@@ -109,8 +120,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     x.alpha_mark = NIL
     x.dec_anchor = NIL
     x.inc_due = NIL
-    fl.window = bdp_bytes(fl) if st.p.window < 0 else st.p.window
-    _apply(s, f, x)
+    _apply(s, f, st, x)
 
 
 cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
@@ -123,7 +133,7 @@ cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     x.b_stage = 0
     x.bytes_mark = s.flows[f].snd_una
     _restart_increase_timer(s, f, st, x)
-    _apply(s, f, x)
+    _apply(s, f, st, x)
 
 
 cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
@@ -177,7 +187,7 @@ cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     if x.rt > line:
         x.rt = line
     x.rc = (x.rt + x.rc) / 2
-    _apply(s, f, x)
+    _apply(s, f, st, x)
 
 
 cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
@@ -211,9 +221,12 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
-    """The paper's byte counter: an increase event per B bytes acknowledged since the cut."""
+    """With `notify: ack` (the fork) an ACK echoing a CE mark counts as a CNP; with the
+    paper's byte counter, an increase event per B bytes acknowledged since the cut."""
     cdef DcqcnState* st = _st(s)
     cdef DcqcnFlow* x
+    if st.p.notify_by_ack and a.ecn:
+        _cnp(s, f)
     if st.p.byte_counter <= 0 or st.p.t_dec > 0:
         return
     x = &st.fs[f]
@@ -230,6 +243,7 @@ def install(core, params):
     """Set up DCQCN on the simulation of `core` (an engine.Core) (params already resolved, in bps/ps/bytes)."""
     cdef Sim* s = sim_of(core)
     cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState), sizeof(DcqcnFlow))
+    st.p.notify_by_ack = params["notify"] == "ack"
     st.p.g = params["g"]
     st.p.t_alpha = params["t_alpha"]
     st.p.t_dec = params["t_dec"]
@@ -251,29 +265,36 @@ def install(core, params):
 # --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
 
 from rocesim.config import Key, boolean, choice, integer, number
-from rocesim.cc.scheme import red_ecn, G100, POSITIVE_TIME, RATE, SIZE, Scheme, TIME, auto, fill, window
+from rocesim.cc.scheme import red_ecn, window_bytes, G100, POSITIVE_TIME, RATE, SIZE, Scheme, TIME, auto, fill, window
 
 DCQCN_PRESETS = {
     # the HPCC fork's run.py at NIC rate bw: AI 5*bw/25, HAI 50*bw/25 Mb/s, 1 us alpha,
-    # 4 us decrease check, 300 us timer, F 1, g 1/256, min rate 1 Gb/s (at 100G)
-    "mellanox": dict(g=1 / 256.0, t_alpha=1_000_000, t_dec=4_000_000, t=300_000_000, b=0, f=1,
-                     rai=20e6 / G100, rhai=200e6 / G100, min_rate=1e9 / G100, clamp=False),
+    # 4 us decrease check, 300 us timer, F 1, g 1/256, min rate 1 Gb/s at any rate; every
+    # ACK of a CE-marked packet carries the CNP flag (rdma-hw.cc ReceiveUdp), no CNP packets
+    "mellanox": dict(notify="ack", g=1 / 256.0, t_alpha=1_000_000, t_dec=4_000_000,
+                     t=300_000_000, b=0, f=1, rai=20e6 / G100, rhai=200e6 / G100, min_rate=1e9,
+                     clamp=False),
     # SIGCOMM 2015, Table/Sec. 5 (at 40 Gb/s): g 1/256, K = T = 55 us, B 10 MB, F 5,
-    # R_AI 40 Mb/s; the hyper step is taken as 10 R_AI
-    "paper": dict(g=1 / 256.0, t_alpha=55_000_000, t_dec=0, t=55_000_000, b=10_000_000, f=5,
-                  rai=40e6 / 40e9, rhai=400e6 / 40e9, min_rate=1e8 / 40e9, clamp=True),
+    # R_AI 40 Mb/s, the hyper step taken as 10 R_AI; the notification point sends a CNP
+    # packet at most once per 50 us per flow (nic.cnp_interval)
+    "paper": dict(notify="cnp", g=1 / 256.0, t_alpha=55_000_000, t_dec=0, t=55_000_000,
+                  b=10_000_000, f=5, rai=40e6 / 40e9, rhai=400e6 / 40e9, min_rate=1e8 / 40e9,
+                  clamp=True),
 }
+_PER_BPS = {"mellanox": ("rai", "rhai"), "paper": ("rai", "rhai", "min_rate")}
 
 
 def _dcqcn_finalize(p, ctx):
     d = dict(DCQCN_PRESETS[p["preset"]])
-    for k in ("rai", "rhai", "min_rate"):       # stored per bps of host rate
+    for k in _PER_BPS[p["preset"]]:            # stored per bps of host rate
         d[k] = d[k] * ctx.host_rate_bps
-    return fill(p, d)
+    p = fill(p, d)
+    p["window"] = window_bytes(p["window"], ctx)
+    return p
 
 
-_PAPER_ECN = red_ecn(5_000 * 25 / 40.0, 200_000 * 25 / 40.0, 0.01)   # the paper's, at 40 Gb/s:
-_FORK_ECN = red_ecn()                                             # Kmin 5 KB, Kmax 200 KB, Pmax 1%
+_PAPER_ECN = red_ecn(5_000 * 25 / 40.0, 200_000 * 25 / 40.0, 0.01)  # the paper's at 40 Gb/s:
+_FORK_ECN = red_ecn()                                                # Kmin 5 KB, Kmax 200 KB, Pmax 1%
 
 
 def _dcqcn_ecn(rate_bps, params):
@@ -286,6 +307,10 @@ SCHEME = Scheme(
     {
         "preset": Key(choice("mellanox", "paper"), "mellanox",
                       "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
+        "notify": Key(auto(choice("ack", "cnp")), "auto",
+                      "how congestion reaches the sender: 'ack' (mellanox: every ACK of a CE-marked "
+                      "packet is a CNP, the fork's) or 'cnp' (paper: CNP packets, at most one per "
+                      "nic.cnp_interval per flow)"),
         "g": Key(auto(number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
         "t_alpha": Key(POSITIVE_TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
         "t_dec": Key(TIME, "auto", "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
@@ -294,14 +319,12 @@ SCHEME = Scheme(
         "f": Key(auto(integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
         "rai": Key(RATE, "auto", "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
         "rhai": Key(RATE, "auto", "hyper increase R_HAI (mellanox 200Mbps per 100G, paper 10 R_AI)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1% of line rate, paper 0.25%)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (mellanox 1Gbps, the fork's; paper 0.25% of line rate)"),
         "clamp": Key(auto(boolean), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
-        "window": Key(window, "none", "'bdp' for 'DCQCN+win' (a one-BDP window), or a size"),
+        "window": Key(window, "none", "'bdp' for 'DCQCN+win' (the largest BDP between two hosts, "
+                                      "scaled by Rc / line rate as the fork's VAR_WIN), or a size"),
     },
     finalize=_dcqcn_finalize,
-    needs_cnp=True,
+    needs_cnp=lambda p: p["notify"] == "cnp",
     ecn=_dcqcn_ecn,
-    # the notification point: mellanox cuts at most once per 4 us, so CNPs more often are
-    # useless; the paper's NP sends at most one per 50 us
-    nic_defaults=lambda p: {"cnp_interval": "50us" if p.get("preset") == "paper" else "4us"},
 )

@@ -9,19 +9,21 @@ coalesced ACKs count every mark).  On an ECN echo, at most once per window (unti
 the cut, "CWR"), the rate (or window) is multiplied by 1 - alpha/2.
 
 `mode: rate` (default) is the HPCC ns-3 fork's variant: flows start at line rate, add
-`rai` once per window when not in CWR, and carry a window of one BDP scaled by
-rate / line rate.  `mode: window` is the TCP-like original: the window starts at one
+`rai` once per window when not in CWR (615 Mb/s: one MTU per 13 us RTT, whatever the
+link rate, as run.py sets it), and carry a window (default: the largest BDP between two
+hosts, the fork's HAS_WIN with GLOBAL_T) scaled by rate / line rate (its VAR_WIN).  `mode: window` is the TCP-like original: the window starts at one
 BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Flow, AckInfo
-from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
 cdef struct DctcpParams:
     double g
     double rai
     double min_rate
+    int64_t window             # bytes at line rate (rate mode: scaled by rate / line rate)
     int32_t window_mode
 
 
@@ -43,7 +45,7 @@ cdef struct DctcpState:
 
 cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept:
     cdef Flow* fl = &s.flows[f]
-    cdef int64_t bdp = bdp_bytes(fl)
+    cdef int64_t bdp = st.p.window
     if st.p.window_mode:
         fl.window = <int64_t> x.cwnd if x.cwnd >= 1 else 1
         fl.rate_bps = fl.line_rate
@@ -59,7 +61,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     cdef DctcpFlow* x = &st.fs[f]
     x.alpha = 1.0
     x.rate = s.flows[f].line_rate
-    x.cwnd = bdp_bytes(&s.flows[f])
+    x.cwnd = st.p.window
     if x.cwnd < s.p.mtu:
         x.cwnd = s.p.mtu
     x.last_update_seq = 0
@@ -109,6 +111,7 @@ def install(core, params):
     st.p.g = params["g"]
     st.p.rai = params["rai"]
     st.p.min_rate = params["min_rate"]
+    st.p.window = params["window"]
     st.p.window_mode = params["mode"] == "window"
     cc_install(s, st)
     s.cc.on_start = _start
@@ -118,11 +121,15 @@ def install(core, params):
 # --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
 
 from rocesim.config import Key, choice, number
-from rocesim.cc.scheme import step_ecn, G100, RATE, Scheme, auto, fill, window
+from rocesim.cc.scheme import step_ecn, RATE, Scheme, auto, fill, window, window_bytes
+from rocesim.errors import ScenarioError
 
 def _dctcp_finalize(p, ctx):
-    scale = ctx.host_rate_bps / G100
-    return fill(p, dict(rai=615e6 * scale, min_rate=1e9 * scale))
+    p = fill(p, dict(rai=615e6, min_rate=1e9))       # run.py: constants at any link rate
+    p["window"] = window_bytes(p["window"], ctx)
+    if p["mode"] == "window" and p["window"] <= 0:
+        raise ScenarioError("cc.params.window", "mode 'window' needs a window ('bdp' or a size)")
+    return p
 
 
 SCHEME = Scheme(
@@ -131,7 +138,9 @@ SCHEME = Scheme(
     {
         "g": Key(number(0, 1), 1 / 16.0, "alpha EWMA gain"),
         "mode": Key(choice("rate", "window"), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
-        "rai": Key(RATE, "auto", "rate mode: additive increase per window (615 Mb/s per 100G, the fork's)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+        "rai": Key(RATE, "auto", "rate mode: additive increase per window (615Mbps, the fork's)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
+        "window": Key(window, "bdp", "window at line rate: 'bdp' (the largest BDP between two "
+                                     "hosts, as the fork), a size, or 'none' (rate mode only)"),
     },
     finalize=_dctcp_finalize, ecn=step_ecn(30_000))

@@ -141,7 +141,7 @@ from rocesim.cc.scheme import G100, POSITIVE_TIME, RATE, SIZE, Scheme, auto, fil
 
 def _hpcc_finalize(p, ctx):
     t = ctx.max_base_rtt_ps or 10_000_000
-    d = dict(t=t, min_rate=1e9 * ctx.host_rate_bps / G100)
+    d = dict(t=t, min_rate=1e9)                  # the fork: 1 Gb/s at any link rate
     p = fill(p, d)
     if p["wai"] == "auto":   # W_AI equivalent to 40 Mb/s per 100G of host rate over T
         p["wai"] = 40e6 * ctx.host_rate_bps / G100 * p["t"] / 8e12
@@ -156,7 +156,7 @@ SCHEME = Scheme(
         "max_stage": Key(integer(0, 1000), 0, "additive-increase stages before a multiplicative "
                                                "update (0 as in the paper's simulations)"),
         "wai": Key(SIZE, "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
-        "t": Key(POSITIVE_TIME, "auto", "base RTT T (auto: the largest idle RTT among the flows, as the fork)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+        "t": Key(POSITIVE_TIME, "auto", "base RTT T (auto: the largest idle RTT between two hosts, as the fork)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
     },
     finalize=_hpcc_finalize, needs_int=True)

@@ -1,14 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Congestion control `none`: every flow sends at line rate, PFC alone prevents loss.
 
-Parameter `window`: bytes in flight per flow; 0 (default) means no window, -1 one
-bandwidth-delay product of the flow's path (line rate x base RTT), as the HPCC
-fork's "has_win" option does.
+Parameter `window`: bytes in flight per flow; 'none' (default) means no window, 'bdp'
+the largest bandwidth-delay product between two hosts, as the HPCC fork's "has_win"
+option sets it.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport malloc, free
 from rocesim._core.defs cimport Sim, Flow, CCOps
-from rocesim._core.cc cimport sim_of, cc_ops_clear, bdp_bytes
+from rocesim._core.cc cimport sim_of, cc_ops_clear
 
 cdef struct NoneState:
     int64_t window
@@ -16,9 +16,8 @@ cdef struct NoneState:
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef Flow* fl = &s.flows[f]
-    cdef int64_t w = (<NoneState*> s.cc.state).window
     fl.rate_bps = fl.line_rate
-    fl.window = bdp_bytes(fl) if w < 0 else w
+    fl.window = (<NoneState*> s.cc.state).window
 
 
 cdef void _free(void* state) noexcept:
@@ -41,8 +40,15 @@ def install(core, params):
 # --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
 
 from rocesim.config import Key
-from rocesim.cc.scheme import Scheme, window
+from rocesim.cc.scheme import Scheme, window, window_bytes
+
+
+def _none_finalize(p, ctx):
+    return dict(p, window=window_bytes(p["window"], ctx))
+
 
 SCHEME = Scheme(
     "none", __name__, "no congestion control: line rate, PFC alone prevents loss",
-    {"window": Key(window, "none", "bytes in flight per flow: 'none', 'bdp' (line rate x base RTT) or a size")})
+    {"window": Key(window, "none", "bytes in flight per flow: 'none', 'bdp' (the largest BDP "
+                                   "between two hosts, as the fork's has_win) or a size")},
+    finalize=_none_finalize)

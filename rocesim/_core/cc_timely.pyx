@@ -1,9 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """TIMELY (Mittal et al., SIGCOMM 2015): rate control from the RTT gradient.
 
-An RTT sample is taken per completion event: when the ACKs have acknowledged another
-`segment` bytes (the paper's NIC reports RTT per completed segment of 16-64 KB, not
-per packet), from the ACK that completes it (its echo of the data packet's send time).
+An RTT sample (now minus the echoed send time of the data packet the ACK answers)
+drives one rate update per completion event.  By default (`segment: window`) that is
+once per window of data, as the HPCC ns-3 fork does it (rdma-hw.cc HandleAckTimely):
+the update runs on the first ACK beyond the snd_nxt recorded at the previous update,
+about once per RTT whatever the rate.  With `segment` a size, it is once per `segment`
+bytes acknowledged (the paper's NIC reports RTT per completed segment of 16-64 KB).
 Then, with prev the previous sample:
 
     rtt_diff = (1 - alpha) rtt_diff + alpha (new_rtt - prev_rtt)
@@ -29,7 +32,7 @@ cdef struct TimelyParams:
     double min_rtt
     double delta
     double min_rate
-    int64_t segment
+    int64_t segment           # bytes per completion event; 0: once per window (the fork)
     int32_t hai_after
 
 
@@ -38,7 +41,8 @@ cdef struct TimelyFlow:
     double prev_rtt           # < 0 before the first sample
     double rtt_diff
     int32_t increases         # increases in a row
-    int64_t seg_mark          # snd_una at the last sample
+    int64_t seg_mark          # segment mode: snd_una at the last sample; window mode: the
+                              # snd_nxt at the last update (the next one needs an ACK past it)
 
 
 cdef struct TimelyState:
@@ -63,9 +67,14 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef TimelyFlow* x = &st.fs[f]
     cdef Flow* fl = &s.flows[f]
     cdef double rtt = <double> a.rtt, gradient
-    if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < fl.size:
-        return
-    x.seg_mark = fl.snd_una
+    if p.segment > 0:
+        if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < fl.size:
+            return
+        x.seg_mark = fl.snd_una
+    else:
+        if a.seq <= x.seg_mark:
+            return
+        x.seg_mark = fl.snd_nxt
     if x.prev_rtt < 0:
         x.prev_rtt = rtt
         return
@@ -109,14 +118,16 @@ def install(core, params):
 
 # --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
 
-from rocesim.config import Key, integer, number
+from rocesim.config import Key, either, integer, number
 from rocesim.cc.scheme import G100, RATE, Scheme, auto, fill, positive
 from rocesim.units import parse_size, parse_time
 
 def _timely_finalize(p, ctx):
     scale = ctx.host_rate_bps / G100
-    # the HPCC fork at NIC rate bw: AI bw Mb/s (100 Mb/s at 100G), HAI 5x
-    return fill(p, dict(delta=100e6 * scale, min_rate=1e9 * scale))
+    # the HPCC fork at NIC rate bw: AI bw Mb/s (100 Mb/s at 100G), HAI 5x; min rate 1 Gb/s
+    p = fill(p, dict(delta=100e6 * scale, min_rate=1e9))
+    p["segment"] = 0 if p["segment"] == "window" else p["segment"]
+    return p
 
 
 SCHEME = Scheme(
@@ -130,7 +141,9 @@ SCHEME = Scheme(
         "min_rtt": Key(positive(parse_time), "20us", "normalizes the gradient"),
         "delta": Key(RATE, "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
         "hai_after": Key(integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
-        "segment": Key(parse_size, "16KB", "bytes per completion event (one RTT sample each)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1 Gb/s per 100G)"),
+        "segment": Key(either("window", positive(parse_size)), "window",
+                       "one rate update per window of data ('window', the HPCC fork's) or per "
+                       "this many bytes acknowledged (the paper's completion events, 16-64KB)"),
+        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
     },
     finalize=_timely_finalize)

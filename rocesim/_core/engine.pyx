@@ -17,7 +17,7 @@ from rocesim._core.defs cimport (Sim, Event, Port, Switch, Host, Flow, NetParams
 from rocesim._core.pool cimport pool_array
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
-from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path
+from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
 from rocesim._core cimport loop
 
 cnp.import_array()
@@ -334,6 +334,20 @@ cdef class Core:
         out = np.empty(self.s.n_flows, np.int64)
         for i in range(self.s.n_flows):
             out[i] = self.s.flows[i].base_rtt
+        return out
+
+    def base_rtt_between(self, src, dst):
+        """Idle-network RTT (ps) of a full packet and its ACK between hosts src[i] and dst[i]
+        (0 where there is no path)."""
+        cdef cnp.ndarray[int32_t] a = _as(src, np.int32, "src")
+        cdef cnp.ndarray[int32_t] b = _as(dst, np.int32, "dst", a.shape[0])
+        cdef cnp.ndarray[int64_t] out = np.zeros(a.shape[0], np.int64)
+        cdef int32_t k
+        _check_range(a, 0, self.s.n_hosts, "src")
+        _check_range(b, 0, self.s.n_hosts, "dst")
+        for k in range(a.shape[0]):
+            if a[k] != b[k]:
+                out[k] = pair_base_rtt(self.s, a[k], b[k])
         return out
 
     @property

@@ -131,6 +131,12 @@ cdef inline int64_t _ack_wire(Sim* s) noexcept:
     return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
 
 
+cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t hr) noexcept:
+    """Idle-network RTT of a full data packet over `fwd` and its ACK back over `rev`."""
+    return (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
+            + _one_packet_latency(s, rev, hr, _ack_wire(s)))
+
+
 cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
     """Line rate and base RTT of flow f (computed for every flow when the core is built)."""
     cdef Flow* fl = &s.flows[f]
@@ -143,8 +149,19 @@ cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
         fl.base_rtt = 0
         return
     fl.hops = h - 1
-    fl.base_rtt = (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
-                   + _one_packet_latency(s, rev, hr, _ack_wire(s)))
+    fl.base_rtt = _rtt(s, fwd, h, rev, hr)
+
+
+cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept:
+    """Idle-network RTT between two hosts along their routed path (first ECMP choice for
+    hash 0); 0 if either way has no path."""
+    cdef int32_t fwd[MAX_PATH]
+    cdef int32_t rev[MAX_PATH]
+    cdef int32_t h = trace_path(s, src, dst, 0, NIL, fwd, MAX_PATH)
+    cdef int32_t hr = trace_path(s, dst, src, 0, NIL, rev, MAX_PATH)
+    if h < 0 or hr < 0:
+        return 0
+    return _rtt(s, fwd, h, rev, hr)
 
 
 cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexcept:

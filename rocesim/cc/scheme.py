@@ -29,7 +29,8 @@ G100 = 100e9
 # --- parameter parsers shared by the declarations -------------------------------------------
 
 def window(v, key):
-    """'none', 'bdp', or a size: the per-flow window of bytes in flight (0: none, -1: one BDP)."""
+    """'none', 'bdp', or a size: the per-flow window of bytes in flight (0: none, -1: one BDP,
+    which `finalize` turns into bytes with `window_bytes`)."""
     if v == "none":
         return 0
     if v == "bdp":
@@ -61,7 +62,15 @@ class Context:
     """What `auto` defaults may depend on."""
 
     host_rate_bps: int          # the fastest host link
-    max_base_rtt_ps: int        # the largest idle-network RTT among the flows
+    max_base_rtt_ps: int        # the largest idle-network RTT between two hosts (or of a flow)
+    max_bdp_bytes: int = 0      # the largest bandwidth-delay product between two hosts
+
+
+def window_bytes(w, ctx: Context) -> int:
+    """A parsed `window` value in bytes: 'bdp' (-1) is the largest BDP between two hosts of
+    the topology, one window for every flow, as the HPCC fork's `GLOBAL_T`/`HAS_WIN` set it
+    (third.cc computes maxBdp over all host pairs)."""
+    return ctx.max_bdp_bytes if w < 0 else w
 
 
 def fill(params: dict, defaults: dict) -> dict:
@@ -97,7 +106,8 @@ class Scheme:
     params: dict = field(default_factory=dict)  # name -> config.Key
     finalize: Callable[[dict, Context], dict] = staticmethod(lambda p, ctx: p)
     needs_int: bool = False                     # switches stamp INT records (HPCC)
-    needs_cnp: bool = False                     # receivers send CNPs for ECN-marked data
+    # receivers send CNP packets for ECN-marked data: a flag, or a function of the final params
+    needs_cnp: bool | Callable[[dict], bool] = False
     # (kmin, kmax, pmax) for a port of `rate_bps` when the scenario leaves them 'auto'
     ecn: Callable[[int, dict], tuple[int, int, float]] = staticmethod(red_ecn())
     # NIC settings the scheme implies (the scenario's own nic: keys override them)
@@ -111,6 +121,10 @@ class Scheme:
     def ecn_defaults(self, rate_bps: int, params: dict | None = None) -> tuple[int, int, float]:
         """(kmin, kmax, pmax) for a port of `rate_bps` when the scenario leaves them 'auto'."""
         return self.ecn(rate_bps, params or {})
+
+    def cnp_needed(self, final_params: dict) -> bool:
+        """Whether receivers send CNP packets, given the finalized parameters."""
+        return bool(self.needs_cnp(final_params) if callable(self.needs_cnp) else self.needs_cnp)
 
     def resolve_params(self, given: dict | None, key: str = "cc.params") -> dict:
         """The parameters: defaults overlaid with `given`, parsed; unknown keys are errors."""
