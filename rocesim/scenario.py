@@ -120,16 +120,79 @@ LINKS = ("link", "host_link", "fabric_link")
 
 
 def build_topology(d, base_dir=".", key="topology"):
-    """A `Topology` from the scenario's `topology:` mapping."""
+    """A `Topology` from the scenario's `topology:` mapping (the NICs of a platform's servers
+    are its hosts)."""
+    return build_platform(d, base_dir, key).topology
+
+
+def build_platform(d, base_dir=".", key="topology"):
+    """A `rocesim.platform.Platform` from the scenario's `topology:` mapping: multi-GPU
+    servers for `rail_optimized`, `rail_only`, and `leaf_spine`/`fat_tree`/`clos3` with
+    `gpus_per_server`; otherwise one rank per host."""
+    from rocesim import platform as pf
     _mapping(d, key)
     kind = d.get("kind")
     if kind not in _TOPOLOGIES:
         what = "missing (required)" if kind is None else f"unknown topology {kind!r}"
         raise ScenarioError(f"{key}.kind", f"{what}; valid kinds: {', '.join(_TOPOLOGIES)}")
     try:
-        return _TOPOLOGIES[kind](d, base_dir, key)
+        if kind in _PLATFORMS:
+            return _PLATFORMS[kind](d, key)
+        server = {k: d[k] for k in SERVER_KEYS if k in d}
+        d = {k: v for k, v in d.items() if k not in SERVER_KEYS}
+        topo = _TOPOLOGIES[kind](d, base_dir, key)
+        if not server:
+            return pf.Platform.hosts(topo)
+        if kind not in ("leaf_spine", "fat_tree", "clos3"):
+            raise ScenarioError(f"{key}.{next(iter(server))}", f"multi-GPU servers go on leaf_spine, fat_tree, "
+                                f"clos3, rail_optimized or rail_only, not {kind}")
+        if "gpus_per_server" not in server:
+            raise ScenarioError(f"{key}.gpus_per_server", "missing: servers with nics_per_server or scale_up "
+                                                          "need gpus_per_server")
+        return pf.on_topology(topo, server["gpus_per_server"], _scale_up(server.get("scale_up"), f"{key}.scale_up"),
+                              nics_per_server=server.get("nics_per_server"), kind=kind)
     except ScenarioError as e:
         raise _rekey(key, e) from None
+
+
+SERVER_KEYS = ("gpus_per_server", "nics_per_server", "scale_up")
+
+
+def _scale_up(v, key):
+    """`scale_up: {rate, delay, kind}`: each GPU's rate per direction and a hop's latency."""
+    from rocesim.platform import SCALE_UP_KINDS, ScaleUp
+    if v is None:
+        return None
+    _keys(v, key, ("rate", "delay"), ("kind",))
+    kind = v.get("kind", "switch")
+    if kind not in SCALE_UP_KINDS:
+        raise ScenarioError(f"{key}.kind", f"unknown scale-up kind {kind!r}; valid: {', '.join(SCALE_UP_KINDS)}")
+    return ScaleUp(parse_rate(v["rate"], f"{key}.rate"), parse_time(v["delay"], f"{key}.delay"), kind)
+
+
+def _rail_optimized(d, key):
+    from rocesim import platform as pf
+    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"),
+          ("nics_per_server", "servers_per_pod", "spines", "oversubscription", "fabric_link"))
+    rate, delay = _link(d["nic_link"], f"{key}.nic_link")
+    frate, fdelay = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (None, None)
+    if "spines" in d and "oversubscription" in d:
+        raise ScenarioError(f"{key}.spines", "give spines or oversubscription, not both")
+    return pf.rail_optimized(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+                             _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"),
+                             servers_per_pod=d.get("servers_per_pod"), spines=d.get("spines"),
+                             oversubscription=d.get("oversubscription", 1.0), fabric_rate=frate, fabric_delay=fdelay)
+
+
+def _rail_only(d, key):
+    from rocesim import platform as pf
+    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"), ("nics_per_server",))
+    rate, delay = _link(d["nic_link"], f"{key}.nic_link")
+    return pf.rail_only(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+                        _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"))
+
+
+_PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
 
 
 def _star(d, base_dir, key):
@@ -181,7 +244,8 @@ def _hpcc_file(d, base_dir, key):
 
 
 _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
-               "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file}
+               "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file,
+               "rail_optimized": None, "rail_only": None}
 
 
 # --- traffic ---------------------------------------------------------------------------------
@@ -315,16 +379,36 @@ def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index):
     sim.add_flows(table, tag=index)
 
 
-def _rank_groups(v, key, topo) -> list[np.ndarray]:
-    """`all`, a list of hosts, or a list of lists (one communicator each)."""
+def _ranks(v, key, sim) -> np.ndarray:
+    """`all` or a list of ranks (GPUs of the platform; on a plain topology, hosts)."""
+    n = sim.platform.n_ranks
+    if v == "all":
+        return np.arange(n)
+    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
+        raise ScenarioError(key, f"expected 'all' or a list of ranks, got {v!r}")
+    bad = [h for h in v if not 0 <= h < n]
+    if bad:
+        raise ScenarioError(key, f"rank {bad[0]} does not exist; ranks are 0..{n - 1}")
+    return np.asarray(v)
+
+
+def _rank_groups(v, key, sim) -> list[np.ndarray]:
+    """`all`, a list of ranks, or a list of lists (one communicator each)."""
     if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
-        return [_hosts(x, f"{key}[{i}]", topo) for i, x in enumerate(v)]
-    return [_hosts(v, key, topo)]
+        return [_ranks(x, f"{key}[{i}]", sim) for i, x in enumerate(v)]
+    return [_ranks(v, key, sim)]
+
+
+def _bool(d, name, key, default=False) -> bool:
+    v = d.get(name, default)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{key}.{name}", f"expected true or false, got {v!r}")
+    return v
 
 
 def _t_collective(sim, d, key, rng, base_dir, index):
     from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
-    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size"))
+    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn"))
     op = d["op"]
     if op not in ALGORITHMS:
         raise ScenarioError(f"{key}.op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
@@ -335,14 +419,17 @@ def _t_collective(sim, d, key, rng, base_dir, index):
     size = _flow_size(d["size"], f"{key}.size")
     chunks = _count(d.get("chunks", 1), f"{key}.chunks")
     group_size = _count(d["group_size"], f"{key}.group_size") if "group_size" in d else None
-    if algorithm == "hierarchical" and group_size is None:
-        raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group)")
-    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim.topology):
+    if algorithm.startswith("hierarchical") and group_size is None and sim.platform.gpus_per_server == 1:
+        raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group) "
+                                                 "unless the platform has multi-GPU servers")
+    pxn = _bool(d, "pxn", key)
+    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim):
         if len(members) < 2:
             raise ScenarioError(f"{key}.ranks", "a collective needs at least two ranks")
         try:
             sim.add_collective(op, algorithm, members.tolist(), size, chunks=chunks, prio=_prio(d, key),
-                               start=parse_time(d.get("start", "0us"), f"{key}.start"), group_size=group_size)
+                               start=parse_time(d.get("start", "0us"), f"{key}.start"), group_size=group_size,
+                               pxn=pxn)
         except ScenarioError as e:
             raise _rekey(key, e) from None
 
@@ -365,7 +452,7 @@ def _t_workload(sim, d, key, rng, base_dir, index):
     from rocesim.training import workloads
     _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
                                       "params", "clock"))
-    ranks = _hosts(d.get("ranks", "all"), f"{key}.ranks", sim.topology)
+    ranks = _ranks(d.get("ranks", "all"), f"{key}.ranks", sim)
     iterations = _count(d.get("iterations", 1), f"{key}.iterations")
     algos = d.get("algorithms", {})
     _mapping(algos, f"{key}.algorithms")
@@ -386,6 +473,9 @@ def _t_workload(sim, d, key, rng, base_dir, index):
         wl = read_astra_sim(_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"), clock)
     elif isinstance(model, dict) and set(model) == {"chakra"}:
         from rocesim.training.workloads.chakra import add_chakra, read_chakra
+        if sim.platform.gpus_per_server > 1:
+            raise ScenarioError(f"{key}.model.chakra", "Chakra traces run on one rank per host; use a topology "
+                                                       "without gpus_per_server")
         prefix = model["chakra"]
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
@@ -461,7 +551,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
     stop = parse_time(raw["stop"], "stop") if raw.get("stop") is not None else None
-    topo = build_topology(raw["topology"], base_dir)
+    topo = build_platform(raw["topology"], base_dir)
     cc = raw.get("cc", {"scheme": "none"})
     _keys(cc, "cc", ("scheme",), ("params",))
     if not isinstance(cc["scheme"], str):
