@@ -447,22 +447,57 @@ def _parse_hz(v, key) -> float:
     raise ScenarioError(key, f"expected a clock frequency such as 1GHz, got {v!r}")
 
 
+def _job_ranks(sim, d, key, index):
+    """A workload's ranks (`ranks`, or `gpus` and `placement`) and job name, disjoint from
+    every other workload's."""
+    from rocesim.training.jobs import place
+    taken = np.zeros(sim.platform.n_ranks, bool)
+    for r in sim.job_ranks.values():
+        taken[r] = True
+    if "gpus" in d:
+        if "ranks" in d:
+            raise ScenarioError(f"{key}.gpus", "give ranks or gpus (with placement), not both")
+        ranks = place(sim.platform, _count(d["gpus"], f"{key}.gpus"), d.get("placement", "packed"), taken,
+                      f"{key}.gpus")
+    else:
+        if "placement" in d:
+            raise ScenarioError(f"{key}.placement", "placement chooses the ranks of `gpus`; it needs gpus")
+        ranks = _ranks(d.get("ranks", "all"), f"{key}.ranks", sim)
+        if taken[ranks].any():
+            raise ScenarioError(f"{key}.ranks", f"rank {int(ranks[taken[ranks]][0])} already runs another job; "
+                                                "jobs need disjoint ranks")
+    job = d.get("job", f"job{index}")
+    if not isinstance(job, str) or not job or job in sim.job_ranks:
+        raise ScenarioError(f"{key}.job", f"expected a name no other workload uses, got {job!r}")
+    sim.job_ranks[job] = ranks
+    return ranks, job
+
+
 def _t_workload(sim, d, key, rng, base_dir, index):
     from rocesim.training.collectives import ALGORITHMS
     from rocesim.training import workloads
+    from rocesim.training.workloads.llm import LLM_PRESETS
     _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
-                                      "params", "clock"))
-    ranks = _ranks(d.get("ranks", "all"), f"{key}.ranks", sim)
+                                      "params", "clock", "job", "gpus", "placement", "parallelism", "pipeline",
+                                      "pxn"))
+    ranks, job = _job_ranks(sim, d, key, index)
     iterations = _count(d.get("iterations", 1), f"{key}.iterations")
     algos = d.get("algorithms", {})
     _mapping(algos, f"{key}.algorithms")
+    extra = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
     for op, alg in algos.items():
-        if op not in ALGORITHMS or alg not in ALGORITHMS[op]:
-            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(ALGORITHMS.get(op, ()))} "
-                                                          f"for an op in {', '.join(ALGORITHMS)}")
+        valid = ALGORITHMS.get(extra.get(op, op))
+        if valid is None or alg not in valid:
+            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(valid or ())} "
+                                                          f"for an op in {', '.join(list(ALGORITHMS) + list(extra))}")
     common = dict(algorithms=algos, chunks=_count(d.get("chunks", 1), f"{key}.chunks"), prio=_prio(d, key),
-                  start=parse_time(d.get("start", "0us"), f"{key}.start"), tag=index)
+                  start=parse_time(d.get("start", "0us"), f"{key}.start"), tag=index, job=job)
     model = d["model"]
+    llm_only = [k for k in ("parallelism", "pipeline", "pxn") if k in d]
+    if llm_only and not (isinstance(model, str) and model in LLM_PRESETS):
+        raise ScenarioError(f"{key}.{llm_only[0]}", f"only the LLM presets ({', '.join(LLM_PRESETS)}) take it")
+    if isinstance(model, str) and model in LLM_PRESETS:
+        return _llm_workload(sim, d, key, model, ranks, iterations, common)
     if isinstance(model, str):
         params = d.get("params", {})
         _mapping(params, f"{key}.params")
@@ -480,12 +515,44 @@ def _t_workload(sim, d, key, rng, base_dir, index):
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
         prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        del common["job"]
         add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, iterations, **common)
         return
     else:
         raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file} or {chakra: prefix}")
     try:
         workloads.add_training(sim, wl, ranks, iterations, **common)
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+
+
+PARALLELISM_KEYS = ("tp", "pp", "cp", "ep", "order")
+
+
+def _llm_workload(sim, d, key, name, ranks, iterations, common):
+    """An LLM preset (`gpt`, `mixtral`) with `params`, `parallelism: {tp, pp, cp, ep, order}`
+    (dp is what is left), `pipeline: 1f1b|gpipe` and `pxn`."""
+    from rocesim.training.parallelism import Parallelism
+    from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
+    params = d.get("params", {})
+    _mapping(params, f"{key}.params")
+    try:
+        model, dims = LLM_PRESETS[name](**params)
+    except TypeError as e:
+        raise ScenarioError(f"{key}.params", f"bad preset parameters: {e}") from None
+    par = d.get("parallelism", {})
+    _keys(par, f"{key}.parallelism", (), PARALLELISM_KEYS)
+    for k in ("tp", "pp", "cp", "ep"):
+        if k in par:
+            dims[k] = _count(par[k], f"{key}.parallelism.{k}")
+    if "order" in par:
+        dims["order"] = par["order"]
+    pipeline = d.get("pipeline", "1f1b")
+    if pipeline not in SCHEDULES:
+        raise ScenarioError(f"{key}.pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
+    try:
+        add_llm_training(sim, model, ranks, iterations, Parallelism.for_ranks(len(ranks), **dims),
+                         pipeline=pipeline, pxn=_bool(d, "pxn", key), **common)
     except ScenarioError as e:
         raise _rekey(key, e) from None
 

@@ -99,6 +99,7 @@ class Simulation:
         self.collectives = []        # CollectiveRecord of every collective added
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
+        self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
 

@@ -367,13 +367,60 @@ def _hierarchical(t, p, m, group_size, inter="ring"):
     return None
 
 
+def _in_server_ps(t, op, algorithm, m):
+    """The duration of a collective whose ranks all sit in one server, from the fluid
+    scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
+    all-to-all), or None when there is none.  With one chunk and every rank starting
+    together it is exactly what the step-by-step transfers give (tests/test_platform.py),
+    in a handful of nodes instead of hundreds."""
+    pf, ranks = t.platform, t.ranks
+    su, G = pf.scale_up, pf.gpus_per_server
+    if su is None or G == 1 or t.C != 1 or np.unique(pf.server[ranks]).size != 1:
+        return None
+    p = ranks.size
+    if algorithm == "ring" and op in ("allreduce", "reducescatter", "allgather"):
+        a, b = ranks, np.roll(ranks, -1)
+        nbytes = np.full(p, split_bytes(m, p).max())
+        steps = 2 * (p - 1) if op == "allreduce" else p - 1
+    elif algorithm == "direct" and op == "alltoall":
+        a, b = np.repeat(ranks, p), np.tile(ranks, p)
+        a, b = a[a != b], b[a != b]
+        nbytes = np.full(a.size, m // p)
+        steps = 1
+    else:
+        return None
+    busy = su.port_time_ps(a, b, nbytes, G).max()
+    return steps * int(busy + su.delay_ps * su.hops(pf.local[a], pf.local[b], G).max())
+
+
+def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
+                 start=0, chunks=1, pxn=False, job="") -> CollectiveRecord:
+    """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a
+    pipeline-parallel stage boundary); a record like a collective's, with op `sendrecv`
+    and one start and done node per rank of `src` then `dst`."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    ranks = np.concatenate([src, dst])
+    if size <= 0:
+        raise ScenarioError("size", "must be positive")
+    t = _Transfers(g, ranks, max(1, min(chunks, size)), prio, cid, iteration, tag, platform, pxn)
+    hosts = t.platform.host_of(ranks)
+    start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
+    k = src.size
+    t.send(np.arange(k), np.arange(k, 2 * k), size)
+    done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
+    flows = t.connect(start_nodes, done_nodes)
+    return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
+
+
 def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
                    iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
-                   job="") -> CollectiveRecord:
+                   job="", closed_form=True) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
     `ranks` are GPU ranks of `platform` (a `rocesim.platform.Platform`; None: ranks are
     hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
+    A collective inside one server takes its fluid closed form when it has one
+    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     The start nodes are roots starting at `start` unless the caller makes them depend on
     other nodes (`g.depend(record.start_nodes, ...)`).
     """
@@ -399,7 +446,19 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
     t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag, platform, pxn)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    if op == "alltoall":
+    fluid = _in_server_ps(t, op, algorithm, size) if closed_form else None
+    if fluid is not None:
+        everyone = t.join([start_nodes[i:i + 1] for i in range(p)], 0)
+        kw = dict(t.kw)
+        del kw["prio"]
+        busy = g.compute(hosts, fluid, **kw)
+        g.depend(busy, np.repeat(everyone, p))
+        t.nodes.append(busy)
+        t.first.append(busy)                        # so that connect() makes done wait for them
+        t.src.append(np.arange(p))
+        t.final.append(busy)
+        t.dst.append(np.arange(p))
+    elif op == "alltoall":
         _alltoall(t, algorithm, p, size)
     elif op in ("broadcast", "reduce"):
         _rooted(t, op, algorithm, p, size)
