@@ -36,6 +36,8 @@ def _check(args) -> int:
     scn = sc.load(args.scenario, args.set)
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
           f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}")
+    if scn.sim.platform.kind != "hosts":
+        print(scn.sim.platform.describe())
     return 0
 
 

@@ -120,16 +120,79 @@ LINKS = ("link", "host_link", "fabric_link")
 
 
 def build_topology(d, base_dir=".", key="topology"):
-    """A `Topology` from the scenario's `topology:` mapping."""
+    """A `Topology` from the scenario's `topology:` mapping (the NICs of a platform's servers
+    are its hosts)."""
+    return build_platform(d, base_dir, key).topology
+
+
+def build_platform(d, base_dir=".", key="topology"):
+    """A `rocesim.platform.Platform` from the scenario's `topology:` mapping: multi-GPU
+    servers for `rail_optimized`, `rail_only`, and `leaf_spine`/`fat_tree`/`clos3` with
+    `gpus_per_server`; otherwise one rank per host."""
+    from rocesim import platform as pf
     _mapping(d, key)
     kind = d.get("kind")
     if kind not in _TOPOLOGIES:
         what = "missing (required)" if kind is None else f"unknown topology {kind!r}"
         raise ScenarioError(f"{key}.kind", f"{what}; valid kinds: {', '.join(_TOPOLOGIES)}")
     try:
-        return _TOPOLOGIES[kind](d, base_dir, key)
+        if kind in _PLATFORMS:
+            return _PLATFORMS[kind](d, key)
+        server = {k: d[k] for k in SERVER_KEYS if k in d}
+        d = {k: v for k, v in d.items() if k not in SERVER_KEYS}
+        topo = _TOPOLOGIES[kind](d, base_dir, key)
+        if not server:
+            return pf.Platform.hosts(topo)
+        if kind not in ("leaf_spine", "fat_tree", "clos3"):
+            raise ScenarioError(f"{key}.{next(iter(server))}", f"multi-GPU servers go on leaf_spine, fat_tree, "
+                                f"clos3, rail_optimized or rail_only, not {kind}")
+        if "gpus_per_server" not in server:
+            raise ScenarioError(f"{key}.gpus_per_server", "missing: servers with nics_per_server or scale_up "
+                                                          "need gpus_per_server")
+        return pf.on_topology(topo, server["gpus_per_server"], _scale_up(server.get("scale_up"), f"{key}.scale_up"),
+                              nics_per_server=server.get("nics_per_server"), kind=kind)
     except ScenarioError as e:
         raise _rekey(key, e) from None
+
+
+SERVER_KEYS = ("gpus_per_server", "nics_per_server", "scale_up")
+
+
+def _scale_up(v, key):
+    """`scale_up: {rate, delay, kind}`: each GPU's rate per direction and a hop's latency."""
+    from rocesim.platform import SCALE_UP_KINDS, ScaleUp
+    if v is None:
+        return None
+    _keys(v, key, ("rate", "delay"), ("kind",))
+    kind = v.get("kind", "switch")
+    if kind not in SCALE_UP_KINDS:
+        raise ScenarioError(f"{key}.kind", f"unknown scale-up kind {kind!r}; valid: {', '.join(SCALE_UP_KINDS)}")
+    return ScaleUp(parse_rate(v["rate"], f"{key}.rate"), parse_time(v["delay"], f"{key}.delay"), kind)
+
+
+def _rail_optimized(d, key):
+    from rocesim import platform as pf
+    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"),
+          ("nics_per_server", "servers_per_pod", "spines", "oversubscription", "fabric_link"))
+    rate, delay = _link(d["nic_link"], f"{key}.nic_link")
+    frate, fdelay = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (None, None)
+    if "spines" in d and "oversubscription" in d:
+        raise ScenarioError(f"{key}.spines", "give spines or oversubscription, not both")
+    return pf.rail_optimized(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+                             _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"),
+                             servers_per_pod=d.get("servers_per_pod"), spines=d.get("spines"),
+                             oversubscription=d.get("oversubscription", 1.0), fabric_rate=frate, fabric_delay=fdelay)
+
+
+def _rail_only(d, key):
+    from rocesim import platform as pf
+    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"), ("nics_per_server",))
+    rate, delay = _link(d["nic_link"], f"{key}.nic_link")
+    return pf.rail_only(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+                        _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"))
+
+
+_PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
 
 
 def _star(d, base_dir, key):
@@ -181,7 +244,8 @@ def _hpcc_file(d, base_dir, key):
 
 
 _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
-               "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file}
+               "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file,
+               "rail_optimized": None, "rail_only": None}
 
 
 # --- traffic ---------------------------------------------------------------------------------
@@ -315,16 +379,36 @@ def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index):
     sim.add_flows(table, tag=index)
 
 
-def _rank_groups(v, key, topo) -> list[np.ndarray]:
-    """`all`, a list of hosts, or a list of lists (one communicator each)."""
+def _ranks(v, key, sim) -> np.ndarray:
+    """`all` or a list of ranks (GPUs of the platform; on a plain topology, hosts)."""
+    n = sim.platform.n_ranks
+    if v == "all":
+        return np.arange(n)
+    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
+        raise ScenarioError(key, f"expected 'all' or a list of ranks, got {v!r}")
+    bad = [h for h in v if not 0 <= h < n]
+    if bad:
+        raise ScenarioError(key, f"rank {bad[0]} does not exist; ranks are 0..{n - 1}")
+    return np.asarray(v)
+
+
+def _rank_groups(v, key, sim) -> list[np.ndarray]:
+    """`all`, a list of ranks, or a list of lists (one communicator each)."""
     if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
-        return [_hosts(x, f"{key}[{i}]", topo) for i, x in enumerate(v)]
-    return [_hosts(v, key, topo)]
+        return [_ranks(x, f"{key}[{i}]", sim) for i, x in enumerate(v)]
+    return [_ranks(v, key, sim)]
+
+
+def _bool(d, name, key, default=False) -> bool:
+    v = d.get(name, default)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{key}.{name}", f"expected true or false, got {v!r}")
+    return v
 
 
 def _t_collective(sim, d, key, rng, base_dir, index):
     from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
-    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size"))
+    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn"))
     op = d["op"]
     if op not in ALGORITHMS:
         raise ScenarioError(f"{key}.op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
@@ -335,14 +419,17 @@ def _t_collective(sim, d, key, rng, base_dir, index):
     size = _flow_size(d["size"], f"{key}.size")
     chunks = _count(d.get("chunks", 1), f"{key}.chunks")
     group_size = _count(d["group_size"], f"{key}.group_size") if "group_size" in d else None
-    if algorithm == "hierarchical" and group_size is None:
-        raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group)")
-    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim.topology):
+    if algorithm.startswith("hierarchical") and group_size is None and sim.platform.gpus_per_server == 1:
+        raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group) "
+                                                 "unless the platform has multi-GPU servers")
+    pxn = _bool(d, "pxn", key)
+    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim):
         if len(members) < 2:
             raise ScenarioError(f"{key}.ranks", "a collective needs at least two ranks")
         try:
             sim.add_collective(op, algorithm, members.tolist(), size, chunks=chunks, prio=_prio(d, key),
-                               start=parse_time(d.get("start", "0us"), f"{key}.start"), group_size=group_size)
+                               start=parse_time(d.get("start", "0us"), f"{key}.start"), group_size=group_size,
+                               pxn=pxn)
         except ScenarioError as e:
             raise _rekey(key, e) from None
 
@@ -360,22 +447,57 @@ def _parse_hz(v, key) -> float:
     raise ScenarioError(key, f"expected a clock frequency such as 1GHz, got {v!r}")
 
 
+def _job_ranks(sim, d, key, index):
+    """A workload's ranks (`ranks`, or `gpus` and `placement`) and job name, disjoint from
+    every other workload's."""
+    from rocesim.training.jobs import place
+    taken = np.zeros(sim.platform.n_ranks, bool)
+    for r in sim.job_ranks.values():
+        taken[r] = True
+    if "gpus" in d:
+        if "ranks" in d:
+            raise ScenarioError(f"{key}.gpus", "give ranks or gpus (with placement), not both")
+        ranks = place(sim.platform, _count(d["gpus"], f"{key}.gpus"), d.get("placement", "packed"), taken,
+                      f"{key}.gpus")
+    else:
+        if "placement" in d:
+            raise ScenarioError(f"{key}.placement", "placement chooses the ranks of `gpus`; it needs gpus")
+        ranks = _ranks(d.get("ranks", "all"), f"{key}.ranks", sim)
+        if taken[ranks].any():
+            raise ScenarioError(f"{key}.ranks", f"rank {int(ranks[taken[ranks]][0])} already runs another job; "
+                                                "jobs need disjoint ranks")
+    job = d.get("job", f"job{index}")
+    if not isinstance(job, str) or not job or job in sim.job_ranks:
+        raise ScenarioError(f"{key}.job", f"expected a name no other workload uses, got {job!r}")
+    sim.job_ranks[job] = ranks
+    return ranks, job
+
+
 def _t_workload(sim, d, key, rng, base_dir, index):
     from rocesim.training.collectives import ALGORITHMS
     from rocesim.training import workloads
+    from rocesim.training.workloads.llm import LLM_PRESETS
     _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
-                                      "params", "clock"))
-    ranks = _hosts(d.get("ranks", "all"), f"{key}.ranks", sim.topology)
+                                      "params", "clock", "job", "gpus", "placement", "parallelism", "pipeline",
+                                      "pxn"))
+    ranks, job = _job_ranks(sim, d, key, index)
     iterations = _count(d.get("iterations", 1), f"{key}.iterations")
     algos = d.get("algorithms", {})
     _mapping(algos, f"{key}.algorithms")
+    extra = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
     for op, alg in algos.items():
-        if op not in ALGORITHMS or alg not in ALGORITHMS[op]:
-            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(ALGORITHMS.get(op, ()))} "
-                                                          f"for an op in {', '.join(ALGORITHMS)}")
+        valid = ALGORITHMS.get(extra.get(op, op))
+        if valid is None or alg not in valid:
+            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(valid or ())} "
+                                                          f"for an op in {', '.join(list(ALGORITHMS) + list(extra))}")
     common = dict(algorithms=algos, chunks=_count(d.get("chunks", 1), f"{key}.chunks"), prio=_prio(d, key),
-                  start=parse_time(d.get("start", "0us"), f"{key}.start"), tag=index)
+                  start=parse_time(d.get("start", "0us"), f"{key}.start"), tag=index, job=job)
     model = d["model"]
+    llm_only = [k for k in ("parallelism", "pipeline", "pxn") if k in d]
+    if llm_only and not (isinstance(model, str) and model in LLM_PRESETS):
+        raise ScenarioError(f"{key}.{llm_only[0]}", f"only the LLM presets ({', '.join(LLM_PRESETS)}) take it")
+    if isinstance(model, str) and model in LLM_PRESETS:
+        return _llm_workload(sim, d, key, model, ranks, iterations, common)
     if isinstance(model, str):
         params = d.get("params", {})
         _mapping(params, f"{key}.params")
@@ -386,16 +508,51 @@ def _t_workload(sim, d, key, rng, base_dir, index):
         wl = read_astra_sim(_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"), clock)
     elif isinstance(model, dict) and set(model) == {"chakra"}:
         from rocesim.training.workloads.chakra import add_chakra, read_chakra
+        if sim.platform.gpus_per_server > 1:
+            raise ScenarioError(f"{key}.model.chakra", "Chakra traces run on one rank per host; use a topology "
+                                                       "without gpus_per_server")
         prefix = model["chakra"]
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
         prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        del common["job"]
         add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, iterations, **common)
         return
     else:
         raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file} or {chakra: prefix}")
     try:
         workloads.add_training(sim, wl, ranks, iterations, **common)
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+
+
+PARALLELISM_KEYS = ("tp", "pp", "cp", "ep", "order")
+
+
+def _llm_workload(sim, d, key, name, ranks, iterations, common):
+    """An LLM preset (`gpt`, `mixtral`) with `params`, `parallelism: {tp, pp, cp, ep, order}`
+    (dp is what is left), `pipeline: 1f1b|gpipe` and `pxn`."""
+    from rocesim.training.parallelism import Parallelism
+    from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
+    params = d.get("params", {})
+    _mapping(params, f"{key}.params")
+    try:
+        model, dims = LLM_PRESETS[name](**params)
+    except TypeError as e:
+        raise ScenarioError(f"{key}.params", f"bad preset parameters: {e}") from None
+    par = d.get("parallelism", {})
+    _keys(par, f"{key}.parallelism", (), PARALLELISM_KEYS)
+    for k in ("tp", "pp", "cp", "ep"):
+        if k in par:
+            dims[k] = _count(par[k], f"{key}.parallelism.{k}")
+    if "order" in par:
+        dims["order"] = par["order"]
+    pipeline = d.get("pipeline", "1f1b")
+    if pipeline not in SCHEDULES:
+        raise ScenarioError(f"{key}.pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
+    try:
+        add_llm_training(sim, model, ranks, iterations, Parallelism.for_ranks(len(ranks), **dims),
+                         pipeline=pipeline, pxn=_bool(d, "pxn", key), **common)
     except ScenarioError as e:
         raise _rekey(key, e) from None
 
@@ -461,7 +618,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
     stop = parse_time(raw["stop"], "stop") if raw.get("stop") is not None else None
-    topo = build_topology(raw["topology"], base_dir)
+    topo = build_platform(raw["topology"], base_dir)
     cc = raw.get("cc", {"scheme": "none"})
     _keys(cc, "cc", ("scheme",), ("params",))
     if not isinstance(cc["scheme"], str):

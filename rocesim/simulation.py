@@ -60,8 +60,10 @@ class Simulation:
 
     Parameters
     ----------
-    topology : rocesim.topology.Topology
-        Hosts 0..H-1 and switches; see `rocesim.topology` for builders.
+    topology : rocesim.topology.Topology or rocesim.platform.Platform
+        Hosts 0..H-1 and switches; see `rocesim.topology` for builders.  A `Platform`
+        (multi-GPU servers, `rocesim.platform`) makes its NICs the hosts and its GPUs the
+        ranks of collectives and workloads; with a plain topology, rank = host.
     switch, nic : dict, optional
         Settings as in the YAML `switch:` and `nic:` sections (`rocesim keys` lists
         them with defaults); unit strings such as "32MB" or "50us".
@@ -77,6 +79,9 @@ class Simulation:
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
                  routes=None, seed=1):
+        from rocesim.platform import Platform
+        self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
+        topology = self.platform.topology
         topology.validate()
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
@@ -92,7 +97,9 @@ class Simulation:
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
         self.collectives = []        # CollectiveRecord of every collective added
-        self.iterations = []         # (iteration, node ids) of training workloads
+        self.iterations = []         # iteration ids of training workloads
+        self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
+        self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
 
@@ -173,21 +180,24 @@ class Simulation:
         return offset
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
-                       prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=()):
-        """Add a collective (see `rocesim.training.collectives`) on `ranks` (hosts; "all" = every host).
+                       prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=(), pxn=False,
+                       job=""):
+        """Add a collective (see `rocesim.training.collectives`) on `ranks` (GPU ranks of the
+        platform; with a plain topology, hosts; "all" = every rank).
 
-        It starts at `start`, or when every flow id in `after` is done.  Returns its
-        `CollectiveRecord` (flow ids of its per-rank start and done nodes and its flows).
+        It starts at `start`, or when every flow id in `after` is done.  `pxn` forwards
+        traffic to other rails through the scale-up domain first (rail-aligned, as NCCL's
+        PXN).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
+        nodes and its flows).
         """
         from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
         from rocesim.training.graph import Graph
-        hosts = np.arange(self.topology.n_hosts) if isinstance(ranks, str) and ranks == "all" \
-            else np.asarray([self._host(h, "ranks") for h in ranks])
+        ranks = self.ranks(ranks, "ranks")
         g = Graph()
-        rec = add_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), hosts,
+        rec = add_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
                              parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio,
                              cid=len(self.collectives), start=parse_time(start, "start", bare_ok=True),
-                             group_size=group_size)
+                             group_size=group_size, platform=self.platform, pxn=pxn, job=job)
         offset = self.add_graph(g)
         rec = rec.shifted(offset)
         after = np.asarray(list(after), np.int64)
@@ -195,6 +205,18 @@ class Simulation:
             self.add_dependencies(np.repeat(rec.start_nodes, after.size), np.tile(after, rec.start_nodes.size))
         self.collectives.append(rec)
         return rec
+
+    def ranks(self, ranks="all", key="ranks") -> np.ndarray:
+        """`ranks` ("all" or a list of GPU ranks) checked against the platform, as an array."""
+        n = self.platform.n_ranks
+        if isinstance(ranks, str) and ranks == "all":
+            return np.arange(n)
+        out = []
+        for r in ranks:
+            if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < n:
+                raise ScenarioError(key, f"{r!r} is not a rank; ranks are 0..{n - 1}")
+            out.append(int(r))
+        return np.asarray(out, np.int64)
 
     def add_dependencies(self, children, parents):
         """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""
@@ -335,6 +357,8 @@ class Simulation:
         if children.size and (children.min() < 0 or children.max() >= F
                               or parents.min() < 0 or parents.max() >= F):
             raise ScenarioError("dependencies", "a dependency names a flow id that does not exist")
+        if self.topology.islands:
+            self._check_islands(fl)
         order = np.argsort(parents, kind="stable")
         n_children = np.bincount(parents, minlength=F).astype(np.int32)
         child_off = np.zeros(F, np.int32)
@@ -349,6 +373,16 @@ class Simulation:
             flow_n_parents=np.bincount(children, minlength=F).astype(np.int32),
             flow_child_off=child_off, flow_n_children=n_children,
             child_idx=children[order].astype(np.int32))
+
+    def _check_islands(self, fl):
+        """On a network of islands (rail-only), a data flow must stay inside one."""
+        island = self.topology.island_of()
+        src, dst = fl.column("src", np.int64), fl.column("dst", np.int64)
+        bad = np.flatnonzero((fl.column("compute", np.int8) == 0) & (island[src] != island[dst]))
+        if bad.size:
+            f = int(bad[0])
+            raise ScenarioError(f"flows[{f}]", f"hosts {src[f]} and {dst[f]} are on different rails of a "
+                                "rail-only fabric (not connected); forward through the scale-up domain")
 
     # --- running -----------------------------------------------------------------------
 

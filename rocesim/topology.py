@@ -87,6 +87,9 @@ class Topology:
         self._arrays: dict[str, np.ndarray] = {}
         self._node_links: list[list[int]] = [[] for _ in range(self._n_hosts)]
         self._original_ids: np.ndarray | None = None
+        #: whether the network may fall apart into islands that each hold hosts (a rail-only
+        #: fabric: rails joined only inside servers); traffic then stays within an island
+        self.islands = False
 
     def __repr__(self) -> str:
         return (
@@ -288,6 +291,14 @@ class Topology:
                     frontier.append(peer)
         return distance
 
+    def island_of(self) -> np.ndarray:
+        """Per node, the lowest host id it is connected to (-1: none); equal values share an island."""
+        label = np.full(self.n_nodes, -1, dtype=np.int64)
+        for host in self.hosts:
+            if label[host] < 0:
+                label[self.hop_distances(host) >= 0] = host
+        return label
+
     def host_link(self, host: int) -> int:
         """Index of the single link of ``host``."""
         host = self._node(host, "host")
@@ -324,12 +335,13 @@ class Topology:
         """Check the topology can be simulated.
 
         Every host must have exactly one link (a NIC has one port) and every node must be
-        reachable from host 0. Raises :class:`ScenarioError` keyed ``topology``.
+        reachable from host 0 (with :attr:`islands`, from some host). Raises
+        :class:`ScenarioError` keyed ``topology``.
         """
         for host in self.hosts:
             if len(self._node_links[host]) != 1:
                 raise ScenarioError("topology", self._host_degree_problem(host))
-        unreachable = np.flatnonzero(self.hop_distances(0) < 0)
+        unreachable = np.flatnonzero(self.island_of() < 0 if self.islands else self.hop_distances(0) < 0)
         if unreachable.size:
             node = int(unreachable[0])
             raise ScenarioError(

@@ -69,15 +69,18 @@ def test_ring_bidir_moves_half_each_way():
 
 
 def test_direct_alltoall_is_nic_bound():
+    """nccl-tests' convention: each rank sends m/p to every rank, itself included, so
+    (p-1)/p of m crosses its NIC."""
     p, m = 8, 1_400_000
-    _, t, _, _ = run("alltoall", "direct", p=p, m=m)
-    assert t == pytest.approx(m * F * 8 / B + ALPHA, rel=0.03)
+    res, t, _, rec = run("alltoall", "direct", p=p, m=m)
+    assert res.flows["size_bytes"][rec.flows].sum() == p * (p - 1) * (m // p)
+    assert t == pytest.approx((p - 1) / p * m * F * 8 / B + ALPHA, rel=0.03)
 
 
 def test_pairwise_alltoall_takes_p_minus_1_steps():
     p, m = 8, 1_400_000
     _, t, _, _ = run("alltoall", "pairwise", p=p, m=m)
-    assert t == pytest.approx((p - 1) * (ALPHA + m / (p - 1) * F * 8 / B), rel=0.03)
+    assert t == pytest.approx((p - 1) * (ALPHA + m / p * F * 8 / B), rel=0.03)
 
 
 def test_hierarchical_allreduce():

@@ -107,7 +107,7 @@ class Results:
         res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
                   node_ids=np.asarray(sim.topology.original_ids))
         res.collectives = _collective_table(sim.collectives, flows)
-        res.iterations = _iteration_table(flows)
+        res.iterations = _iteration_table(flows, getattr(sim, "iteration_jobs", {}))
         if res.iterations is not None:
             d = res.iterations["duration_ns"]
             summary.update(iterations=int(len(d)), iteration_mean_ns=float(np.nanmean(d)))
@@ -235,7 +235,7 @@ def _collective_table(records, flows) -> dict | None:
         return None
     start, rx = flows["start_ns"], flows["start_ns"] + flows["rx_fct_ns"]
     out = {k: [] for k in ("collective_id", "op", "algorithm", "ranks", "size_bytes", "start_ns",
-                           "finish_ns", "duration_ns")}
+                           "finish_ns", "duration_ns", "job")}
     for r in records:
         nodes = np.concatenate([r.start_nodes, r.flows, r.done_nodes])
         s, f = np.nanmin(start[r.start_nodes]), np.max(rx[nodes])     # NaN if unfinished
@@ -247,11 +247,13 @@ def _collective_table(records, flows) -> dict | None:
         out["start_ns"].append(s)
         out["finish_ns"].append(f)
         out["duration_ns"].append(f - s)
+        out["job"].append(r.job)
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def _iteration_table(flows) -> dict | None:
-    """Per training iteration: first node start to last node end (NaN if unfinished)."""
+def _iteration_table(flows, jobs=None) -> dict | None:
+    """Per training iteration: first node start to last node end (NaN if unfinished), and
+    the job (workload) it belongs to."""
     it = flows["iteration"]
     if not (it >= 0).any():
         return None
@@ -259,7 +261,8 @@ def _iteration_table(flows) -> dict | None:
     ids = np.unique(it[it >= 0])
     start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
     finish = np.array([np.max(end[it == i]) for i in ids])
-    return dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+    job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
+    return dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start, job=job)
 
 
 def write_csv(path, cols: dict):

@@ -1,6 +1,7 @@
 """Collective operations as dependency graphs of flows (all-reduce, all-to-all, ...).
 
-A collective on ranks r_0..r_{p-1} (hosts) becomes flows with data dependencies: a
+A collective on ranks r_0..r_{p-1} (GPUs of a `rocesim.platform.Platform`; on a plain
+topology, hosts) becomes flows with data dependencies: a
 rank forwards data only after the data it depends on has arrived.  Every message is
 split into `chunks` pieces that pipeline through the steps; the chunks of one
 transfer go in order (chunk c waits for chunk c-1 of the same transfer).  Each rank
@@ -9,8 +10,14 @@ whatever must come first) and a done node (after every flow it receives that not
 else waits for), so collectives chain into training iterations.
 
 `size` follows nccl-tests: the larger per-rank buffer (all-reduce: the buffer;
-all-gather: the gathered output; reduce-scatter: the input; all-to-all: what each rank
-sends in total, split evenly among the others; broadcast/reduce: the buffer).
+all-gather: the gathered output; reduce-scatter: the input; all-to-all: the send buffer,
+of which each rank sends size/p to every rank including itself, so (p-1)/p of it leaves
+the rank; broadcast/reduce: the buffer).
+
+On a multi-GPU platform a transfer between GPUs of one server crosses the scale-up
+domain as a fluid transfer (compute-like nodes, see `rocesim.platform`), one between
+servers is a flow between the GPUs' NICs; with `pxn` (and always on a rail-only fabric)
+a transfer to another rail is forwarded through the GPU on the destination's rail.
 
 Algorithms (and their time in an idle network, p ranks, m bytes, link rate B,
 per-step latency alpha; Thakur et al., IJHPCA 2005):
@@ -23,11 +30,15 @@ per-step latency alpha; Thakur et al., IJHPCA 2005):
 * double_binary_tree (all-reduce): two binary trees, each reducing then broadcasting
   half of the data; a rank is a leaf in one tree and inner in the other (NCCL's idea;
   here tree A is a heap over r_0..r_{p-1} and tree B the heap over the reversed order).
-* hierarchical (all-reduce, `group_size` ranks per group): ring reduce-scatter in each
-  group, ring all-reduce across groups between ranks of the same local index, ring
-  all-gather in each group: 2(p1-1)/p1 m/B1 + 2(p2-1)/(p1 p2) m/B2 + 2(p1-1) alpha1 + 2(p2-1) alpha2.
-* direct (all-to-all: every pair at once, NIC-bound m/B; broadcast/reduce: root to or
-  from every rank at once) and pairwise (all-to-all in p-1 steps, rank i to i+k at step k).
+* hierarchical (all-reduce, `group_size` ranks per group, or on a multi-GPU platform the
+  ranks of each server): ring reduce-scatter in each group, ring all-reduce across groups
+  between ranks of the same local index (on a platform: rail by rail, each over its own
+  NIC), ring all-gather in each group:
+  2(p1-1)(alpha1 + m/(p1 B1)) + 2(p2-1)(alpha2 + m/(p1 p2 B2));
+  hierarchical_tree: the same with a double binary tree across groups.
+* direct (all-to-all: every pair at once, NIC-bound (p-1)/p m/B; broadcast/reduce: root
+  to or from every rank at once) and pairwise (all-to-all in p-1 steps of m/p, rank i to
+  i+k at step k).
 """
 from __future__ import annotations
 
@@ -39,7 +50,8 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 
 ALGORITHMS = {
-    "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical"),
+    "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
+                  "hierarchical_tree"),
     "reducescatter": ("ring", "ring_bidir", "halving_doubling"),
     "allgather": ("ring", "ring_bidir", "halving_doubling"),
     "alltoall": ("direct", "pairwise"),
@@ -57,15 +69,17 @@ class CollectiveRecord:
     id: int
     op: str
     algorithm: str
-    ranks: np.ndarray          # host of each rank
+    ranks: np.ndarray          # the GPU ranks (on a plain topology: hosts)
     size: int
     start_nodes: np.ndarray    # per rank
     done_nodes: np.ndarray     # per rank
     flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    job: str = ""              # the job (workload) it belongs to, if any
 
     def shifted(self, offset: int) -> "CollectiveRecord":
         return CollectiveRecord(self.id, self.op, self.algorithm, self.ranks, self.size,
-                                self.start_nodes + offset, self.done_nodes + offset, self.flows + offset)
+                                self.start_nodes + offset, self.done_nodes + offset, self.flows + offset,
+                                self.job)
 
 
 def split_bytes(total: int, parts: int) -> np.ndarray:
@@ -75,49 +89,114 @@ def split_bytes(total: int, parts: int) -> np.ndarray:
 
 
 class _Transfers:
-    """Adds transfers (one flow per chunk, chunks in order) for one collective."""
+    """Adds transfers (chunks in order) for one collective on a platform.
 
-    def __init__(self, g, hosts, chunks, prio, cid, iteration, tag):
-        self.g, self.hosts, self.C = g, np.asarray(hosts, np.int64), chunks
+    A transfer between ranks of different servers is one flow per chunk between their
+    NICs; inside a server it is a fluid scale-up transfer: a compute node on the sender
+    that holds its port (`ScaleUp.port_time_ps`), then one for the latency.  With
+    rail-aligned forwarding (`Platform.relay`) a transfer to another rail first crosses
+    the scale-up domain to the GPU on the destination's rail, then that GPU's NIC.
+    """
+
+    def __init__(self, g, ranks, chunks, prio, cid, iteration, tag, platform=None, pxn=False):
+        from rocesim.platform import Platform
+        self.g, self.ranks, self.C = g, np.asarray(ranks, np.int64), chunks
+        self.platform = platform
+        self.pxn = pxn
+        if platform is None:              # plain hosts: rank = host
+            n = int(self.ranks.max()) + 1 if self.ranks.size else 1
+            from rocesim.topology import Topology
+            self.platform = Platform(Topology(n), n)
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
-        self.ids, self.src, self.dst = [], [], []          # per transfer block: ids, rank indices
+        self.first, self.src = [], []      # per block: ids of each transfer's first node, sender position
+        self.final, self.dst = [], []      # ... its arrival node, receiver position
+        self.nodes = []                    # every node
+
+    def _leg(self, a, b, sizes):
+        """Chunked transfers from ranks a[k] to b[k] issued together; returns (first, last)
+        ids of shape (C, k): the node that occupies the sender and the arrival."""
+        pf = self.platform
+        C, k = sizes.shape
+        first = np.empty((C, k), np.int64)
+        last = np.empty((C, k), np.int64)
+        net = pf.server[a] != pf.server[b]
+        if net.any():
+            ids = self.g.flows(np.tile(pf.host[a[net]], C), np.tile(pf.host[b[net]], C), sizes[:, net].ravel(),
+                               **self.kw).reshape(C, -1)
+            first[:, net] = last[:, net] = ids
+            self.nodes.append(ids.ravel())
+        su = ~net
+        if su.any():
+            su_up = pf.scale_up
+            aa, bb = a[su], b[su]
+            busy = np.stack([su_up.port_time_ps(aa, bb, sizes[c, su], pf.gpus_per_server) for c in range(C)])
+            lat = su_up.delay_ps * su_up.hops(pf.local[aa], pf.local[bb], pf.gpus_per_server)
+            kw = dict(self.kw)
+            del kw["prio"]
+            wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), **kw).reshape(C, -1)
+            arrive = self.g.compute(np.tile(pf.host[bb], C), np.tile(lat, C), **kw).reshape(C, -1)
+            self.g.depend(arrive, wire)
+            first[:, su], last[:, su] = wire, arrive
+            self.nodes += [wire.ravel(), arrive.ravel()]
+        self.g.depend(first[1:], first[:-1])          # the chunks of a transfer go in order
+        return first, last
 
     def send(self, src, dst, nbytes, after=()):
-        """Transfers src[k] -> dst[k] (rank indices) of nbytes[k]; returns ids of shape (C, k).
+        """Transfers src[k] -> dst[k] (rank positions) of nbytes[k]; returns the ids of their
+        arrivals, shape (C, k).
 
         `after` lists arrays of ids of shape (C, k) (-1: none): chunk c of transfer k waits
         for after[j][c, k] for every j.
         """
         src, dst = np.atleast_1d(src), np.atleast_1d(dst)
         nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), src.shape)
-        sizes = np.stack([split_bytes(int(b), self.C) for b in nbytes], axis=1) if src.size else \
-            np.zeros((self.C, 0), np.int64)
         k = src.size
-        ids = self.g.flows(np.tile(self.hosts[src], self.C), np.tile(self.hosts[dst], self.C),
-                           sizes.ravel(), **self.kw).reshape(self.C, k)
-        self.g.depend(ids[1:], ids[:-1])
+        if not k:
+            return np.zeros((self.C, 0), np.int64)
+        sizes = np.stack([split_bytes(int(b), self.C) for b in nbytes], axis=1)
+        rs, rd = self.ranks[src], self.ranks[dst]
+        relay = self.platform.relay(rs, rd, self.pxn)
+        hop = relay >= 0
+        first, final = self._leg(rs, np.where(hop, relay, rd), sizes)
+        if hop.any():                             # then from the relay over its own NIC
+            f2, l2 = self._leg(relay[hop], rd[hop], sizes[:, hop])
+            self.g.depend(f2, final[:, hop])
+            final[:, hop] = l2
         for a in after:
-            a = np.broadcast_to(np.asarray(a), ids.shape)
+            a = np.broadcast_to(np.asarray(a), first.shape)
+            ok = a >= 0
+            self.g.depend(first[ok], a[ok])
+        self.first.append(first.ravel())
+        self.src.append(np.tile(src, self.C))
+        self.final.append(final.ravel())
+        self.dst.append(np.tile(dst, self.C))
+        return final
+
+    def join(self, parents, position):
+        """Zero-length nodes (C,) on the rank at `position` that wait for every array of
+        ids (C,) in `parents` (a point where several inputs are all there)."""
+        pf = self.platform
+        kw = dict(self.kw)
+        del kw["prio"]
+        ids = self.g.compute(np.full(self.C, pf.host[self.ranks[position]]), 0, **kw)
+        for a in parents:
+            a = np.asarray(a)
             ok = a >= 0
             self.g.depend(ids[ok], a[ok])
-        self.ids.append(ids.ravel())
-        self.src.append(np.tile(src, self.C))
-        self.dst.append(np.tile(dst, self.C))
+        self.nodes.append(ids)
         return ids
 
     def connect(self, start_nodes, done_nodes):
         """Every transfer waits for its sender's start node; each rank's done node waits
         for every transfer it receives."""
-        if not self.ids:
-            self.g.depend(done_nodes, start_nodes)
+        self.g.depend(done_nodes, start_nodes)              # every done node has a parent
+        if not self.first:
             return np.zeros(0, np.int64)
-        ids, src, dst = (np.concatenate(x) for x in (self.ids, self.src, self.dst))
         # a rank sends nothing before its own input is ready, and is done only when
         # everything addressed to it has arrived (not just the last step's data)
-        self.g.depend(ids, start_nodes[src])
-        self.g.depend(done_nodes[dst], ids)
-        self.g.depend(done_nodes, start_nodes)              # every done node has a parent
-        return np.sort(ids)
+        self.g.depend(np.concatenate(self.first), start_nodes[np.concatenate(self.src)])
+        self.g.depend(done_nodes[np.concatenate(self.dst)], np.concatenate(self.final))
+        return np.sort(np.concatenate(self.nodes))
 
 
 def _ring_steps(t, order, blocks, n_steps, ready=None):
@@ -175,8 +254,11 @@ def _trees(p):
     return heap, parent_b
 
 
-def _tree_allreduce(t, parent, m, p):
-    """Reduce to the root, then broadcast, along `parent` (positions); chunk by chunk."""
+def _tree_allreduce(t, parent, m, p, order=None, ready=None):
+    """Reduce to the root, then broadcast, along `parent` (indices into `order`, the rank
+    positions; default 0..p-1), chunk by chunk, each send after `ready` (ids (C, p), if
+    given).  Returns ids (C, p): when each of them holds the result."""
+    order = np.arange(p) if order is None else np.asarray(order)
     children = [np.flatnonzero(parent == i) for i in range(p)]
     depth = np.zeros(p, int)
     for i in range(p):
@@ -184,25 +266,28 @@ def _tree_allreduce(t, parent, m, p):
         while parent[j] >= 0:
             j = parent[j]
             depth[i] += 1
+    own = (lambda i: ()) if ready is None else (lambda i: (ready[:, i:i + 1],))
     up = {}
     for i in sorted(range(p), key=lambda i: -depth[i]):          # leaves first
         if parent[i] < 0:
             continue
-        after = tuple(up[c][:, None] for c in children[i])
-        up[i] = t.send([i], [parent[i]], m, after)[:, 0]
+        after = tuple(up[c][:, None] for c in children[i]) + own(i)
+        up[i] = t.send([order[i]], [order[parent[i]]], m, after)[:, 0]
     root = int(np.flatnonzero(parent < 0)[0])
+    has = np.full((t.C, p), -1, np.int64)
+    has[:, root] = t.join([up[x] for x in children[root]] + ([ready[:, root]] if ready is not None else []),
+                          order[root])
     down = {}
     for i in sorted(range(p), key=lambda i: depth[i]):           # root first
         for c in children[i]:
-            if i == root:                                        # the root has it all reduced
-                after = tuple(up[x][:, None] for x in children[root])
-            else:
-                after = (down[i][:, None],)
-            down[c] = t.send([i], [c], m, after)[:, 0]
+            down[c] = t.send([order[i]], [order[c]], m, (has[:, i:i + 1],))[:, 0]
+            has[:, c] = down[c]
+    return has
 
 
 def _alltoall(t, algorithm, p, m):
-    per_pair = m // (p - 1) if p > 1 else 0
+    """Each rank sends m/p to every rank, itself included (nccl-tests), so (p-1)/p of m leaves it."""
+    per_pair = m // p
     pos = np.arange(p)
     if algorithm == "direct":
         src = np.repeat(pos, p - 1)
@@ -234,11 +319,28 @@ def _rooted(t, op, algorithm, p, m):
     return None
 
 
-def _hierarchical(t, p, m, group_size):
+def _groups(t, p, group_size):
+    """Positions grouped for a hierarchical collective, one row per group: `group_size`
+    consecutive positions, or on a multi-GPU platform (no group_size) the ranks of each
+    server, in rank order, so that column i holds the i-th GPU of every server."""
+    if group_size is None and t.platform.gpus_per_server > 1:
+        server = t.platform.server[t.ranks]
+        order = np.lexsort((t.ranks, server))
+        _, counts = np.unique(server, return_counts=True)
+        if (counts != counts[0]).any():
+            raise ScenarioError("ranks", "a hierarchical collective needs the same number of ranks in every server")
+        return order.reshape(counts.size, counts[0])
     if not group_size or group_size < 1 or p % group_size:
         raise ScenarioError("group_size", f"hierarchical all-reduce needs group_size dividing the {p} ranks")
-    p1, p2 = group_size, p // group_size
-    groups = np.arange(p).reshape(p2, p1)
+    return np.arange(p).reshape(p // group_size, group_size)
+
+
+def _hierarchical(t, p, m, group_size, inter="ring"):
+    """Reduce-scatter inside each group (server), all-reduce of each block across groups
+    between the ranks of the same local index (each over its own NIC: rail by rail), by a
+    ring or a double binary tree, then all-gather inside each group."""
+    groups = _groups(t, p, group_size)
+    p2, p1 = groups.shape
     ready = np.full((t.C, p), -1, np.int64)
     for grp in groups:                                    # reduce-scatter inside each group
         got = _ring(t, "reducescatter", p1, m, order=grp) if p1 > 1 else None
@@ -248,9 +350,16 @@ def _hierarchical(t, p, m, group_size):
     block = split_bytes(m, p1)
     for local in range(p1):                               # all-reduce across groups
         col = groups[:, local]
-        if p2 > 1:
-            r = ready[:, col] if (ready[:, col] >= 0).all() else None
+        if p2 < 2:
+            continue
+        r = ready[:, col] if (ready[:, col] >= 0).all() else None
+        if inter == "ring":
             done2[:, col] = _ring(t, "allreduce", p2, int(block[local]), ready=r, order=col)
+        else:
+            half = split_bytes(int(block[local]), 2)
+            got = [_tree_allreduce(t, tree, int(nbytes), p2, order=col, ready=r)
+                   for tree, nbytes in zip(_trees(p2), half)]
+            done2[:, col] = np.stack([t.join([got[0][:, j], got[1][:, j]], col[j]) for j in range(p2)], axis=1)
     for gi, grp in enumerate(groups):                     # all-gather inside each group
         if p1 > 1:
             r = done2[:, grp] if (done2[:, grp] >= 0).all() else None
@@ -258,10 +367,60 @@ def _hierarchical(t, p, m, group_size):
     return None
 
 
+def _in_server_ps(t, op, algorithm, m):
+    """The duration of a collective whose ranks all sit in one server, from the fluid
+    scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
+    all-to-all), or None when there is none.  With one chunk and every rank starting
+    together it is exactly what the step-by-step transfers give (tests/test_platform.py),
+    in a handful of nodes instead of hundreds."""
+    pf, ranks = t.platform, t.ranks
+    su, G = pf.scale_up, pf.gpus_per_server
+    if su is None or G == 1 or t.C != 1 or np.unique(pf.server[ranks]).size != 1:
+        return None
+    p = ranks.size
+    if algorithm == "ring" and op in ("allreduce", "reducescatter", "allgather"):
+        a, b = ranks, np.roll(ranks, -1)
+        nbytes = np.full(p, split_bytes(m, p).max())
+        steps = 2 * (p - 1) if op == "allreduce" else p - 1
+    elif algorithm == "direct" and op == "alltoall":
+        a, b = np.repeat(ranks, p), np.tile(ranks, p)
+        a, b = a[a != b], b[a != b]
+        nbytes = np.full(a.size, m // p)
+        steps = 1
+    else:
+        return None
+    busy = su.port_time_ps(a, b, nbytes, G).max()
+    return steps * int(busy + su.delay_ps * su.hops(pf.local[a], pf.local[b], G).max())
+
+
+def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
+                 start=0, chunks=1, pxn=False, job="") -> CollectiveRecord:
+    """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a
+    pipeline-parallel stage boundary); a record like a collective's, with op `sendrecv`
+    and one start and done node per rank of `src` then `dst`."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    ranks = np.concatenate([src, dst])
+    if size <= 0:
+        raise ScenarioError("size", "must be positive")
+    t = _Transfers(g, ranks, max(1, min(chunks, size)), prio, cid, iteration, tag, platform, pxn)
+    hosts = t.platform.host_of(ranks)
+    start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
+    k = src.size
+    t.send(np.arange(k), np.arange(k, 2 * k), size)
+    done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
+    flows = t.connect(start_nodes, done_nodes)
+    return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
+
+
 def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
-                   iteration=-1, tag=0, start=0, group_size=None) -> CollectiveRecord:
+                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
+                   job="", closed_form=True) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
+    `ranks` are GPU ranks of `platform` (a `rocesim.platform.Platform`; None: ranks are
+    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
+    A collective inside one server takes its fluid closed form when it has one
+    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     The start nodes are roots starting at `start` unless the caller makes them depend on
     other nodes (`g.depend(record.start_nodes, ...)`).
     """
@@ -278,11 +437,28 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
     if not 1 <= chunks:
         raise ScenarioError("chunks", "must be at least 1")
     smallest = {"allreduce": size // (2 * p), "reducescatter": size // p, "allgather": size // p,
-                "alltoall": size // max(p - 1, 1)}.get(op, size)
+                "alltoall": size // p}.get(op, size)
+    if op == "alltoall" and size < p:
+        raise ScenarioError("size", f"an all-to-all of {size} B on {p} ranks sends nothing (size/p bytes per pair)")
+    if algorithm.startswith("hierarchical"):
+        smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
-    start_nodes = g.compute(ranks, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag)
-    if op == "alltoall":
+    t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag, platform, pxn)
+    hosts = t.platform.host_of(ranks)
+    start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
+    fluid = _in_server_ps(t, op, algorithm, size) if closed_form else None
+    if fluid is not None:
+        everyone = t.join([start_nodes[i:i + 1] for i in range(p)], 0)
+        kw = dict(t.kw)
+        del kw["prio"]
+        busy = g.compute(hosts, fluid, **kw)
+        g.depend(busy, np.repeat(everyone, p))
+        t.nodes.append(busy)
+        t.first.append(busy)                        # so that connect() makes done wait for them
+        t.src.append(np.arange(p))
+        t.final.append(busy)
+        t.dst.append(np.arange(p))
+    elif op == "alltoall":
         _alltoall(t, algorithm, p, size)
     elif op in ("broadcast", "reduce"):
         _rooted(t, op, algorithm, p, size)
@@ -300,7 +476,7 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
         _tree_allreduce(t, pa, int(half[0]), p)
         _tree_allreduce(t, pb, int(half[1]), p)
     else:
-        _hierarchical(t, p, size, group_size)
-    done_nodes = g.compute(ranks, 0, collective=cid, iteration=iteration, tag=tag)
+        _hierarchical(t, p, size, group_size, "ring" if algorithm == "hierarchical" else "tree")
+    done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
-    return CollectiveRecord(cid, op, algorithm, ranks, int(size), start_nodes, done_nodes, flows)
+    return CollectiveRecord(cid, op, algorithm, ranks, int(size), start_nodes, done_nodes, flows, job)

@@ -107,9 +107,11 @@ def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
 
 
 def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
-                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0) -> TrainingInfo:
-    """Add `iterations` training iterations of `workload` on `ranks` (host ids) to `sim`."""
+                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="") -> TrainingInfo:
+    """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
+    platform; on a plain topology, hosts) to `sim`, as job `job`."""
     ranks = np.asarray(ranks, np.int64)
+    hosts = sim.platform.host_of(ranks)
     n = ranks.size
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
@@ -122,7 +124,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
     pending_wg: dict[int, np.ndarray] = {}         # layer -> per rank: what its next forward waits for
 
     def compute(duration, it, after=()):
-        ids = g.compute(ranks, duration, iteration=it, tag=tag, start=start)
+        ids = g.compute(hosts, duration, iteration=it, tag=tag, start=start)
         for a in (last_compute,) + tuple(after):
             ok = a >= 0
             g.depend(ids[ok], a[ok])
@@ -138,7 +140,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
                 continue
             cid = len(sim.collectives) + len(records)
             rec = add_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
-                                 prio=prio, cid=cid, iteration=it, tag=tag)
+                                 prio=prio, cid=cid, iteration=it, tag=tag, platform=sim.platform, job=job)
             g.depend(rec.start_nodes, trigger[members])
             done[members] = rec.done_nodes
             records.append(rec)
@@ -164,7 +166,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
             wg = compute(layer.wg_ps, it)
             done = wg if layer.wg_comm is None else communicate(layer.wg_comm, "wg", it, wg)
             if layer.update_ps > 0:                  # the weight update, off the compute stream
-                upd = g.compute(ranks, layer.update_ps, iteration=it, tag=tag)
+                upd = g.compute(hosts, layer.update_ps, iteration=it, tag=tag)
                 g.depend(upd, done)
                 done = upd
             if layer.wg_comm is not None or layer.update_ps > 0:
@@ -173,7 +175,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
             compute(0, it, after_bwd)
     # the last iteration ends when its weight gradients are exchanged
     if pending_wg:
-        end = g.compute(ranks, 0, iteration=info.iterations[-1], tag=tag)
+        end = g.compute(hosts, 0, iteration=info.iterations[-1], tag=tag)
         for done in pending_wg.values():
             g.depend(end, done)
     offset = sim.add_graph(g)
@@ -181,4 +183,5 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
         sim.collectives.append(rec.shifted(offset))
     info.collectives = sim.collectives[-len(records):] if records else []
     sim.iterations.extend(info.iterations)
+    sim.iteration_jobs.update({i: job for i in info.iterations})
     return info

@@ -1,0 +1,270 @@
+"""Training platforms: servers of several GPUs with a scale-up domain, NICs on a RoCE fabric.
+
+A :class:`Platform` puts ranks (GPUs) on a :class:`~rocesim.topology.Topology` whose hosts
+are NICs. A server has ``G`` GPUs and ``N`` NICs (``N`` divides ``G``; GPU ``g`` of a server
+uses its NIC ``g * N // G``); ranks are numbered server-major (rank ``s*G + g`` is GPU ``g``
+of server ``s``) and so are NICs (host ``s*N + n``). NIC ``n`` of every server is on rail
+``n``.
+
+The scale-up domain (NVLink/NVSwitch) joins the GPUs of a server. It is lossless and
+needs no RoCE congestion control, so it is not simulated packet by packet: a transfer
+inside a server is a fluid transfer that becomes two compute-like nodes of the dependency
+graph (the sender's port busy for ``bytes / rate``, then the latency), see
+:meth:`ScaleUp.port_time_ps`. Transfers issued by one step of a collective share a
+GPU's port fairly (all-to-all: a GPU sending to 7 peers at once takes 7 times as long);
+transfers of different collectives that overlap in time do not see each other. This
+keeps the scale-up domain from ever dominating the event count (DESIGN.md, Platforms);
+its error against the packet model in an idle server is measured in
+tests/test_platform.py (the packet model adds RoCE headers and ACKs: 5-11% slower).
+
+Scale-up kinds: ``switch`` (NVSwitch: any-to-any, each GPU sends and receives at
+``rate``), ``mesh`` (a point-to-point link per pair, ``rate / (G-1)`` each, as AMD
+Infinity Fabric) and ``ring`` (two links per GPU, ``rate / 2`` each, a transfer to a GPU
+``k`` steps away crosses ``k`` links).
+
+Fabric builders: :func:`rail_optimized` (one leaf per rail per pod, spines above; NVIDIA
+DGX SuperPOD-like) and :func:`rail_only` (one switch per rail, no spine: Wang et al.,
+"Rail-only: a low-cost high-performance network for training LLMs with trillion
+parameters", 2023); :func:`on_topology` puts multi-NIC servers on any other topology
+(``leaf_spine``, ``fat_tree``, ``clos3``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rocesim import topology as topo_mod
+from rocesim.errors import ScenarioError
+from rocesim.units import format_rate, format_time, parse_rate, parse_time
+
+__all__ = ["ScaleUp", "Platform", "rail_optimized", "rail_only", "on_topology", "SCALE_UP_KINDS"]
+
+SCALE_UP_KINDS = ("switch", "mesh", "ring")
+
+
+@dataclass(frozen=True)
+class ScaleUp:
+    """The scale-up domain of a server: each GPU's rate per direction and the latency of one hop."""
+
+    rate_bps: int
+    delay_ps: int
+    kind: str = "switch"
+
+    def __post_init__(self):
+        if self.kind not in SCALE_UP_KINDS:
+            raise ScenarioError("scale_up.kind", f"unknown {self.kind!r}; valid: {', '.join(SCALE_UP_KINDS)}")
+        if self.rate_bps <= 0:
+            raise ScenarioError("scale_up.rate", "must be positive")
+        if self.delay_ps < 0:
+            raise ScenarioError("scale_up.delay", "must not be negative")
+
+    def hops(self, a: np.ndarray, b: np.ndarray, gpus: int) -> np.ndarray:
+        """Links crossed from local GPU ``a`` to local GPU ``b`` (1, or the ring distance)."""
+        if self.kind != "ring":
+            return np.ones(np.shape(a), np.int64)
+        d = np.abs(np.asarray(a) - np.asarray(b))
+        return np.minimum(d, gpus - d).astype(np.int64)
+
+    def port_time_ps(self, a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, gpus: int) -> np.ndarray:
+        """How long each of the transfers ``a[k] -> b[k]`` (ranks, issued together) holds its
+        port: the fluid share of the GPU's rate (``switch``: the larger of what its sender
+        sends and its receiver receives in this step, over ``rate``; ``mesh``: per pair over
+        ``rate/(G-1)``; ``ring``: per pair over ``rate/2``)."""
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        nbytes = np.asarray(nbytes, np.int64)
+        if not a.size:
+            return np.zeros(0, np.int64)
+        if self.kind == "switch":
+            ids, inv_a = np.unique(a, return_inverse=True)
+            out = np.bincount(inv_a, weights=nbytes)[inv_a]
+            ids, inv_b = np.unique(b, return_inverse=True)
+            into = np.bincount(inv_b, weights=nbytes)[inv_b]
+            load, rate = np.maximum(out, into), float(self.rate_bps)
+        else:
+            pair = a * (1 << 32) + b
+            ids, inv = np.unique(pair, return_inverse=True)
+            load = np.bincount(inv, weights=nbytes)[inv]
+            rate = self.rate_bps / (max(gpus - 1, 1) if self.kind == "mesh" else 2)
+        return np.ceil(load * 8e12 / rate).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"{self.kind}, {format_rate(self.rate_bps)} per GPU, {format_time(self.delay_ps)} per hop"
+
+
+@dataclass
+class Platform:
+    """Ranks (GPUs) on servers with a scale-up domain and NICs (the topology's hosts)."""
+
+    topology: topo_mod.Topology
+    servers: int
+    gpus_per_server: int = 1
+    nics_per_server: int = 1
+    scale_up: ScaleUp | None = None
+    kind: str = "hosts"                  # which builder made it
+    rail_only: bool = False              # rails are separate networks: cross-rail traffic forwards
+    pods: int = 1
+    notes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        G, N = self.gpus_per_server, self.nics_per_server
+        if N > G or G % N:
+            raise ScenarioError("topology.nics_per_server",
+                                f"{N} NICs cannot be shared evenly by {G} GPUs; use a divisor of gpus_per_server")
+        if self.servers * N != self.topology.n_hosts:
+            raise ScenarioError("topology.nics_per_server",
+                                f"{self.topology.n_hosts} NICs (hosts) do not make servers of {N} NICs each")
+        if G > 1 and self.scale_up is None:
+            raise ScenarioError("topology.scale_up", f"servers of {G} GPUs need a scale-up domain {{rate, delay}}")
+        r = np.arange(self.n_ranks)
+        self.server = r // G
+        self.local = r % G
+        self.rail = self.local * N // G
+        self.host = self.server * N + self.rail
+
+    @classmethod
+    def hosts(cls, topology) -> "Platform":
+        """The plain platform: every host is a server of one GPU and one NIC (rank = host)."""
+        return cls(topology, topology.n_hosts)
+
+    @property
+    def n_ranks(self) -> int:
+        """Number of GPUs (ranks)."""
+        return self.servers * self.gpus_per_server
+
+    @property
+    def n_rails(self) -> int:
+        return self.nics_per_server
+
+    def host_of(self, ranks) -> np.ndarray:
+        """The NIC host of each rank."""
+        return self.host[np.asarray(ranks, np.int64)]
+
+    def relay(self, src, dst, pxn: bool) -> np.ndarray:
+        """The rank that forwards ``src -> dst`` over its NIC after a scale-up hop, or -1.
+
+        Rail-aligned forwarding (NCCL's PXN): a GPU sends to a GPU of another server
+        through the GPU of its own server that sits on the destination's rail, so the data
+        crosses the scale-up domain first and then stays on one rail. It applies when
+        ``pxn`` is set, and always on a ``rail_only`` fabric (rails are not connected)."""
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        out = np.full(src.shape, -1, np.int64)
+        if not (pxn or self.rail_only) or self.gpus_per_server == 1:
+            return out
+        cross = (self.server[src] != self.server[dst]) & (self.rail[src] != self.rail[dst])
+        out[cross] = self.server[src[cross]] * self.gpus_per_server + self.local[dst[cross]]
+        return out
+
+    def bisection_bps(self) -> int:
+        """Half of the narrowest tier-to-tier capacity (switches layered by hop distance from
+        the hosts): what half of the NICs can send to the other half at most."""
+        t = self.topology
+        level = np.full(t.n_nodes, -1, np.int64)
+        level[: t.n_hosts] = 0
+        frontier = list(range(t.n_hosts))
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for peer in t.neighbors(node):
+                    if level[peer] < 0:
+                        level[peer] = level[node] + 1
+                        nxt.append(peer)
+            frontier = nxt
+        la, lb = level[t.link_a], level[t.link_b]
+        lo = np.minimum(la, lb)
+        up = la != lb
+        cap = np.bincount(lo[up], weights=np.minimum(t.rate_ab, t.rate_ba)[up].astype(float))
+        cap = cap[cap > 0]
+        return int(cap.min() // 2) if cap.size else 0
+
+    def describe(self) -> str:
+        """What `rocesim check` prints: servers, GPUs, NICs, rails, switches, bisection."""
+        t = self.topology
+        nic_rate = int(t.host_rate(0))
+        lines = [f"platform {self.kind}: {self.servers} servers x {self.gpus_per_server} GPUs = {self.n_ranks} "
+                 f"ranks; {t.n_hosts} NICs ({self.nics_per_server} per server, {format_rate(nic_rate)})",
+                 f"  rails: {self.n_rails}" + (" (separate networks: cross-rail traffic forwards over the "
+                                                "scale-up domain)" if self.rail_only else ""),
+                 f"  switches: {t.n_switches}" + "".join(f", {k} {v}" for k, v in self.notes.items()),
+                 f"  bisection: {format_rate(self.bisection_bps())}" + (" per rail" if self.rail_only else "")]
+        if self.scale_up is not None:
+            lines.append(f"  scale-up: {self.scale_up.describe()}")
+        return "\n".join(lines)
+
+
+def _count(v, key) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ScenarioError(key, f"expected a positive integer, got {v!r}")
+    return int(v)
+
+
+def _nics(gpus, nics) -> tuple[int, int]:
+    G = _count(gpus, "gpus_per_server")
+    N = G if nics is None else _count(nics, "nics_per_server")
+    return G, N
+
+
+def rail_optimized(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, nics_per_server=None,
+                   servers_per_pod=None, spines=None, oversubscription=1.0, fabric_rate=None,
+                   fabric_delay=None) -> Platform:
+    """A rail-optimized two-tier fabric: in each pod of ``servers_per_pod`` servers, NIC ``n``
+    of every server links to the pod's leaf of rail ``n``; every leaf links to every spine.
+
+    Numbering: NIC hosts server-major, then leaves (pod by pod, rail by rail), then spines.
+    ``spines`` defaults to what gives each leaf ``oversubscription`` : 1 of down- to
+    uplink capacity (one link per spine). Fabric rate and delay default to the NIC's.
+    """
+    S = _count(servers, "servers")
+    G, N = _nics(gpus_per_server, nics_per_server)
+    per_pod = S if servers_per_pod is None else _count(servers_per_pod, "servers_per_pod")
+    if S % per_pod:
+        raise ScenarioError("servers_per_pod", f"{per_pod} does not divide servers={S}")
+    nic_rate, nic_delay = parse_rate(nic_rate, "nic_link.rate", bare_ok=True), parse_time(nic_delay, "nic_link.delay", bare_ok=True)
+    fabric_rate = nic_rate if fabric_rate is None else parse_rate(fabric_rate, "fabric_link.rate", bare_ok=True)
+    fabric_delay = nic_delay if fabric_delay is None else parse_time(fabric_delay, "fabric_link.delay", bare_ok=True)
+    if isinstance(oversubscription, bool) or not isinstance(oversubscription, (int, float)) or oversubscription <= 0:
+        raise ScenarioError("oversubscription", f"expected a positive ratio (2 for 2:1), got {oversubscription!r}")
+    if spines is None:
+        spines = max(1, math.ceil(per_pod * nic_rate / (oversubscription * fabric_rate) - 1e-9))
+    n_spines = _count(spines, "spines")
+    pods = S // per_pod
+    topo = topo_mod.Topology(S * N, name=f"rail_optimized({S}x{G}, {pods} pods, {n_spines} spines)")
+    leaves = np.asarray(topo.add_switches(pods * N))
+    spine_ids = topo.add_switches(n_spines)
+    for host in range(S * N):
+        s, n = divmod(host, N)
+        topo.add_link(host, int(leaves[(s // per_pod) * N + n]), nic_rate, nic_delay)
+    for leaf in leaves:
+        for spine in spine_ids:
+            topo.add_link(int(leaf), spine, fabric_rate, fabric_delay)
+    topo.validate()
+    ratio = per_pod * nic_rate / (n_spines * fabric_rate)
+    return Platform(topo, S, G, N, scale_up, "rail_optimized", pods=pods,
+                    notes={"leaves": len(leaves), "spines": n_spines, "pods": pods,
+                           "oversubscription": f"{ratio:g}:1"})
+
+
+def rail_only(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, nics_per_server=None) -> Platform:
+    """One switch per rail joining NIC ``n`` of every server, and no spine: traffic between
+    GPUs on different rails of different servers crosses the scale-up domain first."""
+    S = _count(servers, "servers")
+    G, N = _nics(gpus_per_server, nics_per_server)
+    nic_rate, nic_delay = parse_rate(nic_rate, "nic_link.rate", bare_ok=True), parse_time(nic_delay, "nic_link.delay", bare_ok=True)
+    topo = topo_mod.Topology(S * N, name=f"rail_only({S}x{G})")
+    rails = topo.add_switches(N)
+    for host in range(S * N):
+        topo.add_link(host, rails[host % N], nic_rate, nic_delay)
+    topo.islands = N > 1
+    topo.validate()
+    return Platform(topo, S, G, N, scale_up, "rail_only", rail_only=N > 1, notes={"rail switches": N})
+
+
+def on_topology(topology, gpus_per_server, scale_up, *, nics_per_server=None, kind=None) -> Platform:
+    """Servers of ``gpus_per_server`` GPUs and ``nics_per_server`` NICs (default: one per GPU)
+    on an existing topology: server ``s`` owns hosts ``s*N .. s*N+N-1``."""
+    G, N = _nics(gpus_per_server, nics_per_server)
+    H = topology.n_hosts
+    if H % N:
+        raise ScenarioError("nics_per_server", f"the {H} hosts do not split into servers of {N} NICs")
+    return Platform(topology, H // N, G, N, scale_up, kind or topology.name)
