@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from .errors import ScenarioError
 
-__all__ = ["Line", "read_lines", "end_of_file_error"]
+__all__ = ["Line", "read_lines", "read_text", "decode_utf8", "end_of_file_error"]
 
 
 class Line:
@@ -54,18 +54,49 @@ class Line:
             )
 
 
-def read_lines(path: str | os.PathLike[str]) -> list[Line]:
-    """Read the non-blank lines of ``path``, dropping ``#`` comments.
+def decode_utf8(name: str, data: bytes) -> str:
+    """``data`` decoded as UTF-8, or a :class:`ScenarioError` citing ``name:line``.
 
-    A missing or unreadable file raises :class:`ScenarioError` keyed by the path.
+    The error gives the line and the byte offset of the first byte that is not UTF-8 and
+    says what it is, so that a binary file or a file saved in another encoding (Latin-1,
+    UTF-16, ...) is named as such rather than failing later with a decoding traceback.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start : exc.start + 1].hex()
+        hint = " (it looks like UTF-16)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ScenarioError(
+            f"{name}:{line}",
+            f"not UTF-8 text: byte 0x{bad} at byte offset {exc.start} cannot be decoded{hint}; "
+            "save the file as UTF-8",
+        ) from None
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The whole of ``path`` as UTF-8 text.
+
+    A missing or unreadable file, or one that is not UTF-8, raises :class:`ScenarioError`
+    keyed by the path (``path:line`` for bytes that are not UTF-8).
     """
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as stream:
-            text = stream.read()
+        with open(name, "rb") as stream:
+            data = stream.read()
     except OSError as exc:
         raise ScenarioError(name, f"cannot read file: {exc.strerror or exc}") from None
-    return list(_split(name, text))
+    return decode_utf8(name, data)
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[Line]:
+    """Read the non-blank lines of ``path``, dropping ``#`` comments.
+
+    A missing or unreadable file, or one that is not UTF-8 text, raises
+    :class:`ScenarioError` keyed by the path.
+    """
+    name = os.fspath(path)
+    return list(_split(name, read_text(name)))
 
 
 def _split(name: str, text: str) -> Iterator[Line]:

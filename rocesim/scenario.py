@@ -12,10 +12,13 @@ A scenario is one mapping:
     traffic:
       - {kind: incast, senders: [1, 2, 3], receiver: 0, size: 1MB, start: 0us}
     output: {flows_format: csv, hpcc_fct: false, plot: true}
+    limits: {memory: 32GB}         # optional; default: 75% of the machine's memory
 
 Every mistake raises one `ScenarioError` naming the key path (`traffic[1].load`) and
 the reason.  Sizes, rates and times need explicit units.  Relative file paths are
-read from the scenario file's folder.
+read from the scenario file's folder.  Nesting deeper than `MAX_DEPTH` levels, text
+that is not UTF-8, and a topology or traffic whose estimated memory
+(`rocesim.topology.memory_estimate`) exceeds `limits.memory` are refused up front.
 """
 from __future__ import annotations
 
@@ -30,12 +33,18 @@ import yaml
 
 from rocesim import topology as topo_mod
 from rocesim import traffic as tr
+from rocesim._textfile import decode_utf8
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.simulation import Simulation
 from rocesim.units import parse_rate, parse_size, parse_time
 
-TOP_KEYS = ("name", "seed", "stop", "topology", "switch", "nic", "cc", "routes", "traffic", "output")
+TOP_KEYS = ("name", "seed", "stop", "topology", "switch", "nic", "cc", "routes", "traffic", "output",
+            "limits")
+
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and lists a scenario may have (the top mapping is
+level 1; real scenarios need about 5)."""
 
 
 @dataclass
@@ -51,9 +60,77 @@ class Scenario:
 
 # --- small checked readers ---------------------------------------------------------------
 
+def _show(v, limit=60) -> str:
+    """A short repr of a user value for messages (huge lists and strings are cut)."""
+    if isinstance(v, (dict, list)):
+        text = f"{type(v).__name__} {v!r}" if len(v) <= 8 else f"{type(v).__name__} of {len(v)} items"
+    else:
+        try:
+            text = repr(v)
+        except ValueError:                 # an int too long to print
+            text = f"{type(v).__name__} too long to show"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _choice(v, key, choices, what) -> str:
+    """A name from `choices` (a string; never used as a dict key before this check)."""
+    if isinstance(v, str) and v in choices:
+        return v
+    if v is None:
+        got = "missing (required)"
+    elif isinstance(v, str):
+        got = f"unknown {what} {v!r}"
+    else:
+        got = f"expected a {what} name, got {_show(v)}"
+    raise ScenarioError(key, f"{got}; valid: {', '.join(choices)}")
+
+
+def _label(k) -> str:
+    return f"[{k}]" if isinstance(k, int) and not isinstance(k, bool) else f".{k}"
+
+
+def check_depth(raw, where="", limit=MAX_DEPTH) -> None:
+    """Refuse nesting deeper than `limit` levels and structures that contain themselves
+    (YAML anchors can build both).  Iterative, and each shared node is visited once."""
+    height: dict[int, int] = {}          # id -> levels from this node down
+    chain: list[str] = []                # labels of the nodes on the current path
+    open_ids: set[int] = set()
+    stack = [(raw, where, False)]
+
+    def where_now(extra=""):
+        parts = chain + [extra] if extra else list(chain)
+        if len(parts) > 8:                   # keep the key readable: the start and the end
+            parts = parts[:5] + [f"...({len(parts) - 7} more levels)..."] + parts[-2:]
+        return "".join(parts).lstrip(".") or "scenario"
+
+    while stack:
+        node, label, done = stack.pop()
+        i = id(node)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        if done:
+            open_ids.discard(i)
+            chain.pop()
+            height[i] = 1 + max((height[id(c)] for _, c in items if isinstance(c, (dict, list))), default=0)
+            continue
+        if i in height:
+            if len(chain) + height[i] > limit:
+                raise ScenarioError(where_now(label), f"nested more than {limit} levels deep")
+            continue
+        if i in open_ids:
+            raise ScenarioError(where_now(label), "refers to itself (a YAML alias inside its own anchor)")
+        chain.append(label)
+        if len(chain) > limit:
+            raise ScenarioError(where_now(), f"nested more than {limit} levels deep")
+        open_ids.add(i)
+        stack.append((node, label, True))
+        for k, c in items:
+            if isinstance(c, (dict, list)):
+                stack.append((c, _label(k), False))
+
+
 def _mapping(v, key) -> dict:
     if not isinstance(v, dict):
-        raise ScenarioError(key, f"expected a mapping (key: value, ...), got {type(v).__name__}")
+        raise ScenarioError(key, f"expected a mapping (key: value, ...), got {_show(v)}")
     return v
 
 
@@ -73,13 +150,13 @@ def _keys(d: dict, key: str, required=(), optional=()) -> dict:
 
 def _count(v, key, lo=1) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ScenarioError(key, f"expected an integer >= {lo}, got {v!r}")
+        raise ScenarioError(key, f"expected an integer >= {lo}, got {_show(v)}")
     return v
 
 
 def _number(v, key, lo=0.0, hi=float("inf")) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo < v <= hi:
-        raise ScenarioError(key, f"expected a number in ({lo}, {hi}], got {v!r}")
+        raise ScenarioError(key, f"expected a number in ({lo}, {hi}], got {_show(v)}")
     return float(v)
 
 
@@ -97,7 +174,9 @@ def _rekey(prefix: str, e: ScenarioError) -> ScenarioError:
 
 def _path(base_dir, v, key) -> str:
     if not isinstance(v, str) or not v:
-        raise ScenarioError(key, f"expected a file path, got {v!r}")
+        raise ScenarioError(key, f"expected a file path, got {_show(v)}")
+    if "\0" in v:
+        raise ScenarioError(key, f"a file path cannot contain a NUL character, got {_show(v)}")
     p = v if os.path.isabs(v) else os.path.join(base_dir, v)
     if not os.path.isfile(p):
         raise ScenarioError(key, f"no such file: {p}")
@@ -119,28 +198,89 @@ def _host_fabric(d, key):
 LINKS = ("link", "host_link", "fabric_link")
 
 
-def build_topology(d, base_dir=".", key="topology"):
+def _kind(d, key, table, what):
+    """The `kind:` of a topology or traffic entry: a name from `table`."""
+    kind = d.get("kind")
+    if isinstance(kind, str) and kind in table:
+        return kind
+    if kind is None:
+        got = "missing (required)"
+    elif isinstance(kind, str):
+        got = f"unknown {what} {kind!r}"
+    else:
+        got = f"expected a {what} name, got {_show(kind)}"
+    raise ScenarioError(f"{key}.kind", f"{got}; valid kinds: {', '.join(table)}")
+
+
+class MemoryLimit:
+    """Refuses, before anything big is built, a topology and traffic whose estimated
+    memory (`rocesim.topology.memory_estimate`) exceeds `limit` bytes."""
+
+    def __init__(self, limit: int | None = None, configured: bool = False):
+        self.limit = topo_mod.default_memory_limit() if limit is None else limit
+        self.configured = configured
+        self.shape = (0, 0, 0)
+
+    def _over(self, need) -> str:
+        where = "" if self.configured else " (75% of this machine's memory)"
+        text = (f"needs about {topo_mod.approx_bytes(need)}; the limit is "
+                f"{topo_mod.approx_bytes(self.limit)}{where}")
+        physical = topo_mod.default_memory_limit() * 4 // 3
+        if need > physical:
+            return text + f", and this machine has {topo_mod.approx_bytes(physical)}"
+        return text + f" (set `limits.memory: {_raise_to(need)}` to raise it)"
+
+    def topology(self, key, what, hosts, switches, links):
+        """Check a topology of this size, from its parameters, before it is built."""
+        need = topo_mod.memory_estimate(hosts, switches, links)
+        if need > self.limit:
+            plural = "" if switches == 1 else "es"
+            raise ScenarioError(key, f"{what} ({hosts:,} hosts, {switches:,} switch{plural}) {self._over(need)}")
+        self.shape = (hosts, switches, links)
+
+    def flows(self, key, what, existing, more):
+        """Check that `more` flows on top of `existing` fit with the topology."""
+        need = topo_mod.memory_estimate(*self.shape, existing + more)
+        if need > self.limit:
+            raise ScenarioError(key, f"{what}: about {int(more):,} flows on {self.shape[0]:,} hosts "
+                                     f"{self._over(need)}")
+
+
+def _raise_to(need) -> str:
+    """A round size at least `need`, for the hint in the message."""
+    gb = -(-need // 10**9)
+    unit, value = "GB", gb
+    if gb >= 10_000:
+        unit, value = "TB", -(-gb // 1000)
+    return f"{value}{unit}"
+
+
+def build_topology(d, base_dir=".", key="topology", memory=None):
     """A `Topology` from the scenario's `topology:` mapping (the NICs of a platform's servers
-    are its hosts)."""
-    return build_platform(d, base_dir, key).topology
+    are its hosts).
+
+    `memory` (a `MemoryLimit`, default: 75% of the machine's memory) refuses sizes whose
+    estimate exceeds it, before building."""
+    return build_platform(d, base_dir, key, memory).topology
 
 
-def build_platform(d, base_dir=".", key="topology"):
+def build_platform(d, base_dir=".", key="topology", memory=None):
     """A `rocesim.platform.Platform` from the scenario's `topology:` mapping: multi-GPU
     servers for `rail_optimized`, `rail_only`, and `leaf_spine`/`fat_tree`/`clos3` with
-    `gpus_per_server`; otherwise one rank per host."""
+    `gpus_per_server`; otherwise one rank per host.  `memory` as for `build_topology`."""
     from rocesim import platform as pf
     _mapping(d, key)
-    kind = d.get("kind")
-    if kind not in _TOPOLOGIES:
-        what = "missing (required)" if kind is None else f"unknown topology {kind!r}"
-        raise ScenarioError(f"{key}.kind", f"{what}; valid kinds: {', '.join(_TOPOLOGIES)}")
+    kind = _kind(d, key, _TOPOLOGIES, "topology")
+    memory = MemoryLimit() if memory is None else memory
     try:
         if kind in _PLATFORMS:
-            return _PLATFORMS[kind](d, key)
+            return _PLATFORMS[kind](d, key, memory)
         server = {k: d[k] for k in SERVER_KEYS if k in d}
         d = {k: v for k, v in d.items() if k not in SERVER_KEYS}
-        topo = _TOPOLOGIES[kind](d, base_dir, key)
+        topo = _TOPOLOGIES[kind](d, base_dir, key, memory)
+        if memory.shape == (0, 0, 0):        # read from a file: checked once it is known
+            memory.topology(f"{key}.path" if "path" in d else key, f"{kind} topology",
+                            topo.n_hosts, topo.n_switches, topo.n_links)
         if not server:
             return pf.Platform.hosts(topo)
         if kind not in ("leaf_spine", "fat_tree", "clos3"):
@@ -164,81 +304,98 @@ def _scale_up(v, key):
     if v is None:
         return None
     _keys(v, key, ("rate", "delay"), ("kind",))
-    kind = v.get("kind", "switch")
-    if kind not in SCALE_UP_KINDS:
-        raise ScenarioError(f"{key}.kind", f"unknown scale-up kind {kind!r}; valid: {', '.join(SCALE_UP_KINDS)}")
+    kind = _choice(v.get("kind", "switch"), f"{key}.kind", SCALE_UP_KINDS, "scale-up kind")
     return ScaleUp(parse_rate(v["rate"], f"{key}.rate"), parse_time(v["delay"], f"{key}.delay"), kind)
 
 
-def _rail_optimized(d, key):
+def _server_shape(d, key, memory, what):
+    """Check the memory of `servers` x NICs hosts (about one switch port per NIC above them)."""
+    servers = _count(d["servers"], f"{key}.servers")
+    nics = _count(d.get("nics_per_server", d["gpus_per_server"]), f"{key}.nics_per_server")
+    memory.topology(f"{key}.servers", what, servers * nics, nics, 2 * servers * nics)
+    return servers
+
+
+def _rail_optimized(d, key, memory):
     from rocesim import platform as pf
     _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"),
           ("nics_per_server", "servers_per_pod", "spines", "oversubscription", "fabric_link"))
+    servers = _server_shape(d, key, memory, "rail_optimized")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     frate, fdelay = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (None, None)
     if "spines" in d and "oversubscription" in d:
         raise ScenarioError(f"{key}.spines", "give spines or oversubscription, not both")
-    return pf.rail_optimized(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+    return pf.rail_optimized(servers, d["gpus_per_server"], rate, delay,
                              _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"),
                              servers_per_pod=d.get("servers_per_pod"), spines=d.get("spines"),
                              oversubscription=d.get("oversubscription", 1.0), fabric_rate=frate, fabric_delay=fdelay)
 
 
-def _rail_only(d, key):
+def _rail_only(d, key, memory):
     from rocesim import platform as pf
     _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"), ("nics_per_server",))
+    servers = _server_shape(d, key, memory, "rail_only")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
-    return pf.rail_only(_count(d["servers"], f"{key}.servers"), d["gpus_per_server"], rate, delay,
+    return pf.rail_only(servers, d["gpus_per_server"], rate, delay,
                         _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"))
 
 
 _PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
 
 
-def _star(d, base_dir, key):
+def _star(d, base_dir, key, memory):
     _keys(d, key, ("kind", "hosts", "link"))
     rate, delay = _link(d["link"], f"{key}.link")
-    return topo_mod.star(_count(d["hosts"], f"{key}.hosts", 2), rate, delay)
+    hosts = _count(d["hosts"], f"{key}.hosts", 2)
+    memory.topology(f"{key}.hosts", "star", *topo_mod.shape("star", hosts=hosts))
+    return topo_mod.star(hosts, rate, delay)
 
 
-def _dumbbell(d, base_dir, key):
+def _dumbbell(d, base_dir, key, memory):
     _keys(d, key, ("kind", "hosts_left", "hosts_right", "link"), ("bottleneck",))
     rate, delay = _link(d["link"], f"{key}.link")
     b_rate, b_delay = _link(d["bottleneck"], f"{key}.bottleneck") if "bottleneck" in d else (rate, delay)
-    return topo_mod.dumbbell(_count(d["hosts_left"], f"{key}.hosts_left"),
-                             _count(d["hosts_right"], f"{key}.hosts_right"), rate, delay, b_rate, b_delay)
+    left, right = _count(d["hosts_left"], f"{key}.hosts_left"), _count(d["hosts_right"], f"{key}.hosts_right")
+    memory.topology(key, "dumbbell", *topo_mod.shape("dumbbell", hosts_left=left, hosts_right=right))
+    return topo_mod.dumbbell(left, right, rate, delay, b_rate, b_delay)
 
 
-def _leaf_spine(d, base_dir, key):
+def _leaf_spine(d, base_dir, key, memory):
     _keys(d, key, ("kind", "leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",))
     (hr, hd), (fr, fd) = _host_fabric(d, key)
-    return topo_mod.leaf_spine(_count(d["leaves"], f"{key}.leaves"), _count(d["spines"], f"{key}.spines"),
-                               _count(d["hosts_per_leaf"], f"{key}.hosts_per_leaf"), hr, hd, fr, fd,
-                               _count(d.get("links_per_spine", 1), f"{key}.links_per_spine"))
+    n = dict(leaves=_count(d["leaves"], f"{key}.leaves"), spines=_count(d["spines"], f"{key}.spines"),
+             hosts_per_leaf=_count(d["hosts_per_leaf"], f"{key}.hosts_per_leaf"),
+             links_per_spine=_count(d.get("links_per_spine", 1), f"{key}.links_per_spine"))
+    memory.topology(key, "leaf_spine", *topo_mod.shape("leaf_spine", **n))
+    return topo_mod.leaf_spine(n["leaves"], n["spines"], n["hosts_per_leaf"], hr, hd, fr, fd,
+                               n["links_per_spine"])
 
 
-def _fat_tree(d, base_dir, key):
+def _fat_tree(d, base_dir, key, memory):
     _keys(d, key, ("kind", "k"), LINKS)
     k = _count(d["k"], f"{key}.k", 2)
     if k % 2:
         raise ScenarioError(f"{key}.k", f"a k-ary fat tree needs an even k, got {k}")
     (hr, hd), (fr, fd) = _host_fabric(d, key)
+    memory.topology(f"{key}.k", f"fat_tree with k={k}", *topo_mod.shape("fat_tree", k=k))
     return topo_mod.fat_tree(k, hr, hd, fr, fd)
 
 
-def _clos3(d, base_dir, key):
+def _clos3(d, base_dir, key, memory):
     names = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
     _keys(d, key, ("kind",) + names, LINKS)
     (hr, hd), (fr, fd) = _host_fabric(d, key)
-    return topo_mod.clos3(*(_count(d[n], f"{key}.{n}") for n in names), hr, hd, fr, fd)
+    n = {name: _count(d[name], f"{key}.{name}") for name in names}
+    memory.topology(key, "clos3", *topo_mod.shape("clos3", **n))
+    return topo_mod.clos3(*(n[name] for name in names), hr, hd, fr, fd)
 
 
-def _hpcc_320(d, base_dir, key):
+def _hpcc_320(d, base_dir, key, memory):
     _keys(d, key, ("kind",))
     return topo_mod.hpcc_320()
 
 
-def _hpcc_file(d, base_dir, key):
+def _hpcc_file(d, base_dir, key, memory):
     _keys(d, key, ("kind", "path"))
     return topo_mod.from_hpcc_file(_path(base_dir, d["path"], f"{key}.path"))
 
@@ -250,37 +407,48 @@ _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, 
 
 # --- traffic ---------------------------------------------------------------------------------
 
+def _ids(v, key, n, what) -> np.ndarray:
+    """`all` or a list of ids in 0..n-1 (`what`: host or rank)."""
+    if isinstance(v, str) and v == "all":
+        return np.arange(n)
+    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
+        raise ScenarioError(key, f"expected 'all' or a list of {what} ids, got {_show(v)}")
+    bad = [h for h in v if not 0 <= h < n]
+    if bad:
+        raise ScenarioError(key, f"{what} {bad[0]} does not exist; {what}s are 0..{n - 1}")
+    return np.asarray(v)
+
+
 def _hosts(v, key, topo) -> np.ndarray:
     """`all` or a list of host ids."""
-    H = topo.n_hosts
-    if v == "all":
-        return np.arange(H)
-    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
-        raise ScenarioError(key, f"expected 'all' or a list of host ids, got {v!r}")
-    bad = [h for h in v if not 0 <= h < H]
-    if bad:
-        raise ScenarioError(key, f"host {bad[0]} does not exist; hosts are 0..{H - 1}")
-    return np.asarray(v)
+    return _ids(v, key, topo.n_hosts, "host")
+
+
+def _ranks(v, key, sim) -> np.ndarray:
+    """`all` or a list of ranks (GPUs of the platform; on a plain topology, hosts)."""
+    return _ids(v, key, sim.platform.n_ranks, "rank")
 
 
 def _prio(d, key) -> int:
     p = d.get("prio", DEFAULT_FLOW_PRIORITY)
     if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 7:
-        raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {p!r}")
+        raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {_show(p)}")
     return p
 
 
-def _t_flows(sim, d, key, rng, base_dir, index):
+def _t_flows(sim, d, key, rng, base_dir, index, memory):
     _keys(d, key, ("kind", "flows"))
     if not isinstance(d["flows"], list) or not d["flows"]:
         raise ScenarioError(f"{key}.flows", "expected a non-empty list of {src, dst, size, start}")
+    memory.flows(f"{key}.flows", "flows", sim.n_flows, len(d["flows"]))
     for j, f in enumerate(d["flows"]):
         fk = f"{key}.flows[{j}]"
         _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path"))
         path = f.get("path")
         if path is not None and (not isinstance(path, list)
                                  or not all(isinstance(n, int) and not isinstance(n, bool) for n in path)):
-            raise ScenarioError(f"{fk}.path", f"expected a list of node ids [src, switch, ..., dst], got {path!r}")
+            raise ScenarioError(f"{fk}.path", f"expected a list of node ids [src, switch, ..., dst], "
+                                              f"got {_show(path)}")
         try:
             sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
                          parse_size(f["size"], f"{fk}.size"), parse_time(f.get("start", "0us"), f"{fk}.start"),
@@ -300,18 +468,18 @@ def _flow_size(v, key) -> int:
 def _host_id(v, key, sim) -> int:
     H = sim.topology.n_hosts
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < H:
-        raise ScenarioError(key, f"{v!r} is not a host; hosts are 0..{H - 1}")
+        raise ScenarioError(key, f"{_show(v)} is not a host; hosts are 0..{H - 1}")
     return v
 
 
-def _t_incast(sim, d, key, rng, base_dir, index):
+def _t_incast(sim, d, key, rng, base_dir, index, memory):
     """One incast (senders list or `all`, receiver), or with `load` and `duration`, incasts
     of `senders` random hosts to a random receiver at Poisson times."""
     if "load" in d:
-        return _t_repeated_incast(sim, d, key, rng, index)
+        return _t_repeated_incast(sim, d, key, rng, index, memory)
     _keys(d, key, ("kind", "senders", "receiver", "size"), ("start", "prio"))
     receiver = _host_id(d["receiver"], f"{key}.receiver", sim)
-    if d["senders"] == "all":
+    if isinstance(d["senders"], str) and d["senders"] == "all":
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
     else:
         senders = _hosts(d["senders"], f"{key}.senders", sim.topology)
@@ -320,8 +488,8 @@ def _t_incast(sim, d, key, rng, base_dir, index):
     sim.add_flows(table, tag=index)
 
 
-def _t_repeated_incast(sim, d, key, rng, index):
-    if d.get("receiver", "random") != "random":
+def _t_repeated_incast(sim, d, key, rng, index, memory):
+    if not (isinstance(d.get("receiver", "random"), str) and d.get("receiver", "random") == "random"):
         raise ScenarioError(f"{key}.load", "with a load, incasts repeat at random times to random "
                                            "receivers: remove receiver (or load for a single incast)")
     _keys(d, key, ("kind", "senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio"))
@@ -331,16 +499,21 @@ def _t_repeated_incast(sim, d, key, rng, index):
     if n >= len(hosts):
         raise ScenarioError(f"{key}.senders", f"needs fewer senders than hosts ({len(hosts)})")
     rate = max(topo.host_rate(int(h)) for h in hosts)
-    table = tr.repeated_incast(hosts, n, _flow_size(d["size"], f"{key}.size"),
-                               _number(d["load"], f"{key}.load", 0.0, 1.0), rate,
-                               parse_time(d["duration"], f"{key}.duration"), rng,
+    size = _flow_size(d["size"], f"{key}.size")
+    load = _number(d["load"], f"{key}.load", 0.0, 1.0)
+    duration = parse_time(d["duration"], f"{key}.duration")
+    # incasts of n senders x size bytes carry load x len(hosts) x rate
+    memory.flows(f"{key}.duration", "repeated incast",
+                 sim.n_flows, load * len(hosts) * rate * duration / (8 * size * 1e12))
+    table = tr.repeated_incast(hosts, n, size, load, rate, duration, rng,
                                parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
     sim.add_flows(table, tag=index)
 
 
-def _t_permutation(sim, d, key, rng, base_dir, index):
+def _t_permutation(sim, d, key, rng, base_dir, index, memory):
     _keys(d, key, ("kind", "size"), ("start", "hosts", "prio"))
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", sim.topology)
+    memory.flows(key, "permutation", sim.n_flows, len(hosts))
     table = tr.permutation(hosts, _flow_size(d["size"], f"{key}.size"),
                            parse_time(d.get("start", "0us"), f"{key}.start"), rng, _prio(d, key))
     sim.add_flows(table, tag=index)
@@ -350,46 +523,40 @@ def _distribution(v, key, base_dir):
     if isinstance(v, dict):
         _keys(v, key, ("file",))
         return tr.FlowSizeCDF.from_file(_path(base_dir, v["file"], f"{key}.file"))
-    if isinstance(v, str) and ("/" in v or v.endswith((".txt", ".csv", ".cdf"))):
+    if not isinstance(v, str):
+        raise ScenarioError(key, f"expected websearch, fb_hadoop or {{file: sizes.txt}}, got {_show(v)}")
+    if "/" in v or v.endswith((".txt", ".csv", ".cdf")):
         return tr.FlowSizeCDF.from_file(_path(base_dir, v, key))
     return tr.builtin(v, key)
 
 
-def _t_cdf(sim, d, key, rng, base_dir, index):
+def _t_cdf(sim, d, key, rng, base_dir, index, memory):
     _keys(d, key, ("kind", "distribution", "load", "duration"), ("start", "hosts", "prio"))
     topo = sim.topology
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
     if len(hosts) < 2:
         raise ScenarioError(f"{key}.hosts", "needs at least two hosts")
     rates = np.array([topo.host_rate(int(h)) for h in hosts])
-    table = tr.poisson_cdf(hosts, rates, _number(d["load"], f"{key}.load", 0.0, 1.0),
-                           parse_time(d["duration"], f"{key}.duration"),
-                           _distribution(d["distribution"], f"{key}.distribution", base_dir), rng,
+    load = _number(d["load"], f"{key}.load", 0.0, 1.0)
+    duration = parse_time(d["duration"], f"{key}.duration")
+    cdf = _distribution(d["distribution"], f"{key}.distribution", base_dir)
+    # each host offers load x its rate in flows of the distribution's mean size
+    memory.flows(f"{key}.duration", "cdf traffic", sim.n_flows,
+                 load * float(rates.sum()) * duration / (8 * cdf.mean() * 1e12))
+    table = tr.poisson_cdf(hosts, rates, load, duration, cdf, rng,
                            parse_time(d.get("start", "0us"), f"{key}.start"), _prio(d, key))
     sim.add_flows(table, tag=index)
 
 
-def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index):
+def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index, memory):
     _keys(d, key, ("kind", "path"))
     table = tr.hpcc_flow_file(_path(base_dir, d["path"], f"{key}.path"), sim.topology)
     bad = (table.prio < 1) | (table.prio > 7)
     if bad.any():
         raise ScenarioError(f"{key}.path", f"flow {int(np.flatnonzero(bad)[0])} has priority "
                             f"{int(table.prio[bad][0])}; data flows use priorities 1..7")
+    memory.flows(f"{key}.path", "hpcc_flow_file", sim.n_flows, len(table))
     sim.add_flows(table, tag=index)
-
-
-def _ranks(v, key, sim) -> np.ndarray:
-    """`all` or a list of ranks (GPUs of the platform; on a plain topology, hosts)."""
-    n = sim.platform.n_ranks
-    if v == "all":
-        return np.arange(n)
-    if not isinstance(v, list) or not v or not all(isinstance(h, int) and not isinstance(h, bool) for h in v):
-        raise ScenarioError(key, f"expected 'all' or a list of ranks, got {v!r}")
-    bad = [h for h in v if not 0 <= h < n]
-    if bad:
-        raise ScenarioError(key, f"rank {bad[0]} does not exist; ranks are 0..{n - 1}")
-    return np.asarray(v)
 
 
 def _rank_groups(v, key, sim) -> list[np.ndarray]:
@@ -402,19 +569,17 @@ def _rank_groups(v, key, sim) -> list[np.ndarray]:
 def _bool(d, name, key, default=False) -> bool:
     v = d.get(name, default)
     if not isinstance(v, bool):
-        raise ScenarioError(f"{key}.{name}", f"expected true or false, got {v!r}")
+        raise ScenarioError(f"{key}.{name}", f"expected true or false, got {_show(v)}")
     return v
 
 
-def _t_collective(sim, d, key, rng, base_dir, index):
+def _t_collective(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
     _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn"))
-    op = d["op"]
-    if op not in ALGORITHMS:
-        raise ScenarioError(f"{key}.op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
+    op = _choice(d["op"], f"{key}.op", ALGORITHMS, "collective")
     algorithm = d.get("algorithm", DEFAULT_ALGORITHM[op])
-    if algorithm not in ALGORITHMS[op]:
-        raise ScenarioError(f"{key}.algorithm", f"{op} has no algorithm {algorithm!r}; "
+    if not (isinstance(algorithm, str) and algorithm in ALGORITHMS[op]):
+        raise ScenarioError(f"{key}.algorithm", f"{op} has no algorithm {_show(algorithm)}; "
                                                 f"valid: {', '.join(ALGORITHMS[op])}")
     size = _flow_size(d["size"], f"{key}.size")
     chunks = _count(d.get("chunks", 1), f"{key}.chunks")
@@ -423,7 +588,10 @@ def _t_collective(sim, d, key, rng, base_dir, index):
         raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group) "
                                                  "unless the platform has multi-GPU servers")
     pxn = _bool(d, "pxn", key)
-    for members in _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim):
+    groups = _rank_groups(d.get("ranks", "all"), f"{key}.ranks", sim)
+    memory.flows(key, f"{op} ({algorithm})", sim.n_flows,
+                 sum(collective_flows(op, algorithm, len(m), chunks) for m in groups))
+    for members in groups:
         if len(members) < 2:
             raise ScenarioError(f"{key}.ranks", "a collective needs at least two ranks")
         try:
@@ -432,6 +600,23 @@ def _t_collective(sim, d, key, rng, base_dir, index):
                                pxn=pxn)
         except ScenarioError as e:
             raise _rekey(key, e) from None
+
+
+def collective_flows(op, algorithm, ranks, chunks) -> int:
+    """About how many flows and compute steps a collective adds, an upper end (for the
+    memory check): chunks x ranks x (steps + 4), where steps is ranks - 1 for ring-like and
+    direct algorithms (twice that for all-reduce, and twice again for ring_bidir),
+    2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce."""
+    p = max(int(ranks), 2)
+    if op in ("broadcast", "reduce"):
+        steps = 1
+    elif algorithm == "halving_doubling":
+        steps = 2 * max(1, (p - 1).bit_length())
+    elif algorithm == "double_binary_tree":
+        steps = 4
+    else:
+        steps = (p - 1) * (2 if op == "allreduce" else 1) * (2 if algorithm == "ring_bidir" else 1)
+    return chunks * p * (steps + 4)
 
 
 def _parse_hz(v, key) -> float:
@@ -473,7 +658,7 @@ def _job_ranks(sim, d, key, index):
     return ranks, job
 
 
-def _t_workload(sim, d, key, rng, base_dir, index):
+def _t_workload(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS
     from rocesim.training import workloads
     from rocesim.training.workloads.llm import LLM_PRESETS
@@ -486,8 +671,8 @@ def _t_workload(sim, d, key, rng, base_dir, index):
     _mapping(algos, f"{key}.algorithms")
     extra = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
     for op, alg in algos.items():
-        valid = ALGORITHMS.get(extra.get(op, op))
-        if valid is None or alg not in valid:
+        valid = ALGORITHMS.get(extra.get(op, op)) if isinstance(op, str) else None
+        if valid is None or not (isinstance(alg, str) and alg in valid):
             raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(valid or ())} "
                                                           f"for an op in {', '.join(list(ALGORITHMS) + list(extra))}")
     common = dict(algorithms=algos, chunks=_count(d.get("chunks", 1), f"{key}.chunks"), prio=_prio(d, key),
@@ -499,8 +684,7 @@ def _t_workload(sim, d, key, rng, base_dir, index):
     if isinstance(model, str) and model in LLM_PRESETS:
         return _llm_workload(sim, d, key, model, ranks, iterations, common)
     if isinstance(model, str):
-        params = d.get("params", {})
-        _mapping(params, f"{key}.params")
+        params = _preset_params(model, d.get("params", {}), key)
         wl = workloads.preset(model, f"{key}.model", **params)
     elif isinstance(model, dict) and set(model) == {"astra_sim"}:
         from rocesim.training.workloads.astra import read_astra_sim
@@ -526,6 +710,30 @@ def _t_workload(sim, d, key, rng, base_dir, index):
         raise _rekey(key, e) from None
 
 
+def _preset_params(model, params, key, presets=None) -> dict:
+    """A preset's `params`: known names, positive numbers of a sane size (ints where the
+    preset's default is an int), so that the preset cannot overflow or run away.
+    `presets`: name -> function of the parameters (default: the layer-model presets)."""
+    import inspect
+    if presets is None:
+        from rocesim.training.workloads.presets import PRESETS as presets
+    _mapping(params, f"{key}.params")
+    if not (isinstance(model, str) and model in presets):
+        return params                           # preset() names the valid models
+    defaults = {n: p.default for n, p in inspect.signature(presets[model]).parameters.items()}
+    for name, v in params.items():
+        k = f"{key}.params.{name}"
+        if name not in defaults:
+            continue                            # preset() names the unknown parameter
+        want_int = isinstance(defaults[name], int)
+        hi = 10**6 if want_int else 1e12
+        ok_type = isinstance(v, int) if want_int else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok_type or not 0 < v <= hi:
+            raise ScenarioError(k, f"expected {'an integer' if want_int else 'a number'} in (0, {hi:g}], "
+                                   f"got {_show(v)}")
+    return params
+
+
 PARALLELISM_KEYS = ("tp", "pp", "cp", "ep", "order")
 
 
@@ -534,8 +742,7 @@ def _llm_workload(sim, d, key, name, ranks, iterations, common):
     (dp is what is left), `pipeline: 1f1b|gpipe` and `pxn`."""
     from rocesim.training.parallelism import Parallelism
     from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
-    params = d.get("params", {})
-    _mapping(params, f"{key}.params")
+    params = _preset_params(name, d.get("params", {}), key, LLM_PRESETS)
     try:
         model, dims = LLM_PRESETS[name](**params)
     except TypeError as e:
@@ -547,9 +754,7 @@ def _llm_workload(sim, d, key, name, ranks, iterations, common):
             dims[k] = _count(par[k], f"{key}.parallelism.{k}")
     if "order" in par:
         dims["order"] = par["order"]
-    pipeline = d.get("pipeline", "1f1b")
-    if pipeline not in SCHEDULES:
-        raise ScenarioError(f"{key}.pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
+    pipeline = _choice(d.get("pipeline", "1f1b"), f"{key}.pipeline", SCHEDULES, "pipeline schedule")
     try:
         add_llm_training(sim, model, ranks, iterations, Parallelism.for_ranks(len(ranks), **dims),
                          pipeline=pipeline, pxn=_bool(d, "pxn", key), **common)
@@ -562,20 +767,25 @@ TRAFFIC_KINDS = {"flows": _t_flows, "incast": _t_incast, "permutation": _t_permu
                  "workload": _t_workload}
 
 
-def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):
-    """Add every traffic entry of a scenario to `sim` (each seeded by (seed, index))."""
+def add_traffic(sim, entries, seed, base_dir=".", key="traffic", memory=None):
+    """Add every traffic entry of a scenario to `sim` (each seeded by (seed, index)).
+
+    `memory` (a `MemoryLimit`) refuses an entry whose predicted flow count would not fit,
+    before generating it (flow lists, incasts, permutations, cdf and repeated-incast
+    traffic from load x rate x duration / mean size, collectives by `collective_flows`)."""
     if not isinstance(entries, list) or not entries:
         raise ScenarioError(key, "expected a non-empty list of traffic entries")
+    if memory is None:
+        memory = MemoryLimit()
+        t = sim.topology
+        memory.shape = (t.n_hosts, t.n_switches, t.n_links)
     for i, d in enumerate(entries):
         k = f"{key}[{i}]"
         _mapping(d, k)
-        kind = d.get("kind")
-        if kind not in TRAFFIC_KINDS:
-            what = "missing (required)" if kind is None else f"unknown traffic kind {kind!r}"
-            raise ScenarioError(f"{k}.kind", f"{what}; valid kinds: {', '.join(TRAFFIC_KINDS)}")
+        kind = _kind(d, k, TRAFFIC_KINDS, "traffic kind")
         rng = np.random.default_rng([seed, i])
         try:
-            TRAFFIC_KINDS[kind](sim, d, k, rng, base_dir, i)
+            TRAFFIC_KINDS[kind](sim, d, k, rng, base_dir, i, memory)
         except ScenarioError as e:
             raise _rekey(k, e) from None
 
@@ -611,41 +821,75 @@ def _output(d, key="output", n_ports=0) -> dict:
     return out
 
 
+def _limits(d, key="limits") -> MemoryLimit:
+    """`limits: {memory: 32GB}`: the most memory the topology and traffic may need
+    (default: 75% of the machine's physical memory)."""
+    if d is None:
+        return MemoryLimit()
+    _keys(d, key, (), ("memory",))
+    if d.get("memory") is None:
+        return MemoryLimit()
+    limit = parse_size(d["memory"], f"{key}.memory")
+    if limit <= 0:
+        raise ScenarioError(f"{key}.memory", f"must be positive, got {_show(d['memory'])}")
+    return MemoryLimit(limit, configured=True)
+
+
 def build(raw: dict, base_dir=".") -> Scenario:
     """Check a scenario mapping and build its Simulation (nothing runs yet)."""
+    _mapping(raw, "scenario")
+    check_depth(raw)
     _keys(raw, "", ("topology", "traffic"), TOP_KEYS)
     seed = raw.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
+        raise ScenarioError("seed", f"expected a non-negative integer, got {_show(seed)}")
+    if seed >= 2**63:
+        raise ScenarioError("seed", f"must be below 2**63, got {_show(seed)}")
     stop = parse_time(raw["stop"], "stop") if raw.get("stop") is not None else None
-    topo = build_platform(raw["topology"], base_dir)
+    memory = _limits(raw.get("limits"))
+    topo = build_platform(raw["topology"], base_dir, memory=memory)
     cc = raw.get("cc", {"scheme": "none"})
     _keys(cc, "cc", ("scheme",), ("params",))
     if not isinstance(cc["scheme"], str):
-        raise ScenarioError("cc.scheme", f"expected a scheme name, got {cc['scheme']!r}")
+        raise ScenarioError("cc.scheme", f"expected a scheme name, got {_show(cc['scheme'])}")
     sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed)
-    add_traffic(sim, raw["traffic"], seed, base_dir)
+    add_traffic(sim, raw["traffic"], seed, base_dir, memory=memory)
     name = raw.get("name", "")
     if not isinstance(name, str):
-        raise ScenarioError("name", f"expected a string, got {name!r}")
+        raise ScenarioError("name", f"expected a string, got {_show(name)}")
     output = _output(raw.get("output"), n_ports=len(sim.ports.node))
     return Scenario(sim=sim, stop=stop, output=output, name=name, raw=raw)
+
+
+def parse_yaml(text: str, where: str):
+    """`text` parsed as YAML (safe), with every parser failure as one ScenarioError keyed
+    `where`: syntax errors, nesting too deep for the parser, impossible dates, integers
+    too long to read."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ScenarioError(where, f"not valid YAML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(where, f"nested too deeply to read (a scenario may nest at most "
+                                   f"{MAX_DEPTH} levels)") from None
+    except (ValueError, OverflowError) as e:      # e.g. a date 2024-13-45, a 5000-digit int
+        raise ScenarioError(where, f"not valid YAML: {e}") from None
 
 
 def load(path, overrides=()) -> Scenario:
     """Read, override (`key.path=value` strings, values in YAML syntax), check and build."""
     try:
-        with open(path) as f:
-            raw = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise ScenarioError(str(path), "no such scenario file") from None
     except OSError as e:
         raise ScenarioError(str(path), f"cannot read the scenario file: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise ScenarioError(str(path), f"not valid YAML: {e}") from None
+    raw = parse_yaml(decode_utf8(str(path), data), str(path))
     if not isinstance(raw, dict):
         raise ScenarioError(str(path), "a scenario file must hold a mapping (seed:, topology:, traffic:, ...)")
+    check_depth(raw)
     raw = apply_overrides(raw, overrides)
     return build(raw, os.path.dirname(os.path.abspath(path)))
 
@@ -655,8 +899,11 @@ _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 def apply_overrides(raw: dict, overrides) -> dict:
     """A copy of `raw` with each `a.b[2].c=value` applied (value parsed as YAML)."""
+    check_depth(raw)
     raw = copy.deepcopy(raw)
     for item in overrides:
+        if not isinstance(item, str):
+            raise ScenarioError("--set", f"expected key.path=value, got {_show(item)}")
         if "=" not in item:
             raise ScenarioError(f"--set {item}", "expected key.path=value")
         path, text = item.split("=", 1)
@@ -681,9 +928,9 @@ def apply_overrides(raw: dict, overrides) -> dict:
                 node = node[s]
         last = steps[-1]
         try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ScenarioError(f"--set {path}", f"the value {text!r} is not valid YAML: {e}") from None
+            value = parse_yaml(text, f"--set {path}")
+        except ScenarioError as e:
+            raise ScenarioError(e.key, f"the value {_show(text)} is {e.reason}") from None
         if isinstance(last, int):
             if not isinstance(node, list) or last >= len(node):
                 raise ScenarioError(f"--set {path}", f"index [{last}] does not exist")

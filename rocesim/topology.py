@@ -34,6 +34,10 @@ __all__ = [
     "hpcc_320",
     "from_hpcc_file",
     "to_hpcc_file",
+    "memory_estimate",
+    "default_memory_limit",
+    "approx_bytes",
+    "shape",
 ]
 
 _LINK_COLUMNS = ("link_a", "link_b", "rate_ab", "rate_ba", "delay_ab", "delay_ba")
@@ -351,6 +355,106 @@ class Topology:
             )
 
 
+# --- memory estimate -----------------------------------------------------------------
+
+# Bytes the current implementation holds, per item (measured with getrusage on fat trees
+# k=16/24 and stars of 3000/6000 hosts, then rounded up):
+MEMORY_PER_NODE = 256
+"""Topology lists, the core's Host/Switch structs, per-node arrays."""
+MEMORY_PER_PORT = 1024
+"""The core's Port struct (about 560 B), per-port numpy arrays and result counters."""
+MEMORY_PER_ROUTE_CELL = 32
+"""Per (switch port, host) pair: routing.build_routes compares dense int32 hop-distance
+matrices [switch ports x hosts] and keeps boolean masks and the ECMP entries (18-30 B
+measured)."""
+MEMORY_PER_NODE_HOST = 4
+"""Per (node, host) pair: the int32 hop-distance matrix of routing._host_distances."""
+MEMORY_PER_SWITCH_HOST = 16
+"""Per (switch, host) pair: route_off/route_cnt (int32) in Python and in the core."""
+MEMORY_PER_FLOW = 640
+"""Per flow or compute step: the core's Flow struct (about 280 B), the scheme's per-flow
+state, the Python flow columns and the result arrays (about 430 B measured before a run)."""
+
+DEFAULT_MEMORY_LIMIT_FALLBACK = 16 * 10**9
+"""The memory limit when the machine's physical memory cannot be read."""
+
+
+def memory_estimate(n_hosts: int, n_switches: int, n_links: int, n_flows: int = 0) -> int:
+    """Bytes a simulation of this size needs, estimated before anything is built.
+
+    With ``H`` hosts, ``S`` switches, ``L`` links (``P = 2 L`` ports, of which
+    ``P - H`` are switch ports, since every host has one link) and ``F`` flows::
+
+        256 (H + S) + 1024 P + 32 (P - H) H + 4 (H + S) H + 16 S H + 640 F
+
+    The ``(P - H) H`` term dominates for large fabrics: routing tables are built from
+    dense [switch port x host] arrays. The figure is an upper-end estimate of the peak
+    (exact for fat trees to about 10%, twice the peak for a star).
+    """
+    hosts, switches, links, flows = (max(int(n), 0) for n in (n_hosts, n_switches, n_links, n_flows))
+    ports = 2 * links
+    switch_ports = max(ports - hosts, 0)
+    nodes = hosts + switches
+    return (
+        MEMORY_PER_NODE * nodes
+        + MEMORY_PER_PORT * ports
+        + MEMORY_PER_ROUTE_CELL * switch_ports * hosts
+        + MEMORY_PER_NODE_HOST * nodes * hosts
+        + MEMORY_PER_SWITCH_HOST * switches * hosts
+        + MEMORY_PER_FLOW * flows
+    )
+
+
+def default_memory_limit() -> int:
+    """75% of the machine's physical memory (``os.sysconf``), or 16 GB if unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return DEFAULT_MEMORY_LIMIT_FALLBACK
+    if not isinstance(total, int) or total <= 0:
+        return DEFAULT_MEMORY_LIMIT_FALLBACK
+    return total * 3 // 4
+
+
+def approx_bytes(n: int) -> str:
+    """A byte count for messages, to about two significant figures: ``"3.1 TB"``."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB", "EB"):
+        if value < 1000 or unit == "EB":
+            break
+        value /= 1000
+    if unit == "B":
+        return f"{int(value)} B"
+    return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def shape(kind: str, **params: int) -> tuple[int, int, int]:
+    """``(hosts, switches, links)`` of a builder's topology, computed from its parameters
+    without building it (``kind``: ``star``, ``dumbbell``, ``leaf_spine``, ``clos3``,
+    ``fat_tree``, ``hpcc_320``; parameters as the builder names them, already checked)."""
+    p = params
+    if kind == "star":
+        return p["hosts"], 1, p["hosts"]
+    if kind == "dumbbell":
+        hosts = p["hosts_left"] + p["hosts_right"]
+        return hosts, 2, hosts + 1
+    if kind == "leaf_spine":
+        hosts = p["leaves"] * p["hosts_per_leaf"]
+        return (hosts, p["leaves"] + p["spines"],
+                hosts + p["leaves"] * p["spines"] * p.get("links_per_spine", 1))
+    if kind == "clos3":
+        pods = max(p["tors"] // p["tors_per_pod"], 1)
+        hosts = p["tors"] * p["hosts_per_tor"]
+        return (hosts, p["tors"] + pods * p["aggs_per_pod"] + p["cores"],
+                hosts + p["tors"] * p["aggs_per_pod"] + pods * p["cores"])
+    if kind == "fat_tree":
+        k = p["k"]
+        return k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4
+    if kind == "hpcc_320":
+        return 320, 56, 320 + 20 * 4 + 5 * 16
+    raise ValueError(f"no shape formula for topology kind {kind!r}")
+
+
 # --- builders -----------------------------------------------------------------------
 
 
@@ -609,6 +713,13 @@ def from_hpcc_file(path: str | os.PathLike[str]) -> Topology:
             raise end_of_file_error(name, lines, f"line 2 must list the {n_switches} switch ids")
         switch_ids = _read_switch_ids(lines[1], n_nodes, n_switches)
     body = declared_records(name, lines, 2 if n_switches else 1, n_links, "links")
+    if n_nodes - n_switches > max(n_links, 10_000):
+        # refused before building: a short file could otherwise declare 10**12 hosts
+        # (small counts fall through to validate(), which names the first bare host)
+        raise header.error(
+            f"nodes={n_nodes}, switches={n_switches}, links={n_links}: each of the "
+            f"{n_nodes - n_switches} hosts needs a link, but only {n_links} links are declared"
+        )
 
     switch_set = set(switch_ids)
     order = [node for node in range(n_nodes) if node not in switch_set] + sorted(switch_set)

@@ -119,6 +119,9 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
     """Return the exact amount in base units and the text to quote in errors."""
     if isinstance(value, bool):
         raise ScenarioError(key, f"expected a {q.noun} such as {q.example}, got {value}")
+    if isinstance(value, numbers.Integral) and abs(int(value)) > 10**30:
+        raise ScenarioError(key, f"{q.noun} is too large: {type(value).__name__} of "
+                                 f"{int(value).bit_length()} bits")
     if isinstance(value, numbers.Real):
         text = str(value)
         if not bare_ok:
@@ -131,12 +134,21 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
         return Fraction(number), text
     if not isinstance(value, str):
         raise ScenarioError(
-            key, f"expected a {q.noun} such as {q.example}, got {type(value).__name__} {value!r}"
+            key,
+            f"expected a {q.noun} such as {q.example}, got {type(value).__name__} "
+            f"{_brief(value)}",
         )
-    match = _QUANTITY_RE.fullmatch(value)
+    match = _QUANTITY_RE.fullmatch(value) if len(value) <= 100 else None
     if match is None:
         raise ScenarioError(
-            key, f"cannot read {value!r} as a {q.noun}; write a number and a unit, e.g. {q.example}"
+            key,
+            f"cannot read {_short(value)} as a {q.noun}; write a number and a unit, "
+            f"e.g. {q.example}",
+        )
+    exponent = re.search(r"[eE]([-+]?\d+)$", match["number"])
+    if exponent and abs(int(exponent[1])) > 30:
+        raise ScenarioError(
+            key, f"the exponent in {_short(value)} is out of range; write e.g. {q.example}"
         )
     unit = match["unit"]
     if unit is None:
@@ -152,11 +164,35 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
     return Fraction(match["number"]) * factor, value
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut to ``limit`` characters for messages."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
+def _brief(value: object, limit: int = 60) -> str:
+    """``repr(value)`` of any value, cut to ``limit`` characters for messages."""
+    try:
+        shown = repr(value)
+    except ValueError:  # an int with too many digits to print
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 def _parse(value: object, key: str, q: _Quantity, bare_ok: bool) -> int:
     """Parse ``value`` into a non-negative whole number of base units."""
     amount, text = _read_amount(value, key, q, bare_ok)
     if amount < 0:
         raise ScenarioError(key, f"{q.noun} must not be negative, got {text!r}")
+    if amount > _INT64_MAX:
+        raise ScenarioError(
+            key,
+            f"{_short(text)} is too large: at most {_format(_INT64_MAX, q)} "
+            f"({_INT64_MAX} {q.base_plural}) fits the simulator's 64-bit counters",
+        )
     if amount.denominator != 1:
         nearest = _format(round(amount), q)
         raise ScenarioError(
