@@ -12,7 +12,7 @@ from rocesim.errors import ScenarioError
 
 def _run(args) -> int:
     from rocesim import scenario as sc
-    from rocesim.results.plot import plot_slowdown, plot_training
+    from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training
     scn = sc.load(args.scenario, args.set)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
@@ -26,9 +26,34 @@ def _run(args) -> int:
         if res.iterations is not None:
             written.append(plot_training([(label, res.iterations, res.collectives)],
                                          os.path.join(args.output, "training.png")))
+        if res.pfc_timeline is not None and len(res.pfc_timeline["port"]):
+            written.append(plot_pfc_timeline(res.pfc_timeline, os.path.join(args.output, "pfc_timeline.png"),
+                                             res.summary["sim_time_ns"], title=f"{label}: PFC pauses over time"))
     print(res.describe())
     print("wrote " + ", ".join(written))
-    return 130 if res.summary["interrupted"] else 0
+    return _exit_status(res.summary)
+
+
+EXIT_DEADLOCK = 3     # the run found a PFC deadlock
+EXIT_STALLED = 4      # flows unfinished and nothing could move them (no deadlock found)
+
+
+def _exit_status(s) -> int:
+    """0, or non-zero with a one-line reason on stderr: interrupted, deadlocked, stalled."""
+    if s["interrupted"]:
+        return 130
+    if s.get("deadlock"):
+        c = s["deadlock_cycles"][0]
+        print(f"rocesim: deadlock: {len(s['deadlock_cycles'])} cycle(s); the first formed at "
+              f"{c['formed_ns'] / 1e3:.1f} us at priority {c['priority']}: {' '.join(c['links'])}",
+              file=sys.stderr)
+        return EXIT_DEADLOCK
+    if s.get("stalled"):
+        print(f"rocesim: stalled: {s['flows_total'] - s['flows_completed']} flows unfinished and "
+              f"nothing can move them (a deadlock? turn on `deadlock:` detection to see the cycle)",
+              file=sys.stderr)
+        return EXIT_STALLED
+    return 0
 
 
 def _check(args) -> int:
@@ -60,11 +85,15 @@ def _schemes(args) -> int:
 
 
 def _keys(args) -> int:
-    for section, spec in (("switch", config.SWITCH), ("nic", config.NIC)):
+    for section, spec in (("switch", config.SWITCH), ("nic", config.NIC), ("deadlock", config.DEADLOCK)):
         for name, default, doc in config.describe(spec, f"{section}."):
             if isinstance(default, tuple):
                 default = list(default)
             print(f"{name} = {default}\n    {doc}")
+    from rocesim.faults import DOCS
+    for kind, rows in DOCS.items():
+        for name, default, doc in rows:
+            print(f"faults[].{kind}.{name} = {default}\n    {doc}")
     return 0
 
 

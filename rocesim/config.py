@@ -16,6 +16,7 @@ from rocesim.units import parse_rate, parse_size, parse_time
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
 DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
+AUTO_RTO = 10**9                          # nic.rto: auto on lossy priorities: 1 ms (in ps)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,13 @@ def _per_rate_size(v, key):
     return parse_size(v, key)
 
 
+def _positive_time(v, key):
+    t = parse_time(v, key)
+    if t <= 0:
+        raise ScenarioError(key, f"must be positive, got {v!r}")
+    return t
+
+
 SWITCH = {
     "buffer": Key(parse_size, "32MB", "shared buffer per switch"),
     "pfc": {
@@ -107,9 +115,31 @@ SWITCH = {
                          "shift 3 at host link speed, one less per doubling of port rate) or a static "
                          "size of shared buffer per (ingress port, priority)"),
         "headroom": Key(either("auto", parse_size), "auto",
-                        "headroom per port for bytes in flight after a PAUSE; 'auto' = 3 x rate x delay"),
+                        "headroom per port for bytes that still arrive after XOFF; 'auto' = the larger of "
+                        "3 x rate x delay (the HPCC fork's) and the worst case (3 MTU frames + the PAUSE "
+                        "frames + a round trip at line rate); a size below the worst case is refused"),
         "reserve": Key(parse_size, "4KiB", "private buffer per (ingress port, priority)"),
         "resume_offset": Key(parse_size, "3KiB", "XON when shared use is this far below the threshold"),
+        "bounce_priority": Key(either("none", either("next", integer(1, 7))), "none",
+                               "deadlock avoidance: a data packet that comes down from an upper-layer "
+                               "switch and goes up again (against up-down routing: after a failure or "
+                               "a stale route) moves to the 'next' priority (Tagger-style, a lossless "
+                               "class per bounce) or to the priority given (a lossy one drops instead "
+                               "of pausing); 'none' = off"),
+        # the PFC watchdog as vendors ship it (SONiC's PFC watchdog design; Juniper's defaults:
+        # polls every 100 ms, detection after 200 ms, restoration 200 ms)
+        "watchdog": {
+            "enabled": Key(boolean, False, "the PFC watchdog on every switch port and lossless priority"),
+            "poll_interval": Key(_positive_time, "100ms", "time between two polls of the queues"),
+            "detection_time": Key(parse_time, "200ms",
+                                  "a queue paused all along with packets waiting this long is in a storm"),
+            "restoration_time": Key(parse_time, "200ms",
+                                    "a stormed queue is lossless again once its peer has not paused it "
+                                    "for this long"),
+            "action": Key(choice("drop", "forward"), "drop",
+                          "drop: flush the queue, drop its arrivals and the peer's packets of that "
+                          "priority (send it no PAUSE); forward: ignore the peer's PAUSE"),
+        },
     },
     "ecn": {
         "enabled": Key(boolean, True, "RED/ECN marking of data packets at egress dequeue"),
@@ -141,11 +171,35 @@ NIC = {
                              "(default): in the flow's data priority, as at the HPCC fork's switches"),
     "cnp_interval": Key(parse_time, "50us", "at most one CNP per flow per interval (DCQCN NP)"),
     "nack_interval": Key(parse_time, "500us", "at most one NACK per flow per interval for the same gap"),
-    "rto": Key(parse_time, "1ms", "retransmission timeout: no ACK progress for this long"),
+    "rto": Key(either("auto", parse_time), "auto",
+               "retransmission timeout: no ACK progress for this long; 'auto' = none for flows on "
+               "lossless (PFC) priorities, as the HPCC fork has none (a timeout firing during a long "
+               "pause would turn a deadlock into retransmissions), 1ms on lossy ones; a time applies "
+               "to every flow; 0 turns it off"),
     "loss_recovery": Key(choice("go_back_n", "selective_repeat"), "go_back_n",
                          "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
     "ttl": Key(integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
 }
+
+
+DEADLOCK = {
+    "enabled": Key(boolean, False, "check for PFC deadlocks while the run goes (true as soon as a "
+                                   "`deadlock:` section is given; `deadlock: true` takes the defaults)"),
+    "interval": Key(_positive_time, "100us", "time between two checks of the wait-for graph"),
+    "threshold": Key(parse_time, "1ms", "a cycle is a deadlock when all its queues have been paused "
+                                        "continuously for this long (transient pauses are not)"),
+    "stop": Key(boolean, False, "end the run at the first deadlock found"),
+}
+
+
+def resolve_deadlock(given, where="deadlock") -> dict:
+    """The `deadlock:` section: true/false, or a mapping of DEADLOCK keys (on unless
+    `enabled: false`)."""
+    if given is None or isinstance(given, bool):
+        return resolve(DEADLOCK, {"enabled": bool(given)}, where)
+    if isinstance(given, dict) and "enabled" not in given:
+        given = {**given, "enabled": True}
+    return resolve(DEADLOCK, given, where)
 
 
 def resolve(spec: dict, given: dict | None, where: str) -> dict:

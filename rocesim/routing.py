@@ -71,13 +71,15 @@ class RouteTables:
     farthest: np.ndarray  # int32 [H]: a host at the largest hop distance from each host
 
 
-def _host_distances(ports: Ports) -> np.ndarray:
+def _host_distances(ports: Ports, alive=None) -> np.ndarray:
     """Hop distance from every node to every host, int32 [n_nodes, n_hosts]; -1 = unreachable.
 
-    Breadth-first search from each host over switches only (hosts do not forward).
+    Breadth-first search from each host over switches only (hosts do not forward), over
+    the ports in `alive` (all by default).
     """
     H, N = ports.n_hosts, ports.n_nodes
-    order = np.argsort(ports.node, kind="stable")
+    idx = np.arange(len(ports.node)) if alive is None else np.flatnonzero(alive)
+    order = idx[np.argsort(ports.node[idx], kind="stable")]
     nbr_sorted = ports.peer_node[order]
     start = np.searchsorted(ports.node[order], np.arange(N + 1))
     dist = np.full((N, H), -1, np.int32)
@@ -95,6 +97,17 @@ def _host_distances(ports: Ports) -> np.ndarray:
     return dist
 
 
+def uplinks(ports: Ports) -> np.ndarray:
+    """Per port (int32 0/1): a switch port whose peer is a switch of a higher layer, the
+    layer of a node being its hop distance to the nearest host (ToR 1, aggregation or
+    spine 2, core 3).  Up-down routing goes up such ports, then only down."""
+    dist = _host_distances(ports)
+    level = np.where(dist >= 0, dist, np.iinfo(np.int32).max).min(axis=1)
+    peer_level = level[ports.peer_node]
+    return ((ports.node >= ports.n_hosts) & (ports.peer_node >= ports.n_hosts)
+            & (peer_level > level[ports.node])).astype(np.int32)
+
+
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Concatenation of arange(lo[i], hi[i]) for all i, without a Python loop."""
     counts = hi - lo
@@ -103,15 +116,18 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return starts + np.arange(total)
 
 
-def build_routes(ports: Ports, overrides=()) -> RouteTables:
+def build_routes(ports: Ports, overrides=(), alive=None) -> RouteTables:
     """Shortest-path ECMP tables, with per-switch next-hop overrides applied.
 
-    `overrides` is a sequence of (switch, dst, next_node) triples.
+    `overrides` is a sequence of (switch, dst, next_node) triples; they stay as given
+    whatever links are down (a static route does not follow the topology).  `alive`
+    (a boolean per port, default all) leaves out the ports of links that are down, as
+    ECMP does once routing has converged after a failure.
     """
     H, N = ports.n_hosts, ports.n_nodes
-    dist = _host_distances(ports)
+    dist = _host_distances(ports, alive)
     node, peer_node = ports.node, ports.peer_node
-    sw_ports = np.flatnonzero(node >= H)
+    sw_ports = np.flatnonzero((node >= H) if alive is None else (node >= H) & alive)
     u, v = node[sw_ports], peer_node[sw_ports]
     # port p (at switch u, towards v) is a next hop to host d iff dist[v, d] == dist[u, d] - 1,
     # and v is a switch or v is d itself

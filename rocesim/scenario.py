@@ -9,6 +9,7 @@ A scenario is one mapping:
     nic: {payload: 1000B, ack_every: 1}
     cc: {scheme: none}
     routes: [{switch: 9, dst: 0, next: 10}]          # optional next-hop overrides
+    deadlock: {interval: 100us, threshold: 1ms}      # optional PFC deadlock detection
     traffic:
       - {kind: incast, senders: [1, 2, 3], receiver: 0, size: 1MB, start: 0us}
     output: {flows_format: csv, hpcc_fct: false, plot: true}
@@ -40,7 +41,7 @@ from rocesim.simulation import Simulation
 from rocesim.units import parse_rate, parse_size, parse_time
 
 TOP_KEYS = ("name", "seed", "stop", "topology", "switch", "nic", "cc", "routes", "traffic", "output",
-            "limits")
+            "limits", "deadlock", "faults")
 
 MAX_DEPTH = 64
 """The deepest nesting of mappings and lists a scenario may have (the top mapping is
@@ -400,8 +401,47 @@ def _hpcc_file(d, base_dir, key, memory):
     return topo_mod.from_hpcc_file(_path(base_dir, d["path"], f"{key}.path"))
 
 
+def _custom(d, base_dir, key, memory):
+    """Any graph: `hosts` (0..H-1), `switches` (H..H+S-1), a default `link`, and `links`,
+    each [a, b] or {a, b, rate, delay} (a link of its own)."""
+    _keys(d, key, ("kind", "hosts", "switches", "links"), ("link",))
+    hosts, switches = _count(d["hosts"], f"{key}.hosts"), _count(d["switches"], f"{key}.switches")
+    if not isinstance(d["links"], list) or not d["links"]:
+        raise ScenarioError(f"{key}.links", "expected a non-empty list of [a, b] or {a, b, rate, delay}")
+    memory.topology(key, "custom topology", hosts, switches, len(d["links"]))
+    t = topo_mod.Topology(hosts)
+    t.add_switches(switches)
+    default = _link(d["link"], f"{key}.link") if "link" in d else None
+    for j, ln in enumerate(d["links"]):
+        lk = f"{key}.links[{j}]"
+        if isinstance(ln, dict):
+            _keys(ln, lk, ("a", "b"), ("rate", "delay"))
+            a, b = ln["a"], ln["b"]
+            for name in ("rate", "delay"):
+                if name not in ln and default is None:
+                    raise ScenarioError(f"{lk}.{name}", "missing: give it here or a default `link`")
+            rate = parse_rate(ln["rate"], f"{lk}.rate") if "rate" in ln else default[0]
+            delay = parse_time(ln["delay"], f"{lk}.delay") if "delay" in ln else default[1]
+        elif isinstance(ln, list) and len(ln) == 2:
+            if default is None:
+                raise ScenarioError(f"{key}.link", "missing: links given as [a, b] take this rate and delay")
+            (a, b), (rate, delay) = ln, default
+        else:
+            raise ScenarioError(lk, f"expected [a, b] or {{a, b, rate, delay}}, got {ln!r}")
+        for name, v in (("a", a), ("b", b)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ScenarioError(f"{lk}.{name}" if isinstance(ln, dict) else lk, f"expected a node id, got {v!r}")
+        try:
+            t.add_link(a, b, rate, delay)
+        except ScenarioError as e:
+            raise ScenarioError(lk, e.reason) from None
+    t.validate()
+    return t
+
+
 _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
                "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file,
+               "custom": _custom,
                "rail_optimized": None, "rail_only": None}
 
 
@@ -443,7 +483,7 @@ def _t_flows(sim, d, key, rng, base_dir, index, memory):
     memory.flows(f"{key}.flows", "flows", sim.n_flows, len(d["flows"]))
     for j, f in enumerate(d["flows"]):
         fk = f"{key}.flows[{j}]"
-        _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path"))
+        _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path", "rate"))
         path = f.get("path")
         if path is not None and (not isinstance(path, list)
                                  or not all(isinstance(n, int) and not isinstance(n, bool) for n in path)):
@@ -452,7 +492,8 @@ def _t_flows(sim, d, key, rng, base_dir, index, memory):
         try:
             sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
                          parse_size(f["size"], f"{fk}.size"), parse_time(f.get("start", "0us"), f"{fk}.start"),
-                         prio=_prio(f, fk), path=path, tag=index)
+                         prio=_prio(f, fk), path=path, tag=index,
+                         rate=parse_rate(f["rate"], f"{fk}.rate") if "rate" in f else None)
         except ScenarioError as e:
             # add_flow names the flow by its global id (flows[N]); name it by its place in this entry
             raise ScenarioError(re.sub(r"^flows\[\d+\]", lambda m: fk, e.key), e.reason) from None
@@ -853,8 +894,16 @@ def build(raw: dict, base_dir=".") -> Scenario:
     if not isinstance(cc["scheme"], str):
         raise ScenarioError("cc.scheme", f"expected a scheme name, got {_show(cc['scheme'])}")
     sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
-                     cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed)
+                     cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed,
+                     deadlock=raw.get("deadlock"))
     add_traffic(sim, raw["traffic"], seed, base_dir, memory=memory)
+    faults = raw.get("faults") or []
+    if not isinstance(faults, list):
+        raise ScenarioError("faults", "expected a list of {kind, at, ...}")
+    for i, f in enumerate(faults):
+        if not isinstance(f, dict):
+            raise ScenarioError(f"faults[{i}]", f"expected a mapping with kind and at, got {f!r}")
+        sim.add_fault(**{str(k): v for k, v in f.items()})
     name = raw.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError("name", f"expected a string, got {_show(name)}")

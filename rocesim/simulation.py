@@ -20,12 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocesim import config, routing
+from rocesim import faults as faults_mod
 from rocesim.cc import Context, get_scheme
-from rocesim._core.engine import STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
+from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
-from rocesim.units import format_size, format_time, parse_size, parse_time
+from rocesim.units import format_size, format_time, parse_rate, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
 
@@ -75,10 +76,13 @@ class Simulation:
         Per-switch next-hop overrides `{switch: S, dst: D, next: N}`.
     seed : int
         Seeds ECMP hashing and ECN marking; the same seed gives the same run.
+    deadlock : bool or dict, optional
+        PFC deadlock detection (`rocesim keys` lists `deadlock.*`): True, or
+        {"interval": "100us", "threshold": "1ms", "stop": False}.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
-                 routes=None, seed=1):
+                 routes=None, seed=1, deadlock=None):
         from rocesim.platform import Platform
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
@@ -93,9 +97,11 @@ class Simulation:
         if isinstance(nic, dict) or nic is None:      # the scheme's NIC defaults, unless set
             nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
         self.nic = config.resolve(config.NIC, nic, "nic")
+        self.deadlock = config.resolve_deadlock(deadlock)
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
+        self.faults = []             # rocesim.faults.Fault, in the order added
         self.collectives = []        # CollectiveRecord of every collective added
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
@@ -110,13 +116,15 @@ class Simulation:
         return self._flows.n
 
     def add_flow(self, src, dst, size, start=0, *, prio=config.DEFAULT_FLOW_PRIORITY,
-                 path=None, after=(), delay=0, tag=0) -> int:
+                 path=None, after=(), delay=0, tag=0, rate=None) -> int:
         """Add one flow of `size` bytes from host `src` to host `dst`; returns its id.
 
         `start` is used when the flow has no parents (`after`); otherwise the flow starts
         `delay` after the last of its parents is done (a data parent when its last byte
         has arrived, a compute parent when its duration has elapsed).  `path` is an
-        explicit node list [src, switch, ..., dst] for the data packets.
+        explicit node list [src, switch, ..., dst] for the data packets.  `rate` (e.g.
+        "2Gbps") caps the flow's sending rate whatever the congestion-control scheme says
+        (its NIC paces at the lower of the two); its ideal FCT counts the cap.
         """
         key = f"flows[{self.n_flows}]"
         src, dst = self._host(src, f"{key}.src"), self._host(dst, f"{key}.dst")
@@ -127,6 +135,11 @@ class Simulation:
             raise ScenarioError(f"{key}.size", "must be positive")
         if not (isinstance(prio, int) and 1 <= prio <= 7):
             raise ScenarioError(f"{key}.prio", f"data flows use priorities 1..7, got {prio!r}")
+        limit = 0
+        if rate is not None:
+            limit = parse_rate(rate, f"{key}.rate", bare_ok=True)
+            if limit <= 0:
+                raise ScenarioError(f"{key}.rate", f"must be positive, got {rate!r}")
         ports = None
         if path is not None:                      # checked before anything is added
             if not isinstance(path, (list, tuple)):
@@ -134,7 +147,7 @@ class Simulation:
             ports = routing.path_ports(self.ports, list(path), f"{key}.path")
             if path[0] != src or path[-1] != dst:
                 raise ScenarioError(f"{key}.path", f"must run from {src} to {dst}, got {path[0]} .. {path[-1]}")
-        fid = self._append(src, dst, size, start, prio, 0, after, delay, tag, key)
+        fid = self._append(src, dst, size, start, prio, 0, after, delay, tag, key, limit)
         if ports is not None:
             self._flows.paths[fid] = ports
         return fid
@@ -226,7 +239,7 @@ class Simulation:
             raise ScenarioError("dependencies", "children and parents must have the same length")
         self._flows.edges.append((children, parents))
 
-    def _append(self, src, dst, size, start, prio, compute, after, delay, tag, key) -> int:
+    def _append(self, src, dst, size, start, prio, compute, after, delay, tag, key, rate_limit=0) -> int:
         start = parse_time(start, f"{key}.start", bare_ok=True)
         delay = parse_time(delay, f"{key}.delay", bare_ok=True)
         fid = self.n_flows
@@ -235,7 +248,8 @@ class Simulation:
             if not (isinstance(parent, (int, np.integer)) and 0 <= parent < fid):
                 raise ScenarioError(f"{key}.after", f"{parent!r} is not the id of an earlier flow")
         self._flows.append(src=[src], dst=[dst], size=[size], start=[start], prio=[prio],
-                           compute=[compute], delay=[delay], tag=[tag], dport=[100])
+                           compute=[compute], delay=[delay], tag=[tag], dport=[100],
+                           rate_limit=[rate_limit])
         if after:
             self._flows.edges.append((np.full(len(after), fid, np.int64), np.asarray(after, np.int64)))
         return fid
@@ -258,6 +272,17 @@ class Simulation:
         return Context(host_rate_bps=host_rate, max_base_rtt_ps=max_rtt,
                        max_bdp_bytes=int(max_rtt * host_rate / 8e12))
 
+    # --- faults -------------------------------------------------------------------------
+
+    def add_fault(self, kind=None, at=None, **kw):
+        """Schedule a fault (see `rocesim.faults`): `add_fault("nic_stop", "100us", host=3,
+        **{"for": "1ms"})`, `add_fault("link_down", "200us", link=[9, 12], until="1ms")`,
+        `add_fault("link_rate", "300us", link=[9, 12], rate="25Gbps")`."""
+        entry = {**({} if kind is None else {"kind": kind}), **({} if at is None else {"at": at}), **kw}
+        f = faults_mod.parse(entry, f"faults[{len(self.faults)}]", self.ports, self.topology.n_hosts)
+        self.faults.append(f)
+        return f
+
     # --- the world as arrays -----------------------------------------------------------
 
     def _world(self) -> tuple[dict, dict]:
@@ -276,6 +301,7 @@ class Simulation:
                      route_off=tables.off, route_cnt=tables.cnt, route_ports=tables.ports)
         self._farthest_host = tables.farthest
         world.update(self._pfc_arrays(host_rate))
+        world["port_uplink"] = routing.uplinks(ports)
         world.update(self._ecn_arrays())
         int_on = self.scheme.needs_int
         params = dict(
@@ -286,24 +312,48 @@ class Simulation:
             cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
             ack_prio=0 if nic["ack_high_priority"] else -1,
             selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
-            cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"], rto=nic["rto"],
+            cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"],
+            rto=config.AUTO_RTO if nic["rto"] == "auto" else nic["rto"],
+            rto_mask=self._rto_mask(),
             reserve=sw["pfc"]["reserve"], resume_offset=sw["pfc"]["resume_offset"],
             pfc_mask=_mask(sw["pfc"]["priorities"]) if sw["pfc"]["enabled"] else 0,
             pfc_dynamic=int(sw["pfc"]["threshold"] == "dynamic"),
             pfc_xoff=0 if sw["pfc"]["threshold"] == "dynamic" else sw["pfc"]["threshold"],
             ecn_mask=_mask(sw["ecn"]["priorities"]) if sw["ecn"]["enabled"] else 0,
             lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
-            int_enabled=int(int_on))
+            int_enabled=int(int_on),
+            bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]))
         return world, params
+
+    def _rto_mask(self) -> int:
+        """Priorities whose flows arm the retransmission timeout: with `nic.rto: auto`, the
+        lossy ones (the HPCC fork has no timeout; under PFC nothing is lost to buffers)."""
+        pfc = self.switch["pfc"]
+        if self.nic["rto"] != "auto":
+            return 0xFF
+        lossless = _mask(pfc["priorities"]) if pfc["enabled"] else 0
+        return 0xFF & ~lossless
 
     def _pfc_arrays(self, host_rate: int) -> dict:
         ports, pfc = self.ports, self.switch["pfc"]
+        need = self.pfc_headroom_needed()
         if pfc["headroom"] == "auto":
-            # 3 x rate x delay: what keeps arriving for a round trip plus a packet after XOFF
+            # the HPCC fork's 3 x rate x delay, raised to the worst case where that is short
+            # (short links: 3 x rate x delay forgets the frames in progress)
             # (in floating point: rate x delay in bit-picoseconds overflows int64 at 400G x 10us)
-            headroom = np.floor(3.0 * ports.rate_bps * ports.delay_ps / 8e12).astype(np.int64)
+            fork = np.floor(3.0 * ports.rate_bps * ports.delay_ps / 8e12).astype(np.int64)
+            headroom = np.maximum(fork, need)
         else:
             headroom = np.full(len(ports.node), pfc["headroom"], np.int64)
+            short = np.flatnonzero((headroom < need) & (ports.node >= self.topology.n_hosts))
+            if pfc["enabled"] and short.size:
+                i = int(short[np.argmax(need[short])])
+                raise ScenarioError(
+                    "switch.pfc.headroom",
+                    f"{format_size(int(headroom[i]))} cannot hold what may still arrive after a PAUSE "
+                    f"is decided on the port of switch {int(ports.node[i])} towards node "
+                    f"{int(ports.peer_node[i])} ({format_size(int(need[i]))}: three frames, the PAUSE "
+                    "frames and a round trip at line rate); raise it or use 'auto'")
         # dynamic threshold shift: 3 at host speed, one less per doubling above it
         # (HPCC fork third.cc: alpha 1/8 at NIC rate, doubling with each doubling of rate)
         # (the fork halves the rate until it is at most the host's: ceil of log2 of the ratio)
@@ -312,6 +362,35 @@ class Simulation:
         if pfc["enabled"]:
             self._check_pfc_buffer(headroom)
         return dict(port_headroom=headroom.astype(np.int64), port_pfc_shift=shift)
+
+    def pfc_headroom_needed(self) -> np.ndarray:
+        """Per port: the most bytes that can still arrive on one lossless priority after the
+        switch decides XOFF for it (numpy int64; what `headroom: auto` guarantees).
+
+        Store-and-forward, the decision is taken when a packet has fully arrived, and that
+        packet may itself land in headroom (one frame).  The PAUSE then waits for the frame
+        the port is transmitting (one frame at the port's rate) and for PAUSE frames of the
+        other lossless priorities, is serialized, and crosses the wire; meanwhile the peer
+        keeps sending at its rate, and the bytes it sent are still on the wire coming back
+        (a round trip of propagation); when the PAUSE arrives the peer finishes the frame it
+        has started (one frame).  So, with r_in the peer's rate and r_out this port's:
+
+            frame + r_in x (frame / r_out + n_lossless x pause / r_out + d_out + d_in) + frame
+
+        (the accounting of IEEE 802.1Qbb's delay-value annex and of vendors' headroom
+        calculators, e.g. Cisco's "PFC headroom" and SONiC's buffer calculation: MTU terms
+        for the frames in progress at both ends plus the cable's round trip).
+        """
+        ports, nic = self.ports, self.nic
+        frame = nic["payload"] + nic["header"] + (nic["int_header"] if self.scheme.needs_int else 0)
+        n_lossless = len(self.switch["pfc"]["priorities"])
+        r_out = ports.rate_bps.astype(np.float64)
+        r_in = ports.rate_bps[ports.peer].astype(np.float64)
+        rtt_ps = (ports.delay_ps + ports.delay_ps[ports.peer]).astype(np.float64)
+        waiting = (frame + n_lossless * nic["pause_size"]) * r_in / r_out      # bytes at r_in
+        # + 1 byte per term that tx_time rounds up (three serializations: a few ps each)
+        need = 2 * frame + np.ceil(waiting + r_in * rtt_ps / 8e12) + 3
+        return need.astype(np.int64)
 
     def _check_pfc_buffer(self, headroom):
         """A lossless switch must hold every port's headroom and reserve, with room to spare."""
@@ -369,6 +448,7 @@ class Simulation:
             flow_size=fl.column("size", np.int64), flow_start=fl.column("start", np.int64),
             flow_prio=fl.column("prio", np.int32), flow_is_compute=fl.column("compute", np.int32),
             flow_delay=fl.column("delay", np.int64), flow_path_off=path_off,
+            flow_rate_limit=fl.column("rate_limit", np.int64),
             path_ports=np.asarray(path_ports, np.int32),
             flow_n_parents=np.bincount(children, minlength=F).astype(np.int32),
             flow_child_off=child_off, flow_n_children=n_children,
@@ -408,6 +488,16 @@ class Simulation:
         self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
         core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),
                             needs_cnp=self.scheme.cnp_needed(self.cc_final))
+        if self.deadlock["enabled"]:
+            dl = self.deadlock
+            core.enable_deadlock_detection(dl["interval"], dl["threshold"], dl["stop"])
+        wd = self.switch["pfc"]["watchdog"]
+        if wd["enabled"] and self.switch["pfc"]["enabled"]:
+            core.enable_watchdog(wd["poll_interval"], wd["detection_time"], wd["restoration_time"],
+                                 0 if wd["action"] == "drop" else 1)
+        if self.faults:
+            core.set_faults(*faults_mod.core_schedule(self.faults, self.pfc_headroom_needed()[self.ports.host_port]))
+        reroutes = faults_mod.route_updates(self.faults, self.ports)
         sampler = None
         if sample_interval is not None:
             interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
@@ -423,6 +513,8 @@ class Simulation:
         try:
             while True:
                 until = t_stop if sampler is None else min(t_stop, sampler.next)
+                reroute_at = reroutes[0][0] if reroutes else NEVER
+                until = min(until, reroute_at)
                 nxt = core.next_event_ps
                 slice_end = min(until, nxt + t_slice) if nxt >= 0 else until
                 status = core.run(slice_end, events_per_slice)
@@ -433,20 +525,30 @@ class Simulation:
                 if status != STOP_EMPTY and watch.stalled(core.stats()):
                     stalled = True
                     break
+                hit = False
+                if status == STOP_TIME and until == reroute_at:
+                    # the routing tables converge after a link went down or came back up
+                    tables = routing.build_routes(self.ports, self._overrides, reroutes.pop(0)[1])
+                    core.set_routes(tables.off, tables.cnt, tables.ports)
+                    hit = True
                 if sampler is not None and status == STOP_TIME and until == sampler.next:
                     sampler.take(until)
-                    if until < t_stop:
-                        continue
-                if status in (STOP_EMPTY, STOP_TIME):
+                    hit = True
+                if hit and until < t_stop:
+                    continue
+                if status in (STOP_EMPTY, STOP_TIME, STOP_DEADLOCK):
                     break
         except KeyboardInterrupt:
             interrupted = True
+        if status == STOP_EMPTY and not interrupted and core.stats()["flows_done"] < self.n_flows:
+            stalled = True           # no event left, flows unfinished: nothing will ever move
         if show:
             sys.stderr.write("\n")
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu, interrupted=interrupted,
                                 stop_ps=t_stop if status == STOP_TIME else None)
         res.summary["stalled"] = stalled
+        res.summary["stopped_at_deadlock"] = status == STOP_DEADLOCK
         if sampler is not None:
             res.samples = sampler.tables(self.ports.node)
         return res

@@ -23,3 +23,14 @@ def two_switch_loop():
     t.add_link(1, b, "100Gbps", "1us")
     t.add_link(a, b, "100Gbps", "1us")
     return t, a, b
+
+
+def switch_ring(n):
+    """n switches in a ring (switch n + i linked to n + i + 1), host i on switch n + i."""
+    t = topology.Topology(n)
+    sw = t.add_switches(n)
+    for h in range(n):
+        t.add_link(h, sw[h], "100Gbps", "1us")
+    for i in range(n):
+        t.add_link(sw[i], sw[(i + 1) % n], "100Gbps", "1us")
+    return t

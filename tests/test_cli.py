@@ -188,14 +188,19 @@ def test_keys(capsys):
     assert main(["keys"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    names = [line.split(" = ")[0] for line in lines if not line.startswith("    ")]
+    names = [line.split(" = ")[0] for line in lines if not line.startswith("    ")
+             and not line.startswith("faults[]")]
     expected = [n for n, _, _ in config.describe(config.SWITCH, "switch.")] + \
-        [n for n, _, _ in config.describe(config.NIC, "nic.")]
+        [n for n, _, _ in config.describe(config.NIC, "nic.")] + \
+        [n for n, _, _ in config.describe(config.DEADLOCK, "deadlock.")]
     assert names == expected
     assert "switch.buffer = 32MB" in lines and "nic.payload = 1000B" in lines
     assert "switch.pfc.priorities = [1, 2, 3, 4, 5, 6, 7]" in lines
     assert "switch.pfc.enabled = True" in lines
-    assert len(lines) == 2 * len(expected)                             # every key has its meaning below it
+    from rocesim.faults import DOCS
+    n_fault_keys = sum(len(rows) for rows in DOCS.values())
+    assert "faults[].nic_stop.for = forever" in lines
+    assert len(lines) == 2 * (len(expected) + n_fault_keys)            # every key has its meaning below it
 
 
 # --- plot ----------------------------------------------------------------------------------

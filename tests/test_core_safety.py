@@ -52,3 +52,41 @@ def test_a_core_without_a_scheme_runs_at_line_rate():
         print(core.stats()["flows_done"], core.flow_arrays()["finish_ps"][0] > 0)
     """)
     assert out.split() == ["1", "True"]
+
+
+def test_pathology_inputs_are_checked_before_they_reach_c():
+    """Faults, routes, the detector and the watchdog reject bad input with ValueError."""
+    out = run_child("""
+        from rocesim import Simulation, topology
+        from rocesim._core.engine import Core
+        sim = Simulation(topology.star(3, "100Gbps", "1us"))
+        sim.add_flow(1, 2, 10_000)
+        world, params = sim._world()
+        core = Core(world, params)
+        bad = [
+            lambda: core.set_faults([0], [9], [0], [0]),            # unknown kind
+            lambda: core.set_faults([0], [0], [7], [0]),            # nic_stop of a host that is not
+            lambda: core.set_faults([0], [2], [99], [0]),           # link_down of no port
+            lambda: core.set_faults([0], [4], [0], [0]),            # a rate of 0
+            lambda: core.set_faults([-5], [2], [0], [0]),           # in the past
+            lambda: core.set_routes([0] * 3, [1] * 3, [99]),        # a port that does not exist
+            lambda: core.set_routes([0], [1], [0]),                 # wrong table size
+            lambda: core.enable_deadlock_detection(0, 0),
+            lambda: core.enable_watchdog(10, 0, 0, 5),
+        ]
+        n = 0
+        for f in bad:
+            try:
+                f()
+            except ValueError:
+                n += 1
+        core.enable_deadlock_detection(10**6, 10**7)
+        try:
+            core.enable_deadlock_detection(10**6, 10**7)
+        except ValueError:
+            n += 1
+        core.set_faults([1000, 2000], [2, 3], [0, 0], [0, 0])
+        core.run(10**9)
+        print(n, core.stats()["link_drops"] >= 0)
+    """)
+    assert out.split() == ["10", "True"]

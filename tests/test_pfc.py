@@ -4,6 +4,7 @@ import pytest
 
 from helpers import ser_ps, two_switch_loop, wire_bytes
 from rocesim import ScenarioError, Simulation, topology
+from rocesim.units import parse_time
 
 RATE = 100 * 10**9
 US = 10**6
@@ -131,13 +132,66 @@ def test_routing_loop_with_pfc_deadlocks():
     assert later.summary["link_crossings"] == res.summary["link_crossings"]
 
 
-def test_a_deadlock_without_stop_time_ends_as_stalled():
-    """Nothing drains, only timeouts tick: the run notices and stops with what it has."""
+@pytest.mark.parametrize("rto", [None, "1ms"])
+def test_a_deadlock_without_stop_time_ends_as_stalled(rto):
+    """Nothing drains: with no timeout on lossless priorities (the default, as the HPCC fork)
+    no event is left and the run ends at once; with a timeout, only timeouts tick (each
+    retransmission is trapped too) and the run notices a simulated second later."""
     t, a, b = two_switch_loop()
-    sim = Simulation(t, switch={"buffer": "1MB"},
+    sim = Simulation(t, switch={"buffer": "1MB"}, nic={} if rto is None else {"rto": rto},
                      routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
     sim.add_flow(0, 1, 3_000_000)
     res = sim.run()
     assert res.summary["stalled"]
     assert res.summary["flows_completed"] == 0
     assert "stalled" in res.describe()
+    if rto is None:
+        assert res.summary["timeouts"] == 0 and res.summary["retx_bytes"] == 0
+        assert res.summary["sim_time_ns"] < 1e6                     # ended when it froze
+    else:
+        assert res.summary["timeouts"] > 0 and res.summary["sim_time_ns"] > 1e9
+
+
+def test_timeout_auto_arms_only_on_lossy_priorities():
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"priorities": [3]}})
+    assert sim._params["rto_mask"] == 0xFF & ~(1 << 3) and sim._params["rto"] == 10**9
+    off = Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"enabled": False}})
+    assert off._params["rto_mask"] == 0xFF
+    fixed = Simulation(topology.star(3, "100Gbps", "1us"), nic={"rto": "200us"})
+    assert fixed._params["rto_mask"] == 0xFF and fixed._params["rto"] == 200 * 10**6
+
+
+@pytest.mark.parametrize("delay", ["0ns", "100ns", "1us", "10us"])
+def test_lossless_means_lossless_across_link_delays(delay):
+    """Invariant: with PFC on, no data packet is dropped for buffer reasons.  The automatic
+    headroom holds the worst case of what can still arrive after XOFF is decided (the frame
+    being received, the PAUSE behind a frame in progress and its own serialization, a
+    round trip at line rate, the frame the peer has started); where a 1 MB switch cannot
+    hold that for every port (10 us links: 9 x 253 KB), the configuration is refused."""
+    def run(buffer):
+        sim = Simulation(topology.star(9, "100Gbps", delay), switch={"buffer": buffer})
+        for h in range(1, 9):
+            sim.add_flow(h, 0, 500_000)
+        return sim, sim.run(stop="2ms")
+
+    if delay == "10us":
+        with pytest.raises(ScenarioError) as e:
+            run("1MB")
+        assert e.value.key == "switch.buffer"
+        sim, res = run("4MB")
+    else:
+        sim, res = run("1MB")
+    rtt_bytes = 2 * RATE * parse_time(delay) / 8e12
+    assert sim._network["port_headroom"].min() >= rtt_bytes + 3 * 1048     # the worst case
+    assert res.summary["pfc_pauses"] > 0                                   # PFC did work
+    assert res.summary["drops"] == 0
+    assert res.summary["flows_completed"] == 8
+    assert res.summary["retx_bytes"] == 0
+
+
+def test_headroom_below_the_worst_case_is_refused():
+    with pytest.raises(ScenarioError) as e:
+        Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"headroom": "20KB"}})
+    assert e.value.key == "switch.pfc.headroom" and "after a PAUSE" in e.value.reason
+    # lossy runs do not care
+    Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"enabled": False, "headroom": "20KB"}})

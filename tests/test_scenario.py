@@ -70,7 +70,7 @@ FLOW = {"src": 0, "dst": 1, "size": "1KB"}
 # (id, scenario factory, exact key path, part of the reason)
 ERRORS = [
     # unknown and missing keys at every level
-    ("unknown-top-level-key", mutate(["bogus"], 1), "bogus", "unknown key; valid keys here: cc, limits, name"),
+    ("unknown-top-level-key", mutate(["bogus"], 1), "bogus", "unknown key; valid keys here: cc, deadlock, faults, limits, name"),
     ("missing-topology", mutate(["topology"], delete=True), "topology", "missing (required)"),
     ("missing-traffic", mutate(["traffic"], delete=True), "traffic", "missing (required)"),
     ("switch-unknown", mutate(["switch"], {"bufer": "1MB"}), "switch.bufer", "unknown key"),
@@ -737,3 +737,24 @@ def test_run_with_any_seed(seed):
     # regression: the core once computed seed * 0x9E3779B97F4A7C15 without wrapping (OverflowError for seed >= 2)
     res = _run(base(seed=seed))
     assert res.summary["seed"] == seed and res.summary["flows_completed"] == 2
+
+
+def test_custom_topology_and_its_errors():
+    from rocesim import scenario as sc
+    topo = {"kind": "custom", "hosts": 2, "switches": 2, "link": {"rate": "100Gbps", "delay": "1us"},
+            "links": [[0, 2], [1, 3], {"a": 2, "b": 3, "rate": "25Gbps"}]}
+    t = sc.build_topology(topo)
+    assert t.n_hosts == 2 and t.n_switches == 2 and t.n_links == 3
+    assert list(t.rate_ab) == [10**11, 10**11, 25 * 10**9] and t.delay_ab[2] == 10**6
+    for links, key in (([[0, 2], [1, 9]], "topology.links[1]"), ([[0, 2], "x"], "topology.links[1]"),
+                       ([[0, 2], {"a": 1}], "topology.links[1].b"),
+                       ([[0, 2], {"a": 1, "b": 3, "rate": "fast"}], "topology.links[1].rate")):
+        with pytest.raises(ScenarioError) as e:
+            sc.build_topology(dict(topo, links=links))
+        assert e.value.key == key
+    with pytest.raises(ScenarioError) as e:
+        sc.build_topology({k: v for k, v in topo.items() if k != "link"})
+    assert e.value.key == "topology.link"
+    with pytest.raises(ScenarioError) as e:
+        sc.build_topology(dict(topo, links=[[0, 2], [1, 3]]))       # switches 2 and 3 unlinked
+    assert e.value.key == "topology"

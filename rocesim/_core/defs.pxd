@@ -21,14 +21,19 @@ cdef enum:
     ERR_CALLBACK = 1       # a congestion-control scheme written in Python raised
     ERR_NOMEM = 2          # the heap or the packet pool could not grow
 
-# Event kinds.  The event loop in engine.pyx dispatches on these.
+# Event kinds.  The event loop in loop.pyx dispatches on these.  Kinds up to
+# EV_FAULT are work; timers of a flow are work only while it is active; the
+# detector's checks never are (the stall watch looks at the time of the last work).
 cdef enum EventKind:
     EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port
     EV_TX = 1              # a port's transmitter may start a packet; target = port
     EV_FLOW_START = 2      # a flow starts; target = flow
-    EV_RTO = 3             # retransmission-timeout check; target = flow
-    EV_CC_TIMER = 4        # congestion-control timer; target = flow, arg = timer id
-    EV_COMPUTE_DONE = 5    # a compute step of the dependency graph ends; target = flow
+    EV_COMPUTE_DONE = 3    # a compute step of the dependency graph ends; target = flow
+    EV_FAULT = 4           # a scheduled fault (faults.pyx); target = fault index
+    EV_RTO = 5             # retransmission-timeout check; target = flow
+    EV_CC_TIMER = 6        # congestion-control timer; target = flow, arg = timer id
+    EV_DEADLOCK = 7        # deadlock detector's check (deadlock.pyx)
+    EV_WATCHDOG = 8        # PFC watchdog poll (watchdog.pyx)
 
 cdef enum PacketKind:
     PK_DATA = 0
@@ -36,6 +41,7 @@ cdef enum PacketKind:
     PK_NACK = 2
     PK_CNP = 3
     PK_PAUSE = 4
+    PK_LOST = 5            # was on a wire when its link went down: dropped where it arrives
 
 cdef enum FlowPhase:
     FS_WAITING = 0         # not yet started (start time or parents pending)
@@ -73,6 +79,8 @@ cdef struct Packet:
     uint8_t nhops          # valid INT records
     uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
+    uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
+                           #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
     int32_t src
     int32_t payload        # payload bytes (DATA)
     int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
@@ -107,6 +115,12 @@ cdef struct Port:
     uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
     uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
     uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
+    uint8_t down                 # the link is down (faults.pyx): nothing is sent
+    uint8_t drop_mask            # packets of these priorities entering or leaving by this port
+                                 #   are dropped (link down: all; PFC watchdog `drop`: stormed)
+    uint8_t pause_ignore         # PAUSE frames for these priorities are ignored (watchdog `forward`)
+    uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
+    uint8_t uplink               # switch port towards a higher layer (its peer is farther from the hosts)
     int64_t headroom
     int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
     # ECN (RED on egress queue bytes)
@@ -119,6 +133,9 @@ cdef struct Port:
     int64_t drops
     int64_t pauses_sent
     int64_t ecn_marks
+    int64_t wd_dropped           # packets the PFC watchdog dropped at this port
+    int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
+    int32_t wd_restorations
 
 cdef struct Switch:
     int32_t node
@@ -163,6 +180,8 @@ cdef struct Flow:
     int64_t last_send      # when the last packet left, and its size: a rate change
     int32_t last_size      #   re-times next_send from them (as the fork's ChangeRate)
     int64_t rate_bps       # set by congestion control
+    int64_t rate_limit     # the user's cap on the pacing rate (0: none); the NIC paces at
+                           #   min(rate_bps, rate_limit) whatever the scheme says
     int64_t window         # bytes in flight allowed (0: no window)
     int64_t line_rate      # host link rate
     int64_t base_rtt       # idle-network RTT of a full packet and its ACK (ps)
@@ -235,6 +254,7 @@ cdef struct NetParams:
     int64_t cnp_interval
     int64_t nack_interval
     int64_t rto
+    uint32_t rto_mask      # priorities whose flows arm the timeout (nic.rto: auto = the lossy ones)
     int64_t reserve        # per (port, queue) bytes
     int64_t resume_offset
     uint32_t pfc_mask      # priorities with PFC on
@@ -244,6 +264,15 @@ cdef struct NetParams:
     int32_t lossy_dynamic  # lossy queues limited to lossy_alpha x free buffer
     double lossy_alpha
     int32_t int_enabled
+    int32_t bounce_prio    # deadlock avoidance: a data packet entering a switch from an uplink and
+                           #   leaving by an uplink (a bounce, against up-down routing) moves to
+                           #   this priority; -1: next priority up (Tagger-style); 0: off
+
+cdef struct PauseRec:      # one interval during which a port's priority was paused
+    int64_t start          # ps
+    int64_t end            # ps
+    int32_t port           # the port whose transmitter was paused (its peer sent the PAUSE)
+    int32_t prio
 
 cdef struct Stats:
     int64_t events
@@ -261,6 +290,10 @@ cdef struct Stats:
     int64_t data_bytes_delivered
     int64_t flows_done
     int64_t time_errors    # events found earlier than the clock (must stay 0)
+    int64_t link_drops     # packets lost with a link that went down (on its wire or queued for it)
+    int64_t watchdog_drops # packets dropped by the PFC watchdog's `drop` action
+    int64_t nic_drops      # data a stopped NIC could not take (its buffer full: faults.pyx)
+    int64_t no_route_drops # packets a switch had no route for
 
 cdef struct Sim:
     int64_t now
@@ -302,4 +335,14 @@ cdef struct Sim:
     Stats st
     CCOps cc
     uint64_t rng
+    # PFC timeline: append-only record of finished pause intervals (timeline.pxd)
+    PauseRec* tl
+    int64_t tl_n
+    int64_t tl_cap
+    int64_t tl_lost        # intervals not recorded (beyond the cap, or out of memory)
+    int32_t n_monitors     # pending events of the deadlock detector and the watchdog: with no
+                           #   other event left the network is frozen for good
+    void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
+    void* faults           # scheduled faults (faults.pxd), NULL when none
+    void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
     int32_t error          # set by a Python callback that raised: the loop stops

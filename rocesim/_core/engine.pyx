@@ -19,12 +19,16 @@ from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
 from rocesim._core cimport loop
+from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free
+from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
+from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 
 cnp.import_array()
 
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
+STOP_DEADLOCK = loop.STOP_DEADLOCK
 
 cdef enum:
     INITIAL_HEAP = 4096
@@ -78,6 +82,7 @@ cdef class Core:
         port_kmin = _as(world["port_kmin"], np.int64, "port_kmin", P)
         port_kmax = _as(world["port_kmax"], np.int64, "port_kmax", P)
         port_pmax = _as(world["port_pmax"], np.float64, "port_pmax", P)
+        port_uplink = _as(world.get("port_uplink", np.zeros(P)), np.int32, "port_uplink", P)
         host_port = _as(world["host_port"], np.int32, "host_port", H)
         sw_buffer = _as(world["switch_buffer"], np.int64, "switch_buffer", N - H)
         route_off = _as(world["route_off"], np.int32, "route_off", (N - H) * H)
@@ -136,6 +141,7 @@ cdef class Core:
             p.kmin = port_kmin[i]
             p.kmax = port_kmax[i] if port_kmax[i] > port_kmin[i] else port_kmin[i] + 1
             p.pmax = port_pmax[i]
+            p.uplink = port_uplink[i] != 0
             if p.is_switch:
                 sw = &s.sw[p.node - H]
                 sw.n_ports += 1
@@ -179,6 +185,7 @@ cdef class Core:
         p.cnp_interval = params["cnp_interval"]
         p.nack_interval = params["nack_interval"]
         p.rto = params["rto"]
+        p.rto_mask = params.get("rto_mask", 0xFF)
         p.reserve = params["reserve"]
         p.resume_offset = params["resume_offset"]
         p.pfc_mask = params["pfc_mask"]
@@ -188,6 +195,9 @@ cdef class Core:
         p.lossy_dynamic = params["lossy_dynamic"]
         p.lossy_alpha = params["lossy_alpha"]
         p.int_enabled = params["int_enabled"]
+        p.bounce_prio = params.get("bounce_prio", 0)
+        if not -1 <= p.bounce_prio < NPRIO:
+            raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
         if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
             raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
         if p.ack_prio >= NPRIO or p.ack_prio < -1:
@@ -209,6 +219,7 @@ cdef class Core:
         child_off = _as(world.get("flow_child_off", np.zeros(F)), np.int32, "flow_child_off", F)
         n_children = _as(world.get("flow_n_children", np.zeros(F)), np.int32, "flow_n_children", F)
         child_idx = _as(world.get("child_idx", np.zeros(0)), np.int32, "child_idx")
+        rate_limit = _as(world.get("flow_rate_limit", np.zeros(F)), np.int64, "flow_rate_limit", F)
         data = is_compute == 0
         _check_range(src, 0, H, "flow_src")
         _check_range(dst, 0, H, "flow_dst")
@@ -217,6 +228,8 @@ cdef class Core:
         if F and ((size[data] <= 0).any() or (size < 0).any() or start.min() < 0 or delay.min() < 0):
             raise ValueError("core input: data sizes must be positive, compute durations, starts "
                              "and delays >= 0")
+        if F and rate_limit.min() < 0:
+            raise ValueError("core input 'flow_rate_limit' must be >= 0 (0: no limit)")
         if np.any(data & (src == dst)):
             raise ValueError("core input: a data flow has src == dst")
         if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]
@@ -255,6 +268,7 @@ cdef class Core:
             fl.recovery_end = NIL
             fl.is_compute = is_compute[i]
             fl.delay = delay[i]
+            fl.rate_limit = rate_limit[i]
             fl.deps_left = n_parents[i]
             fl.child_off = child_off[i]
             fl.n_children = n_children[i]
@@ -276,6 +290,9 @@ cdef class Core:
             return
         if s.cc.free_state != NULL:
             s.cc.free_state(s.cc.state)
+        deadlock_free(s)
+        faults_free(s)
+        watchdog_free(s)
         if s.hosts != NULL:
             for i in range(s.n_hosts):
                 free(s.hosts[i].active)
@@ -296,6 +313,7 @@ cdef class Core:
         free(s.start_order)
         free(s.child_idx)
         free(s.live)
+        free(s.tl)
         free(s)
 
     def capsule(self):
@@ -314,10 +332,104 @@ cdef class Core:
         self._scheme = module.install(self, params)
         self.s.cc.needs_cnp = needs_cnp
 
+    def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
+        """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
+        if interval_ps <= 0 or threshold_ps < 0:
+            raise ValueError("deadlock detection: interval must be positive, threshold >= 0")
+        if self.s.deadlock != NULL:
+            raise ValueError("deadlock detection is already on")
+        if deadlock_init(self.s, interval_ps, threshold_ps, stop) < 0:
+            deadlock_free(self.s)
+            raise MemoryError()
+
+    def set_faults(self, time_ps, kind, target, value):
+        """Schedule faults (faults.pyx): arrays of time, kind (F_*), target (a host for NIC
+        kinds, a port for link kinds) and value (bit/s for a rate change; bytes a stopped
+        NIC still takes in).  Once, before the run starts."""
+        cdef int32_t n, k
+        cdef Fault* buf
+        time_ps = _as(time_ps, np.int64, "fault_time")
+        n = time_ps.shape[0]
+        kind = _as(kind, np.int32, "fault_kind", n)
+        target = _as(target, np.int32, "fault_target", n)
+        value = _as(value, np.int64, "fault_value", n)
+        if self.s.faults != NULL:
+            raise ValueError("faults are already scheduled")
+        _check_range(kind, 0, 5, "fault_kind")
+        nic = (kind == F_NIC_STOP) | (kind == F_NIC_RESUME)
+        _check_range(target[nic], 0, self.s.n_hosts, "fault_target (hosts)")
+        _check_range(target[~nic], 0, self.s.n_ports, "fault_target (ports)")
+        if n and (time_ps.min() < self.s.now or value.min() < 0
+                  or (value[kind == F_LINK_RATE] <= 0).any()):
+            raise ValueError("core input: fault times must not be in the past, values >= 0, rates > 0")
+        buf = <Fault*> malloc(max(n, 1) * sizeof(Fault))
+        if buf == NULL:
+            raise MemoryError()
+        for k in range(n):
+            buf[k].time = time_ps[k]
+            buf[k].kind = kind[k]
+            buf[k].target = target[k]
+            buf[k].value = value[k]
+        k = faults_init(self.s, buf, n)
+        free(buf)
+        if k < 0:
+            raise MemoryError()
+
+    def enable_watchdog(self, int64_t interval_ps, int64_t detection_ps, int64_t restoration_ps,
+                        int32_t action):
+        """The PFC watchdog on every switch port (watchdog.pyx); action 0 drop, 1 forward."""
+        if interval_ps <= 0 or detection_ps < 0 or restoration_ps < 0 or action not in (0, 1):
+            raise ValueError("watchdog: interval must be positive, times >= 0, action 0 or 1")
+        if self.s.watchdog != NULL:
+            raise ValueError("the watchdog is already on")
+        if watchdog_init(self.s, interval_ps, detection_ps, restoration_ps, action) < 0:
+            watchdog_free(self.s)
+            raise MemoryError()
+
+    def set_routes(self, route_off, route_cnt, route_ports):
+        """Replace the routing tables (after a link went down or came back up)."""
+        cdef Sim* s = self.s
+        cdef int32_t H = s.n_hosts, N = s.n_nodes
+        cdef int32_t* off
+        cdef int32_t* cnt
+        cdef int32_t* ports
+        route_off = _as(route_off, np.int32, "route_off", (N - H) * H)
+        route_cnt = _as(route_cnt, np.int32, "route_cnt", (N - H) * H)
+        route_ports = _as(route_ports, np.int32, "route_ports")
+        _check_range(route_ports, 0, s.n_ports, "route_ports")
+        if route_cnt.shape[0] and (route_cnt.min() < 0 or route_off.min() < 0 or
+                                   (route_off.astype(np.int64) + route_cnt).max() > route_ports.shape[0]):
+            raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
+        off, cnt, ports = _copy_i32(route_off), _copy_i32(route_cnt), _copy_i32(route_ports)
+        free(s.route_off)
+        free(s.route_cnt)
+        free(s.route_ports)
+        s.route_off, s.route_cnt, s.route_ports = off, cnt, ports
+
+    def deadlock_records(self):
+        """The deadlocks found so far: a list of dicts (times in ps, ports in cycle order)."""
+        cdef DLState* st = <DLState*> self.s.deadlock
+        cdef DLRecord* r
+        cdef int32_t k
+        out = []
+        if st == NULL:
+            return out
+        for k in range(st.n_recs):
+            r = &st.recs[k]
+            out.append(dict(formed_ps=r.formed, detected_ps=r.detected, prio=r.prio,
+                            ports=[st.rec_ports[r.port_off + j] // NPRIO for j in range(r.n_ports)],
+                            prios=[st.rec_ports[r.port_off + j] % NPRIO for j in range(r.n_ports)],
+                            flows=sorted(st.rec_flows[r.flow_off + j] for j in range(r.n_flows))))
+        return out
+
+    @property
+    def deadlock_detection(self):
+        return self.s.deadlock != NULL
+
     def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
         """Run events up to time `until_ps` (inclusive) or `max_events` events.
 
-        Returns STOP_EMPTY, STOP_TIME or STOP_EVENTS.
+        Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
         cdef int status = loop.run_loop(self.s, until_ps, max_events)
         if self.s.error == ERR_NOMEM:
@@ -372,7 +484,9 @@ cdef class Core:
             cnps=s.st.cnps, nacks=s.st.nacks, acks=s.st.acks, timeouts=s.st.timeouts,
             retx_bytes=s.st.retx_bytes, data_packets_sent=s.st.data_pkts_sent,
             data_bytes_delivered=s.st.data_bytes_delivered, flows_done=s.st.flows_done,
-            time_errors=s.st.time_errors, packets_in_use=s.pool_used,
+            time_errors=s.st.time_errors, link_drops=s.st.link_drops,
+            watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
+            no_route_drops=s.st.no_route_drops, packets_in_use=s.pool_used,
             packets_peak=s.pool_peak, pending_events=s.heap_n, sim_time_ps=s.now,
             last_activity_ps=s.last_work)
 
@@ -416,6 +530,9 @@ cdef class Core:
         cdef cnp.ndarray[int64_t, ndim=2] paused_ps = np.empty((P, NPRIO), np.int64)
         cdef cnp.ndarray[int64_t, ndim=2] queue_bytes = np.empty((P, NPRIO), np.int64)
         cdef cnp.ndarray[int32_t] paused_mask = np.empty(P, np.int32)
+        cdef cnp.ndarray[int64_t] wd_det = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] wd_res = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] wd_drop = np.empty(P, np.int64)
         for i in range(P):
             p = &s.ports[i]
             tx_bytes[i] = p.tx_bytes
@@ -424,13 +541,53 @@ cdef class Core:
             pauses[i] = p.pauses_sent
             marks[i] = p.ecn_marks
             paused_mask[i] = p.paused_mask
+            wd_det[i] = p.wd_detections
+            wd_res[i] = p.wd_restorations
+            wd_drop[i] = p.wd_dropped
             for k in range(NPRIO):
                 paused_ps[i, k] = p.paused_ps[k]
                 if (p.paused_mask >> k) & 1:
                     paused_ps[i, k] += s.now - p.paused_since[k]
                 queue_bytes[i, k] = p.q_bytes[k]
         return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
-                    paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask)
+                    paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask,
+                    watchdog_detections=wd_det, watchdog_restorations=wd_res, watchdog_drops=wd_drop)
+
+    def pause_timeline(self):
+        """Every pause interval so far: (port, prio, start_ps, end_ps) arrays, end -1 for a
+        pause still on now; ordered by start, then port and priority; and the count of
+        intervals not recorded (beyond the timeline's cap)."""
+        cdef Sim* s = self.s
+        cdef int64_t n = s.tl_n, k, j
+        cdef int32_t i, q
+        cdef int64_t n_open = 0
+        for i in range(s.n_ports):
+            for q in range(NPRIO):
+                if (s.ports[i].paused_mask >> q) & 1:
+                    n_open += 1
+        port = np.empty(n + n_open, np.int32)
+        prio = np.empty(n + n_open, np.int32)
+        start = np.empty(n + n_open, np.int64)
+        end = np.empty(n + n_open, np.int64)
+        cdef int32_t[::1] vport = port, vprio = prio
+        cdef int64_t[::1] vstart = start, vend = end
+        for k in range(n):
+            vport[k] = s.tl[k].port
+            vprio[k] = s.tl[k].prio
+            vstart[k] = s.tl[k].start
+            vend[k] = s.tl[k].end
+        j = n
+        for i in range(s.n_ports):
+            for q in range(NPRIO):
+                if (s.ports[i].paused_mask >> q) & 1:
+                    vport[j] = i
+                    vprio[j] = q
+                    vstart[j] = s.ports[i].paused_since[q]
+                    vend[j] = -1
+                    j += 1
+        order = np.lexsort((prio, port, start))
+        return dict(port=port[order], prio=prio[order], start_ps=start[order], end_ps=end[order],
+                    lost=s.tl_lost)
 
     def sample_flows(self):
         """The flows active now: (ids, sending rate in bps, bytes delivered in order)."""

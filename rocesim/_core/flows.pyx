@@ -21,7 +21,8 @@ of t_i(A) + d_i, except that it may wait behind the previous ACK at a hop (when 
 last packet is shorter than an ACK); both ACKs are carried through the reverse path.
 This is exact for the simulated model (given that earlier ACKs are spaced by at
 least an ACK's serialization), so an idle-network flow has slowdown 1.  (The HPCC fork's "standalone FCT" is an approximation of the same
-quantity: base RTT + bytes / bottleneck rate.)
+quantity: base RTT + bytes / bottleneck rate.)  A flow with a rate limit is paced by its
+NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
 from rocesim._core.defs cimport (Sim, Flow, Port, NIL, FS_ACTIVE, FS_DONE,
@@ -191,6 +192,24 @@ cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexc
     return best
 
 
+cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t gap) noexcept:
+    """`_pipeline` for a sender that may start packet j no earlier than j x gap (a rate
+    limit below line rate paces full packets `gap` apart; gap 0: no limit).
+
+    The longest path may begin at any packet m whose paced start binds:
+    max over m of m x gap + _pipeline(k - m).  For k - m >= 1 the pipeline is a maximum of
+    terms linear in k - m, so the maximum over m lies at m = 0 or m = k - 1; m = k adds
+    the lone last packet."""
+    cdef int64_t best = _pipeline(h, full, last, k), v
+    if gap <= 0 or k == 0:
+        return best
+    v = (k - 1) * gap + _pipeline(h, full, last, 1)
+    if v > best:
+        best = v
+    v = k * gap + _pipeline(h, full, last, 0)
+    return v if v > best else best
+
+
 cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     """Completion time of flow f alone in an idle network (see the module docstring)."""
     cdef Flow* fl = &s.flows[f]
@@ -199,7 +218,7 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     cdef int64_t full[MAX_PATH]
     cdef int64_t last[MAX_PATH]
     cdef int32_t h, hr, i
-    cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack
+    cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack, gap = 0
     if fl.is_compute:
         return fl.duration
     h = _paths(s, fl, fwd, rev, &hr)
@@ -212,13 +231,15 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
         full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
         last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)
         delays += s.ports[fwd[i]].delay_ps
-    t_last = _pipeline(h, full, last, n - 1) + delays
+    if fl.rate_limit > 0:
+        gap = tx_time(S, fl.rate_limit)            # the NIC paces full packets this far apart
+    t_last = _paced(h, full, last, n - 1, gap) + delays
     # The final ACK may queue behind the ACK before it (when the last packet is shorter
     # than an ACK): carry both through the reverse path, the earlier one unhindered.
     prev = ((n - 1) // s.p.ack_every) * s.p.ack_every - 1     # packet of the previous ACK
     if prev < 0:
         return t_last + _one_packet_latency(s, rev, hr, _ack_wire(s))
-    t_prev = _pipeline(h, full, full, prev) + delays
+    t_prev = _paced(h, full, full, prev, gap) + delays
     f1 = t_prev
     a2 = t_last
     for i in range(hr):

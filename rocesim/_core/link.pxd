@@ -10,6 +10,7 @@ EV_ARRIVE event for the head: one heap entry per busy wire, not per packet.
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport (Sim, Port, Packet, NIL, EV_ARRIVE, EV_TX)
 from rocesim._core.heap cimport heap_push
+from rocesim._core.timeline cimport timeline_add
 
 cdef extern from *:
     void __builtin_prefetch(const void* addr) nogil
@@ -92,10 +93,17 @@ cdef inline void port_set_paused(Sim* s, int32_t port, int32_t prio, bint on) no
     """A PAUSE (on) or RESUME (off) frame for `prio` reached this port's transmitter."""
     cdef Port* p = &s.ports[port]
     cdef uint32_t bit = (<uint32_t> 1) << prio
+    if on:
+        p.xoff_rx |= bit
+    else:
+        p.xoff_rx &= ~bit
+    if on and (p.pause_ignore & bit):
+        return                          # the PFC watchdog's `forward` action ignores PAUSE
     if on and not (p.paused_mask & bit):
         p.paused_mask |= bit
         p.paused_since[prio] = s.now
     elif not on and (p.paused_mask & bit):
         p.paused_mask &= ~bit
         p.paused_ps[prio] += s.now - p.paused_since[prio]
+        timeline_add(s, port, prio, p.paused_since[prio], s.now)
         port_kick(s, port, s.now)

@@ -8,8 +8,8 @@ progress and stop cleanly between slices.
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARRIVE, EV_TX,
-                                 EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, PK_PAUSE,
-                                 FS_ACTIVE)
+                                 EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
+                                 EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
 from rocesim._core.heap cimport heap_push, heap_pop
 from rocesim._core.link cimport wire_pop, port_set_paused
 from rocesim._core.pool cimport pkt_free
@@ -18,6 +18,9 @@ from rocesim._core.nic_send cimport nic_start_flow, nic_port_tx, nic_rate_change
 from rocesim._core.nic_recv cimport nic_receive
 from rocesim._core.nic_timeout cimport nic_rto
 from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_activate
+from rocesim._core.deadlock cimport deadlock_check
+from rocesim._core.faults cimport fault_apply, fault_lost_arrival, fault_nic_arrival
+from rocesim._core.watchdog cimport watchdog_poll
 
 
 cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
@@ -43,9 +46,9 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             s.st.time_errors += 1
         s.now = ev.time
         n += 1
-        if ev.kind != EV_RTO and ev.kind != EV_CC_TIMER:
+        if ev.kind <= EV_FAULT:
             s.last_work = s.now
-        elif s.flows[ev.target].state == FS_ACTIVE:
+        elif ev.kind <= EV_CC_TIMER and s.flows[ev.target].state == FS_ACTIVE:
             s.last_work = s.now
         if ev.kind == EV_ARRIVE:
             port = ev.target
@@ -53,11 +56,16 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             s.st.link_crossings += 1
             peer = s.ports[port].peer
             pk = &s.pkts[i]
-            if pk.kind == PK_PAUSE:
-                port_set_paused(s, peer, pk.prio, pk.pause_on)
+            if pk.kind >= PK_PAUSE:
+                if pk.kind == PK_PAUSE:
+                    port_set_paused(s, peer, pk.prio, pk.pause_on)
+                else:
+                    fault_lost_arrival(s, peer, i)    # its link went down while it was on it
                 pkt_free(s, i)
             elif s.ports[peer].is_switch:
                 switch_receive(s, peer, i)
+            elif s.ports[peer].drop_mask:
+                fault_nic_arrival(s, peer, i)         # a NIC that stopped draining
             else:
                 nic_receive(s, s.ports[peer].node, i)
         elif ev.kind == EV_TX:
@@ -86,5 +94,13 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                 nic_rate_changed(s, ev.target, rate)
         elif ev.kind == EV_COMPUTE_DONE:
             flow_compute_done(s, ev.target)
+        elif ev.kind == EV_FAULT:
+            fault_apply(s, ev.target)
+        elif ev.kind == EV_WATCHDOG:
+            watchdog_poll(s)
+        elif ev.kind == EV_DEADLOCK:
+            if deadlock_check(s):
+                status = STOP_DEADLOCK
+                break
     s.st.events += n
     return status

@@ -59,8 +59,10 @@ cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept:
 
 
 cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
-                    int32_t prio, int32_t size) noexcept:
-    """Account for a packet entering by `in_port`; False means drop it."""
+                    int32_t prio, int32_t out_prio, int32_t size) noexcept:
+    """Account for a packet entering by `in_port` at priority `prio`, to be queued at
+    `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_prio); False
+    means drop it."""
     cdef Port* q = &s.ports[in_port]
     cdef bint lossless = (s.p.pfc_mask >> prio) & 1
     cdef int64_t new_bytes, thr
@@ -76,7 +78,7 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
     elif sw.used + size > sw.buffer:
         return False
     elif s.p.lossy_dynamic:
-        if s.ports[out_port].q_bytes[prio] + size > s.p.lossy_alpha * (sw.buffer - sw.used):
+        if s.ports[out_port].q_bytes[out_prio] + size > s.p.lossy_alpha * (sw.buffer - sw.used):
             return False
     new_bytes = q.in_bytes[prio] + size
     if new_bytes <= s.p.reserve:
@@ -95,7 +97,7 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
 
 cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept:
     """Account for a packet leaving the switch; may send a RESUME upstream."""
-    cdef int32_t prio = pk.prio
+    cdef int32_t prio = pk.in_prio
     cdef Port* q
     cdef int64_t from_hdrm, from_shared, shared
     sw.used -= pk.size

@@ -53,6 +53,13 @@ cdef inline int64_t _next_seq(Sim* s, Flow* fl) noexcept:
     return -1
 
 
+cdef inline int64_t _pace_rate(Flow* fl, int64_t rate) noexcept:
+    """The rate the NIC paces at: the scheme's rate, capped by the flow's limit (if any)."""
+    if fl.rate_limit > 0 and (rate > fl.rate_limit or rate <= 0):
+        return fl.rate_limit
+    return rate if rate > 0 else 1
+
+
 cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept:
     cdef Flow* fl = &s.flows[f]
     cdef int32_t i = pkt_alloc(s)
@@ -86,7 +93,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         fl.retx_nxt = end            # a selective-repeat retransmission
     if end > fl.snd_max:
         fl.snd_max = end
-    rate = fl.rate_bps if fl.rate_bps > 0 else 1
+    rate = _pace_rate(fl, fl.rate_bps)
     fl.next_send = s.now + tx_time(pk.size, rate)
     fl.last_send = s.now
     fl.last_size = pk.size
@@ -102,6 +109,8 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
     cdef int32_t prio, idx, k, n, f, i
     cdef Flow* fl
     cdef int64_t seq, earliest = INT64_MAX
+    if p.down:
+        return                                     # link down: a link-up fault kicks the port
     if ready:
         prio = 0
         while not ((ready >> prio) & 1):
@@ -146,8 +155,8 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
     """The scheme changed the flow's rate: the next packet is due a packet time at the new
     rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
     cdef Flow* fl = &s.flows[f]
-    cdef int64_t rate = fl.rate_bps if fl.rate_bps > 0 else 1
-    if fl.rate_bps == old_rate or fl.state != FS_ACTIVE or fl.last_size == 0:
+    cdef int64_t rate = _pace_rate(fl, fl.rate_bps)
+    if rate == _pace_rate(fl, old_rate) or fl.state != FS_ACTIVE or fl.last_size == 0:
         return
     fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
     if fl.in_active:
@@ -168,7 +177,7 @@ cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     s.cc.on_start(s, f)
     active_add(s, f)
     fl.rto_deadline = s.now + s.p.rto
-    if s.p.rto > 0 and not fl.rto_armed:
+    if s.p.rto > 0 and (s.p.rto_mask >> fl.prio) & 1 and not fl.rto_armed:
         fl.rto_armed = 1
         heap_push(s, fl.rto_deadline, EV_RTO, f, 0)
     nic_kick(s, fl.src)

@@ -3,7 +3,8 @@
 
 If a flow's cumulative ACK does not move for `rto`, the sender goes back to snd_una
 (go-back-N) or retransmits every unSACKed packet (selective repeat).  The HPCC fork has
-no timeout; it matters only when packets are lost.  One EV_RTO event per flow is armed
+no timeout; it matters only when packets are lost, and by default (`nic.rto: auto`) only
+flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flow is armed
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t

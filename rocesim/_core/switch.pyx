@@ -6,7 +6,7 @@ strict priority; then the data queues 1..7 round-robin, skipping those the peer
 paused.  ECN marking and INT stamping happen at dequeue, when the packet starts
 its transmission, as in the HPCC ns-3 fork.
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from rocesim._core.defs cimport (Sim, Switch, Port, Packet, Flow, IntHop, NIL, NPRIO,
                                  MAX_INT_HOPS, PK_DATA, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
@@ -38,7 +38,23 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
     else:
         out = route_lookup(s, sw, pk.dst, fl.rhash, NIL, 0)
     pk.hop += 1
-    if out == NIL or not mmu_admit(s, sw, in_port, out, pk.prio, pk.size):
+    pk.in_prio = pk.prio
+    if s.p.bounce_prio and pk.kind == PK_DATA and out != NIL and s.ports[in_port].uplink \
+            and s.ports[out].uplink:
+        _bounce(s, pk)
+    if out == NIL or ((s.ports[in_port].drop_mask | s.ports[out].drop_mask) >> pk.prio) & 1:
+        if out != NIL and s.ports[out].down:
+            s.st.link_drops += 1                 # routed to a link that is down
+            pkt_free(s, i)
+        elif out != NIL:
+            s.st.watchdog_drops += 1             # the PFC watchdog drops this priority here
+            s.ports[out if (s.ports[out].drop_mask >> pk.prio) & 1 else in_port].wd_dropped += 1
+            pkt_free(s, i)
+        else:
+            s.st.no_route_drops += 1             # no route (a link down, or off an explicit path)
+            pkt_free(s, i)
+        return
+    if not mmu_admit(s, sw, in_port, out, pk.in_prio, pk.prio, pk.size):
         _drop(s, in_port, i)
         return
     pk.in_port = in_port
@@ -48,6 +64,36 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
         switch_port_tx(s, out)
     else:
         port_kick(s, out, s.now)
+
+
+cdef inline void _bounce(Sim* s, Packet* pk) noexcept:
+    """Deadlock avoidance: the packet came down from an upper layer and goes up again, which
+    up-down routing never does (a failure or a stale route made it): it moves to another
+    priority, so that its buffer dependencies cannot close a cycle with the traffic it
+    meets (Tagger, Hu et al., CoNEXT 2017: a new lossless class per bounce; or a lossy
+    class).  Its PFC accounting here stays with the priority it came in with."""
+    if s.p.bounce_prio > 0:
+        pk.prio = <uint8_t> s.p.bounce_prio
+    elif pk.prio < NPRIO - 1:
+        pk.prio += 1
+
+
+cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept:
+    """Drop every packet queued at switch port `port` for the priorities in `prio_mask`
+    (its link went down, or the PFC watchdog flushes a stormed queue); returns how many."""
+    cdef Port* p = &s.ports[port]
+    cdef Switch* sw = &s.sw[p.node - s.n_hosts]
+    cdef int32_t prio, i
+    cdef int64_t n = 0
+    for prio in range(NPRIO):
+        if not (prio_mask >> prio) & 1:
+            continue
+        while p.q_mask & ((<uint32_t> 1) << prio):
+            i = q_pop(s, p, prio)
+            mmu_release(s, sw, &s.pkts[i])
+            pkt_free(s, i)
+            n += 1
+    return n
 
 
 cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
@@ -99,6 +145,8 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept:
     cdef uint32_t ready
     cdef int32_t prio, k, i
     cdef Packet* pk
+    if p.down:
+        return                                    # link down: nothing leaves (faults.pyx)
     if p.pfc_pending:
         _send_pfc_frame(s, port)
     else:

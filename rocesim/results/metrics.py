@@ -43,3 +43,19 @@ def format_bins(bins: dict) -> str:
         lines.append(f"{int(bins['size_max'][i]):>12} {int(bins['count'][i]):>6} "
                      f"{bins['p50'][i]:>8.2f} {bins['p95'][i]:>8.2f} {bins['p99'][i]:>8.2f}")
     return "\n".join(lines)
+
+
+def paused_links(timeline, times_ns, end_ns=None) -> np.ndarray:
+    """How many transmitters (ports) are paused, at any priority, at each of `times_ns`,
+    from the columns of pfc_timeline.csv (a pause still on at the end lasts until `end_ns`,
+    or for ever)."""
+    port = np.asarray(timeline["port"], np.int64)
+    start = np.asarray(timeline["pause_start_ns"], float)
+    end = np.asarray(timeline["pause_end_ns"], float)
+    end = np.where(np.isnan(end), np.inf if end_ns is None else end_ns, end)
+    times = np.asarray(times_ns, float)
+    on = (start[None, :] <= times[:, None]) & (times[:, None] < end[None, :])     # [t, interval]
+    out = np.empty(len(times), np.int64)
+    for k in range(len(times)):
+        out[k] = np.unique(port[on[k]]).size
+    return out

@@ -161,3 +161,42 @@ def plot_dirs(outdirs, out_path=None, n_bins=20):
         path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
         written.append(plot_training(training, path))
     return written
+
+
+def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
+    """Pause state over time: one row per paused (port, priority), a bar per pause.
+
+    `timeline` holds the columns of pfc_timeline.csv; pauses still on at the end run to
+    `end_ns`.  Rows are ordered by their first pause, so a cascade reads top to bottom
+    (with more than `max_links` rows, those paused longest are kept).
+    """
+    port = np.asarray(timeline["port"], np.int64)
+    prio = np.asarray(timeline["priority"], np.int64)
+    start = np.asarray(timeline["pause_start_ns"], float) / 1e3
+    end = np.asarray(timeline["pause_end_ns"], float) / 1e3
+    end = np.where(np.isnan(end), end_ns / 1e3, end)
+    keys = port * 8 + prio
+    rows, inverse = np.unique(keys, return_inverse=True)
+    total = np.bincount(inverse, weights=end - start)
+    keep = np.argsort(-total, kind="stable")[:max_links]
+    first = np.array([start[inverse == r].min() for r in keep]) if keep.size else np.zeros(0)
+    keep = keep[np.argsort(first, kind="stable")]
+    fig, ax = plt.subplots(figsize=(9, max(2.5, 0.22 * len(keep) + 1.5)))
+    labels = []
+    for y, r in enumerate(keep):
+        sel = inverse == r
+        ax.broken_barh(list(zip(start[sel], (end - start)[sel])), (y - 0.4, 0.8),
+                       color="C3" if np.isnan(np.asarray(timeline["pause_end_ns"], float)[sel]).any() else "C0")
+        i = np.flatnonzero(sel)[0]
+        labels.append(f"{int(timeline['node'][i])}->{int(timeline['peer'][i])} p{int(prio[i])}")
+    ax.set_yticks(np.arange(len(keep)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, end_ns / 1e3 if end_ns > 0 else 1)
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel("paused transmitter (node->peer, priority)")
+    ax.set_title(title or f"PFC pauses over time ({len(rows)} paused links; red: still paused at the end)")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path

@@ -8,13 +8,21 @@ Files written by `Results.write(outdir)`:
   fct_ns and slowdown are empty for flows that did not finish.
 * `pfc.csv`: per (port, priority) that was paused: the pause time of the port's
   transmitter (ns) and the PAUSE frames its peer sent.
+* `pfc_timeline.csv`: every pause interval: port, node, peer (the node that sent the
+  PAUSE), priority, pause_start_ns, pause_end_ns (empty if still paused at the end);
+  ordered by start; written when there was any pause.
 * `rates.csv` and `queues.csv` when sampled (`output.sample_interval`): time_ns,
   flow_id, rate_bps (the sender's rate), throughput_bps (delivered in the last
   interval); time_ns, node, port, queue_bytes (egress, all priorities).
 * `ports.csv`: per port, node, peer_node, rate_bps, tx_bytes, tx_packets, drops,
-  pauses_sent, ecn_marks and pause time (ns) summed over priorities.
+  pauses_sent, ecn_marks, the PFC watchdog's detections, restorations and drops, and
+  pause time (ns) summed over priorities.
+* `faults.csv` when faults were scheduled: fault, kind, at_ns, end_ns, target, detail.
 * `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
-  flows_completed, sim_time_ns, wall_s and more.
+  flows_completed, sim_time_ns, wall_s and more; `deadlock` (true/false) and
+  `deadlock_cycles` (formed_ns, detected_ns, priority, switches, ports, links, flows).
+* `deadlocks.csv` with deadlock detection on: one row per cycle found (cycle, formed_ns,
+  detected_ns, priority, length, switches, ports, links, flows; lists space-separated).
 * `fct.txt` with `hpcc_fct=True`: the HPCC ns-3 fork's FCT format (`sip dip sport
   dport size start_ns fct_ns standalone_fct_ns`), so its analysis scripts run on ours.
 """
@@ -51,6 +59,7 @@ class Results:
     collectives: dict | None = None  # per collective: op, algorithm, ranks, size, times
     iterations: dict | None = None   # per training iteration: start, finish, duration
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
+    pfc_timeline: dict | None = None         # pause intervals (see the module docstring)
 
     @classmethod
     def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stop_ps):
@@ -84,7 +93,8 @@ class Results:
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
                      ecn_marks=pa["ecn_marks"],
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
-                     paused_now=pa["paused_mask"])
+                     paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
+                     watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"])
         data = ~flows["is_compute"]
         summary = dict(
             scheme=sim.scheme.name, seed=sim.seed, hosts=sim.topology.n_hosts,
@@ -101,11 +111,23 @@ class Results:
             cpu_s=round(cpu_s, 4),
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
             packets_in_use_at_end=st["packets_in_use"], packets_peak=st["packets_peak"],
-            time_errors=st["time_errors"], interrupted=bool(interrupted),
+            time_errors=st["time_errors"], link_drops=st["link_drops"], watchdog_drops=st["watchdog_drops"],
+            nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
+            faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
             stopped_at_limit=bool(stopped_at_limit))
         summary.update(_slowdown_summary(flows))
+        cycles = [_cycle_record(r, world) for r in core.deadlock_records()]
+        summary.update(deadlock_detection=bool(core.deadlock_detection), deadlock=bool(cycles),
+                       deadlock_cycles=cycles)
+        tl = core.pause_timeline()
+        summary["pfc_timeline_lost"] = int(tl["lost"])
         res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
-                  node_ids=np.asarray(sim.topology.original_ids))
+                  node_ids=np.asarray(sim.topology.original_ids),
+                  pfc_timeline=dict(port=tl["port"], node=world["port_node"][tl["port"]],
+                                    peer=world["port_node"][world["port_peer"][tl["port"]]],
+                                    priority=tl["prio"], pause_start_ns=tl["start_ps"] / PS_PER_NS,
+                                    pause_end_ns=np.where(tl["end_ps"] >= 0, tl["end_ps"] / PS_PER_NS,
+                                                          np.nan)))
         res.collectives = _collective_table(sim.collectives, flows)
         res.iterations = _iteration_table(flows, getattr(sim, "iteration_jobs", {}))
         if res.iterations is not None:
@@ -141,9 +163,13 @@ class Results:
                          f"p99 {s['slowdown_p99']:.2f}  max {s['slowdown_max']:.2f}")
         if s.get("iterations"):
             lines.append(f"{s['iterations']} training iterations, mean {s['iteration_mean_ns'] / 1e6:.3f} ms")
+        for c in s.get("deadlock_cycles", []):
+            lines.append(f"deadlock at priority {c['priority']}, formed at {c['formed_ns'] / 1e3:.1f} us: "
+                         f"{' '.join(c['links'])} (flows {' '.join(map(str, c['flows'][:10]))}"
+                         f"{' ...' if len(c['flows']) > 10 else ''})")
         if s.get("stalled"):
-            lines.append("stalled: nothing was delivered for a simulated second with flows unfinished "
-                         "(a PFC deadlock? see pfc.csv); stopped")
+            lines.append("stalled: flows are unfinished and nothing can move them (no event left, or "
+                         "nothing delivered for a simulated second; a PFC deadlock? see pfc.csv); stopped")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
         return "\n".join(lines)
@@ -157,6 +183,17 @@ class Results:
         written.append(self._write_ports(os.path.join(outdir, "ports.csv")))
         written.append(self._write_pfc(os.path.join(outdir, "pfc.csv")))
         tables = dict(self.samples or {})
+        if self.pfc_timeline is not None and len(self.pfc_timeline["port"]):
+            tables["pfc_timeline"] = self.pfc_timeline
+        if self.summary.get("faults"):
+            fs = self.summary["faults"]
+            tables["faults"] = dict(fault=np.arange(len(fs)), kind=np.array([f["kind"] for f in fs], object),
+                                    at_ns=np.array([f["at_ns"] for f in fs], float),
+                                    end_ns=np.array([np.nan if f["end_ns"] is None else f["end_ns"] for f in fs]),
+                                    target=np.array([f["target"] for f in fs], object),
+                                    detail=np.array([f["detail"] for f in fs], object))
+        if self.summary.get("deadlock_detection"):
+            tables["deadlocks"] = deadlock_table(self.summary["deadlock_cycles"])
         if self.collectives is not None:
             tables["collectives"] = self.collectives
         if self.iterations is not None:
@@ -194,7 +231,8 @@ class Results:
     def _write_ports(self, path):
         p = self.ports
         cols = {k: p[k] for k in ("node", "peer_node", "rate_bps", "tx_bytes", "tx_packets",
-                                  "drops", "pauses_sent", "ecn_marks")}
+                                  "drops", "pauses_sent", "ecn_marks", "watchdog_detections",
+                                  "watchdog_restorations", "watchdog_drops")}
         cols["paused_ns"] = p["paused_ns"].sum(axis=1)
         cols = {"port": np.arange(len(p["node"])), **cols}
         write_csv(path, cols)
@@ -222,6 +260,32 @@ class Results:
                           f"{int(f['dport'][i]) if 'dport' in f else 100} {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
                           f"{round(f['fct_ns'][i])} {round(f['ideal_fct_ns'][i])}\n")
         return path
+
+
+def _cycle_record(r, world) -> dict:
+    """A deadlock found by the core, for summary.json: its queues in the order packets
+    flow (each egress port waits on the next one), the switches they belong to, the links
+    as "node->peer", the priority and the flows with packets in them."""
+    node, peer = world["port_node"], world["port_node"][world["port_peer"]]
+    ports = [int(p) for p in r["ports"]]
+    return dict(formed_ns=r["formed_ps"] / PS_PER_NS, detected_ns=r["detected_ps"] / PS_PER_NS,
+                priority=int(r["prio"]), priorities=[int(q) for q in r["prios"]],
+                switches=[int(node[p]) for p in ports], ports=ports,
+                links=[f"{int(node[p])}->{int(peer[p])}" for p in ports],
+                flows=[int(f) for f in r["flows"]])
+
+
+def deadlock_table(cycles) -> dict:
+    """deadlocks.csv: one row per cycle (lists joined by spaces)."""
+    return dict(cycle=np.arange(len(cycles)),
+                formed_ns=np.array([c["formed_ns"] for c in cycles], float),
+                detected_ns=np.array([c["detected_ns"] for c in cycles], float),
+                priority=np.array([c["priority"] for c in cycles], np.int64),
+                length=np.array([len(c["ports"]) for c in cycles], np.int64),
+                switches=np.array([" ".join(map(str, c["switches"])) for c in cycles], object),
+                ports=np.array([" ".join(map(str, c["ports"])) for c in cycles], object),
+                links=np.array([" ".join(c["links"]) for c in cycles], object),
+                flows=np.array([" ".join(map(str, c["flows"])) for c in cycles], object))
 
 
 def _hpcc_ip(node: int) -> int:

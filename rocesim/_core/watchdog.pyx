@@ -1,0 +1,134 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The PFC watchdog, as switch vendors ship it (SONiC's PFC watchdog design: detection,
+mitigation, restoration; Juniper's and Cisco's PFC watchdog are alike).
+
+Every `interval` (EV_WATCHDOG; nothing is scheduled when off) it looks at each lossless
+(port, priority) of every switch:
+
+* Detection: a queue that holds packets and has been paused all along since the poll
+  that first found it so (so has sent nothing at that priority) for `detection` time is
+  in a PAUSE storm (Guo et al., SIGCOMM 2016: a NIC that keeps pausing its ToR).
+* Mitigation, `drop`: the queue is flushed, later arrivals for it are dropped, and packets
+  from the storming peer at that priority are dropped instead of paused (the switch sends
+  it no PAUSE; a RESUME lifts one it had sent).  `forward`: the peer's PAUSE frames for
+  that priority are ignored and the queue transmits.
+* Restoration: once the peer has not asserted XOFF for `restoration` time, the queue is
+  lossless again (the next XOFF from the peer pauses it as before).
+
+Per port it counts storms detected, restorations and packets it dropped (ports.csv).
+"""
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
+from libc.stdlib cimport malloc, calloc, free
+from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, EV_WATCHDOG
+from rocesim._core.heap cimport heap_push
+from rocesim._core.link cimport port_set_paused
+from rocesim._core.mmu cimport pfc_send
+from rocesim._core.switch cimport switch_flush
+
+
+cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t restoration,
+                       int32_t action) noexcept:
+    cdef WDState* st = <WDState*> calloc(1, sizeof(WDState))
+    cdef int32_t n = max(s.n_ports * NPRIO, 1), k
+    if st == NULL:
+        return -1
+    s.watchdog = st
+    st.interval = interval
+    st.detection = detection
+    st.restoration = restoration
+    st.action = action
+    st.since = <int64_t*> malloc(n * sizeof(int64_t))
+    st.calm_since = <int64_t*> malloc(n * sizeof(int64_t))
+    st.stormed = <uint8_t*> calloc(n, 1)
+    if st.since == NULL or st.calm_since == NULL or st.stormed == NULL:
+        return -1
+    for k in range(n):
+        st.since[k] = NIL
+        st.calm_since[k] = NIL
+    heap_push(s, s.now + interval, EV_WATCHDOG, 0, 0)
+    s.n_monitors += 1
+    return 0
+
+
+cdef void watchdog_free(Sim* s) noexcept:
+    cdef WDState* st = <WDState*> s.watchdog
+    if st != NULL:
+        free(st.since)
+        free(st.calm_since)
+        free(st.stormed)
+        free(st)
+        s.watchdog = NULL
+
+
+cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
+    cdef Port* p = &s.ports[port]
+    cdef uint8_t bit = <uint8_t> (1 << prio)
+    cdef int64_t n
+    st.stormed[port * NPRIO + prio] = 1
+    st.calm_since[port * NPRIO + prio] = NIL
+    p.wd_detections += 1
+    if st.action == WD_DROP:
+        p.drop_mask |= bit
+        n = switch_flush(s, port, bit)
+        p.wd_dropped += n
+        s.st.watchdog_drops += n
+        if p.pause_sent[prio]:
+            pfc_send(s, port, prio, False)     # stop pausing the storming peer
+    else:
+        p.pause_ignore |= bit
+        port_set_paused(s, port, prio, False)  # transmit as if never paused
+        p.xoff_rx |= bit                        # (the peer's XOFF still stands)
+
+
+cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
+    cdef Port* p = &s.ports[port]
+    cdef uint8_t bit = <uint8_t> (1 << prio)
+    st.stormed[port * NPRIO + prio] = 0
+    st.since[port * NPRIO + prio] = NIL
+    p.wd_restorations += 1
+    if not p.down:
+        p.drop_mask &= ~bit
+    p.pause_ignore &= ~bit
+
+
+cdef void watchdog_poll(Sim* s) noexcept:
+    cdef WDState* st = <WDState*> s.watchdog
+    cdef int32_t i, q, k
+    cdef Port* p
+    cdef bint stuck, watching = False
+    if st == NULL:
+        return
+    s.n_monitors -= 1
+    for i in range(s.n_ports):
+        p = &s.ports[i]
+        if not p.is_switch:
+            continue
+        for q in range(1, NPRIO):
+            if not (s.p.pfc_mask >> q) & 1:
+                continue
+            k = i * NPRIO + q
+            if st.stormed[k]:
+                if (p.xoff_rx >> q) & 1:
+                    st.calm_since[k] = NIL          # the peer still pauses
+                elif st.calm_since[k] == NIL:
+                    st.calm_since[k] = s.now
+                elif s.now - st.calm_since[k] >= st.restoration:
+                    _restore(s, st, i, q)
+                watching = True
+                continue
+            stuck = (p.paused_mask >> q) & 1 and (p.q_mask >> q) & 1
+            if not stuck:
+                st.since[k] = NIL
+            elif st.since[k] != p.paused_since[q]:
+                st.since[k] = p.paused_since[q]      # first poll of this pause that finds it stuck
+                watching = True
+            elif s.now - p.paused_since[q] >= st.detection:
+                _storm(s, st, i, q)
+                watching = True
+            else:
+                watching = True
+    # poll on while flows are unfinished and something may still change: other events, or
+    # a stuck or stormed queue it must act on (it may be what unfreezes the network)
+    if s.st.flows_done < s.n_flows and (watching or s.heap_n > s.n_monitors):
+        heap_push(s, s.now + st.interval, EV_WATCHDOG, 0, 0)
+        s.n_monitors += 1
