@@ -318,8 +318,11 @@ cdef struct Sim:
     Switch* sw             # indexed by node - n_hosts
     Host* hosts
     Flow* flows
-    # routing: table of (switch, dst host) -> equal-cost egress ports
-    int32_t* route_off     # [(node - n_hosts) * n_hosts + dst]
+    # routing (rocesim.routing.RouteTables): (switch, destination class) -> equal-cost
+    # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
+    int32_t* route_class   # [dst host]: its destination class
+    int32_t n_route_classes
+    int32_t* route_off     # [(node - n_hosts) * n_route_classes + class]
     int32_t* route_cnt
     int32_t* route_ports
     int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
