@@ -2,21 +2,27 @@
 
 Runs are compared on one figure: one colour per run, one line style per percentile,
 flow size (the bin's largest flow) on a log axis, as in the HPCC paper's figures.
+
+matplotlib is imported by the first plot, not with this module (it costs about a
+second of CPU, more than a small run).
 """
 from __future__ import annotations
 
 import json
 import os
 
-import matplotlib
-import matplotlib.ticker
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from rocesim.results.metrics import slowdown_by_size
+from rocesim.results import read_csv, read_flows_csv
 
-from rocesim.results.metrics import slowdown_by_size  # noqa: E402
-from rocesim.results import read_csv, read_flows_csv  # noqa: E402
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, imported on first use."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 STYLES = {50: ":", 95: "--", 99: "-"}
 
@@ -48,6 +54,7 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
     One run: one panel, a line per percentile.  Several runs: a panel per percentile
     (p50, p95, p99), a line per run, so that schemes compare at a glance.
     """
+    plt = _pyplot()
     if len(runs) > 1:
         return _plot_panels(runs, out_path, n_bins, title)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
@@ -75,12 +82,14 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
 
 def _plain_log_ticks(ax):
     """Label a log y axis at 1, 2, 5 x 10^k in plain numbers."""
+    import matplotlib.ticker
     ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _plot_panels(runs, out_path, n_bins, title):
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     binned = [(label, slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)) for label, flows in runs]
@@ -111,6 +120,7 @@ def plot_training(runs, out_path, title=None):
     per run for the mean iteration time (each iteration a dot), and a box per run of
     the collectives' durations.
     """
+    plt = _pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(runs) + 4), 4.6))
     labels = [label for label, _, _ in runs]
     x = np.arange(len(runs))
@@ -170,6 +180,7 @@ def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
     `end_ns`.  Rows are ordered by their first pause, so a cascade reads top to bottom
     (with more than `max_links` rows, those paused longest are kept).
     """
+    plt = _pyplot()
     port = np.asarray(timeline["port"], np.int64)
     prio = np.asarray(timeline["priority"], np.int64)
     start = np.asarray(timeline["pause_start_ns"], float) / 1e3
