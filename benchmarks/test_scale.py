@@ -7,6 +7,9 @@ Each case runs in a fresh interpreter (so that its peak resident memory is its o
 and records CPU seconds and peak RSS in `extra_info`.  Targets (issue 10):
 
 * building the `Simulation` of a k=32 fat tree (8192 hosts): < 10 s CPU, < 1.5 GB;
+* generating all-to-all (1024 ranks, 1 M flows) and halving-doubling all-reduce (8192
+  ranks) without a Python loop over rank pairs;
+* writing flows.csv of 10 M flows in seconds;
 """
 import json
 import os
@@ -54,3 +57,45 @@ sim = Simulation(t, seed=1)
 out = dict(hosts=t.n_hosts, route_entries=int(sim._network["route_ports"].size))
 """)
     assert info["hosts"] == k ** 3 // 4
+
+
+def test_generate_collectives(benchmark):
+    """Graphs of a direct all-to-all and a halving-doubling all-reduce (no Simulation)."""
+    a2a, hd = (64, 256) if QUICK else (1024, 8192)
+    info = run_child(benchmark, f"""
+from rocesim.training.graph import Graph
+from rocesim.training.collectives import add_collective
+g = Graph()
+t0 = time.process_time()
+add_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)
+t1 = time.process_time()
+n_a2a = g.n
+add_collective(g, "allreduce", "halving_doubling", range({hd}), 64 * 2**20)
+out = dict(alltoall_ranks={a2a}, alltoall_nodes=n_a2a, alltoall_cpu_s=t1 - t0,
+           hd_ranks={hd}, hd_cpu_s=time.process_time() - t1, edges=int(g.edges()[0].size))
+""")
+    assert info["alltoall_nodes"] == a2a * (a2a - 1) + 2 * a2a
+
+
+def test_write_flows_csv_10M(benchmark, tmp_path):
+    """flows.csv of 10 M flows (the columns of `Results.flows`, synthetic values)."""
+    n = 10_000 if QUICK else 10_000_000
+    path = str(tmp_path / "flows.csv")
+    info = run_child(benchmark, f"""
+from rocesim.results.run import write_csv
+n = {n}
+rng = np.random.default_rng(1)
+fct = rng.integers(10**6, 10**10, n) / 1000.0
+ideal = np.rint(fct / (1 + rng.random(n) * 3))
+cols = dict(flow_id=np.arange(n), src=rng.integers(0, 8192, n).astype(np.int32),
+            dst=rng.integers(0, 8192, n).astype(np.int32), size_bytes=rng.integers(1000, 10**8, n),
+            start_ns=np.sort(rng.integers(0, 10**12, n)) / 1000.0, fct_ns=fct, ideal_fct_ns=ideal,
+            slowdown=fct / ideal, rx_fct_ns=fct - 1.5, prio=np.full(n, 3, np.int32), tag=np.zeros(n, np.int32),
+            retx_bytes=np.zeros(n, np.int64), timeouts=np.zeros(n, np.int64), collective=np.full(n, -1),
+            iteration=np.full(n, -1), is_compute=np.zeros(n, bool))
+t0 = time.process_time()
+write_csv({path!r}, cols)
+out = dict(flows=n, write_cpu_s=time.process_time() - t0)
+""")
+    with open(path) as f:
+        assert sum(1 for _ in f) == n + 1
