@@ -64,8 +64,15 @@ cdef struct IntHop:
     int32_t rate_mbps      # egress link rate
 
 cdef struct Packet:
-    # the first 64 bytes hold what forwarding touches (the pool is 64-byte aligned)
+    # One 64-byte cache line (the pool is 64-byte aligned): everything a hop touches, and
+    # the sequence number and timestamp the ends read.  Rarely used fields live beside the
+    # pool, indexed like it: INT records (Sim.int_hops, only when INT is on) and the SACK
+    # of selective-repeat NACKs (Sim.pkt_sack).  A data packet's payload is its size less
+    # the headers (pkt_payload in pool.pxd).
     int64_t time           # while on a wire: arrival time at the far end
+    int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
+    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
+    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
     int32_t next           # intrusive singly linked list (queue or wire FIFO)
     int32_t flow
     int32_t dst            # host ids
@@ -81,13 +88,6 @@ cdef struct Packet:
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
-    int32_t src
-    int32_t payload        # payload bytes (DATA)
-    int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
-    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
-    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
-    int64_t sack           # NACK under selective repeat: seq of the out-of-order packet
-    IntHop hops[MAX_INT_HOPS]
 
 cdef struct Port:
     int32_t node
@@ -305,6 +305,9 @@ cdef struct Sim:
     int64_t heap_cap
     # packet pool
     Packet* pkts
+    IntHop* int_hops       # MAX_INT_HOPS records per packet of the pool (NULL: INT off)
+    int64_t* pkt_sack      # per packet of the pool: NACK under selective repeat, the seq
+                           #   of the out-of-order packet
     int32_t pool_cap
     int32_t pool_free
     int32_t pool_used

@@ -12,9 +12,9 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING)
-from rocesim._core.pool cimport pool_array
+from rocesim._core.pool cimport pool_array, pool_side_arrays
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
@@ -25,6 +25,7 @@ from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 
 cnp.import_array()
 
+PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
@@ -178,7 +179,7 @@ cdef class Core:
         s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
         s.pool_cap = INITIAL_POOL
         s.pkts = pool_array(s.pool_cap)
-        if s.heap == NULL or s.pkts == NULL:
+        if s.heap == NULL or s.pkts == NULL or pool_side_arrays(s, s.pool_cap) < 0:
             raise MemoryError()
         for i in range(s.pool_cap - 1):
             s.pkts[i].next = i + 1
@@ -320,6 +321,8 @@ cdef class Core:
                 free(s.flows[i].sack_bits)
         free(s.heap)
         free(s.pkts)
+        free(s.int_hops)
+        free(s.pkt_sack)
         free(s.ports)
         free(s.sw)
         free(s.hosts)

@@ -17,7 +17,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, NIL, NPRIO,
                                  PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
-from rocesim._core.pool cimport pkt_alloc
+from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.heap cimport heap_push
 from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.active_set cimport active_add, active_remove, active_remove_at
@@ -74,12 +74,10 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     end = seq + payload
     pk.kind = PK_DATA
     pk.flow = f
-    pk.src = fl.src
     pk.dst = fl.dst
     pk.prio = fl.prio
     pk.seq = seq
     pk.ts = s.now
-    pk.payload = <int32_t> payload
     pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
     pk.ttl = s.p.ttl
     if fl.snd_una >= fl.snd_max:
@@ -195,7 +193,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     cdef int32_t f = pk.flow
     cdef Flow* fl = &s.flows[f]
     cdef AckInfo a
-    cdef int64_t k, rate
+    cdef int64_t k, rate, sack
     if fl.state != FS_ACTIVE:
         return
     a.acked = 0
@@ -214,16 +212,17 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         a.marked = pk.ecn
         a.packets = pk.acked_pkts
         a.nhops = pk.nhops
-        a.hops = pk.hops
+        a.hops = pkt_hops(s, i) if s.p.int_enabled else NULL
         rate = fl.rate_bps
         s.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
     else:
         if s.p.selective_repeat:
-            k = pk.sack // s.p.mtu
+            sack = s.pkt_sack[i]
+            k = sack // s.p.mtu
             set_bit(s, &fl.sack_bits, &fl.sack_bits_len, fl, k)
-            if pk.sack + s.p.mtu > fl.sack_high:
-                fl.sack_high = min(pk.sack + s.p.mtu, fl.size)
+            if sack + s.p.mtu > fl.sack_high:
+                fl.sack_high = min(sack + s.p.mtu, fl.size)
             if fl.recovery_end == NIL:
                 fl.recovery_end = fl.snd_max
                 fl.retx_nxt = fl.snd_una
