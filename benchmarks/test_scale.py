@@ -10,11 +10,15 @@ and records CPU seconds and peak RSS in `extra_info`.  Targets (issue 10):
 * generating all-to-all (1024 ranks, 1 M flows) and halving-doubling all-reduce (8192
   ranks) without a Python loop over rank pairs;
 * writing flows.csv of 10 M flows in seconds;
+* NIC scheduling: the cost per link crossing with 8192 paced flows on one host within
+  1.3x of that with 16;
 """
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 import rocesim
 
@@ -99,3 +103,21 @@ out = dict(flows=n, write_cpu_s=time.process_time() - t0)
 """)
     with open(path) as f:
         assert sum(1 for _ in f) == n + 1
+
+
+@pytest.mark.parametrize("flows", [16, 8192])
+def test_nic_many_paced_flows(benchmark, flows):
+    """One host sends `flows` flows, each capped at 95% of line rate / flows (so every
+    flow is paced), 400 MB in all, through a switch: ns per link crossing."""
+    total = 4_000_000 if QUICK else 400_000_000
+    info = run_child(benchmark, f"""
+sim = Simulation(topology.star(2, "100Gbps", "1us"), seed=1)
+rate = "{100e9 / flows * 0.95:.0f}bps"
+for _ in range({flows}):
+    sim.add_flow(1, 0, {max(total // flows, 1000)}, rate=rate)
+res = sim.run(progress=False)
+s = res.summary
+out = dict(flows={flows}, crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           ns_per_crossing=s["cpu_s"] / s["link_crossings"] * 1e9, completed=s["flows_completed"])
+""")
+    assert info["completed"] == flows

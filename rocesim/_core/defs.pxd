@@ -43,6 +43,11 @@ cdef enum PacketKind:
     PK_PAUSE = 4
     PK_LOST = 5            # was on a wire when its link went down: dropped where it arrives
 
+cdef enum SchedState:      # a flow in its host's active set (active_set.pxd)
+    SCHED_BLOCKED = 0      # nothing to send or window full
+    SCHED_READY = 1        # may send now: its bit is set in Host.ready_bits
+    SCHED_PACED = 2        # may send at Flow.paced_at: in the host's paced heap
+
 cdef enum FlowPhase:
     FS_WAITING = 0         # not yet started (start time or parents pending)
     FS_ACTIVE = 1          # sending or waiting for ACKs
@@ -148,6 +153,10 @@ cdef struct Switch:
     int64_t total_hdrm
     int64_t total_rsrv
 
+cdef struct PacedEntry:   # a paced flow's next sending time (active_set.pxd)
+    int64_t time
+    int32_t flow
+
 cdef struct Host:
     int32_t port
     int32_t rr             # round-robin position in `active`
@@ -155,6 +164,11 @@ cdef struct Host:
     int32_t cap_active
     int32_t* active        # flows of this host with data to send
     int32_t prio_active[NPRIO]   # how many of them use each priority
+    uint64_t* ready_bits   # bit per position of `active`: that flow may send now
+    uint64_t* ready_sum    # bit per word of ready_bits: the word is not zero
+    PacedEntry* paced[NPRIO]     # min-heaps by time of the paced flows, per priority
+    int32_t n_paced[NPRIO]
+    int32_t cap_paced[NPRIO]
 
 cdef struct Flow:
     int32_t src
@@ -170,6 +184,9 @@ cdef struct Flow:
     uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
     int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t in_active      # listed in its host's active set
+    int32_t act_pos        # ... at this position (NIL when not)
+    int32_t sched          # SchedState while listed
+    int64_t paced_at       # SCHED_PACED: the time of its entry in the paced heap
     int32_t live_idx       # position in Sim.live while FS_ACTIVE, else NIL
     int32_t hops           # switches on the data path
     # sender

@@ -304,7 +304,7 @@ cdef class Core:
 
     def __dealloc__(self):
         cdef Sim* s = self.s
-        cdef int32_t i
+        cdef int32_t i, k
         if s == NULL:
             return
         if s.cc.free_state != NULL:
@@ -315,6 +315,10 @@ cdef class Core:
         if s.hosts != NULL:
             for i in range(s.n_hosts):
                 free(s.hosts[i].active)
+                free(s.hosts[i].ready_bits)
+                free(s.hosts[i].ready_sum)
+                for k in range(NPRIO):
+                    free(s.hosts[i].paced[k])
         if s.flows != NULL:
             for i in range(s.n_flows):
                 free(s.flows[i].rx_bits)
