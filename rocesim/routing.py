@@ -255,6 +255,7 @@ def build_routes(ports: Ports, overrides=(), alive=None) -> RouteTables:
     off = np.zeros(S * C, np.int32)
     if cnt.size:
         off[1:] = np.cumsum(cnt)[:-1]
+    off, entries = _share_groups(off, cnt, entries)
     # direct delivery: a ToR class at its own switch leaves by the port towards the host
     tor_cls = np.flatnonzero(class_tor >= 0)
     direct_rows = (class_tor[tor_cls] - H) * C + tor_cls
@@ -264,6 +265,37 @@ def build_routes(ports: Ports, overrides=(), alive=None) -> RouteTables:
     return RouteTables(off, cnt, np.concatenate([entries, direct]), host_class, C,
                        _farthest(dist[:, :H].T, host_class, C),
                        _node_levels(dist, H) if alive is None else None)
+
+
+def _share_groups(off, cnt, entries):
+    """Store each distinct ECMP group once (an edge switch sends every remote ToR class
+    up the same ports): rows with equal port lists point at one copy.  Keeps the table
+    small enough to stay in cache on large fabrics (a k=32 fat tree: 8.4 M entries ->
+    a few thousand)."""
+    rows = np.flatnonzero(cnt > 0)
+    if rows.size == 0:
+        return off, entries
+    c = cnt[rows].astype(np.int64)
+    # a random-weighted sum of each row's ports identifies it (then checked exactly)
+    pos_in_row = np.arange(entries.size) - np.repeat(off[rows].astype(np.int64), c)
+    weights = np.random.default_rng(12345).integers(1, 2**61, int(c.max()), dtype=np.int64)
+    w = weights[pos_in_row] * (entries.astype(np.int64) + 1)
+    sig = np.add.reduceat(w, off[rows].astype(np.int64)) if entries.size else np.zeros(0, np.int64)
+    sig = sig + c * np.int64(-7046029254386353131)          # the length counts too (wrapping)
+    _, first, inverse = np.unique(sig, return_index=True, return_inverse=True)
+    rep = rows[first][inverse.ravel()]                      # each row's representative row
+    src = np.repeat(off[rep].astype(np.int64), c) + pos_in_row
+    if not np.array_equal(entries[src], entries):
+        return off, entries                                 # a signature clash: keep them apart
+    uniq_rows = rows[first]
+    new_off = np.zeros(uniq_rows.size, np.int64)
+    new_off[1:] = np.cumsum(cnt[uniq_rows].astype(np.int64))[:-1]
+    uc = cnt[uniq_rows].astype(np.int64)
+    shared = entries[np.repeat(off[uniq_rows].astype(np.int64), uc) + np.arange(int(uc.sum()))
+                     - np.repeat(new_off, uc)]
+    out = off.copy()
+    out[rows] = new_off[inverse.ravel()]
+    return out.astype(np.int32), shared.astype(np.int32)
 
 
 def _farthest(host_dist: np.ndarray, host_class: np.ndarray, C: int) -> np.ndarray:
