@@ -95,39 +95,29 @@ cdef struct Packet:
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
 
 cdef struct Port:
-    int32_t node
-    int32_t peer           # port id at the other end of the link
-    int32_t peer_node
-    int32_t is_switch      # owning node is a switch
-    int64_t rate_bps
-    int64_t delay_ps
+    # Laid out by use: the first 64-byte line holds what every packet through the port
+    # reads (transmitter, wire, masks), the next two its queues, then ECN and the
+    # counters a transmission bumps, then ingress PFC accounting; rarely used last.
     int64_t busy_until     # transmitter busy until (ps)
     int64_t tx_event       # time of the pending EV_TX, or NIL
+    int64_t rate_bps
+    int64_t delay_ps
     int32_t wire_head      # packets on the wire, in arrival order
     int32_t wire_tail
-    int32_t q_head[NPRIO]  # egress queues
-    int32_t q_tail[NPRIO]
-    int64_t q_bytes[NPRIO]
+    int32_t peer           # port id at the other end of the link
+    int32_t is_switch      # owning node is a switch
     uint32_t q_mask        # bit p set: queue p is not empty
-    int32_t rr             # round-robin position among data queues
     # PFC, egress side: the peer has paused priority p of this port's transmitter
     uint32_t paused_mask
-    int64_t paused_since[NPRIO]
-    int64_t paused_ps[NPRIO]
-    # PFC, ingress side (switch ports): accounting of bytes that entered by this port
-    int64_t in_bytes[NPRIO]      # bytes held in reserve + shared pool
-    int64_t hdrm_bytes[NPRIO]    # bytes held in headroom
-    uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
-    uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
-    uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
     uint8_t down                 # the link is down (faults.pyx): nothing is sent
     uint8_t drop_mask            # packets of these priorities entering or leaving by this port
                                  #   are dropped (link down: all; PFC watchdog `drop`: stormed)
-    uint8_t pause_ignore         # PAUSE frames for these priorities are ignored (watchdog `forward`)
-    uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
     uint8_t uplink               # switch port towards a higher layer (its peer is farther from the hosts)
-    int64_t headroom
-    int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
+    uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
+    int32_t rr             # round-robin position among data queues
+    int32_t q_head[NPRIO]  # egress queues
+    int32_t q_tail[NPRIO]
+    int64_t q_bytes[NPRIO]
     # ECN (RED on egress queue bytes)
     int64_t kmin
     int64_t kmax
@@ -135,12 +125,26 @@ cdef struct Port:
     # counters
     int64_t tx_bytes
     int64_t tx_pkts
+    int32_t node
+    int32_t peer_node
+    # PFC, ingress side (switch ports): accounting of bytes that entered by this port
+    int64_t in_bytes[NPRIO]      # bytes held in reserve + shared pool
+    int64_t hdrm_bytes[NPRIO]    # bytes held in headroom
+    int64_t headroom
+    int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
+    uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
+    uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
+    uint8_t pause_ignore         # PAUSE frames for these priorities are ignored (watchdog `forward`)
+    uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
+    int64_t paused_since[NPRIO]
+    int64_t paused_ps[NPRIO]
     int64_t drops
     int64_t pauses_sent
     int64_t ecn_marks
     int64_t wd_dropped           # packets the PFC watchdog dropped at this port
     int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
     int32_t wd_restorations
+    int64_t _pad[2]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
 cdef struct Switch:
     int32_t node

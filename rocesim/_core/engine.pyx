@@ -11,6 +11,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
+from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING)
@@ -26,6 +28,7 @@ from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 cnp.import_array()
 
 PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
+PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
@@ -48,6 +51,15 @@ def _as(a, dtype, name, n=None):
 def _check_range(arr, lo, hi, name):
     if arr.shape[0] and (arr.min() < lo or arr.max() >= hi):
         raise ValueError(f"core input {name!r} has values outside [{lo}, {hi})")
+
+
+cdef void* _aligned_zeroed(size_t nbytes):
+    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, nbytes) != 0:
+        return NULL
+    memset(mem, 0, nbytes)
+    return mem
 
 
 def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_class):
@@ -128,7 +140,7 @@ cdef class Core:
         s.n_ports = P
         nsw = N - H
 
-        s.ports = <Port*> calloc(max(P, 1), sizeof(Port))
+        s.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
         s.sw = <Switch*> calloc(max(nsw, 1), sizeof(Switch))
         s.hosts = <Host*> calloc(H, sizeof(Host))
         if s.ports == NULL or s.sw == NULL or s.hosts == NULL:
