@@ -12,6 +12,11 @@ and records CPU seconds and peak RSS in `extra_info`.  Targets (issue 10):
 * writing flows.csv of 10 M flows in seconds;
 * NIC scheduling: the cost per link crossing with 8192 paced flows on one host within
   1.3x of that with 16;
+* the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload): cost per link
+  crossing from k=8 to k=16 at most 1.5x, to k=32 at most 2x; k=8 at least 6 M
+  crossings per CPU-second; k=32 (1 MB flows) under 2 minutes of CPU and 4 GB;
+* a whole `rocesim run` of the k=8 case under 0.5 s CPU;
+* a 1024-rank all-to-all (1 M flows) under 400 MB peak.
 """
 import json
 import os
@@ -121,3 +126,68 @@ out = dict(flows={flows}, crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
            ns_per_crossing=s["cpu_s"] / s["link_crossings"] * 1e9, completed=s["flows_completed"])
 """)
     assert info["completed"] == flows
+
+
+@pytest.mark.parametrize("k", [8, 16, 32])
+def test_fat_tree_permutation_scaling(benchmark, k):
+    """Permutation of 2 MB flows (1 MB at k=32) on a k-ary fat tree: ns per crossing."""
+    k, size = (4, 200_000) if QUICK else (k, 1_000_000 if k == 32 else 2_000_000)
+    info = run_child(benchmark, f"""
+t = topology.fat_tree({k}, "100Gbps", "1us")
+sim = Simulation(t, seed=1, nic={{"payload": "4000B"}}, switch={{"pfc": {{"enabled": True}}}})
+sim.add_flows(traffic.permutation(t.n_hosts, {size}, 0, np.random.default_rng(1)))
+res = sim.run(progress=False)
+s = res.summary
+out = dict(k={k}, crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           ns_per_crossing=s["cpu_s"] / s["link_crossings"] * 1e9,
+           m_crossings_per_cpu_s=s["link_crossings"] / s["cpu_s"] / 1e6,
+           completed=s["flows_completed"], total=s["flows_total"])
+""")
+    assert info["completed"] == info["total"]
+
+
+K8_SCENARIO = """
+name: k8-permutation
+seed: 1
+topology: {kind: fat_tree, k: 8, link: {rate: 100Gbps, delay: 1us}}
+switch: {pfc: {enabled: true}}
+nic: {payload: 4000B}
+cc: {scheme: none}
+traffic:
+  - {kind: permutation, size: 2MB}
+output: {plot: false}
+"""
+
+
+def test_rocesim_run_k8_whole_process(benchmark, tmp_path):
+    """CPU seconds of a whole `python -m rocesim run` (interpreter, imports, build, run,
+    writing results) of the k=8 permutation at 4000 B payload."""
+    import resource
+    scenario = tmp_path / "k8.yaml"
+    scenario.write_text(K8_SCENARIO.replace("k: 8", "k: 4") if QUICK else K8_SCENARIO)
+
+    def run():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(tmp_path / "out"), "-q"],
+                       check=True, capture_output=True, env=CHILD_ENV)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    cpu = benchmark.pedantic(run, rounds=1 if QUICK else 3, iterations=1)
+    benchmark.extra_info.update(process_cpu_s=round(cpu, 3))
+    assert (tmp_path / "out" / "flows.csv").exists()
+
+
+def test_alltoall_1024_ranks_memory(benchmark):
+    """Peak RSS of a 1024-rank direct all-to-all (1 M flows of 1000 B) on a k=16 fat tree."""
+    p, k = (64, 8) if QUICK else (1024, 16)
+    info = run_child(benchmark, f"""
+t = topology.fat_tree({k}, "100Gbps", "1us")
+sim = Simulation(t, seed=1)
+sim.add_collective("alltoall", "direct", list(range({p})), size={p} * 1000)
+res = sim.run(progress=False)
+s = res.summary
+out = dict(ranks={p}, flows=s["flows_total"], completed=s["flows_completed"], core_cpu_s=s["cpu_s"],
+           crossings=s["link_crossings"])
+""")
+    assert info["completed"] == info["flows"]
