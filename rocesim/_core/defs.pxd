@@ -175,6 +175,10 @@ cdef struct Host:
     int32_t cap_paced[NPRIO]
 
 cdef struct Flow:
+    # what a switch reads per packet first (one cache line with the flow's identity)
+    uint32_t hash          # ECMP hash of the forward 5-tuple
+    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
+    int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t src
     int32_t dst
     int32_t prio
@@ -184,9 +188,6 @@ cdef struct Flow:
     int64_t released       # ps, when the flow was released (start, or parents done + delay)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
     int64_t rx_finish      # ps, receiver got the last byte (NIL until then)
-    uint32_t hash          # ECMP hash of the forward 5-tuple
-    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
-    int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t in_active      # listed in its host's active set
     int32_t act_pos        # ... at this position (NIL when not)
     int32_t sched          # SchedState while listed

@@ -29,6 +29,7 @@ cnp.import_array()
 
 PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
 PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
+FLOW_BYTES = sizeof(Flow)            # per flow for the whole run (transport state included)
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
