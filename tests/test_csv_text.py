@@ -39,6 +39,7 @@ def test_text_matches_csv_writer(tmp_path):
     cols = dict(id=np.arange(n), x=f, ns=rng.integers(0, 10**12, n) / 1000.0, ok=rng.random(n) < 0.5,
                 i32=(np.arange(n) * 3137 - 5).astype(np.int32), u8=rng.integers(0, 255, n).astype(np.uint8),
                 big=np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max] * (n // 2)),
+                huge=np.array([2**64 - 1, 0] * (n // 2), np.uint64),
                 text=np.array([["x", "a,b", 'q"', "", "line\nbreak"][i % 5] for i in range(n)], object))
     write_csv(tmp_path / "fast.csv", cols)
     reference(tmp_path / "ref.csv", cols)

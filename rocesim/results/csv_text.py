@@ -31,10 +31,12 @@ def _column(a: np.ndarray):
     kind = a.dtype.kind
     if kind == "b":
         return _BOOL, a.astype(np.uint8)
-    if kind in "iu":
+    if kind in "iu" and not (a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max):
         return _INT, a.astype(np.int64, copy=False)
     if kind == "f":
         return _FLOAT, a.astype(np.float64, copy=False)
+    if kind in "iu":                      # beyond int64: Python's digits
+        return _TEXT, [str(int(x)).encode() for x in a]
     return _TEXT, [_quote(str(x)).encode() for x in a]
 
 
