@@ -187,7 +187,8 @@ class Platform:
                  f"  rails: {self.n_rails}" + (" (separate networks: cross-rail traffic forwards over the "
                                                 "scale-up domain)" if self.rail_only else ""),
                  f"  switches: {t.n_switches}" + "".join(f", {k} {v}" for k, v in self.notes.items()),
-                 f"  bisection: {format_rate(self.bisection_bps())}" + (" per rail" if self.rail_only else "")]
+                 f"  bisection: " + (f"{format_rate(self.bisection_bps() // self.n_rails)} per rail"
+                                     if self.rail_only else format_rate(self.bisection_bps()))]
         if self.scale_up is not None:
             lines.append(f"  scale-up: {self.scale_up.describe()}")
         return "\n".join(lines)

@@ -34,7 +34,7 @@ import yaml
 
 from rocesim import topology as topo_mod
 from rocesim import traffic as tr
-from rocesim._textfile import decode_utf8
+from rocesim._textfile import decode_utf8, read_text
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.simulation import Simulation
@@ -274,6 +274,8 @@ def build_platform(d, base_dir=".", key="topology", memory=None):
     kind = _kind(d, key, _TOPOLOGIES, "topology")
     memory = MemoryLimit() if memory is None else memory
     try:
+        if kind == "astra_sim":
+            return _astra_sim(d, key, memory, base_dir)
         if kind in _PLATFORMS:
             return _PLATFORMS[kind](d, key, memory)
         server = {k: d[k] for k in SERVER_KEYS if k in d}
@@ -339,6 +341,20 @@ def _rail_only(d, key, memory):
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     return pf.rail_only(servers, d["gpus_per_server"], rate, delay,
                         _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"))
+
+
+def _astra_sim(d, key, memory, base_dir):
+    """`{kind: astra_sim, path: network.yml, scale_up_dims: 1}`: an ASTRA-sim 2.0 network
+    file as the equivalent rail_only / rail_optimized platform (rocesim/astra_network.py)."""
+    from rocesim.astra_network import to_topology
+    _keys(d, key, ("kind", "path"), ("scale_up_dims",))
+    path = _path(base_dir, d["path"], f"{key}.path")
+    network = parse_yaml(read_text(path), path)
+    try:
+        mapping = to_topology(network, path, d.get("scale_up_dims"))
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+    return _PLATFORMS[mapping["kind"]](mapping, f"{key}({os.path.basename(path)})", memory)
 
 
 _PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
@@ -442,7 +458,7 @@ def _custom(d, base_dir, key, memory):
 _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
                "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file,
                "custom": _custom,
-               "rail_optimized": None, "rail_only": None}
+               "rail_optimized": None, "rail_only": None, "astra_sim": None}
 
 
 # --- traffic ---------------------------------------------------------------------------------
