@@ -76,6 +76,31 @@ def _plot(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    import signal
+    from rocesim import sweep
+    sw = sweep.load(args.sweep)
+    if args.dry_run:
+        from rocesim.sweep import job
+        for r in sw.runs:
+            print(f"{job.state(args.output, r.name):8} {r.name}")
+        return 0
+    scheduler = args.scheduler
+    rep = sweep.run_runs(sw, args.output, processes=args.jobs, scheduler=scheduler, progress=not args.quiet)
+    print(f"{rep.skipped + rep.done}/{rep.total} runs done ({rep.skipped} before this sweep), "
+          f"{rep.failed} failed; index: {', '.join(rep.index)}")
+    if rep.interrupted:
+        print(f"rocesim: sweep interrupted ({signal.Signals(rep.interrupted).name}): "
+              f"{rep.total - rep.skipped - rep.done - rep.failed} run(s) not done; "
+              f"run the same command again to resume", file=sys.stderr)
+        return 128 + rep.interrupted
+    if rep.failed:
+        print(f"rocesim: {rep.failed} run(s) failed: see error.txt in their folders; "
+              f"run the same command again to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _schemes(args) -> int:
     for s in builtin_schemes().values():
         print(f"{s.name}: {s.doc}")
@@ -117,6 +142,16 @@ def main(argv=None) -> int:
     pl.add_argument("-o", "--output", help="image file (default: <first folder>/slowdown.png)")
     pl.add_argument("--bins", type=int, default=20)
     pl.set_defaults(func=_plot)
+    sw = sub.add_parser("sweep", help="run a sweep file: a base scenario over a grid of parameters and seeds")
+    sw.add_argument("sweep", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
+    sw.add_argument("-o", "--output", required=True, help="output folder (a folder per run, index.csv)")
+    sw.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                    help="runs at a time (default: half the cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="run on a Dask cluster: tcp://HOST:8786, or 'local' for a LocalCluster of -j workers")
+    sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
+    sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    sw.set_defaults(func=_sweep)
     sub.add_parser("schemes", help="list congestion-control schemes and their parameters").set_defaults(func=_schemes)
     sub.add_parser("keys", help="list switch and NIC settings with defaults").set_defaults(func=_keys)
     args = p.parse_args(argv)
