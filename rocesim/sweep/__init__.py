@@ -81,6 +81,8 @@ def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progres
         bar.close()
         if scheduler is None:                    # every worker is gone: nothing writes there now
             job.clean_incomplete(outdir)
+        else:                                    # remote runs may still be writing there
+            job.remove_incomplete_if_empty(outdir)
         report.index = index.write(outdir, sw.runs, sw.param_names)
     return report
 

@@ -32,6 +32,8 @@ def _client(scheduler, workers: int):
     if isinstance(scheduler, distributed.Client):
         return scheduler, None, False
     if scheduler == "local":
+        import logging
+        logging.getLogger("distributed").setLevel(logging.ERROR)     # no warnings about cancelled runs
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None)
         return distributed.Client(cluster), cluster, True

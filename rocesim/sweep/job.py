@@ -108,6 +108,13 @@ def clean_incomplete(root: str) -> None:
     shutil.rmtree(os.path.join(root, INCOMPLETE), ignore_errors=True)
 
 
+def remove_incomplete_if_empty(root: str) -> None:
+    try:
+        os.rmdir(os.path.join(root, INCOMPLETE))
+    except OSError:
+        pass
+
+
 def _short(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}" if not hasattr(e, "key") else str(e)
     return text.splitlines()[0][:300] if text else type(e).__name__
