@@ -12,7 +12,6 @@ from rocesim.errors import ScenarioError
 
 def _run(args) -> int:
     from rocesim import scenario as sc
-    from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training
     scn = sc.load(args.scenario, args.set)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
@@ -21,6 +20,7 @@ def _run(args) -> int:
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
+        from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
         written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
         if res.iterations is not None:
@@ -67,12 +67,27 @@ def _check(args) -> int:
 
 
 def _plot(args) -> int:
-    from rocesim.results.plot import plot_dirs
+    sweep_dir = len(args.outdirs) == 1 and os.path.isfile(os.path.join(args.outdirs[0], "index.csv"))
     try:
+        if sweep_dir:
+            from rocesim.results.sweep_plot import plot_heatmap, plot_sweep
+            if args.heatmap:
+                print(plot_heatmap(args.outdirs[0], *args.heatmap, out_path=args.output, metric=args.metric))
+            else:
+                print(plot_sweep(args.outdirs[0], args.output, metric=args.metric, x=args.x, by=args.by))
+            return 0
+        if args.metric or args.x or args.by or args.heatmap:
+            raise ScenarioError("rocesim plot", "--metric, --x, --by and --heatmap need a sweep folder "
+                                                "(one holding index.csv)")
+        from rocesim.results.plot import plot_dirs
         for path in plot_dirs(args.outdirs, args.output, args.bins):
             print(path)
     except FileNotFoundError as e:
         raise ScenarioError("", str(e)) from None
+    except ValueError as e:
+        if isinstance(e, ScenarioError):
+            raise
+        raise ScenarioError("rocesim plot", str(e)) from None
     return 0
 
 
@@ -137,10 +152,16 @@ def main(argv=None) -> int:
     c.add_argument("scenario")
     c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
     c.set_defaults(func=_check)
-    pl = sub.add_parser("plot", help="plot FCT slowdown by size of one or more result folders")
+    pl = sub.add_parser("plot", help="plot result folders (FCT slowdown by size, training) side by side, "
+                                     "or a sweep folder (a metric against a swept parameter, a heatmap)")
     pl.add_argument("outdirs", nargs="+")
-    pl.add_argument("-o", "--output", help="image file (default: <first folder>/slowdown.png)")
+    pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
     pl.add_argument("--bins", type=int, default=20)
+    pl.add_argument("--metric", help="sweep: an index.csv metric (default: iteration_mean_ns for training "
+                                     "sweeps, else slowdown_p99)")
+    pl.add_argument("--x", help="sweep: the swept parameter on the x axis (default: the first but cc.scheme)")
+    pl.add_argument("--by", help="sweep: a line per value of this parameter (default: cc.scheme)")
+    pl.add_argument("--heatmap", nargs=2, metavar=("X", "Y"), help="sweep: a heatmap over two swept parameters")
     pl.set_defaults(func=_plot)
     sw = sub.add_parser("sweep", help="run a sweep file: a base scenario over a grid of parameters and seeds")
     sw.add_argument("sweep", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
