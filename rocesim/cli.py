@@ -10,13 +10,42 @@ from rocesim.cc import builtin_schemes
 from rocesim.errors import ScenarioError
 
 
+# what `rocesim run` writes: --force clears these from an output folder, and only these
+RUN_FILES = ("flows.csv", "flows.parquet", "ports.csv", "pfc.csv", "pfc_timeline.csv", "pfc_timeline.png",
+             "rates.csv", "queues.csv", "faults.csv", "deadlocks.csv", "collectives.csv", "iterations.csv",
+             "summary.json", "fct.txt", "slowdown.png", "training.png")
+
+
+def _empty_output(outdir: str, force: bool) -> None:
+    """Make sure `outdir` holds nothing from an earlier run: refuse a non-empty folder, or
+    with --force delete the files an earlier run wrote (never anything else)."""
+    if not os.path.isdir(outdir):
+        if os.path.exists(outdir):
+            raise ScenarioError(outdir, "exists and is not a folder")
+        return
+    present = sorted(os.listdir(outdir))
+    if not present:
+        return
+    if not force:
+        raise ScenarioError(outdir, f"the output folder is not empty ({', '.join(present[:4])}"
+                                    f"{', ...' if len(present) > 4 else ''}); choose another folder, or "
+                                    f"--force to replace an earlier run's results")
+    foreign = [f for f in present if f not in RUN_FILES]
+    if foreign:
+        raise ScenarioError(outdir, f"holds files rocesim run did not write ({', '.join(foreign[:4])}); "
+                                    f"--force only replaces an earlier run's results: choose another folder")
+    for f in present:
+        os.remove(os.path.join(outdir, f))
+
+
 def _run(args) -> int:
     from rocesim import scenario as sc
     scn = sc.load(args.scenario, args.set)
+    _empty_output(args.output, args.force)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
               f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}", file=sys.stderr)
-    res = scn.sim.run(scn.stop, progress=None if not args.quiet else False,
+    res = scn.sim.run(scn.stop, progress=not args.quiet,
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
@@ -116,6 +145,22 @@ def _sweep(args) -> int:
     return 0
 
 
+def _table(args) -> int:
+    from rocesim.sweep.table import markdown
+    split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
+    try:
+        text = markdown(args.sweep_dir, args.metric or None, split(args.rows), args.cols)
+    except FileNotFoundError as e:
+        raise ScenarioError("", str(e)) from None
+    except ValueError as e:
+        raise ScenarioError("rocesim table", str(e)) from None
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    print(text, end="")
+    return 0
+
+
 def _schemes(args) -> int:
     for s in builtin_schemes().values():
         print(f"{s.name}: {s.doc}")
@@ -125,20 +170,16 @@ def _schemes(args) -> int:
 
 
 def _keys(args) -> int:
-    for section, spec in (("switch", config.SWITCH), ("nic", config.NIC), ("deadlock", config.DEADLOCK)):
-        for name, default, doc in config.describe(spec, f"{section}."):
-            if isinstance(default, tuple):
-                default = list(default)
-            print(f"{name} = {default}\n    {doc}")
-    from rocesim.faults import DOCS
-    for kind, rows in DOCS.items():
-        for name, default, doc in rows:
-            print(f"faults[].{kind}.{name} = {default}\n    {doc}")
+    from rocesim.keys import lines
+    for line in lines(args.section):
+        print(line)
     return 0
 
 
 def main(argv=None) -> int:
+    from rocesim import __version__
     p = argparse.ArgumentParser(prog="rocesim", description=__doc__)
+    p.add_argument("--version", action="version", version=f"rocesim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a YAML scenario and write results")
     r.add_argument("scenario")
@@ -146,6 +187,8 @@ def main(argv=None) -> int:
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a scenario key (value in YAML syntax); repeatable")
     r.add_argument("--no-plot", action="store_true", help="do not write slowdown.png")
+    r.add_argument("--force", action="store_true",
+                   help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=_run)
     c = sub.add_parser("check", help="check a scenario without running it")
@@ -173,11 +216,26 @@ def main(argv=None) -> int:
     sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     sw.set_defaults(func=_sweep)
+    tb = sub.add_parser("table", help="a markdown table of a sweep folder's index.csv (means over seeds)")
+    tb.add_argument("sweep_dir")
+    tb.add_argument("--metric", action="append", default=[], help="an index.csv metric; repeatable "
+                    "(default: slowdown p50, p95, p99, or the iteration time of training sweeps)")
+    tb.add_argument("--rows", help="swept parameters of the rows, comma-separated (default: all but seed)")
+    tb.add_argument("--cols", help="a swept parameter whose values become columns (one metric)")
+    tb.add_argument("-o", "--output", help="also write the table to this file")
+    tb.set_defaults(func=_table)
     sub.add_parser("schemes", help="list congestion-control schemes and their parameters").set_defaults(func=_schemes)
-    sub.add_parser("keys", help="list switch and NIC settings with defaults").set_defaults(func=_keys)
+    from rocesim.keys import SECTIONS
+    k = sub.add_parser("keys", help="list every scenario key: sections, topology and traffic kinds, settings "
+                                    "with defaults, workload presets")
+    k.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
+    k.set_defaults(func=_keys)
     args = p.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:                    # `rocesim ... | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except ScenarioError as e:
         print(f"rocesim: error: {e}", file=sys.stderr)
         return 2

@@ -251,3 +251,29 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path):
     last = text.strip().splitlines()[-1]
     assert last.startswith("[sweep] 3/3 done (2 skipped: done before), 0 failed") and "elapsed" in last
     assert rep.skipped == 2 and rep.done == 1
+
+
+def test_table_from_index_means_over_seeds(tmp_path, capsys):
+    from rocesim import cli
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}, "seeds": [1, 2]})
+    out = str(tmp_path / "out")
+    sweep.run_runs(sw, out, processes=2, progress=False)
+    rows = _index(out)
+    assert cli.main(["table", out, "--metric", "slowdown_p99", "--metric", "pfc_pauses"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| cc.scheme | slowdown_p99 | pfc_pauses | runs |"
+    hpcc = [float(r["slowdown_p99"]) for r in rows if r["cc.scheme"] == "hpcc"]
+    assert lines[3] == f"| hpcc | {sum(hpcc) / 2:.4g} | 0 | 2 |"
+    assert cli.main(["table", out, "--rows", "seed", "--cols", "cc.scheme", "--metric", "slowdown_p50"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == \
+        "| seed | slowdown_p50, cc.scheme=none | slowdown_p50, cc.scheme=hpcc |"
+    assert cli.main(["table", out, "--metric", "nope"]) == 2
+
+
+def test_shipped_sweep_files_expand(tmp_path):
+    for name, n in (("hpcc_paper", 24), ("khan2022", 14)):
+        sw = sweep.load(os.path.join(ROOT, "sweeps", f"{name}.yaml"))
+        assert len(sw.runs) == n
+        assert all(os.path.isfile(r.base) for r in sw.runs)
+    assert sweep.load(os.path.join(ROOT, "sweeps", "hpcc_paper.yaml")).runs[1].name == \
+        "scenario=websearch30,cc.scheme=dcqcn,cc.params.window=bdp"
