@@ -107,3 +107,16 @@ def test_an_empty_run_says_so_on_its_figure(tmp_path, kept_figures):
     assert [t.get_text() for t in kept_figures[-1].axes[0].texts] == [plot.EMPTY_TEXT]
     plot.plot_slowdown([("a", f), ("b", f)], tmp_path / "e2.png")
     assert all(plot.EMPTY_TEXT in [t.get_text() for t in ax.texts] for ax in kept_figures[-1].axes)
+
+
+def test_keys_varied_together_with_the_scheme_give_a_bar_per_configuration(tmp_path, kept_figures):
+    rows = [{"run": f"{s},{w}", "state": "done", "status": "ok", "cc.scheme": s, "cc.params.window": w,
+             "iteration_mean_ns": t} for s, w, t in (("none", "", 14.8e6), ("dcqcn", "", 14.5e6),
+                                                       ("dcqcn", "bdp", 14.85e6), ("hpcc", "", 15.6e6))]
+    root = str(tmp_path / "training")
+    _write_index(root, rows, ["cc.scheme", "cc.params.window"])
+    sweep_plot.plot_sweep(root)                         # default metric: iteration time
+    ax = kept_figures[-1].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "dcqcn", "dcqcn, cc.params.window=bdp", "hpcc"]
+    assert [round(p.get_height(), 2) for p in ax.patches] == [14.8, 14.5, 14.85, 15.6]
+    assert ax.get_ylim()[0] > 10                       # 2%-apart bars: the axis does not start at zero

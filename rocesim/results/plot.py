@@ -158,7 +158,7 @@ def _plot_panels(runs, out_path, n_bins, title):
         axes[0].legend(fontsize=8)
     fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
 

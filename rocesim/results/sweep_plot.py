@@ -89,8 +89,8 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
     free = [p for p in params if p != "seed"]
     if by is None:
         by = "cc.scheme" if "cc.scheme" in free and x != "cc.scheme" else None
-    if x is None:
-        rest = [p for p in free if p != by]
+    if x is None:                 # a parameter crossed with `by` (not one varied together with it)
+        rest = [p for p in free if p != by and _crossed(rows, p, by)]
         x = rest[0] if rest else None
     out_path = out_path or os.path.join(root, f"{metric}.png")
     averaged = [p for p in params if p not in (x, by)]
@@ -98,12 +98,14 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
     label = LABELS.get(metric, metric)
     if not rows:
         ax.text(0.5, 0.5, "no completed runs in this sweep", ha="center", va="center", transform=ax.transAxes)
-    elif x is None:                                   # one bar per scheme (or per run)
-        groups = _values(rows, by) if by else [r["run"] for r in rows]
-        key = by or "run"
-        heights = [_metric([r for r in rows if r[key] == g], metric) for g in groups]
-        zoomed_bars(ax, groups, heights)
-        ax.set_xlabel(by or "run")
+    elif x is None:                     # a bar per configuration (the swept values but seeds)
+        keys = list(dict.fromkeys(tuple(r[p] for p in free) for r in rows))
+        labels = [", ".join(v if p == (by or free[0]) else f"{p}={v}" for p, v in zip(free, k) if v != "") or "base"
+                  for k in keys]
+        heights = [_metric([r for r in rows if tuple(r[p] for p in free) == k], metric) for k in keys]
+        zoomed_bars(ax, labels, heights)
+        averaged = [p for p in params if p not in free]
+        ax.set_xlabel(", ".join(free) or "run")
     else:
         xs, lines = series(rows, metric, x, by)
         numeric = _numeric(xs)
@@ -112,6 +114,8 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
                     marker=MARKERS[k % len(MARKERS)], color=f"C{k % 10}", label=g if g is not None else label)
         if not numeric:
             ax.set_xticks(np.arange(len(xs)), xs)
+        elif len(xs) <= 12:
+            ax.set_xticks([float(v) for v in xs], xs)
         ax.set_xlabel(x)
         ax.legend(fontsize=8, title=by)
         plain_axis(ax.yaxis)
@@ -156,6 +160,13 @@ def plot_heatmap(root, x, y, out_path=None, metric=None) -> str:
     fig.savefig(out_path, dpi=110)
     plt.close(fig)
     return out_path
+
+
+def _crossed(rows, x, by) -> bool:
+    """Whether every value of `by` was run at two or more values of `x`."""
+    if by is None:
+        return len({r[x] for r in rows}) > 1
+    return all(len({r[x] for r in rows if r[by] == g}) > 1 for g in {r[by] for r in rows})
 
 
 def _numeric(values) -> bool:

@@ -17,7 +17,9 @@ from rocesim.sweep.index import METRIC_COLUMNS
 # how a metric is shown: (header, scale, format)
 SHOWN = {"iteration_mean_ns": ("iteration time (ms)", 1e-6, "{:.3f}"),
          "sim_time_ns": ("simulated time (ms)", 1e-6, "{:.3f}"),
-         "cpu_s": ("CPU s", 1.0, "{:.1f}")}
+         "cpu_s": ("CPU s", 1.0, "{:.1f}"),
+         **{m: (m, 1.0, "{:.0f}") for m in ("flows_total", "flows_completed", "iterations", "pfc_pauses", "drops",
+                                           "cnps", "timeouts", "events")}}
 
 
 def _show(metric):
