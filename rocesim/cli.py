@@ -233,6 +233,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:                  # Ctrl-C outside a run's loop (loading, writing)
+        print("rocesim: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:                    # `rocesim ... | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -169,7 +169,7 @@ def _start(sweep_file, out, jobs=2):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "rocesim", "sweep", str(sweep_file), "-o", str(out),
                              "-j", str(jobs)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def _done_runs(out):
@@ -186,7 +186,10 @@ def _interrupt(proc, out, sig, at_least):
     workers = _children(proc.pid)
     assert workers
     sent = time.monotonic()
-    proc.send_signal(sig)
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)               # as a terminal's Ctrl-C: the whole process group
+    else:
+        proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=30)
     took = time.monotonic() - sent
     assert took < 5.0, f"took {took:.1f} s to stop"
@@ -198,7 +201,7 @@ def _interrupt(proc, out, sig, at_least):
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived the sweep"
     for d in os.listdir(out):                  # only complete runs, nothing partial
-        if d not in ("index.csv", "index.parquet"):
+        if d not in ("index.csv", "index.parquet", job.LOCK_FILE):
             assert os.path.isfile(os.path.join(out, d, "summary.json")), d
             with open(os.path.join(out, d, "summary.json")) as f:
                 assert json.load(f)["interrupted"] is False
@@ -224,7 +227,7 @@ def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path
     assert len(_done_runs(str(out))) == 24
     rows = _index(str(out))
     assert len(rows) == 24 and {r["state"] for r in rows} == {"done"}
-    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv"] +
+    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv", job.LOCK_FILE] +
                                              (["index.parquet"] if os.path.isfile(out / "index.parquet") else []))
 
 
@@ -277,3 +280,14 @@ def test_shipped_sweep_files_expand(tmp_path):
         assert all(os.path.isfile(r.base) for r in sw.runs)
     assert sweep.load(os.path.join(ROOT, "sweeps", "hpcc_paper.yaml")).runs[1].name == \
         "scenario=websearch30,cc.scheme=dcqcn,cc.params.window=bdp"
+
+
+def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    sw = sweep.expand({"base": BASE, "seeds": [1]})
+    with job.sweep_lock(out):
+        with pytest.raises(ScenarioError) as e:
+            sweep.run_runs(sw, out, processes=1, progress=False)
+        assert "another rocesim sweep" in str(e.value)
+    assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1

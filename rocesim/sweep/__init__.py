@@ -50,6 +50,11 @@ def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progres
     SIGTERM the report's `interrupted` is the signal (runs finished so far are kept).
     """
     os.makedirs(outdir, exist_ok=True)
+    with job.sweep_lock(outdir):
+        return _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s)
+
+
+def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) -> Report:
     job.clean_incomplete(outdir)
     states = {r.name: job.state(outdir, r.name) for r in sw.runs}
     todo = [r for r in sw.runs if states[r.name] != job.DONE]

@@ -9,6 +9,7 @@ rerunning a sweep runs exactly the runs without one.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import traceback
 INCOMPLETE = ".incomplete"
 PARAMS_FILE = "params.json"
 ERROR_FILE = "error.txt"
+LOCK_FILE = ".lock"
 
 DONE, FAILED, MISSING = "done", "failed", "missing"
 
@@ -101,6 +103,28 @@ def place(tmp: str, final: str) -> None:
     if os.path.isdir(final):
         shutil.rmtree(final)
     os.rename(tmp, final)
+
+
+@contextlib.contextmanager
+def sweep_lock(root: str):
+    """Hold `root/.lock` for the length of a sweep: a second sweep into the same folder
+    would remove the first one's runs in progress."""
+    from rocesim.errors import ScenarioError
+    try:
+        import fcntl
+    except ImportError:                       # not POSIX: no lock
+        yield
+        return
+    with open(os.path.join(root, LOCK_FILE), "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ScenarioError(root, "another rocesim sweep is writing into this folder; wait for it "
+                                      "or use another folder") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def clean_incomplete(root: str) -> None:

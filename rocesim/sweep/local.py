@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from multiprocessing.connection import wait
 
@@ -63,14 +64,24 @@ def _worker(conn, parent_pid: int, root: str) -> None:
             return
         if run is None:
             return
-        conn.send(job.run_one(run, root))
+        try:
+            outcome = job.run_one(run, root)
+        except Exception:  # noqa: BLE001 - run_one records run failures; this is the file system failing
+            outcome = job.record_failure(root, run, traceback.format_exc())
+        conn.send(outcome)
 
 
 class _Worker:
     def __init__(self, ctx, root):
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child, os.getpid(), root), daemon=True)
-        self.proc.start()
+        # born ignoring SIGINT (an ignored signal survives exec, and Python then keeps it
+        # ignored), so that a Ctrl-C while the worker starts up prints no traceback there
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.proc.start()
+        finally:
+            signal.signal(signal.SIGINT, previous)
         child.close()
         self.run = None
         self.started = 0.0
