@@ -13,7 +13,7 @@ from rocesim.errors import ScenarioError
 # what `rocesim run` writes: --force clears these from an output folder, and only these
 RUN_FILES = ("flows.csv", "flows.parquet", "ports.csv", "pfc.csv", "pfc_timeline.csv", "pfc_timeline.png",
              "rates.csv", "queues.csv", "faults.csv", "deadlocks.csv", "collectives.csv", "iterations.csv",
-             "summary.json", "fct.txt", "slowdown.png", "training.png")
+             "summary.json", "fct.txt", "slowdown.png", "training.png", "collectives.png", "timeline.png")
 
 
 def _empty_output(outdir: str, force: bool) -> None:
@@ -55,6 +55,13 @@ def _run(args) -> int:
         if res.iterations is not None:
             written.append(plot_training([(label, res.iterations, res.collectives)],
                                          os.path.join(args.output, "training.png")))
+        if res.collectives is not None and len(res.collectives["op"]):
+            from rocesim.results.collective_plot import plot_collectives
+            written.append(plot_collectives([(label, res.collectives)], os.path.join(args.output, "collectives.png")))
+        if res.samples:
+            from rocesim.results.timeline_plot import plot_timeline
+            written.append(plot_timeline(res.samples["rates"], res.samples["queues"],
+                                         os.path.join(args.output, "timeline.png"), title=f"{label}: rates and queues"))
         if res.pfc_timeline is not None and len(res.pfc_timeline["port"]):
             written.append(plot_pfc_timeline(res.pfc_timeline, os.path.join(args.output, "pfc_timeline.png"),
                                              res.summary["sim_time_ns"], title=f"{label}: PFC pauses over time"))

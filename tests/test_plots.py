@@ -120,3 +120,41 @@ def test_keys_varied_together_with_the_scheme_give_a_bar_per_configuration(tmp_p
     assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "dcqcn", "dcqcn, cc.params.window=bdp", "hpcc"]
     assert [round(p.get_height(), 2) for p in ax.patches] == [14.8, 14.5, 14.85, 15.6]
     assert ax.get_ylim()[0] > 10                       # 2%-apart bars: the axis does not start at zero
+
+
+def test_bus_bandwidth_is_nccl_tests_figure():
+    from rocesim.results.collective_plot import bus_bandwidth_gbps, bus_factor
+    assert bus_factor("allreduce", 4) == 1.5 and bus_factor("alltoall", 4) == 0.75
+    assert bus_factor("allgather", 8) == 7 / 8 and bus_factor("broadcast", 8) == 1.0
+    coll = {"op": np.array(["allreduce", "alltoall"]), "ranks": np.array([4, 4]),
+            "size_bytes": np.array([1e6, 1e6]), "duration_ns": np.array([1e6, np.nan])}
+    bw = bus_bandwidth_gbps(coll)                 # 1 MB in 1 ms: 8 Gb/s of algorithm bandwidth
+    assert bw[0] == pytest.approx(12.0) and np.isnan(bw[1])
+
+
+def test_timeline_draws_the_busiest_flows_and_ports(tmp_path, kept_figures):
+    from rocesim.results.timeline_plot import MAX_LINES, plot_timeline
+    t = np.repeat(np.arange(5) * 1000.0, 12)
+    rates = {"time_ns": t, "flow_id": np.tile(np.arange(12), 5), "rate_bps": np.full(60, 1e11),
+             "throughput_bps": np.tile(np.arange(12) * 1e9, 5)}
+    queues = {"time_ns": t[:10], "node": np.full(10, 4), "port": np.tile([1, 3], 5), "queue_bytes": np.arange(10) * 1e3}
+    plot_timeline(rates, queues, tmp_path / "t.png")
+    top, bottom = kept_figures[-1].axes[:2]
+    labels = [ln.get_label() for ln in top.lines if not ln.get_label().startswith("_")]
+    assert labels == [f"flow {f}" for f in range(11, 11 - MAX_LINES, -1)]       # the most delivered first
+    assert "8 of 12" in top.get_title()
+    assert len(bottom.lines) == 2 and bottom.get_xlabel() == "time (us)"
+
+
+def test_rocesim_plot_draws_collectives_and_timeline(tmp_path, capsys):
+    scn = tmp_path / "s.yaml"
+    scn.write_text("""
+topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
+traffic: [{kind: collective, op: allreduce, algorithm: ring, ranks: all, size: 1MB}]
+output: {sample_interval: 10us, plot: false}
+""")
+    assert cli.main(["run", str(scn), "-o", str(tmp_path / "r"), "-q"]) == 0
+    assert cli.main(["plot", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out.split()
+    for name in ("slowdown.png", "collectives.png", "timeline.png"):
+        assert str(tmp_path / "r" / name) in out and os.path.getsize(tmp_path / "r" / name) > 0

@@ -220,7 +220,27 @@ def plot_dirs(outdirs, out_path=None, n_bins=20):
         base, ext = os.path.splitext(slow_path)
         path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
         written.append(plot_training(training, path))
+    colls = [(label, read_csv(os.path.join(d, "collectives.csv"))) for (label, _), d in zip(runs, outdirs)
+             if os.path.isfile(os.path.join(d, "collectives.csv"))]
+    if colls:
+        from rocesim.results.collective_plot import plot_collectives
+        written.append(plot_collectives(colls, _beside(slow_path, out_path, outdirs[0], "collectives")))
+    for d in outdirs[:1]:                      # the first run's rates and queues over time
+        rates, queues = (os.path.join(d, f) for f in ("rates.csv", "queues.csv"))
+        if os.path.isfile(rates) or os.path.isfile(queues):
+            from rocesim.results.timeline_plot import plot_timeline
+            written.append(plot_timeline(read_csv(rates) if os.path.isfile(rates) else None,
+                                         read_csv(queues) if os.path.isfile(queues) else None,
+                                         _beside(slow_path, out_path, d, "timeline"), title=f"{runs[0][0]}: rates and queues"))
     return written
+
+
+def _beside(slow_path, out_path, first_dir, kind):
+    """<out_path base>-<kind>.png when an output path was given, else <first_dir>/<kind>.png."""
+    if out_path:
+        base, ext = os.path.splitext(slow_path)
+        return f"{base}-{kind}{ext}"
+    return os.path.join(first_dir, f"{kind}.png")
 
 
 def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
