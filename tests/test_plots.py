@@ -158,3 +158,20 @@ output: {sample_interval: 10us, plot: false}
     out = capsys.readouterr().out.split()
     for name in ("slowdown.png", "collectives.png", "timeline.png"):
         assert str(tmp_path / "r" / name) in out and os.path.getsize(tmp_path / "r" / name) > 0
+
+
+def test_iteration_breakdown_closed_form():
+    from rocesim.results.overlap import iteration_breakdown, union_length
+    assert union_length(np.array([0.0, 5, 20]), np.array([10.0, 8, 30])) == 20.0
+    # host 0 computes [0, 50), sends to host 1 over [40, 100), host 1 computes [100, 130)
+    flows = {"iteration": np.array([0, 0, 0]), "is_compute": np.array([True, False, True]),
+             "start_ns": np.array([0.0, 40, 100]), "fct_ns": np.array([50.0, 65, 30]),
+             "rx_fct_ns": np.array([np.nan, 60, np.nan]), "src": np.array([0, 0, 1]), "dst": np.array([0, 1, 1])}
+    its = {"iteration": np.array([0]), "start_ns": np.array([0.0]), "finish_ns": np.array([130.0])}
+    b = iteration_breakdown(flows, its)
+    # host 0: compute 50, overlap 10 (40-50), exposed 50 (50-100); host 1: 30, 0, 60
+    assert (b["compute_ns"][0], b["overlap_ns"][0], b["exposed_comm_ns"][0]) == (40.0, 5.0, 55.0)
+    its["duration_ns"] = np.array([130.0])
+    its.update(b)
+    shares = plot.iteration_shares(its)
+    assert shares == pytest.approx([35 / 130 * 100, 5 / 130 * 100, 55 / 130 * 100, 35 / 130 * 100])

@@ -163,14 +163,31 @@ def _plot_panels(runs, out_path, n_bins, title):
     return out_path
 
 
+BREAKDOWN = (("compute only", "C0"), ("compute + communication (overlap)", "C2"),
+             ("exposed communication", "C3"), ("waiting", "0.8"))
+
+
+def iteration_shares(its) -> list[float]:
+    """Mean shares (%) of an iteration: compute only, overlap, exposed communication,
+    waiting (from the compute_ns, overlap_ns, exposed_comm_ns columns of iterations.csv)."""
+    d = np.asarray(its["duration_ns"], float)
+    c, o, e = (np.asarray(its[k], float) for k in ("compute_ns", "overlap_ns", "exposed_comm_ns"))
+    parts = np.array([c - o, o, e, np.maximum(0.0, d - c - e)]) / d * 100
+    return list(np.nanmean(parts, axis=1))
+
+
 def plot_training(runs, out_path, title=None):
-    """Iteration times and collective durations, side by side for several runs.
+    """Iteration times, where the time goes, and collective durations, side by side.
 
     `runs` is a list of (label, iterations columns, collectives columns or None): a bar
-    per run for the mean iteration time (each iteration a dot), and a box per run of
-    the collectives' durations.
+    per run for the mean iteration time (each iteration a dot), a stacked bar per run of
+    the iteration's shares (compute, overlap, exposed communication, waiting; means over
+    hosts, see rocesim.results.overlap) when iterations.csv has them, and a box per run
+    of the collectives' durations.
     """
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(runs) + 4), 4.6))
+    shares = all("exposed_comm_ns" in its for _, its, _ in runs)
+    fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * len(runs) + 4) * (1.5 if shares else 1)), 4.6))
+    ax1, ax2 = axes[0], axes[-1]
     labels = [label for label, _, _ in runs]
     x = np.arange(len(runs))
     durations = [np.asarray(its["duration_ns"], float) / 1e6 for _, its, _ in runs]
@@ -179,6 +196,19 @@ def plot_training(runs, out_path, title=None):
         ax1.plot(np.full(d.size, k), d, "k.", markersize=5)
     ax1.set_ylabel("iteration time (ms)")
     ax1.set_title("iteration time (bar: mean, dots: iterations)")
+    if shares:
+        ax = axes[1]
+        parts = np.array([iteration_shares(its) for _, its, _ in runs])      # [run, part]
+        bottom = np.zeros(len(runs))
+        for j, (name, color) in enumerate(BREAKDOWN):
+            ax.bar(x, parts[:, j], bottom=bottom, color=color, label=name)
+            bottom += np.nan_to_num(parts[:, j])
+        ax.set_xticks(x, labels, rotation=30, ha="right")
+        ax.set_ylim(0, 128)                           # room for the legend above the bars
+        ax.set_yticks([0, 20, 40, 60, 80, 100])
+        ax.set_ylabel("share of the iteration (%, mean over hosts)")
+        ax.set_title("where the iteration's time goes")
+        ax.legend(fontsize=7, loc="upper center", ncol=2)
     data = [np.asarray(c["duration_ns"], float) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
     if any(d.size for d in data):
         ax2.boxplot([d if d.size else [np.nan] for d in data], showfliers=True)
@@ -189,7 +219,7 @@ def plot_training(runs, out_path, title=None):
     ax2.set_title("collective durations")
     fig.suptitle(title or "training iterations")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
 
