@@ -328,8 +328,9 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
     finish = np.array([np.max(end[it == i]) for i in ids])
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
-    table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start, job=job)
+    table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
     table.update(iteration_breakdown(flows, table))
+    table["job"] = job
     return table
 
 
