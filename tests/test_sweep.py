@@ -291,3 +291,14 @@ def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
             sweep.run_runs(sw, out, processes=1, progress=False)
         assert "another rocesim sweep" in str(e.value)
     assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1
+
+
+def test_the_readme_sweep_example_expands():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("## Sweeps"):]
+    example = section[section.index("```yaml") + 7:section.index("```", section.index("```yaml") + 7)]
+    sw = sweep.expand(yaml.safe_load(example), os.path.join(ROOT, "sweeps"))
+    assert len(sw.runs) == 2 * 2 * 2 * 2
+    assert "cc.scheme=hpcc,traffic[0].load=0.5,cc.params.window=bdp,switch.buffer=32MB,seed=2" in \
+        [r.name for r in sw.runs]
