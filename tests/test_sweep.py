@@ -302,3 +302,13 @@ def test_the_readme_sweep_example_expands():
     assert len(sw.runs) == 2 * 2 * 2 * 2
     assert "cc.scheme=hpcc,traffic[0].load=0.5,cc.params.window=bdp,switch.buffer=32MB,seed=2" in \
         [r.name for r in sw.runs]
+
+
+def test_a_sweep_runs_from_a_thread_too(tmp_path):
+    import threading
+    reports = []
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})
+    t = threading.Thread(target=lambda: reports.append(sweep.run_runs(sw, str(tmp_path / "o"), 2, progress=False)))
+    t.start()
+    t.join(120)
+    assert reports and (reports[0].done, reports[0].failed) == (2, 0)

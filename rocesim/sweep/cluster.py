@@ -20,7 +20,7 @@ import time
 
 from rocesim.errors import ScenarioError
 from rocesim.sweep import job
-from rocesim.sweep.local import POLL_S, Interrupted
+from rocesim.sweep.local import POLL_S, Interrupted, catch_stop_signals
 
 
 def _client(scheduler, workers: int):
@@ -52,7 +52,7 @@ def run_dask(runs, outdir: str, scheduler, workers: int, on_result, on_tick=lamb
     def stop(signum, frame):
         raise Interrupted(signum)
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = catch_stop_signals(stop)
     futures = {}
     try:
         slots = max(1, sum(client.nthreads().values()))

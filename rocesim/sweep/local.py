@@ -33,6 +33,15 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+def catch_stop_signals(handler) -> dict:
+    """Install `handler` for SIGINT and SIGTERM; returns the old handlers to restore
+    (none when not in the main thread, where Python allows no signal handlers: there the
+    caller's own KeyboardInterrupt handling applies)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
 def _die_with_parent(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         try:
@@ -77,11 +86,13 @@ class _Worker:
         self.proc = ctx.Process(target=_worker, args=(child, os.getpid(), root), daemon=True)
         # born ignoring SIGINT (an ignored signal survives exec, and Python then keeps it
         # ignored), so that a Ctrl-C while the worker starts up prints no traceback there
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
             self.proc.start()
         finally:
-            signal.signal(signal.SIGINT, previous)
+            if main:
+                signal.signal(signal.SIGINT, previous)
         child.close()
         self.run = None
         self.started = 0.0
@@ -102,7 +113,7 @@ def run_local(runs, root: str, processes: int, on_result, on_tick=lambda running
     def stop(signum, frame):
         raise Interrupted(signum)
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = catch_stop_signals(stop)
     try:
         for _ in range(min(processes, len(runs))):
             workers.append(_Worker(ctx, root))
