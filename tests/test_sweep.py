@@ -312,3 +312,17 @@ def test_a_sweep_runs_from_a_thread_too(tmp_path):
     t.start()
     t.join(120)
     assert reports and (reports[0].done, reports[0].failed) == (2, 0)
+
+
+def test_index_parquet_matches_the_csv(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"], "traffic[0].size": ["100KB", "-1KB"]}})
+    out = str(tmp_path / "out")
+    rep = sweep.run_runs(sw, out, processes=2, progress=False)
+    assert rep.index == [os.path.join(out, "index.csv"), os.path.join(out, "index.parquet")]
+    table = pq.read_table(rep.index[1]).to_pydict()
+    rows = _index(out)
+    assert table["run"] == [r["run"] for r in rows] and len(rows) == 4
+    assert table["status"] == [r["status"] for r in rows]
+    assert [x if x is not None else "" for x in table["slowdown_p99"]] == \
+        [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
