@@ -153,6 +153,14 @@ def _children(pid):
         return []
 
 
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def _alive(pid):
     try:
         os.kill(pid, 0)
@@ -326,3 +334,21 @@ def test_index_parquet_matches_the_csv(tmp_path):
     assert table["status"] == [r["status"] for r in rows]
     assert [x if x is not None else "" for x in table["slowdown_p99"]] == \
         [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
+
+
+def test_workers_die_with_a_killed_parent(tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": SLOW_BASE, "grid": {"cc.scheme": ["none", "dctcp"]}, "seeds": [1, 2]}))
+    proc = _start(spec, tmp_path / "out")
+    deadline = time.monotonic() + 60
+    workers = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = [w for w in _children(proc.pid) if "spawn_main" in _cmdline(w)]
+        time.sleep(0.05)
+    assert len(workers) == 2
+    proc.kill()                                    # SIGKILL: no clean-up in the parent at all
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 3
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"
