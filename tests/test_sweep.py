@@ -145,6 +145,8 @@ def test_a_deadlocked_run_is_complete_with_its_status(tmp_path):
 
 # --- stopping: real `rocesim sweep` processes and signals ----------------------------------
 
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads worker pids from /proc")
+
 def _children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -216,6 +218,7 @@ def _interrupt(proc, out, sig, at_least):
     return len(_done_runs(out))
 
 
+@linux_only
 def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path):
     spec = tmp_path / "sweep.yaml"
     spec.write_text(yaml.safe_dump({"base": SLOW_BASE,
@@ -239,6 +242,7 @@ def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path
                                              (["index.parquet"] if os.path.isfile(out / "index.parquet") else []))
 
 
+@linux_only
 def test_sigterm_stops_the_sweep_and_leaves_no_worker(tmp_path):
     spec = tmp_path / "sweep.yaml"
     spec.write_text(yaml.safe_dump({"base": SLOW_BASE, "grid": {"cc.scheme": ["none", "dctcp"]},
@@ -336,6 +340,7 @@ def test_index_parquet_matches_the_csv(tmp_path):
         [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
 
 
+@linux_only
 def test_workers_die_with_a_killed_parent(tmp_path):
     spec = tmp_path / "sweep.yaml"
     spec.write_text(yaml.safe_dump({"base": SLOW_BASE, "grid": {"cc.scheme": ["none", "dctcp"]}, "seeds": [1, 2]}))
