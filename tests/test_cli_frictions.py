@@ -9,8 +9,8 @@ import pytest
 
 from rocesim import cli, run_progress
 from rocesim import scenario as sc
+from helpers import same_rocesim_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TINY = """
 topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
@@ -93,7 +93,7 @@ def test_a_run_without_plots_does_not_import_matplotlib(tmp_path):
     code = ("import sys; from rocesim import cli; "
             f"rc = cli.main(['run', {_scenario(tmp_path)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']); "
             "assert rc == 0; print(sorted(m for m in sys.modules if m.startswith('matplotlib')))")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=same_rocesim_env(),
+                         cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "[]"

@@ -14,6 +14,7 @@ import yaml
 from rocesim import sweep
 from rocesim.errors import ScenarioError
 from rocesim.sweep import job
+from helpers import same_rocesim_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -176,9 +177,9 @@ def _alive(pid):
 
 
 def _start(sweep_file, out, jobs=2):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "rocesim", "sweep", str(sweep_file), "-o", str(out),
-                             "-j", str(jobs)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             "-j", str(jobs)], cwd=os.path.dirname(str(out)), env=same_rocesim_env(),
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 

@@ -64,7 +64,6 @@ class Sweep:
 
 def load(path) -> Sweep:
     """Read and expand a sweep file; every mistake is one ScenarioError naming the key."""
-    import yaml  # noqa: F401  (parse_yaml needs it; kept local like the scenario loader)
     from rocesim.scenario import parse_yaml
     try:
         with open(path, "rb") as f:
