@@ -83,6 +83,10 @@ def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) 
     except Interrupted as e:
         report.interrupted = int(e.signum)
     with _signals_held(report.interrupted):      # a second Ctrl-C must not cut the index short
+        # count what is on disk: a Dask task running when the sweep stopped may still have finished
+        after = [job.state(outdir, r.name) for r in todo]
+        report.done, report.failed = after.count(job.DONE), after.count(job.FAILED)
+        bar.done, bar.failed = report.done, report.failed
         bar.close()
         if scheduler is None:                    # every worker is gone: nothing writes there now
             job.clean_incomplete(outdir)

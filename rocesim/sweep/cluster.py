@@ -35,7 +35,7 @@ def _client(scheduler, workers: int):
         import logging
         logging.getLogger("distributed").setLevel(logging.ERROR)     # no warnings about cancelled runs
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
+                                           dashboard_address=None, silence_logs=logging.ERROR)
         return distributed.Client(cluster), cluster, True
     try:
         return distributed.Client(scheduler, timeout="10s"), None, True
