@@ -197,6 +197,42 @@ def _host_fabric(d, key):
 
 
 LINKS = ("link", "host_link", "fabric_link")
+CLOS3_COUNTS = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
+SERVERS = ("servers", "gpus_per_server", "nic_link", "scale_up")
+
+# The keys of each topology and traffic kind besides `kind`: (required, optional).
+# The builders check entries against these tables, and `rocesim keys` lists them.
+TOPOLOGY_KEYS = {
+    "star": (("hosts", "link"), ()),
+    "dumbbell": (("hosts_left", "hosts_right", "link"), ("bottleneck",)),
+    "leaf_spine": (("leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",)),
+    "fat_tree": (("k",), LINKS),
+    "clos3": (CLOS3_COUNTS, LINKS),
+    "hpcc_320": ((), ()),
+    "hpcc_file": (("path",), ()),
+    "custom": (("hosts", "switches", "links"), ("link",)),
+    "rail_optimized": (SERVERS, ("nics_per_server", "servers_per_pod", "spines", "oversubscription",
+                                 "fabric_link")),
+    "rail_only": (SERVERS, ("nics_per_server",)),
+}
+TRAFFIC_KEYS = {
+    "flows": (("flows",), ()),
+    "flows[]": (("src", "dst", "size"), ("start", "prio", "path", "rate")),       # one explicit flow
+    "incast": (("senders", "receiver", "size"), ("start", "prio")),
+    "incast with load": (("senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio")),
+    "permutation": (("size",), ("start", "hosts", "prio")),
+    "cdf": (("distribution", "load", "duration"), ("start", "hosts", "prio")),
+    "hpcc_flow_file": (("path",), ()),
+    "collective": (("op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn")),
+    "workload": (("model",), ("ranks", "iterations", "algorithms", "chunks", "prio", "start", "params", "clock",
+                              "job", "gpus", "placement", "parallelism", "pipeline", "pxn")),
+}
+
+
+def _kind_keys(d, key, table, kind) -> dict:
+    """Check an entry's keys against its kind's row of TOPOLOGY_KEYS or TRAFFIC_KEYS."""
+    required, optional = table[kind]
+    return _keys(d, key, ("kind",) + required, optional)
 
 
 def _kind(d, key, table, what):
@@ -321,8 +357,7 @@ def _server_shape(d, key, memory, what):
 
 def _rail_optimized(d, key, memory):
     from rocesim import platform as pf
-    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"),
-          ("nics_per_server", "servers_per_pod", "spines", "oversubscription", "fabric_link"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "rail_optimized")
     servers = _server_shape(d, key, memory, "rail_optimized")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     frate, fdelay = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (None, None)
@@ -336,7 +371,7 @@ def _rail_optimized(d, key, memory):
 
 def _rail_only(d, key, memory):
     from rocesim import platform as pf
-    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"), ("nics_per_server",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "rail_only")
     servers = _server_shape(d, key, memory, "rail_only")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     return pf.rail_only(servers, d["gpus_per_server"], rate, delay,
@@ -361,7 +396,7 @@ _PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
 
 
 def _star(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "hosts", "link"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "star")
     rate, delay = _link(d["link"], f"{key}.link")
     hosts = _count(d["hosts"], f"{key}.hosts", 2)
     memory.topology(f"{key}.hosts", "star", *topo_mod.shape("star", hosts=hosts))
@@ -369,7 +404,7 @@ def _star(d, base_dir, key, memory):
 
 
 def _dumbbell(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "hosts_left", "hosts_right", "link"), ("bottleneck",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "dumbbell")
     rate, delay = _link(d["link"], f"{key}.link")
     b_rate, b_delay = _link(d["bottleneck"], f"{key}.bottleneck") if "bottleneck" in d else (rate, delay)
     left, right = _count(d["hosts_left"], f"{key}.hosts_left"), _count(d["hosts_right"], f"{key}.hosts_right")
@@ -378,7 +413,7 @@ def _dumbbell(d, base_dir, key, memory):
 
 
 def _leaf_spine(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "leaf_spine")
     (hr, hd), (fr, fd) = _host_fabric(d, key)
     n = dict(leaves=_count(d["leaves"], f"{key}.leaves"), spines=_count(d["spines"], f"{key}.spines"),
              hosts_per_leaf=_count(d["hosts_per_leaf"], f"{key}.hosts_per_leaf"),
@@ -389,7 +424,7 @@ def _leaf_spine(d, base_dir, key, memory):
 
 
 def _fat_tree(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "k"), LINKS)
+    _kind_keys(d, key, TOPOLOGY_KEYS, "fat_tree")
     k = _count(d["k"], f"{key}.k", 2)
     if k % 2:
         raise ScenarioError(f"{key}.k", f"a k-ary fat tree needs an even k, got {k}")
@@ -399,8 +434,8 @@ def _fat_tree(d, base_dir, key, memory):
 
 
 def _clos3(d, base_dir, key, memory):
-    names = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
-    _keys(d, key, ("kind",) + names, LINKS)
+    names = CLOS3_COUNTS
+    _kind_keys(d, key, TOPOLOGY_KEYS, "clos3")
     (hr, hd), (fr, fd) = _host_fabric(d, key)
     n = {name: _count(d[name], f"{key}.{name}") for name in names}
     memory.topology(key, "clos3", *topo_mod.shape("clos3", **n))
@@ -408,19 +443,19 @@ def _clos3(d, base_dir, key, memory):
 
 
 def _hpcc_320(d, base_dir, key, memory):
-    _keys(d, key, ("kind",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "hpcc_320")
     return topo_mod.hpcc_320()
 
 
 def _hpcc_file(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "path"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "hpcc_file")
     return topo_mod.from_hpcc_file(_path(base_dir, d["path"], f"{key}.path"))
 
 
 def _custom(d, base_dir, key, memory):
     """Any graph: `hosts` (0..H-1), `switches` (H..H+S-1), a default `link`, and `links`,
     each [a, b] or {a, b, rate, delay} (a link of its own)."""
-    _keys(d, key, ("kind", "hosts", "switches", "links"), ("link",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "custom")
     hosts, switches = _count(d["hosts"], f"{key}.hosts"), _count(d["switches"], f"{key}.switches")
     if not isinstance(d["links"], list) or not d["links"]:
         raise ScenarioError(f"{key}.links", "expected a non-empty list of [a, b] or {a, b, rate, delay}")
@@ -493,13 +528,13 @@ def _prio(d, key) -> int:
 
 
 def _t_flows(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "flows"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "flows")
     if not isinstance(d["flows"], list) or not d["flows"]:
         raise ScenarioError(f"{key}.flows", "expected a non-empty list of {src, dst, size, start}")
     memory.flows(f"{key}.flows", "flows", sim.n_flows, len(d["flows"]))
     for j, f in enumerate(d["flows"]):
         fk = f"{key}.flows[{j}]"
-        _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path", "rate"))
+        _keys(f, fk, *TRAFFIC_KEYS["flows[]"])
         path = f.get("path")
         if path is not None and (not isinstance(path, list)
                                  or not all(isinstance(n, int) and not isinstance(n, bool) for n in path)):
@@ -534,7 +569,7 @@ def _t_incast(sim, d, key, rng, base_dir, index, memory):
     of `senders` random hosts to a random receiver at Poisson times."""
     if "load" in d:
         return _t_repeated_incast(sim, d, key, rng, index, memory)
-    _keys(d, key, ("kind", "senders", "receiver", "size"), ("start", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "incast")
     receiver = _host_id(d["receiver"], f"{key}.receiver", sim)
     if isinstance(d["senders"], str) and d["senders"] == "all":
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
@@ -549,7 +584,7 @@ def _t_repeated_incast(sim, d, key, rng, index, memory):
     if not (isinstance(d.get("receiver", "random"), str) and d.get("receiver", "random") == "random"):
         raise ScenarioError(f"{key}.load", "with a load, incasts repeat at random times to random "
                                            "receivers: remove receiver (or load for a single incast)")
-    _keys(d, key, ("kind", "senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "incast with load")
     topo = sim.topology
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
     n = _count(d["senders"], f"{key}.senders")
@@ -568,7 +603,7 @@ def _t_repeated_incast(sim, d, key, rng, index, memory):
 
 
 def _t_permutation(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "size"), ("start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "permutation")
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", sim.topology)
     memory.flows(key, "permutation", sim.n_flows, len(hosts))
     table = tr.permutation(hosts, _flow_size(d["size"], f"{key}.size"),
@@ -588,7 +623,7 @@ def _distribution(v, key, base_dir):
 
 
 def _t_cdf(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "distribution", "load", "duration"), ("start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "cdf")
     topo = sim.topology
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
     if len(hosts) < 2:
@@ -606,7 +641,7 @@ def _t_cdf(sim, d, key, rng, base_dir, index, memory):
 
 
 def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "path"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "hpcc_flow_file")
     table = tr.hpcc_flow_file(_path(base_dir, d["path"], f"{key}.path"), sim.topology)
     bad = (table.prio < 1) | (table.prio > 7)
     if bad.any():
@@ -632,7 +667,7 @@ def _bool(d, name, key, default=False) -> bool:
 
 def _t_collective(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
-    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "collective")
     op = _choice(d["op"], f"{key}.op", ALGORITHMS, "collective")
     algorithm = d.get("algorithm", DEFAULT_ALGORITHM[op])
     if not (isinstance(algorithm, str) and algorithm in ALGORITHMS[op]):
@@ -719,9 +754,7 @@ def _t_workload(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS
     from rocesim.training import workloads
     from rocesim.training.workloads.llm import LLM_PRESETS
-    _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
-                                      "params", "clock", "job", "gpus", "placement", "parallelism", "pipeline",
-                                      "pxn"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "workload")
     ranks, job = _job_ranks(sim, d, key, index)
     iterations = _count(d.get("iterations", 1), f"{key}.iterations")
     algos = d.get("algorithms", {})

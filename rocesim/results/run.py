@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocesim.results.overlap import iteration_breakdown
+
 PS_PER_NS = 1000.0
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
@@ -326,7 +328,10 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
     finish = np.array([np.max(end[it == i]) for i in ids])
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
-    return dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start, job=job)
+    table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+    table.update(iteration_breakdown(flows, table))
+    table["job"] = job
+    return table
 
 
 def write_csv(path, cols: dict):
