@@ -214,6 +214,7 @@ TOPOLOGY_KEYS = {
     "rail_optimized": (SERVERS, ("nics_per_server", "servers_per_pod", "spines", "oversubscription",
                                  "fabric_link")),
     "rail_only": (SERVERS, ("nics_per_server",)),
+    "astra_sim": (("path",), ("scale_up_dims",)),
 }
 TRAFFIC_KEYS = {
     "flows": (("flows",), ()),
@@ -382,7 +383,7 @@ def _astra_sim(d, key, memory, base_dir):
     """`{kind: astra_sim, path: network.yml, scale_up_dims: 1}`: an ASTRA-sim 2.0 network
     file as the equivalent rail_only / rail_optimized platform (rocesim/astra_network.py)."""
     from rocesim.astra_network import to_topology
-    _keys(d, key, ("kind", "path"), ("scale_up_dims",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "astra_sim")
     path = _path(base_dir, d["path"], f"{key}.path")
     network = parse_yaml(read_text(path), path)
     try:
