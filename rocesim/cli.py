@@ -10,22 +10,58 @@ from rocesim.cc import builtin_schemes
 from rocesim.errors import ScenarioError
 
 
+# what `rocesim run` writes: --force clears these from an output folder, and only these
+RUN_FILES = ("flows.csv", "flows.parquet", "ports.csv", "pfc.csv", "pfc_timeline.csv", "pfc_timeline.png",
+             "rates.csv", "queues.csv", "faults.csv", "deadlocks.csv", "collectives.csv", "iterations.csv",
+             "summary.json", "fct.txt", "slowdown.png", "training.png", "collectives.png", "timeline.png")
+
+
+def _empty_output(outdir: str, force: bool) -> None:
+    """Make sure `outdir` holds nothing from an earlier run: refuse a non-empty folder, or
+    with --force delete the files an earlier run wrote (never anything else)."""
+    if not os.path.isdir(outdir):
+        if os.path.exists(outdir):
+            raise ScenarioError(outdir, "exists and is not a folder")
+        return
+    present = sorted(os.listdir(outdir))
+    if not present:
+        return
+    if not force:
+        raise ScenarioError(outdir, f"the output folder is not empty ({', '.join(present[:4])}"
+                                    f"{', ...' if len(present) > 4 else ''}); choose another folder, or "
+                                    f"--force to replace an earlier run's results")
+    foreign = [f for f in present if f not in RUN_FILES]
+    if foreign:
+        raise ScenarioError(outdir, f"holds files rocesim run did not write ({', '.join(foreign[:4])}); "
+                                    f"--force only replaces an earlier run's results: choose another folder")
+    for f in present:
+        os.remove(os.path.join(outdir, f))
+
+
 def _run(args) -> int:
     from rocesim import scenario as sc
-    from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training
     scn = sc.load(args.scenario, args.set)
+    _empty_output(args.output, args.force)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
               f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}", file=sys.stderr)
-    res = scn.sim.run(scn.stop, progress=None if not args.quiet else False,
+    res = scn.sim.run(scn.stop, progress=not args.quiet,
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
+        from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
         written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
         if res.iterations is not None:
             written.append(plot_training([(label, res.iterations, res.collectives)],
                                          os.path.join(args.output, "training.png")))
+        if res.collectives is not None and len(res.collectives["op"]):
+            from rocesim.results.collective_plot import plot_collectives
+            written.append(plot_collectives([(label, res.collectives)], os.path.join(args.output, "collectives.png")))
+        if res.samples:
+            from rocesim.results.timeline_plot import plot_timeline
+            written.append(plot_timeline(res.samples["rates"], res.samples["queues"],
+                                         os.path.join(args.output, "timeline.png"), title=f"{label}: rates and queues"))
         if res.pfc_timeline is not None and len(res.pfc_timeline["port"]):
             written.append(plot_pfc_timeline(res.pfc_timeline, os.path.join(args.output, "pfc_timeline.png"),
                                              res.summary["sim_time_ns"], title=f"{label}: PFC pauses over time"))
@@ -67,12 +103,68 @@ def _check(args) -> int:
 
 
 def _plot(args) -> int:
-    from rocesim.results.plot import plot_dirs
+    sweep_dir = len(args.outdirs) == 1 and os.path.isfile(os.path.join(args.outdirs[0], "index.csv"))
     try:
+        if sweep_dir:
+            from rocesim.results.sweep_plot import plot_heatmap, plot_sweep
+            if args.heatmap:
+                print(plot_heatmap(args.outdirs[0], *args.heatmap, out_path=args.output, metric=args.metric))
+            else:
+                print(plot_sweep(args.outdirs[0], args.output, metric=args.metric, x=args.x, by=args.by))
+            return 0
+        if args.metric or args.x or args.by or args.heatmap:
+            raise ScenarioError("rocesim plot", "--metric, --x, --by and --heatmap need a sweep folder "
+                                                "(one holding index.csv)")
+        from rocesim.results.plot import plot_dirs
         for path in plot_dirs(args.outdirs, args.output, args.bins):
             print(path)
     except FileNotFoundError as e:
         raise ScenarioError("", str(e)) from None
+    except ValueError as e:
+        if isinstance(e, ScenarioError):
+            raise
+        raise ScenarioError("rocesim plot", str(e)) from None
+    return 0
+
+
+def _sweep(args) -> int:
+    import signal
+    from rocesim import sweep
+    sw = sweep.load(args.sweep)
+    if args.dry_run:
+        from rocesim.sweep import job
+        for r in sw.runs:
+            print(f"{job.state(args.output, r.name):8} {r.name}")
+        return 0
+    scheduler = args.scheduler
+    rep = sweep.run_runs(sw, args.output, processes=args.jobs, scheduler=scheduler, progress=not args.quiet)
+    print(f"{rep.skipped + rep.done}/{rep.total} runs done ({rep.skipped} before this sweep), "
+          f"{rep.failed} failed; index: {', '.join(rep.index)}")
+    if rep.interrupted:
+        print(f"rocesim: sweep interrupted ({signal.Signals(rep.interrupted).name}): "
+              f"{rep.total - rep.skipped - rep.done - rep.failed} run(s) not done; "
+              f"run the same command again to resume", file=sys.stderr)
+        return 128 + rep.interrupted
+    if rep.failed:
+        print(f"rocesim: {rep.failed} run(s) failed: see error.txt in their folders; "
+              f"run the same command again to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _table(args) -> int:
+    from rocesim.sweep.table import markdown
+    split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
+    try:
+        text = markdown(args.sweep_dir, args.metric or None, split(args.rows), args.cols)
+    except FileNotFoundError as e:
+        raise ScenarioError("", str(e)) from None
+    except ValueError as e:
+        raise ScenarioError("rocesim table", str(e)) from None
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    print(text, end="")
     return 0
 
 
@@ -85,20 +177,16 @@ def _schemes(args) -> int:
 
 
 def _keys(args) -> int:
-    for section, spec in (("switch", config.SWITCH), ("nic", config.NIC), ("deadlock", config.DEADLOCK)):
-        for name, default, doc in config.describe(spec, f"{section}."):
-            if isinstance(default, tuple):
-                default = list(default)
-            print(f"{name} = {default}\n    {doc}")
-    from rocesim.faults import DOCS
-    for kind, rows in DOCS.items():
-        for name, default, doc in rows:
-            print(f"faults[].{kind}.{name} = {default}\n    {doc}")
+    from rocesim.keys import lines
+    for line in lines(args.section):
+        print(line)
     return 0
 
 
 def main(argv=None) -> int:
+    from rocesim import __version__
     p = argparse.ArgumentParser(prog="rocesim", description=__doc__)
+    p.add_argument("--version", action="version", version=f"rocesim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a YAML scenario and write results")
     r.add_argument("scenario")
@@ -106,22 +194,58 @@ def main(argv=None) -> int:
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a scenario key (value in YAML syntax); repeatable")
     r.add_argument("--no-plot", action="store_true", help="do not write slowdown.png")
+    r.add_argument("--force", action="store_true",
+                   help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=_run)
     c = sub.add_parser("check", help="check a scenario without running it")
     c.add_argument("scenario")
     c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
     c.set_defaults(func=_check)
-    pl = sub.add_parser("plot", help="plot FCT slowdown by size of one or more result folders")
+    pl = sub.add_parser("plot", help="plot result folders (FCT slowdown by size, training) side by side, "
+                                     "or a sweep folder (a metric against a swept parameter, a heatmap)")
     pl.add_argument("outdirs", nargs="+")
-    pl.add_argument("-o", "--output", help="image file (default: <first folder>/slowdown.png)")
+    pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
     pl.add_argument("--bins", type=int, default=20)
+    pl.add_argument("--metric", help="sweep: an index.csv metric (default: iteration_mean_ns for training "
+                                     "sweeps, else slowdown_p99)")
+    pl.add_argument("--x", help="sweep: the swept parameter on the x axis (default: the first but cc.scheme)")
+    pl.add_argument("--by", help="sweep: a line per value of this parameter (default: cc.scheme)")
+    pl.add_argument("--heatmap", nargs=2, metavar=("X", "Y"), help="sweep: a heatmap over two swept parameters")
     pl.set_defaults(func=_plot)
+    sw = sub.add_parser("sweep", help="run a sweep file: a base scenario over a grid of parameters and seeds")
+    sw.add_argument("sweep", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
+    sw.add_argument("-o", "--output", required=True, help="output folder (a folder per run, index.csv)")
+    sw.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                    help="runs at a time (default: half the cores)")
+    sw.add_argument("--scheduler", metavar="ADDRESS",
+                    help="run on a Dask cluster: tcp://HOST:8786, or 'local' for a LocalCluster of -j workers")
+    sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
+    sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    sw.set_defaults(func=_sweep)
+    tb = sub.add_parser("table", help="a markdown table of a sweep folder's index.csv (means over seeds)")
+    tb.add_argument("sweep_dir")
+    tb.add_argument("--metric", action="append", default=[], help="an index.csv metric; repeatable "
+                    "(default: slowdown p50, p95, p99, or the iteration time of training sweeps)")
+    tb.add_argument("--rows", help="swept parameters of the rows, comma-separated (default: all but seed)")
+    tb.add_argument("--cols", help="a swept parameter whose values become columns (one metric)")
+    tb.add_argument("-o", "--output", help="also write the table to this file")
+    tb.set_defaults(func=_table)
     sub.add_parser("schemes", help="list congestion-control schemes and their parameters").set_defaults(func=_schemes)
-    sub.add_parser("keys", help="list switch and NIC settings with defaults").set_defaults(func=_keys)
+    from rocesim.keys import SECTIONS
+    k = sub.add_parser("keys", help="list every scenario key: sections, topology and traffic kinds, settings "
+                                    "with defaults, workload presets")
+    k.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
+    k.set_defaults(func=_keys)
     args = p.parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:                  # Ctrl-C outside a run's loop (loading, writing)
+        print("rocesim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:                    # `rocesim ... | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except ScenarioError as e:
         print(f"rocesim: error: {e}", file=sys.stderr)
         return 2

@@ -11,7 +11,11 @@ needs no RoCE congestion control, so it is not simulated packet by packet: a tra
 inside a server is a fluid transfer that becomes two compute-like nodes of the dependency
 graph (the sender's port busy for ``bytes / rate``, then the latency), see
 :meth:`ScaleUp.port_time_ps`. Transfers issued by one step of a collective share a
-GPU's port fairly (all-to-all: a GPU sending to 7 peers at once takes 7 times as long);
+GPU's port fairly (all-to-all: a GPU sending to 7 peers at once takes 7 times as long),
+and a GPU's later sends of the same collective queue behind its earlier ones in the
+order the collective issues them, step by step: pipelined chunks never share the port
+beyond its rate, at the price of the overlap between consecutive steps of one ring (an
+upper bound on the time when chunks pipeline across steps);
 transfers of different collectives that overlap in time do not see each other. This
 keeps the scale-up domain from ever dominating the event count (DESIGN.md, Platforms);
 its error against the packet model in an idle server is measured in
@@ -105,6 +109,7 @@ class Platform:
     kind: str = "hosts"                  # which builder made it
     rail_only: bool = False              # rails are separate networks: cross-rail traffic forwards
     pods: int = 1
+    uplink_share: float = 1.0            # of a NIC's rate its leaf can send to the spines (1/oversubscription, <= 1)
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -187,7 +192,8 @@ class Platform:
                  f"  rails: {self.n_rails}" + (" (separate networks: cross-rail traffic forwards over the "
                                                 "scale-up domain)" if self.rail_only else ""),
                  f"  switches: {t.n_switches}" + "".join(f", {k} {v}" for k, v in self.notes.items()),
-                 f"  bisection: {format_rate(self.bisection_bps())}" + (" per rail" if self.rail_only else "")]
+                 f"  bisection: " + (f"{format_rate(self.bisection_bps() // self.n_rails)} per rail"
+                                     if self.rail_only else format_rate(self.bisection_bps()))]
         if self.scale_up is not None:
             lines.append(f"  scale-up: {self.scale_up.describe()}")
         return "\n".join(lines)
@@ -240,7 +246,7 @@ def rail_optimized(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, n
             topo.add_link(int(leaf), spine, fabric_rate, fabric_delay)
     topo.validate()
     ratio = per_pod * nic_rate / (n_spines * fabric_rate)
-    return Platform(topo, S, G, N, scale_up, "rail_optimized", pods=pods,
+    return Platform(topo, S, G, N, scale_up, "rail_optimized", pods=pods, uplink_share=min(1.0, 1 / ratio),
                     notes={"leaves": len(leaves), "spines": n_spines, "pods": pods,
                            "oversubscription": f"{ratio:g}:1"})
 

@@ -34,7 +34,7 @@ import yaml
 
 from rocesim import topology as topo_mod
 from rocesim import traffic as tr
-from rocesim._textfile import decode_utf8
+from rocesim._textfile import decode_utf8, read_text
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.simulation import Simulation
@@ -197,6 +197,43 @@ def _host_fabric(d, key):
 
 
 LINKS = ("link", "host_link", "fabric_link")
+CLOS3_COUNTS = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
+SERVERS = ("servers", "gpus_per_server", "nic_link", "scale_up")
+
+# The keys of each topology and traffic kind besides `kind`: (required, optional).
+# The builders check entries against these tables, and `rocesim keys` lists them.
+TOPOLOGY_KEYS = {
+    "star": (("hosts", "link"), ()),
+    "dumbbell": (("hosts_left", "hosts_right", "link"), ("bottleneck",)),
+    "leaf_spine": (("leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",)),
+    "fat_tree": (("k",), LINKS),
+    "clos3": (CLOS3_COUNTS, LINKS),
+    "hpcc_320": ((), ()),
+    "hpcc_file": (("path",), ()),
+    "custom": (("hosts", "switches", "links"), ("link",)),
+    "rail_optimized": (SERVERS, ("nics_per_server", "servers_per_pod", "spines", "oversubscription",
+                                 "fabric_link")),
+    "rail_only": (SERVERS, ("nics_per_server",)),
+    "astra_sim": (("path",), ("scale_up_dims",)),
+}
+TRAFFIC_KEYS = {
+    "flows": (("flows",), ()),
+    "flows[]": (("src", "dst", "size"), ("start", "prio", "path", "rate")),       # one explicit flow
+    "incast": (("senders", "receiver", "size"), ("start", "prio")),
+    "incast with load": (("senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio")),
+    "permutation": (("size",), ("start", "hosts", "prio")),
+    "cdf": (("distribution", "load", "duration"), ("start", "hosts", "prio")),
+    "hpcc_flow_file": (("path",), ()),
+    "collective": (("op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn")),
+    "workload": (("model",), ("ranks", "iterations", "algorithms", "chunks", "prio", "start", "params", "clock",
+                              "job", "gpus", "placement", "parallelism", "pipeline", "pxn")),
+}
+
+
+def _kind_keys(d, key, table, kind) -> dict:
+    """Check an entry's keys against its kind's row of TOPOLOGY_KEYS or TRAFFIC_KEYS."""
+    required, optional = table[kind]
+    return _keys(d, key, ("kind",) + required, optional)
 
 
 def _kind(d, key, table, what):
@@ -274,6 +311,8 @@ def build_platform(d, base_dir=".", key="topology", memory=None):
     kind = _kind(d, key, _TOPOLOGIES, "topology")
     memory = MemoryLimit() if memory is None else memory
     try:
+        if kind == "astra_sim":
+            return _astra_sim(d, key, memory, base_dir)
         if kind in _PLATFORMS:
             return _PLATFORMS[kind](d, key, memory)
         server = {k: d[k] for k in SERVER_KEYS if k in d}
@@ -319,8 +358,7 @@ def _server_shape(d, key, memory, what):
 
 def _rail_optimized(d, key, memory):
     from rocesim import platform as pf
-    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"),
-          ("nics_per_server", "servers_per_pod", "spines", "oversubscription", "fabric_link"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "rail_optimized")
     servers = _server_shape(d, key, memory, "rail_optimized")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     frate, fdelay = _link(d["fabric_link"], f"{key}.fabric_link") if "fabric_link" in d else (None, None)
@@ -334,18 +372,32 @@ def _rail_optimized(d, key, memory):
 
 def _rail_only(d, key, memory):
     from rocesim import platform as pf
-    _keys(d, key, ("kind", "servers", "gpus_per_server", "nic_link", "scale_up"), ("nics_per_server",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "rail_only")
     servers = _server_shape(d, key, memory, "rail_only")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
     return pf.rail_only(servers, d["gpus_per_server"], rate, delay,
                         _scale_up(d["scale_up"], f"{key}.scale_up"), nics_per_server=d.get("nics_per_server"))
 
 
+def _astra_sim(d, key, memory, base_dir):
+    """`{kind: astra_sim, path: network.yml, scale_up_dims: 1}`: an ASTRA-sim 2.0 network
+    file as the equivalent rail_only / rail_optimized platform (rocesim/astra_network.py)."""
+    from rocesim.astra_network import to_topology
+    _kind_keys(d, key, TOPOLOGY_KEYS, "astra_sim")
+    path = _path(base_dir, d["path"], f"{key}.path")
+    network = parse_yaml(read_text(path), path)
+    try:
+        mapping = to_topology(network, path, d.get("scale_up_dims"))
+    except ScenarioError as e:
+        raise _rekey(key, e) from None
+    return _PLATFORMS[mapping["kind"]](mapping, f"{key}({os.path.basename(path)})", memory)
+
+
 _PLATFORMS = {"rail_optimized": _rail_optimized, "rail_only": _rail_only}
 
 
 def _star(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "hosts", "link"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "star")
     rate, delay = _link(d["link"], f"{key}.link")
     hosts = _count(d["hosts"], f"{key}.hosts", 2)
     memory.topology(f"{key}.hosts", "star", *topo_mod.shape("star", hosts=hosts))
@@ -353,7 +405,7 @@ def _star(d, base_dir, key, memory):
 
 
 def _dumbbell(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "hosts_left", "hosts_right", "link"), ("bottleneck",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "dumbbell")
     rate, delay = _link(d["link"], f"{key}.link")
     b_rate, b_delay = _link(d["bottleneck"], f"{key}.bottleneck") if "bottleneck" in d else (rate, delay)
     left, right = _count(d["hosts_left"], f"{key}.hosts_left"), _count(d["hosts_right"], f"{key}.hosts_right")
@@ -362,7 +414,7 @@ def _dumbbell(d, base_dir, key, memory):
 
 
 def _leaf_spine(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "leaves", "spines", "hosts_per_leaf"), LINKS + ("links_per_spine",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "leaf_spine")
     (hr, hd), (fr, fd) = _host_fabric(d, key)
     n = dict(leaves=_count(d["leaves"], f"{key}.leaves"), spines=_count(d["spines"], f"{key}.spines"),
              hosts_per_leaf=_count(d["hosts_per_leaf"], f"{key}.hosts_per_leaf"),
@@ -373,7 +425,7 @@ def _leaf_spine(d, base_dir, key, memory):
 
 
 def _fat_tree(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "k"), LINKS)
+    _kind_keys(d, key, TOPOLOGY_KEYS, "fat_tree")
     k = _count(d["k"], f"{key}.k", 2)
     if k % 2:
         raise ScenarioError(f"{key}.k", f"a k-ary fat tree needs an even k, got {k}")
@@ -383,8 +435,8 @@ def _fat_tree(d, base_dir, key, memory):
 
 
 def _clos3(d, base_dir, key, memory):
-    names = ("tors", "aggs_per_pod", "tors_per_pod", "cores", "hosts_per_tor")
-    _keys(d, key, ("kind",) + names, LINKS)
+    names = CLOS3_COUNTS
+    _kind_keys(d, key, TOPOLOGY_KEYS, "clos3")
     (hr, hd), (fr, fd) = _host_fabric(d, key)
     n = {name: _count(d[name], f"{key}.{name}") for name in names}
     memory.topology(key, "clos3", *topo_mod.shape("clos3", **n))
@@ -392,19 +444,19 @@ def _clos3(d, base_dir, key, memory):
 
 
 def _hpcc_320(d, base_dir, key, memory):
-    _keys(d, key, ("kind",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "hpcc_320")
     return topo_mod.hpcc_320()
 
 
 def _hpcc_file(d, base_dir, key, memory):
-    _keys(d, key, ("kind", "path"))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "hpcc_file")
     return topo_mod.from_hpcc_file(_path(base_dir, d["path"], f"{key}.path"))
 
 
 def _custom(d, base_dir, key, memory):
     """Any graph: `hosts` (0..H-1), `switches` (H..H+S-1), a default `link`, and `links`,
     each [a, b] or {a, b, rate, delay} (a link of its own)."""
-    _keys(d, key, ("kind", "hosts", "switches", "links"), ("link",))
+    _kind_keys(d, key, TOPOLOGY_KEYS, "custom")
     hosts, switches = _count(d["hosts"], f"{key}.hosts"), _count(d["switches"], f"{key}.switches")
     if not isinstance(d["links"], list) or not d["links"]:
         raise ScenarioError(f"{key}.links", "expected a non-empty list of [a, b] or {a, b, rate, delay}")
@@ -442,7 +494,7 @@ def _custom(d, base_dir, key, memory):
 _TOPOLOGIES = {"star": _star, "dumbbell": _dumbbell, "leaf_spine": _leaf_spine, "fat_tree": _fat_tree,
                "clos3": _clos3, "hpcc_320": _hpcc_320, "hpcc_file": _hpcc_file,
                "custom": _custom,
-               "rail_optimized": None, "rail_only": None}
+               "rail_optimized": None, "rail_only": None, "astra_sim": None}
 
 
 # --- traffic ---------------------------------------------------------------------------------
@@ -477,13 +529,13 @@ def _prio(d, key) -> int:
 
 
 def _t_flows(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "flows"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "flows")
     if not isinstance(d["flows"], list) or not d["flows"]:
         raise ScenarioError(f"{key}.flows", "expected a non-empty list of {src, dst, size, start}")
     memory.flows(f"{key}.flows", "flows", sim.n_flows, len(d["flows"]))
     for j, f in enumerate(d["flows"]):
         fk = f"{key}.flows[{j}]"
-        _keys(f, fk, ("src", "dst", "size"), ("start", "prio", "path", "rate"))
+        _keys(f, fk, *TRAFFIC_KEYS["flows[]"])
         path = f.get("path")
         if path is not None and (not isinstance(path, list)
                                  or not all(isinstance(n, int) and not isinstance(n, bool) for n in path)):
@@ -518,7 +570,7 @@ def _t_incast(sim, d, key, rng, base_dir, index, memory):
     of `senders` random hosts to a random receiver at Poisson times."""
     if "load" in d:
         return _t_repeated_incast(sim, d, key, rng, index, memory)
-    _keys(d, key, ("kind", "senders", "receiver", "size"), ("start", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "incast")
     receiver = _host_id(d["receiver"], f"{key}.receiver", sim)
     if isinstance(d["senders"], str) and d["senders"] == "all":
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
@@ -533,7 +585,7 @@ def _t_repeated_incast(sim, d, key, rng, index, memory):
     if not (isinstance(d.get("receiver", "random"), str) and d.get("receiver", "random") == "random"):
         raise ScenarioError(f"{key}.load", "with a load, incasts repeat at random times to random "
                                            "receivers: remove receiver (or load for a single incast)")
-    _keys(d, key, ("kind", "senders", "size", "load", "duration"), ("receiver", "start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "incast with load")
     topo = sim.topology
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
     n = _count(d["senders"], f"{key}.senders")
@@ -552,7 +604,7 @@ def _t_repeated_incast(sim, d, key, rng, index, memory):
 
 
 def _t_permutation(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "size"), ("start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "permutation")
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", sim.topology)
     memory.flows(key, "permutation", sim.n_flows, len(hosts))
     table = tr.permutation(hosts, _flow_size(d["size"], f"{key}.size"),
@@ -572,7 +624,7 @@ def _distribution(v, key, base_dir):
 
 
 def _t_cdf(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "distribution", "load", "duration"), ("start", "hosts", "prio"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "cdf")
     topo = sim.topology
     hosts = _hosts(d.get("hosts", "all"), f"{key}.hosts", topo)
     if len(hosts) < 2:
@@ -590,7 +642,7 @@ def _t_cdf(sim, d, key, rng, base_dir, index, memory):
 
 
 def _t_hpcc_flow_file(sim, d, key, rng, base_dir, index, memory):
-    _keys(d, key, ("kind", "path"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "hpcc_flow_file")
     table = tr.hpcc_flow_file(_path(base_dir, d["path"], f"{key}.path"), sim.topology)
     bad = (table.prio < 1) | (table.prio > 7)
     if bad.any():
@@ -616,7 +668,7 @@ def _bool(d, name, key, default=False) -> bool:
 
 def _t_collective(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM
-    _keys(d, key, ("kind", "op", "size"), ("algorithm", "ranks", "chunks", "start", "prio", "group_size", "pxn"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "collective")
     op = _choice(d["op"], f"{key}.op", ALGORITHMS, "collective")
     algorithm = d.get("algorithm", DEFAULT_ALGORITHM[op])
     if not (isinstance(algorithm, str) and algorithm in ALGORITHMS[op]):
@@ -703,9 +755,7 @@ def _t_workload(sim, d, key, rng, base_dir, index, memory):
     from rocesim.training.collectives import ALGORITHMS
     from rocesim.training import workloads
     from rocesim.training.workloads.llm import LLM_PRESETS
-    _keys(d, key, ("kind", "model"), ("ranks", "iterations", "algorithms", "chunks", "prio", "start",
-                                      "params", "clock", "job", "gpus", "placement", "parallelism", "pipeline",
-                                      "pxn"))
+    _kind_keys(d, key, TRAFFIC_KEYS, "workload")
     ranks, job = _job_ranks(sim, d, key, index)
     iterations = _count(d.get("iterations", 1), f"{key}.iterations")
     algos = d.get("algorithms", {})

@@ -26,7 +26,8 @@ from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TI
 from rocesim.errors import ScenarioError
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
-from rocesim.units import format_size, format_time, parse_rate, parse_size, parse_time
+from rocesim.run_progress import RunProgress
+from rocesim.units import format_size, parse_rate, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
 
@@ -506,6 +507,7 @@ class Simulation:
                 raise ScenarioError("output.sample_interval", "must be positive")
             sampler = Sampler(core, interval, self.n_flows, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress
+        line = RunProgress(self.n_flows, None if t_stop == NEVER else t_stop) if show else None
         wall0, cpu0 = time.perf_counter(), time.process_time()
         interrupted = False
         status = STOP_EMPTY
@@ -521,8 +523,8 @@ class Simulation:
                 status = core.run(slice_end, events_per_slice)
                 if status == STOP_TIME and slice_end < until:
                     status = STOP_EVENTS                 # only the slice ended: carry on
-                if show:
-                    _progress_line(core, self.n_flows, time.perf_counter() - wall0)
+                if line is not None:
+                    line.update(core.stats())
                 if status != STOP_EMPTY and watch.stalled(core.stats()):
                     stalled = True
                     break
@@ -543,8 +545,8 @@ class Simulation:
             interrupted = True
         if status == STOP_EMPTY and not interrupted and core.stats()["flows_done"] < self.n_flows:
             stalled = True           # no event left, flows unfinished: nothing will ever move
-        if show:
-            sys.stderr.write("\n")
+        if line is not None:
+            line.close(core.stats())
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu, interrupted=interrupted,
                                 stop_ps=t_stop if status == STOP_TIME else None)
@@ -572,15 +574,6 @@ class _StallWatch:
             self.mark, self.since = key, st["sim_time_ps"]
             return False
         return st["sim_time_ps"] - self.since >= self.limit_ps
-
-
-def _progress_line(core, n_flows, wall):
-    st = core.stats()
-    rate = st["events"] / wall if wall > 0 else 0.0
-    sys.stderr.write(f"\r[rocesim] sim {format_time(st['sim_time_ps'])}  "
-                     f"flows {st['flows_done']}/{n_flows}  "
-                     f"{st['events'] / 1e6:.1f}M events  {rate / 1e6:.2f}M ev/s  ")
-    sys.stderr.flush()
 
 
 def _mask(priorities) -> int:

@@ -34,3 +34,13 @@ def switch_ring(n):
     for i in range(n):
         t.add_link(sw[i], sw[(i + 1) % n], "100Gbps", "1us")
     return t
+
+
+def same_rocesim_env():
+    """Environment for a subprocess that must import the rocesim these tests import (a
+    built worktree, or the installed package in CI), whatever its working folder."""
+    import os
+
+    import rocesim
+    here = os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))

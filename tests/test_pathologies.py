@@ -8,6 +8,7 @@ import pytest
 
 from rocesim import scenario as sc
 from rocesim.results.metrics import paused_links
+from helpers import same_rocesim_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCEN = os.path.join(ROOT, "scenarios", "pathologies")
@@ -117,7 +118,7 @@ def test_pfc_storm_and_the_watchdog(action):
 
 def test_the_figures_script_runs(tmp_path):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "plots", "pathologies.py"), "--out", str(tmp_path),
-                          "loop"], capture_output=True, text=True, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+                          "loop"], capture_output=True, text=True, cwd=str(tmp_path),
+                         env=same_rocesim_env())      # the rocesim under test, built or installed
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "loop.png").read_bytes()[:4] == b"\x89PNG"

@@ -15,12 +15,12 @@ def incast_sim():
 def test_ctrl_c_between_slices_keeps_partial_results(monkeypatch, tmp_path):
     calls = []
 
-    def interrupt_on_third_slice(core, n_flows, wall):
-        calls.append(core.stats()["events"])
+    def interrupt_on_third_slice(progress, st):
+        calls.append(st["events"])
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(simulation, "_progress_line", interrupt_on_third_slice)
+    monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_third_slice)
     res = incast_sim().run(progress=True, events_per_slice=5_000)
     s = res.summary
     assert s["interrupted"]
@@ -50,7 +50,7 @@ def test_slices_do_not_change_the_result():
 def test_simulated_time_slices_move_the_progress_line(monkeypatch):
     def count(slice_):
         seen = []
-        monkeypatch.setattr(simulation, "_progress_line", lambda core, n, wall: seen.append(core.now_ps))
+        monkeypatch.setattr(simulation.RunProgress, "update", lambda progress, st: seen.append(st["sim_time_ps"]))
         incast_sim().run(progress=True, slice=slice_)
         return seen
     fine, coarse = count("20us"), count("1s")

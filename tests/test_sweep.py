@@ -1,44 +1,360 @@
-"""Sweeps: jobs run in processes, each into its own folder; finished ones are kept and skipped."""
+"""Sweeps: expansion and names, all-or-nothing run folders, resume, failures, and stopping
+with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving worker)."""
+import csv
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
-from rocesim.sweep import Job, run_job, run_sweep
+import pytest
+import yaml
 
-SCENARIO = """
-topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
-traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 100KB}]
-output: {plot: false}
-"""
+from rocesim import sweep
+from rocesim.errors import ScenarioError
+from rocesim.sweep import job
+from helpers import same_rocesim_env
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-def jobs(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(SCENARIO)
-    return [Job(f"{cc}", str(path), (f"cc.scheme={cc}",), str(tmp_path / "out" / cc)) for cc in ("none", "dctcp")]
+BASE = {"topology": {"kind": "star", "hosts": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
+        "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "100KB"},
+                    {"kind": "cdf", "distribution": "websearch", "load": 0.3, "duration": "20us"}]}
 
-
-def test_sweep_runs_every_job_and_resumes(tmp_path):
-    js = jobs(tmp_path)
-    done = run_sweep(js, processes=2, report=None)
-    assert set(done) == {"none", "dctcp"}
-    for j in js:
-        with open(os.path.join(j.outdir, "summary.json")) as f:
-            assert json.load(f)["scheme"] == j.name
-    stamp = os.path.getmtime(os.path.join(js[0].outdir, "flows.csv"))
-    again = run_job(js[0])                       # finished: read back, not run again
-    assert again["scheme"] == "none"
-    assert os.path.getmtime(os.path.join(js[0].outdir, "flows.csv")) == stamp
+# runs of a fraction of a CPU second each: long enough to be caught running by a signal
+SLOW_BASE = {"topology": {"kind": "star", "hosts": 8, "link": {"rate": "100Gbps", "delay": "1us"}},
+             "traffic": [{"kind": "incast", "senders": [1, 2, 3, 4, 5, 6, 7], "receiver": 0, "size": "40MB"}]}
 
 
-def test_an_incomplete_folder_is_run_again(tmp_path):
-    j = jobs(tmp_path)[0]
-    os.makedirs(j.outdir)
-    open(os.path.join(j.outdir, "flows.csv"), "w").close()        # left by a killed run
-    summary = run_job(j)
-    assert summary["flows_completed"] == 3
-    assert os.path.isfile(os.path.join(j.outdir, "summary.json"))
+def test_grid_zip_seeds_expand_in_order_with_readable_names():
+    sw = sweep.expand({"base": BASE,
+                       "grid": {"cc.scheme": ["hpcc", "dcqcn", "none"], "traffic[1].load": [0.3, 0.5]},
+                       "zip": {"nic.ack_every": [1, 2], "switch.buffer": ["16MB", "32MB"]},
+                       "seeds": [1, 2]})
+    assert len(sw.runs) == 3 * 2 * 2 * 2
+    assert sw.param_names == ["cc.scheme", "traffic[1].load", "nic.ack_every", "switch.buffer", "seed"]
+    names = [r.name for r in sw.runs]
+    assert len(set(names)) == 24
+    assert names[0] == "cc.scheme=hpcc,traffic[1].load=0.3,nic.ack_every=1,switch.buffer=16MB,seed=1"
+    assert names[1] == "cc.scheme=hpcc,traffic[1].load=0.3,nic.ack_every=1,switch.buffer=16MB,seed=2"
+    assert names[2] == "cc.scheme=hpcc,traffic[1].load=0.3,nic.ack_every=2,switch.buffer=32MB,seed=1"
+    assert names[-1] == "cc.scheme=none,traffic[1].load=0.5,nic.ack_every=2,switch.buffer=32MB,seed=2"
+    # zipped keys vary together: never ack_every=1 with 32MB
+    assert not any("ack_every=1,switch.buffer=32MB" in n for n in names)
+    r = sw.runs[5]
+    assert r.overrides == tuple(f"{k}={json.dumps(v)}" for k, v in r.params.items())
+    assert sweep.expand({"base": BASE, "grid": {"cc.scheme": ["hpcc", "dcqcn", "none"],
+                                                "traffic[1].load": [0.3, 0.5]},
+                         "zip": {"nic.ack_every": [1, 2], "switch.buffer": ["16MB", "32MB"]},
+                         "seeds": [1, 2]}).runs[5].name == r.name            # stable
 
 
-def test_job_as_a_command_line(tmp_path):
-    j = jobs(tmp_path)[1]
-    assert j.command() == f"rocesim run {j.scenario} -o {j.outdir} -q --no-plot --set 'cc.scheme=dctcp'"
+def test_null_leaves_a_key_unset_and_out_of_the_name_and_values_are_escaped():
+    sw = sweep.expand({"base": BASE, "zip": {"cc.scheme": ["dcqcn", "dcqcn"],
+                                             "cc.params.window": [None, "bdp"]},
+                       "set": {"stop": "1ms"}})
+    assert [r.name for r in sw.runs] == ["cc.scheme=dcqcn", "cc.scheme=dcqcn,cc.params.window=bdp"]
+    assert sw.runs[0].overrides == ('stop="1ms"', 'cc.scheme="dcqcn"')
+    assert sweep.run_name({"traffic[0].senders": [1, 2], "x": "a/b c"}) == \
+        "traffic[0].senders=%5B1%2C2%5D,x=a%2Fb%20c".replace("%5B", "[").replace("%5D", "]")
+
+
+def test_scenario_files_vary_by_the_scenario_key(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"grid": {"scenario": ["a.yaml", "b.yaml"],
+                                                              "cc.scheme": ["none"]}}, sort_keys=False))
+    sw = sweep.load(tmp_path / "s.yaml")
+    assert [r.name for r in sw.runs] == ["scenario=a,cc.scheme=none", "scenario=b,cc.scheme=none"]
+    assert sw.runs[1].base == str(tmp_path / "b.yaml")
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"grid": {"cc.scheme": ["none"]}}, "base"),
+    ({"base": BASE, "zip": {"a.b": [1, 2], "c.d": [1]}}, "zip"),
+    ({"base": BASE, "grid": {"cc.scheme": []}}, "grid.cc.scheme"),
+    ({"base": BASE, "grid": {"cc.scheme": ["none", "none"]}}, "grid.cc.scheme"),
+    ({"base": BASE, "seeds": [1, -1]}, "seeds"),
+    ({"base": BASE, "grid": {"traffic[5].load": [0.1]}}, "--set traffic[5].load"),
+    ({"base": BASE, "grids": {}}, "grids"),
+])
+def test_sweep_file_mistakes_are_one_error_naming_the_key(raw, key):
+    with pytest.raises(ScenarioError) as e:
+        sweep.expand(raw)
+    assert e.value.key == key
+
+
+def _index(root):
+    with open(os.path.join(root, "index.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}, "seeds": [1, 2]})
+    out = str(tmp_path / "out")
+    rep = sweep.run_runs(sw, out, processes=2, progress=False)
+    assert (rep.total, rep.skipped, rep.done, rep.failed, rep.interrupted) == (6, 0, 6, 0, 0)
+    names = [r.name for r in sw.runs]
+    stamps = {n: os.path.getmtime(os.path.join(out, n, "summary.json")) for n in names}
+    import shutil
+    shutil.rmtree(os.path.join(out, names[1]))                              # missing
+    with open(os.path.join(out, names[4], job.ERROR_FILE), "w") as f:       # failed earlier
+        f.write("boom\n")
+    assert [job.state(out, n) for n in names].count(job.DONE) == 4
+    rep = sweep.run_runs(sw, out, processes=2, progress=False)
+    assert (rep.skipped, rep.done, rep.failed) == (4, 2, 0)
+    for n in names:
+        assert job.state(out, n) == job.DONE
+        if n not in (names[1], names[4]):
+            assert os.path.getmtime(os.path.join(out, n, "summary.json")) == stamps[n]
+    rows = _index(out)
+    assert [r["run"] for r in rows] == names
+    assert {r["status"] for r in rows} == {"ok"}
+    assert {r["cc.scheme"] for r in rows} == {"none", "dctcp", "hpcc"}
+    assert all(float(r["slowdown_p99"]) >= float(r["slowdown_p50"]) >= 1.0 for r in rows)
+    with open(os.path.join(out, names[0], job.PARAMS_FILE)) as f:
+        assert json.load(f)["params"] == {"cc.scheme": "none", "seed": 1}
+
+
+def test_a_failed_run_records_its_error_and_the_others_go_on(tmp_path):
+    sw = sweep.expand({"base": BASE, "grid": {"traffic[0].size": ["100KB", "-5KB", "200KB"]}})
+    out = str(tmp_path / "out")
+    rep = sweep.run_runs(sw, out, processes=2, progress=False)
+    assert (rep.done, rep.failed) == (2, 1)
+    bad = os.path.join(out, "traffic[0].size=-5KB")
+    assert sorted(os.listdir(bad)) == ["error.txt", "params.json"]      # no half result beside it
+    with open(os.path.join(bad, "error.txt")) as f:
+        assert "traffic[0].size" in f.read()
+    rows = {r["run"]: r for r in _index(out)}
+    assert rows["traffic[0].size=-5KB"]["status"] == "failed"
+    assert "traffic[0].size" in rows["traffic[0].size=-5KB"]["error"]
+    assert rows["traffic[0].size=200KB"]["status"] == "ok"
+    rep = sweep.run_runs(sw, out, processes=1, progress=False)        # retried, fails again
+    assert (rep.skipped, rep.done, rep.failed) == (2, 0, 1)
+
+
+def test_a_deadlocked_run_is_complete_with_its_status(tmp_path):
+    ring = os.path.join(ROOT, "scenarios", "pathologies", "ring_third_flow.yaml")
+    sw = sweep.expand({"base": os.path.basename(ring), "set": {"stop": "3ms"}, "seeds": [1]},
+                      os.path.dirname(ring))
+    out = str(tmp_path / "out")
+    rep = sweep.run_runs(sw, out, processes=1, progress=False)
+    assert (rep.done, rep.failed) == (1, 0)
+    assert _index(out)[0]["status"] == "deadlock"
+
+
+# --- stopping: real `rocesim sweep` processes and signals ----------------------------------
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads worker pids from /proc")
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:                                       # a zombie is dead, only not yet reaped
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start(sweep_file, out, jobs=2):
+    return subprocess.Popen([sys.executable, "-m", "rocesim", "sweep", str(sweep_file), "-o", str(out),
+                             "-j", str(jobs)], cwd=os.path.dirname(str(out)), env=same_rocesim_env(),
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _done_runs(out):
+    return [d for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "summary.json"))] \
+        if os.path.isdir(out) else []
+
+
+def _interrupt(proc, out, sig, at_least):
+    """Wait until `at_least` more runs are done, then signal; check how the sweep stopped."""
+    deadline = time.monotonic() + 120
+    while len(_done_runs(out)) < at_least and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    workers = _children(proc.pid)
+    assert workers
+    sent = time.monotonic()
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)               # as a terminal's Ctrl-C: the whole process group
+    else:
+        proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    took = time.monotonic() - sent
+    assert took < 5.0, f"took {took:.1f} s to stop"
+    assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig)
+    assert "Traceback" not in stderr and "Traceback" not in stdout
+    assert "interrupted" in stderr
+    deadline = time.monotonic() + 3
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "a worker outlived the sweep"
+    for d in os.listdir(out):                  # only complete runs, nothing partial
+        if d not in ("index.csv", "index.parquet", job.LOCK_FILE):
+            assert os.path.isfile(os.path.join(out, d, "summary.json")), d
+            with open(os.path.join(out, d, "summary.json")) as f:
+                assert json.load(f)["interrupted"] is False
+    return len(_done_runs(out))
+
+
+@linux_only
+def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": SLOW_BASE,
+                                    "grid": {"cc.scheme": ["none", "dctcp", "hpcc"],
+                                             "nic.ack_every": [1, 2]},
+                                    "seeds": [1, 2, 3, 4]}))
+    out = tmp_path / "out"
+    first = _interrupt(_start(spec, out), str(out), signal.SIGINT, at_least=1)
+    assert 1 <= first < 24
+    second = _interrupt(_start(spec, out), str(out), signal.SIGINT, at_least=first + 1)
+    assert first < second < 24
+    proc = _start(spec, out)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert f"({second} skipped: done before)" in stderr
+    assert "Traceback" not in stderr
+    assert len(_done_runs(str(out))) == 24
+    rows = _index(str(out))
+    assert len(rows) == 24 and {r["state"] for r in rows} == {"done"}
+    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv", job.LOCK_FILE] +
+                                             (["index.parquet"] if os.path.isfile(out / "index.parquet") else []))
+
+
+@linux_only
+def test_sigterm_stops_the_sweep_and_leaves_no_worker(tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": SLOW_BASE, "grid": {"cc.scheme": ["none", "dctcp"]},
+                                    "seeds": [1, 2, 3]}))
+    out = tmp_path / "out"
+    done = _interrupt(_start(spec, out), str(out), signal.SIGTERM, at_least=1)
+    assert 1 <= done < 6
+    assert len(_index(str(out))) == done
+
+
+def test_progress_off_a_terminal_is_plain_lines(tmp_path):
+    import io
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp"]}})
+    out = str(tmp_path / "out")
+    sweep.run_runs(sw, out, processes=1, progress=False)
+    stream = io.StringIO()
+    rep = sweep.run_runs(sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}}),
+                         out, processes=1, stream=stream, interval_s=0.0)
+    text = stream.getvalue()
+    assert "\r" not in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("[sweep] 3/3 done (2 skipped: done before), 0 failed") and "elapsed" in last
+    assert rep.skipped == 2 and rep.done == 1
+
+
+def test_table_from_index_means_over_seeds(tmp_path, capsys):
+    from rocesim import cli
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}, "seeds": [1, 2]})
+    out = str(tmp_path / "out")
+    sweep.run_runs(sw, out, processes=2, progress=False)
+    rows = _index(out)
+    assert cli.main(["table", out, "--metric", "slowdown_p99", "--metric", "pfc_pauses"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| cc.scheme | slowdown_p99 | pfc_pauses | runs |"
+    hpcc = [float(r["slowdown_p99"]) for r in rows if r["cc.scheme"] == "hpcc"]
+    assert lines[3] == f"| hpcc | {sum(hpcc) / 2:.4g} | 0 | 2 |"
+    assert cli.main(["table", out, "--rows", "seed", "--cols", "cc.scheme", "--metric", "slowdown_p50"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == \
+        "| seed | slowdown_p50, cc.scheme=none | slowdown_p50, cc.scheme=hpcc |"
+    assert cli.main(["table", out, "--metric", "nope"]) == 2
+
+
+def test_shipped_sweep_files_expand(tmp_path):
+    for name, n in (("hpcc_paper", 24), ("khan2022", 14)):
+        sw = sweep.load(os.path.join(ROOT, "sweeps", f"{name}.yaml"))
+        assert len(sw.runs) == n
+        assert all(os.path.isfile(r.base) for r in sw.runs)
+    assert sweep.load(os.path.join(ROOT, "sweeps", "hpcc_paper.yaml")).runs[1].name == \
+        "scenario=websearch30,cc.scheme=dcqcn,cc.params.window=bdp"
+
+
+def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    sw = sweep.expand({"base": BASE, "seeds": [1]})
+    with job.sweep_lock(out):
+        with pytest.raises(ScenarioError) as e:
+            sweep.run_runs(sw, out, processes=1, progress=False)
+        assert "another rocesim sweep" in str(e.value)
+    assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1
+
+
+def test_the_readme_sweep_example_expands():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("## Sweeps"):]
+    example = section[section.index("```yaml") + 7:section.index("```", section.index("```yaml") + 7)]
+    sw = sweep.expand(yaml.safe_load(example), os.path.join(ROOT, "sweeps"))
+    assert len(sw.runs) == 2 * 2 * 2 * 2
+    assert "cc.scheme=hpcc,traffic[0].load=0.5,cc.params.window=bdp,switch.buffer=32MB,seed=2" in \
+        [r.name for r in sw.runs]
+
+
+def test_a_sweep_runs_from_a_thread_too(tmp_path):
+    import threading
+    reports = []
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})
+    t = threading.Thread(target=lambda: reports.append(sweep.run_runs(sw, str(tmp_path / "o"), 2, progress=False)))
+    t.start()
+    t.join(120)
+    assert reports and (reports[0].done, reports[0].failed) == (2, 0)
+
+
+def test_index_parquet_matches_the_csv(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"], "traffic[0].size": ["100KB", "-1KB"]}})
+    out = str(tmp_path / "out")
+    rep = sweep.run_runs(sw, out, processes=2, progress=False)
+    assert rep.index == [os.path.join(out, "index.csv"), os.path.join(out, "index.parquet")]
+    table = pq.read_table(rep.index[1]).to_pydict()
+    rows = _index(out)
+    assert table["run"] == [r["run"] for r in rows] and len(rows) == 4
+    assert table["status"] == [r["status"] for r in rows]
+    assert [x if x is not None else "" for x in table["slowdown_p99"]] == \
+        [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
+
+
+@linux_only
+def test_workers_die_with_a_killed_parent(tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": SLOW_BASE, "grid": {"cc.scheme": ["none", "dctcp"]}, "seeds": [1, 2]}))
+    proc = _start(spec, tmp_path / "out")
+    deadline = time.monotonic() + 60
+    workers = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = [w for w in _children(proc.pid) if "spawn_main" in _cmdline(w)]
+        time.sleep(0.05)
+    assert len(workers) == 2
+    proc.kill()                                    # SIGKILL: no clean-up in the parent at all
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 3
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"

@@ -2,29 +2,71 @@
 
 Runs are compared on one figure: one colour per run, one line style per percentile,
 flow size (the bin's largest flow) on a log axis, as in the HPCC paper's figures.
-
-matplotlib is imported by the first plot, not with this module (it costs about a
-second of CPU, more than a small run).
 """
 from __future__ import annotations
 
 import json
 import os
 
-import numpy as np
+import matplotlib
+import matplotlib.ticker
 
-from rocesim.results.metrics import slowdown_by_size
-from rocesim.results import read_csv, read_flows_csv
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
-
-def _pyplot():
-    """matplotlib.pyplot on the Agg backend, imported on first use."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+from rocesim.results.metrics import slowdown_by_size  # noqa: E402
+from rocesim.results import read_csv, read_flows_csv  # noqa: E402
 
 STYLES = {50: ":", 95: "--", 99: "-"}
+MARKERS = {50: "o", 95: "s", 99: "^"}      # p95 and p99 differ in marker and line, not colour alone
+EMPTY_TEXT = "no finished data flows in this run"
+
+
+def _size_text(b, _pos=None) -> str:
+    """Bytes as 1KB, 20KB, 1.5MB."""
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= f:
+            return f"{b / f:g}{unit}"
+    return f"{b:g}B"
+
+
+def plain_axis(axis, log=False) -> None:
+    """Plain numbers on an axis (2, 5, 10, 200 rather than 10^0 and 2x10^2)."""
+    if log:
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:g}"))
+
+
+def size_axis(axis) -> None:
+    """A log axis of flow sizes labelled 1KB, 10KB, 1MB."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_text))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def zoomed_bars(ax, labels, heights, colors=None) -> None:
+    """A bar per label with its value written on it.  When the bars differ by less than a
+    fifth of the tallest, the axis starts near the shortest (and says it does not start at
+    zero), so that a 2% difference is visible."""
+    heights = np.asarray(heights, float)
+    x = np.arange(len(labels))
+    ax.bar(x, np.nan_to_num(heights), color=colors or [f"C{k % 10}" for k in range(len(labels))], alpha=0.7)
+    ax.set_xticks(x, labels, rotation=30 if max(map(len, map(str, labels)), default=0) > 6 else 0, ha="right")
+    ok = heights[~np.isnan(heights)]
+    if ok.size:
+        lo, hi = ok.min(), ok.max()
+        if ok.size > 1 and lo > 0 and (hi - lo) < 0.2 * hi:
+            pad = max(hi - lo, 0.01 * hi)
+            ax.set_ylim(lo - 1.5 * pad, hi + 0.8 * pad)
+            ax.text(0.01, 0.99, "axis does not start at 0", transform=ax.transAxes, ha="left", va="top",
+                    fontsize=7, color="0.35")
+        for k, h in enumerate(heights):
+            if not np.isnan(h):
+                ax.annotate(f"{h:.4g}", (k, h), ha="center", va="bottom", fontsize=7,
+                            xytext=(0, 2), textcoords="offset points")
+    plain_axis(ax.yaxis)
 
 
 def _load_run(outdir):
@@ -54,93 +96,130 @@ def plot_slowdown(runs, out_path, n_bins=20, title=None):
     One run: one panel, a line per percentile.  Several runs: a panel per percentile
     (p50, p95, p99), a line per run, so that schemes compare at a glance.
     """
-    plt = _pyplot()
     if len(runs) > 1:
         return _plot_panels(runs, out_path, n_bins, title)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for k, (label, flows) in enumerate(runs):
+    for label, flows in runs:
+        flows = _data_only(flows)
         bins = slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)
         if len(bins["size_max"]) == 0:
             continue
-        for p, style in STYLES.items():
-            ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=".", color=colors[k % len(colors)],
-                    label=f"{label} p{p}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("flow size (bytes, largest in bin)")
+        for k, (p, style) in enumerate(STYLES.items()):
+            ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=MARKERS[p], markersize=4,
+                    color=f"C{k}", label=f"{label} p{p}")
+    ax.set_xlabel("flow size (largest in bin)")
     ax.set_ylabel("FCT slowdown")
     ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
     ax.grid(True, which="both", alpha=0.3)
-    if ax.lines:                            # runs with no finished flow draw nothing
+    if ax.lines:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        size_axis(ax.xaxis)
+        plain_axis(ax.yaxis, log=True)
         ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
+    else:                                   # say so rather than draw empty axes
+        ax.text(0.5, 0.5, EMPTY_TEXT, ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
     return out_path
 
 
-def _plain_log_ticks(ax):
-    """Label a log y axis at 1, 2, 5 x 10^k in plain numbers."""
-    import matplotlib.ticker
-    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+def _data_only(flows) -> dict:
+    """Flow columns without compute steps (a training run's compute durations are not flows)."""
+    if "is_compute" not in flows:
+        return flows
+    keep = ~np.asarray(flows["is_compute"]).astype(bool)
+    return {k: np.asarray(v)[keep] for k, v in flows.items()}
 
 
 def _plot_panels(runs, out_path, n_bins, title):
-    plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    binned = [(label, slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)) for label, flows in runs]
+    binned = [(label, slowdown_by_size(*(lambda f: (f["size_bytes"], f["slowdown"]))(_data_only(flows)), n_bins))
+              for label, flows in runs]
     for ax, p in zip(axes, STYLES):
         for k, (label, bins) in enumerate(binned):
             if len(bins["size_max"]):
                 ax.plot(bins["size_max"], bins[f"p{p}"], "-", marker=".", color=colors[k % len(colors)],
                         label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("flow size (bytes, largest in bin)")
+        ax.set_xlabel("flow size (largest in bin)")
         ax.set_title(f"p{p} FCT slowdown")
-        _plain_log_ticks(ax)
         ax.grid(True, which="both", alpha=0.3)
+        if ax.lines:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            size_axis(ax.xaxis)
+            plain_axis(ax.yaxis, log=True)
+        else:
+            ax.text(0.5, 0.5, EMPTY_TEXT, ha="center", va="center", transform=ax.transAxes)
     axes[0].set_ylabel("FCT slowdown")
-    axes[0].legend(fontsize=8)
+    if axes[0].lines:
+        axes[0].legend(fontsize=8)
     fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
 
 
+BREAKDOWN = (("compute only", "C0"), ("compute + communication (overlap)", "C2"),
+             ("exposed communication", "C3"), ("waiting", "0.8"))
+
+
+def iteration_shares(its) -> list[float]:
+    """Mean shares (%) of an iteration: compute only, overlap, exposed communication,
+    waiting (from the compute_ns, overlap_ns, exposed_comm_ns columns of iterations.csv)."""
+    d = np.asarray(its["duration_ns"], float)
+    c, o, e = (np.asarray(its[k], float) for k in ("compute_ns", "overlap_ns", "exposed_comm_ns"))
+    parts = np.array([c - o, o, e, np.maximum(0.0, d - c - e)]) / d * 100
+    return list(np.nanmean(parts, axis=1))
+
+
 def plot_training(runs, out_path, title=None):
-    """Iteration times and collective durations, side by side for several runs.
+    """Iteration times, where the time goes, and collective durations, side by side.
 
     `runs` is a list of (label, iterations columns, collectives columns or None): a bar
-    per run for the mean iteration time (each iteration a dot), and a box per run of
-    the collectives' durations.
+    per run for the mean iteration time (each iteration a dot), a stacked bar per run of
+    the iteration's shares (compute, overlap, exposed communication, waiting; means over
+    hosts, see rocesim.results.overlap) when iterations.csv has them, and a box per run
+    of the collectives' durations.
     """
-    plt = _pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(runs) + 4), 4.6))
+    shares = all("exposed_comm_ns" in its for _, its, _ in runs)
+    fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * len(runs) + 4) * (1.5 if shares else 1)), 4.6))
+    ax1, ax2 = axes[0], axes[-1]
     labels = [label for label, _, _ in runs]
     x = np.arange(len(runs))
-    for k, (label, its, _) in enumerate(runs):
-        d = np.asarray(its["duration_ns"], float) / 1e6
-        ax1.bar(k, np.nanmean(d), color="C%d" % (k % 10), alpha=0.6)
+    durations = [np.asarray(its["duration_ns"], float) / 1e6 for _, its, _ in runs]
+    zoomed_bars(ax1, labels, [np.nanmean(d) if d.size else np.nan for d in durations])
+    for k, d in enumerate(durations):
         ax1.plot(np.full(d.size, k), d, "k.", markersize=5)
-    ax1.set_xticks(x, labels, rotation=30, ha="right")
     ax1.set_ylabel("iteration time (ms)")
     ax1.set_title("iteration time (bar: mean, dots: iterations)")
+    if shares:
+        ax = axes[1]
+        parts = np.array([iteration_shares(its) for _, its, _ in runs])      # [run, part]
+        bottom = np.zeros(len(runs))
+        for j, (name, color) in enumerate(BREAKDOWN):
+            ax.bar(x, parts[:, j], bottom=bottom, color=color, label=name)
+            bottom += np.nan_to_num(parts[:, j])
+        ax.set_xticks(x, labels, rotation=30, ha="right")
+        ax.set_ylim(0, 128)                           # room for the legend above the bars
+        ax.set_yticks([0, 20, 40, 60, 80, 100])
+        ax.set_ylabel("share of the iteration (%, mean over hosts)")
+        ax.set_title("where the iteration's time goes")
+        ax.legend(fontsize=7, loc="upper center", ncol=2)
     data = [np.asarray(c["duration_ns"], float) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
     if any(d.size for d in data):
         ax2.boxplot([d if d.size else [np.nan] for d in data], showfliers=True)
         ax2.set_xticks(x + 1, labels, rotation=30, ha="right")
         ax2.set_yscale("log")
+        plain_axis(ax2.yaxis, log=True)
     ax2.set_ylabel("collective duration (us)")
     ax2.set_title("collective durations")
     fig.suptitle(title or "training iterations")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
 
@@ -163,14 +242,35 @@ def plot_dirs(outdirs, out_path=None, n_bins=20):
     runs = [_load_run(d) for d in outdirs]
     written = []
     slow_path = out_path or os.path.join(outdirs[0], "slowdown.png")
-    if any((~np.isnan(flows["slowdown"])).any() for _, flows in runs):
-        written.append(plot_slowdown(runs, slow_path, n_bins))
     training = [(label, *t) for (label, _), t in zip(runs, map(_load_training, outdirs)) if t is not None]
+    finished = any((~np.isnan(_data_only(flows)["slowdown"])).any() for _, flows in runs)
+    if finished or not training:          # an empty run gets a figure that says so
+        written.append(plot_slowdown(runs, slow_path, n_bins))
     if training:
         base, ext = os.path.splitext(slow_path)
         path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
         written.append(plot_training(training, path))
+    colls = [(label, read_csv(os.path.join(d, "collectives.csv"))) for (label, _), d in zip(runs, outdirs)
+             if os.path.isfile(os.path.join(d, "collectives.csv"))]
+    if colls:
+        from rocesim.results.collective_plot import plot_collectives
+        written.append(plot_collectives(colls, _beside(slow_path, out_path, outdirs[0], "collectives")))
+    for d in outdirs[:1]:                      # the first run's rates and queues over time
+        rates, queues = (os.path.join(d, f) for f in ("rates.csv", "queues.csv"))
+        if os.path.isfile(rates) or os.path.isfile(queues):
+            from rocesim.results.timeline_plot import plot_timeline
+            written.append(plot_timeline(read_csv(rates) if os.path.isfile(rates) else None,
+                                         read_csv(queues) if os.path.isfile(queues) else None,
+                                         _beside(slow_path, out_path, d, "timeline"), title=f"{runs[0][0]}: rates and queues"))
     return written
+
+
+def _beside(slow_path, out_path, first_dir, kind):
+    """<out_path base>-<kind>.png when an output path was given, else <first_dir>/<kind>.png."""
+    if out_path:
+        base, ext = os.path.splitext(slow_path)
+        return f"{base}-{kind}{ext}"
+    return os.path.join(first_dir, f"{kind}.png")
 
 
 def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
@@ -180,7 +280,6 @@ def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
     `end_ns`.  Rows are ordered by their first pause, so a cascade reads top to bottom
     (with more than `max_links` rows, those paused longest are kept).
     """
-    plt = _pyplot()
     port = np.asarray(timeline["port"], np.int64)
     prio = np.asarray(timeline["priority"], np.int64)
     start = np.asarray(timeline["pause_start_ns"], float) / 1e3

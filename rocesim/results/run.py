@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim.results.csv_text import write_csv  # noqa: F401  (re-exported)
+from rocesim.results.overlap import iteration_breakdown
 
 PS_PER_NS = 1000.0
 
@@ -328,7 +329,10 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
     finish = np.array([np.max(end[it == i]) for i in ids])
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
-    return dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start, job=job)
+    table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+    table.update(iteration_breakdown(flows, table))
+    table["job"] = job
+    return table
 
 
 def read_csv(path) -> dict:

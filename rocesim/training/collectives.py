@@ -36,6 +36,9 @@ per-step latency alpha; Thakur et al., IJHPCA 2005):
   NIC), ring all-gather in each group:
   2(p1-1)(alpha1 + m/(p1 B1)) + 2(p2-1)(alpha2 + m/(p1 p2 B2));
   hierarchical_tree: the same with a double binary tree across groups.
+* dimensional and themis (all-reduce on a platform): ring stages along each dimension of
+  the platform (GPU in server, server in pod, pod), `chunks` collective chunks each in a
+  fixed order or in the order Themis's load balancing picks (`rocesim.training.dimensions`).
 * direct (all-to-all: every pair at once, NIC-bound (p-1)/p m/B; broadcast/reduce: root
   to or from every rank at once) and pairwise (all-to-all in p-1 steps of m/p, rank i to
   i+k at step k).
@@ -51,7 +54,7 @@ from rocesim.errors import ScenarioError
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree"),
+                  "hierarchical_tree", "dimensional", "themis"),
     "reducescatter": ("ring", "ring_bidir", "halving_doubling"),
     "allgather": ("ring", "ring_bidir", "halving_doubling"),
     "alltoall": ("direct", "pairwise"),
@@ -114,6 +117,9 @@ class _Transfers:
             from rocesim.topology import Topology
             self.platform = Platform(Topology(n), n)
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
+        # the last scale-up send of each GPU (rank id): a GPU's port carries one send (or one
+        # step's concurrent sends, sharing it) at a time, in the order they are issued
+        self.port_last = np.full(self.platform.n_ranks, -1, np.int64)
         self.first, self.src = [], []      # per block: ids of each transfer's first node, sender position
         self.final, self.dst = [], []      # ... its arrival node, receiver position
         self.nodes = []                    # every node
@@ -142,6 +148,9 @@ class _Transfers:
             wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), **kw).reshape(C, -1)
             arrive = self.g.compute(np.tile(pf.host[bb], C), np.tile(lat, C), **kw).reshape(C, -1)
             self.g.depend(arrive, wire)
+            queued = self.port_last[aa]
+            self.g.depend(wire[0][queued >= 0], queued[queued >= 0])
+            self.port_last[aa] = wire[-1]
             first[:, su], last[:, su] = wire, arrive
             self.nodes += [wire.ravel(), arrive.ravel()]
         self.g.depend(first[1:], first[:-1])          # the chunks of a transfer go in order
@@ -210,13 +219,14 @@ def _ring_steps(t, order, blocks, n_steps, ready=None):
     sends block (i - s) mod p to position i+1, after what it received at step s-1 (at
     step 0, after `ready`, ids (C, p) per position, if given).  All-reduce runs the
     reduce-scatter steps straight into the all-gather ones: after p-1 steps position i
-    holds the reduced block i+1, which is what step p-1 sends.  Returns the last step's ids."""
+    holds the reduced block i+1, which is what step p-1 sends.  `ready` may be a tuple of
+    such arrays (step 0 waits for all).  Returns the last step's ids."""
     p = len(order)
     nxt = np.roll(order, -1)
     pos = np.arange(p)
     prev = None
     for s in range(n_steps):
-        after = () if ready is None else (ready,)
+        after = () if ready is None else tuple(ready) if isinstance(ready, tuple) else (ready,)
         if prev is not None:
             after += (np.roll(prev, 1, axis=1),)        # what position i got from i-1
         prev = t.send(order, nxt, blocks[(pos - s) % p], after)
@@ -446,10 +456,11 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
                 "alltoall": size // p}.get(op, size)
     if op == "alltoall" and size < p:
         raise ScenarioError("size", f"an all-to-all of {size} B on {p} ranks sends nothing (size/p bytes per pair)")
-    if algorithm.startswith("hierarchical"):
+    if algorithm.startswith("hierarchical") or algorithm in ("dimensional", "themis"):
         smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
-    t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag, platform, pxn)
+    per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
+    t = _Transfers(g, ranks, 1 if per_dimension else chunks, prio, cid, iteration, tag, platform, pxn)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
     fluid = _in_server_ps(t, op, algorithm, size) if closed_form else None
@@ -476,6 +487,9 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
         _ring(t, op, p, int(half[1]), order=np.arange(p)[::-1])
     elif algorithm == "halving_doubling":
         _halving_doubling(t, op, p, size)
+    elif per_dimension:
+        from rocesim.training.dimensions import multidim_allreduce
+        multidim_allreduce(t, size, chunks, algorithm, _ring)
     elif algorithm == "double_binary_tree":
         half = split_bytes(size, 2)
         pa, pb = _trees(p)

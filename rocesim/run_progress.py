@@ -1,0 +1,72 @@
+"""The progress of one run: simulated time (as a fraction of the stop time, when there is
+one), flows done, events per second and elapsed time, in short numbers.
+
+On a terminal the line is redrawn in place; otherwise (a log file, a pipe) a plain line is
+printed every `OFF_TTY_INTERVAL_S` seconds, so a long run shows it is alive.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+OFF_TTY_INTERVAL_S = 5.0
+TTY_INTERVAL_S = 0.2
+
+
+def short_number(x: float) -> str:
+    """3.4M, 120K, 950."""
+    for unit, f in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= f:
+            return f"{x / f:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def short_time(ps: int) -> str:
+    """Simulated time in three significant digits: 1.23ms, 450us, 12ns."""
+    for unit, f in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
+        if ps >= f:
+            return f"{ps / f:.3g}{unit}"
+    return f"{ps}ps"
+
+
+class RunProgress:
+    def __init__(self, n_flows: int, stop_ps: int | None, stream=None):
+        self.n_flows, self.stop_ps = n_flows, stop_ps
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.interval_s = TTY_INTERVAL_S if self.tty else OFF_TTY_INTERVAL_S
+        self.t0 = time.perf_counter()
+        self.last = self.t0
+        self.drawn = False
+
+    def line(self, st: dict) -> str:
+        wall = time.perf_counter() - self.t0
+        sim = f"sim {short_time(st['sim_time_ps'])}"
+        if self.stop_ps:
+            sim += f" of {short_time(self.stop_ps)} ({100 * min(1.0, st['sim_time_ps'] / self.stop_ps):.0f}%)"
+        flows = f"flows {short_number(st['flows_done'])}/{short_number(self.n_flows)}"
+        if not self.stop_ps and self.n_flows:
+            flows += f" ({100 * st['flows_done'] / self.n_flows:.0f}%)"
+        rate = st["events"] / wall if wall > 0 else 0.0
+        return (f"[rocesim] {sim}  {flows}  {short_number(st['events'])} events at "
+                f"{short_number(rate)}/s  elapsed {wall:.0f}s")
+
+    def update(self, st: dict) -> None:
+        """Show the line if it is time (called after every slice of the run)."""
+        now = time.perf_counter()
+        if now - self.last < self.interval_s:
+            return
+        self.last = now
+        self._write(self.line(st))
+
+    def close(self, st: dict) -> None:
+        if self.drawn or not self.tty:
+            self._write(self.line(st))
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def _write(self, text: str) -> None:
+        self.drawn = True
+        self.stream.write(("\r" + text + "  ") if self.tty else text + "\n")
+        self.stream.flush()

@@ -1,0 +1,110 @@
+"""Sweeps: many runs of one scenario with parameters varied, each into its own folder.
+
+    from rocesim import sweep
+    report = sweep.run("sweeps/example.yaml", "out/example", processes=2)
+
+`spec` reads a sweep file into named runs, `job` runs one into its folder all or
+nothing, `local` is the process pool of this machine, `cluster` the Dask one,
+`progress` the progress line and `index` the table of results.  A rerun of the same
+sweep runs exactly the runs that are missing or failed.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from dataclasses import dataclass
+
+from rocesim.sweep import index, job
+from rocesim.sweep.local import Interrupted
+from rocesim.sweep.progress import Progress
+from rocesim.sweep.spec import Run, Sweep, expand, load, run_name
+
+__all__ = ["run", "run_runs", "load", "expand", "run_name", "Run", "Sweep", "Report", "Interrupted"]
+
+
+@dataclass
+class Report:
+    total: int
+    skipped: int            # done by an earlier sweep
+    done: int               # done now
+    failed: int
+    interrupted: int = 0    # the signal that stopped the sweep, 0 if none
+    index: list = None      # paths of the index files
+
+
+def run(sweep_file, outdir: str, processes: int = 2, scheduler=None, progress: bool = True,
+        stream=None, interval_s: float = 5.0) -> Report:
+    """Run a sweep file's missing and failed runs into `outdir`; see `run_runs`."""
+    return run_runs(load(sweep_file), outdir, processes, scheduler, progress, stream, interval_s)
+
+
+def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progress: bool = True,
+             stream=None, interval_s: float = 5.0) -> Report:
+    """Run the runs of `sw` that have no complete folder in `outdir`.
+
+    `scheduler`: None for worker processes on this machine (`processes` of them), or a
+    Dask scheduler address (`tcp://host:8786`), `"local"` for a Dask LocalCluster of
+    `processes` workers, or a `distributed.Client`.  Returns a Report; on Ctrl-C or
+    SIGTERM the report's `interrupted` is the signal (runs finished so far are kept).
+    """
+    os.makedirs(outdir, exist_ok=True)
+    with job.sweep_lock(outdir):
+        return _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s)
+
+
+def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) -> Report:
+    job.clean_incomplete(outdir)
+    states = {r.name: job.state(outdir, r.name) for r in sw.runs}
+    todo = [r for r in sw.runs if states[r.name] != job.DONE]
+    skipped = len(sw.runs) - len(todo)
+    bar = Progress(len(sw.runs), skipped, stream, interval_s, enabled=progress)
+    retried = sum(states[r.name] == job.FAILED for r in todo)
+    if retried:
+        bar.message(f"[sweep] running again {retried} failed run(s)")
+    report = Report(len(sw.runs), skipped, 0, 0)
+
+    def on_result(outcome):
+        if outcome["state"] == job.DONE:
+            report.done += 1
+        elif outcome["state"] == job.FAILED:
+            report.failed += 1
+        bar.result(outcome)
+
+    bar.tick(0)
+    try:
+        if scheduler is None:
+            from rocesim.sweep.local import run_local
+            run_local(todo, outdir, max(1, processes), on_result, bar.tick)
+        else:
+            from rocesim.sweep.cluster import run_dask
+            run_dask(todo, outdir, scheduler, max(1, processes), on_result, bar.tick)
+    except Interrupted as e:
+        report.interrupted = int(e.signum)
+    with _signals_held(report.interrupted):      # a second Ctrl-C must not cut the index short
+        # count what is on disk: a Dask task running when the sweep stopped may still have finished
+        after = [job.state(outdir, r.name) for r in todo]
+        report.done, report.failed = after.count(job.DONE), after.count(job.FAILED)
+        bar.done, bar.failed = report.done, report.failed
+        bar.close()
+        if scheduler is None:                    # every worker is gone: nothing writes there now
+            job.clean_incomplete(outdir)
+        else:                                    # remote runs may still be writing there
+            job.remove_incomplete_if_empty(outdir)
+        report.index = index.write(outdir, sw.runs, sw.param_names)
+    return report
+
+
+@contextlib.contextmanager
+def _signals_held(active: bool):
+    """Ignore SIGINT and SIGTERM inside (when `active` and in the main thread)."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

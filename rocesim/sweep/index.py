@@ -1,0 +1,89 @@
+"""`index.csv`: one row per run of a sweep, its parameters and summary metrics.
+
+Built from the run folders alone (params.json and summary.json), so it is the same
+whichever scheduler ran them, and rebuilt after every sweep.  Also `index.parquet` when
+pyarrow is installed.  Columns (OUTPUTS.md documents them): `run`, `state`, `status`,
+one column per swept key path (and `seed`), then METRIC_COLUMNS, then `error`.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+from rocesim.sweep import job
+from rocesim.sweep.spec import SCENARIO_KEY, format_value
+
+# summary.json fields copied into the index (iteration_mean_ns only for training runs)
+METRIC_COLUMNS = ("flows_total", "flows_completed", "slowdown_p50", "slowdown_p95", "slowdown_p99",
+                  "slowdown_max", "iterations", "iteration_mean_ns", "pfc_pauses", "drops", "cnps",
+                  "timeouts", "sim_time_ns", "events", "cpu_s")
+
+
+def rows(root: str, runs, param_names) -> list[dict]:
+    """A row for every run with a folder (done or failed), in the sweep's order."""
+    out = []
+    for run in runs:
+        st = job.state(root, run.name)
+        if st == job.MISSING:
+            continue
+        d = os.path.join(root, run.name)
+        row = {"run": run.name, "state": st}
+        for k in param_names:
+            v = run.params.get(k)
+            row[k] = "" if v is None else (v if k == SCENARIO_KEY else format_value(v))
+        if st == job.DONE:
+            with open(os.path.join(d, "summary.json")) as f:
+                s = json.load(f)
+            row["status"] = job.status(s)
+            for k in METRIC_COLUMNS:
+                v = s.get(k)
+                row[k] = "" if v is None else v
+            row["error"] = ""
+        else:
+            with open(os.path.join(d, job.ERROR_FILE)) as f:
+                lines = [x for x in f.read().splitlines() if x.strip()]
+            row["status"] = "failed"
+            row.update({k: "" for k in METRIC_COLUMNS})
+            row["error"] = lines[-1].strip()[:300] if lines else ""
+        out.append(row)
+    return out
+
+
+def columns(param_names) -> list[str]:
+    return ["run", "state", "status", *param_names, *METRIC_COLUMNS, "error"]
+
+
+def write(root: str, runs, param_names) -> list[str]:
+    """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths."""
+    table = rows(root, runs, param_names)
+    cols = columns(param_names)
+    path = os.path.join(root, "index.csv")
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, cols)
+        w.writeheader()
+        w.writerows(table)
+    os.replace(tmp, path)
+    written = [path]
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+    except ImportError:
+        return written
+    pq_path = os.path.join(root, "index.parquet")
+    pq.write_table(pacsv.read_csv(path) if table else pa.table({c: pa.array([], pa.string()) for c in cols}),
+                   pq_path + ".tmp")
+    os.replace(pq_path + ".tmp", pq_path)
+    written.append(pq_path)
+    return written
+
+
+def read(root: str) -> dict:
+    """index.csv of a sweep folder as columns (numbers as floats, the rest as strings)."""
+    from rocesim.results import read_csv
+    path = os.path.join(root, "index.csv")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")
+    return read_csv(path)
