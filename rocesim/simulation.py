@@ -299,10 +299,11 @@ class Simulation:
                      port_rate_bps=ports.rate_bps, port_delay_ps=ports.delay_ps,
                      host_port=ports.host_port,
                      switch_buffer=np.full(N - H, sw["buffer"], np.int64),
-                     route_off=tables.off, route_cnt=tables.cnt, route_ports=tables.ports)
+                     route_off=tables.group_off, route_cnt=tables.group_cnt, route_ports=tables.ports,
+                     route_class=tables.host_class)
         self._farthest_host = tables.farthest
         world.update(self._pfc_arrays(host_rate))
-        world["port_uplink"] = routing.uplinks(ports)
+        world["port_uplink"] = routing.uplinks(ports, tables)
         world.update(self._ecn_arrays())
         int_on = self.scheme.needs_int
         params = dict(
@@ -531,7 +532,7 @@ class Simulation:
                 if status == STOP_TIME and until == reroute_at:
                     # the routing tables converge after a link went down or came back up
                     tables = routing.build_routes(self.ports, self._overrides, reroutes.pop(0)[1])
-                    core.set_routes(tables.off, tables.cnt, tables.ports)
+                    core.set_routes(tables.group_off, tables.group_cnt, tables.ports, tables.host_class)
                     hit = True
                 if sampler is not None and status == STOP_TIME and until == sampler.next:
                     sampler.take(until)

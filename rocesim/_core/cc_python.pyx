@@ -15,6 +15,7 @@ from libc.stdint cimport int64_t, int32_t
 from cpython.ref cimport PyObject
 from rocesim._core.defs cimport Sim, Flow as CFlow, AckInfo, ERR_CALLBACK
 from rocesim._core.cc cimport sim_of, cc_ops_clear, cc_timer
+from rocesim._core.nic_send cimport sched_update
 
 
 cdef class Shim
@@ -70,6 +71,7 @@ cdef class Flow:
     def rate_bps(self, value):
         cdef int64_t r = <int64_t> value
         self.s.flows[self.id].rate_bps = r if r >= 1 else 1
+        sched_update(self.s, self.id)
 
     @property
     def window_bytes(self):
@@ -80,6 +82,7 @@ cdef class Flow:
     def window_bytes(self, value):
         cdef int64_t w = <int64_t> value
         self.s.flows[self.id].window = w if w >= 0 else 0
+        sched_update(self.s, self.id)
 
     def set_timer(self, delay_ps, int timer_id=0):
         """Call the scheme's on_timer(flow, timer_id) after delay_ps (while the flow is active)."""

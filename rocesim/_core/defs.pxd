@@ -43,6 +43,11 @@ cdef enum PacketKind:
     PK_PAUSE = 4
     PK_LOST = 5            # was on a wire when its link went down: dropped where it arrives
 
+cdef enum SchedState:      # a flow in its host's active set (active_set.pxd)
+    SCHED_BLOCKED = 0      # nothing to send or window full
+    SCHED_READY = 1        # may send now: its bit is set in Host.ready_bits
+    SCHED_PACED = 2        # may send at Flow.paced_at: in the host's paced heap
+
 cdef enum FlowPhase:
     FS_WAITING = 0         # not yet started (start time or parents pending)
     FS_ACTIVE = 1          # sending or waiting for ACKs
@@ -64,8 +69,15 @@ cdef struct IntHop:
     int32_t rate_mbps      # egress link rate
 
 cdef struct Packet:
-    # the first 64 bytes hold what forwarding touches (the pool is 64-byte aligned)
+    # One 64-byte cache line (the pool is 64-byte aligned): everything a hop touches, and
+    # the sequence number and timestamp the ends read.  Rarely used fields live beside the
+    # pool, indexed like it: INT records (Sim.int_hops, only when INT is on) and the SACK
+    # of selective-repeat NACKs (Sim.pkt_sack).  A data packet's payload is its size less
+    # the headers (pkt_payload in pool.pxd).
     int64_t time           # while on a wire: arrival time at the far end
+    int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
+    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
+    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
     int32_t next           # intrusive singly linked list (queue or wire FIFO)
     int32_t flow
     int32_t dst            # host ids
@@ -81,48 +93,31 @@ cdef struct Packet:
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
-    int32_t src
-    int32_t payload        # payload bytes (DATA)
-    int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
-    int64_t seq            # DATA: first payload byte; ACK/NACK: cumulative bytes received
-    int64_t ts             # DATA: time the sender put it on the wire; ACK/NACK: echo of it
-    int64_t sack           # NACK under selective repeat: seq of the out-of-order packet
-    IntHop hops[MAX_INT_HOPS]
 
 cdef struct Port:
-    int32_t node
-    int32_t peer           # port id at the other end of the link
-    int32_t peer_node
-    int32_t is_switch      # owning node is a switch
-    int64_t rate_bps
-    int64_t delay_ps
+    # Laid out by use: the first 64-byte line holds what every packet through the port
+    # reads (transmitter, wire, masks), the next two its queues, then ECN and the
+    # counters a transmission bumps, then ingress PFC accounting; rarely used last.
     int64_t busy_until     # transmitter busy until (ps)
     int64_t tx_event       # time of the pending EV_TX, or NIL
+    int64_t rate_bps
+    int64_t delay_ps
     int32_t wire_head      # packets on the wire, in arrival order
     int32_t wire_tail
-    int32_t q_head[NPRIO]  # egress queues
-    int32_t q_tail[NPRIO]
-    int64_t q_bytes[NPRIO]
+    int32_t peer           # port id at the other end of the link
+    int32_t is_switch      # owning node is a switch
     uint32_t q_mask        # bit p set: queue p is not empty
-    int32_t rr             # round-robin position among data queues
     # PFC, egress side: the peer has paused priority p of this port's transmitter
     uint32_t paused_mask
-    int64_t paused_since[NPRIO]
-    int64_t paused_ps[NPRIO]
-    # PFC, ingress side (switch ports): accounting of bytes that entered by this port
-    int64_t in_bytes[NPRIO]      # bytes held in reserve + shared pool
-    int64_t hdrm_bytes[NPRIO]    # bytes held in headroom
-    uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
-    uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
-    uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
     uint8_t down                 # the link is down (faults.pyx): nothing is sent
     uint8_t drop_mask            # packets of these priorities entering or leaving by this port
                                  #   are dropped (link down: all; PFC watchdog `drop`: stormed)
-    uint8_t pause_ignore         # PAUSE frames for these priorities are ignored (watchdog `forward`)
-    uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
     uint8_t uplink               # switch port towards a higher layer (its peer is farther from the hosts)
-    int64_t headroom
-    int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
+    uint8_t pfc_pending          # bitmask: a PAUSE frame for priority p waits to go out
+    int32_t rr             # round-robin position among data queues
+    int32_t q_head[NPRIO]  # egress queues
+    int32_t q_tail[NPRIO]
+    int64_t q_bytes[NPRIO]
     # ECN (RED on egress queue bytes)
     int64_t kmin
     int64_t kmax
@@ -130,12 +125,26 @@ cdef struct Port:
     # counters
     int64_t tx_bytes
     int64_t tx_pkts
+    int32_t node
+    int32_t peer_node
+    # PFC, ingress side (switch ports): accounting of bytes that entered by this port
+    int64_t in_bytes[NPRIO]      # bytes held in reserve + shared pool
+    int64_t hdrm_bytes[NPRIO]    # bytes held in headroom
+    int64_t headroom
+    int32_t pfc_shift            # dynamic threshold = free / 2**pfc_shift
+    uint8_t pause_sent[NPRIO]    # we have told the peer to stop priority p
+    uint8_t pfc_state            # bitmask: state (1 = XOFF) that frame must carry
+    uint8_t pause_ignore         # PAUSE frames for these priorities are ignored (watchdog `forward`)
+    uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
+    int64_t paused_since[NPRIO]
+    int64_t paused_ps[NPRIO]
     int64_t drops
     int64_t pauses_sent
     int64_t ecn_marks
     int64_t wd_dropped           # packets the PFC watchdog dropped at this port
     int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
     int32_t wd_restorations
+    int64_t _pad[2]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
 cdef struct Switch:
     int32_t node
@@ -148,6 +157,10 @@ cdef struct Switch:
     int64_t total_hdrm
     int64_t total_rsrv
 
+cdef struct PacedEntry:   # a paced flow's next sending time (active_set.pxd)
+    int64_t time
+    int32_t flow
+
 cdef struct Host:
     int32_t port
     int32_t rr             # round-robin position in `active`
@@ -155,8 +168,17 @@ cdef struct Host:
     int32_t cap_active
     int32_t* active        # flows of this host with data to send
     int32_t prio_active[NPRIO]   # how many of them use each priority
+    uint64_t* ready_bits   # bit per position of `active`: that flow may send now
+    uint64_t* ready_sum    # bit per word of ready_bits: the word is not zero
+    PacedEntry* paced[NPRIO]     # min-heaps by time of the paced flows, per priority
+    int32_t n_paced[NPRIO]
+    int32_t cap_paced[NPRIO]
 
 cdef struct Flow:
+    # what a switch reads per packet first (one cache line with the flow's identity)
+    uint32_t hash          # ECMP hash of the forward 5-tuple
+    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
+    int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t src
     int32_t dst
     int32_t prio
@@ -166,10 +188,10 @@ cdef struct Flow:
     int64_t released       # ps, when the flow was released (start, or parents done + delay)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
     int64_t rx_finish      # ps, receiver got the last byte (NIL until then)
-    uint32_t hash          # ECMP hash of the forward 5-tuple
-    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
-    int32_t path_off       # explicit path: offset in path_ports, or NIL
     int32_t in_active      # listed in its host's active set
+    int32_t act_pos        # ... at this position (NIL when not)
+    int32_t sched          # SchedState while listed
+    int64_t paced_at       # SCHED_PACED: the time of its entry in the paced heap
     int32_t live_idx       # position in Sim.live while FS_ACTIVE, else NIL
     int32_t hops           # switches on the data path
     # sender
@@ -305,6 +327,9 @@ cdef struct Sim:
     int64_t heap_cap
     # packet pool
     Packet* pkts
+    IntHop* int_hops       # MAX_INT_HOPS records per packet of the pool (NULL: INT off)
+    int64_t* pkt_sack      # per packet of the pool: NACK under selective repeat, the seq
+                           #   of the out-of-order packet
     int32_t pool_cap
     int32_t pool_free
     int32_t pool_used
@@ -318,8 +343,11 @@ cdef struct Sim:
     Switch* sw             # indexed by node - n_hosts
     Host* hosts
     Flow* flows
-    # routing: table of (switch, dst host) -> equal-cost egress ports
-    int32_t* route_off     # [(node - n_hosts) * n_hosts + dst]
+    # routing (rocesim.routing.RouteTables): (switch, destination class) -> equal-cost
+    # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
+    int32_t* route_class   # [dst host]: its destination class
+    int32_t n_route_classes
+    int32_t* route_off     # [(node - n_hosts) * n_route_classes + class]
     int32_t* route_cnt
     int32_t* route_ports
     int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)

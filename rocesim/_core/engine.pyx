@@ -11,10 +11,12 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
+from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING)
-from rocesim._core.pool cimport pool_array
+from rocesim._core.pool cimport pool_array, pool_side_arrays
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
@@ -25,6 +27,9 @@ from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 
 cnp.import_array()
 
+PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
+PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
+FLOW_BYTES = sizeof(Flow)            # per flow for the whole run (transport state included)
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
@@ -47,6 +52,36 @@ def _as(a, dtype, name, n=None):
 def _check_range(arr, lo, hi, name):
     if arr.shape[0] and (arr.min() < lo or arr.max() >= hi):
         raise ValueError(f"core input {name!r} has values outside [{lo}, {hi})")
+
+
+cdef void* _aligned_zeroed(size_t nbytes):
+    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, nbytes) != 0:
+        return NULL
+    memset(mem, 0, nbytes)
+    return mem
+
+
+def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_class):
+    """Validated routing tables (see rocesim.routing.RouteTables): the destination class
+    of each host (default: one class per host), the class count, and the CSR arrays."""
+    if route_class is None:
+        route_class = np.arange(H, dtype=np.int32)
+    route_class = _as(route_class, np.int32, "route_class", H)
+    n_classes = int(route_class.max()) + 1 if H else 0
+    _check_range(route_class, 0, max(n_classes, 1), "route_class")
+    route_off = _as(route_off, np.int32, "route_off", (N - H) * n_classes)
+    route_cnt = _as(route_cnt, np.int32, "route_cnt", (N - H) * n_classes)
+    route_ports = _as(route_ports, np.int32, "route_ports")
+    _check_range(route_ports, 0, P, "route_ports")
+    if route_cnt.shape[0]:
+        # cnt -1: direct delivery, the port is route_ports[off + dst] for dst < H
+        span = np.where(route_cnt < 0, H, route_cnt).astype(np.int64)
+        if (route_cnt.min() < -1 or route_off.min() < 0
+                or (route_off.astype(np.int64) + span).max() > route_ports.shape[0]):
+            raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
+    return route_class, n_classes, route_off, route_cnt, route_ports
 
 
 cdef class Core:
@@ -85,23 +120,18 @@ cdef class Core:
         port_uplink = _as(world.get("port_uplink", np.zeros(P)), np.int32, "port_uplink", P)
         host_port = _as(world["host_port"], np.int32, "host_port", H)
         sw_buffer = _as(world["switch_buffer"], np.int64, "switch_buffer", N - H)
-        route_off = _as(world["route_off"], np.int32, "route_off", (N - H) * H)
-        route_cnt = _as(world["route_cnt"], np.int32, "route_cnt", (N - H) * H)
-        route_ports = _as(world["route_ports"], np.int32, "route_ports")
+        route_class, n_classes, route_off, route_cnt, route_ports = _route_arrays(
+            H, N, P, world["route_off"], world["route_cnt"], world["route_ports"], world.get("route_class"))
         path_ports = _as(world.get("path_ports", np.zeros(0)), np.int32, "path_ports")
         _check_range(port_node, 0, N, "port_node")
         _check_range(port_peer, 0, P, "port_peer")
         _check_range(host_port, 0, P, "host_port")
-        _check_range(route_ports, 0, P, "route_ports")
         _check_range(path_ports, 0, P, "path_ports")
         _check_range(port_shift, 0, 63, "port_pfc_shift")
         if P and port_rate.min() <= 0:
             raise ValueError("core input 'port_rate_bps' must be positive")
         if P and port_delay.min() < 0:
             raise ValueError("core input 'port_delay_ps' must be >= 0")
-        if route_cnt.shape[0] and (route_cnt.min() < 0 or (route_off.astype(np.int64) + route_cnt).max() > route_ports.shape[0]
-                                   or route_off.min() < 0):
-            raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
         if not np.array_equal(port_peer[port_peer], np.arange(P, dtype=np.int32)):
             raise ValueError("core input 'port_peer' is not a pairing of ports")
         if not np.array_equal(port_node[host_port], np.arange(H, dtype=np.int32)):
@@ -111,7 +141,7 @@ cdef class Core:
         s.n_ports = P
         nsw = N - H
 
-        s.ports = <Port*> calloc(max(P, 1), sizeof(Port))
+        s.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
         s.sw = <Switch*> calloc(max(nsw, 1), sizeof(Switch))
         s.hosts = <Host*> calloc(H, sizeof(Host))
         if s.ports == NULL or s.sw == NULL or s.hosts == NULL:
@@ -152,6 +182,8 @@ cdef class Core:
         s.route_off = _copy_i32(route_off)
         s.route_cnt = _copy_i32(route_cnt)
         s.route_ports = _copy_i32(route_ports)
+        s.route_class = _copy_i32(route_class)
+        s.n_route_classes = n_classes
         s.path_ports = _copy_i32(path_ports)
         s.n_path_ports = path_ports.shape[0]
         self._init_flows(world, path_ports.shape[0])
@@ -160,7 +192,7 @@ cdef class Core:
         s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
         s.pool_cap = INITIAL_POOL
         s.pkts = pool_array(s.pool_cap)
-        if s.heap == NULL or s.pkts == NULL:
+        if s.heap == NULL or s.pkts == NULL or pool_side_arrays(s, s.pool_cap) < 0:
             raise MemoryError()
         for i in range(s.pool_cap - 1):
             s.pkts[i].next = i + 1
@@ -285,7 +317,7 @@ cdef class Core:
 
     def __dealloc__(self):
         cdef Sim* s = self.s
-        cdef int32_t i
+        cdef int32_t i, k
         if s == NULL:
             return
         if s.cc.free_state != NULL:
@@ -296,12 +328,18 @@ cdef class Core:
         if s.hosts != NULL:
             for i in range(s.n_hosts):
                 free(s.hosts[i].active)
+                free(s.hosts[i].ready_bits)
+                free(s.hosts[i].ready_sum)
+                for k in range(NPRIO):
+                    free(s.hosts[i].paced[k])
         if s.flows != NULL:
             for i in range(s.n_flows):
                 free(s.flows[i].rx_bits)
                 free(s.flows[i].sack_bits)
         free(s.heap)
         free(s.pkts)
+        free(s.int_hops)
+        free(s.pkt_sack)
         free(s.ports)
         free(s.sw)
         free(s.hosts)
@@ -309,6 +347,7 @@ cdef class Core:
         free(s.route_off)
         free(s.route_cnt)
         free(s.route_ports)
+        free(s.route_class)
         free(s.path_ports)
         free(s.start_order)
         free(s.child_idx)
@@ -386,25 +425,23 @@ cdef class Core:
             watchdog_free(self.s)
             raise MemoryError()
 
-    def set_routes(self, route_off, route_cnt, route_ports):
+    def set_routes(self, route_off, route_cnt, route_ports, route_class=None):
         """Replace the routing tables (after a link went down or came back up)."""
         cdef Sim* s = self.s
-        cdef int32_t H = s.n_hosts, N = s.n_nodes
         cdef int32_t* off
         cdef int32_t* cnt
         cdef int32_t* ports
-        route_off = _as(route_off, np.int32, "route_off", (N - H) * H)
-        route_cnt = _as(route_cnt, np.int32, "route_cnt", (N - H) * H)
-        route_ports = _as(route_ports, np.int32, "route_ports")
-        _check_range(route_ports, 0, s.n_ports, "route_ports")
-        if route_cnt.shape[0] and (route_cnt.min() < 0 or route_off.min() < 0 or
-                                   (route_off.astype(np.int64) + route_cnt).max() > route_ports.shape[0]):
-            raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
+        cdef int32_t* cls
+        route_class, n_classes, route_off, route_cnt, route_ports = _route_arrays(
+            s.n_hosts, s.n_nodes, s.n_ports, route_off, route_cnt, route_ports, route_class)
         off, cnt, ports = _copy_i32(route_off), _copy_i32(route_cnt), _copy_i32(route_ports)
+        cls = _copy_i32(route_class)
         free(s.route_off)
         free(s.route_cnt)
         free(s.route_ports)
-        s.route_off, s.route_cnt, s.route_ports = off, cnt, ports
+        free(s.route_class)
+        s.route_off, s.route_cnt, s.route_ports, s.route_class = off, cnt, ports, cls
+        s.n_route_classes = n_classes
 
     def deadlock_records(self):
         """The deadlocks found so far: a list of dicts (times in ps, ports in cycle order)."""

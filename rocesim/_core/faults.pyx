@@ -80,9 +80,7 @@ cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept:
         pk.prio = prio
         pk.pause_on = on
         pk.size = s.p.pause_bytes
-        pk.payload = 0
         pk.flow = 0
-        pk.src = host
         pk.dst = p.peer_node
         p.pause_sent[prio] = on
         if on:

@@ -14,7 +14,7 @@ from rocesim._core.heap cimport heap_push, heap_pop
 from rocesim._core.link cimport wire_pop, port_set_paused
 from rocesim._core.pool cimport pkt_free
 from rocesim._core.switch cimport switch_receive, switch_port_tx
-from rocesim._core.nic_send cimport nic_start_flow, nic_port_tx, nic_rate_changed
+from rocesim._core.nic_send cimport nic_start_flow, nic_port_tx, nic_rate_changed, sched_update
 from rocesim._core.nic_recv cimport nic_receive
 from rocesim._core.nic_timeout cimport nic_rto
 from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_activate
@@ -92,6 +92,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                 rate = s.flows[ev.target].rate_bps
                 s.cc.on_timer(s, ev.target, ev.arg)
                 nic_rate_changed(s, ev.target, rate)
+                sched_update(s, ev.target)         # the scheme may have moved its window
         elif ev.kind == EV_COMPUTE_DONE:
             flow_compute_done(s, ev.target)
         elif ev.kind == EV_FAULT:

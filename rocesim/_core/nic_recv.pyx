@@ -14,7 +14,7 @@ from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, Packet, Flow, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
 from rocesim._core.link cimport q_push
-from rocesim._core.pool cimport pkt_alloc, pkt_free
+from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
 from rocesim._core.sack cimport bit, set_bit
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
@@ -36,13 +36,11 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     fl = &s.flows[d.flow]
     pk.kind = kind
     pk.flow = d.flow
-    pk.src = fl.dst
     pk.dst = fl.src
     pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
     pk.ttl = s.p.ttl
-    pk.payload = 0
     pk.seq = fl.rcv_nxt
-    pk.sack = d.seq
+    s.pkt_sack[i] = d.seq
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
@@ -58,7 +56,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
         if s.p.int_enabled:
             pk.size = s.p.ack_int_bytes
             pk.nhops = d.nhops
-            memcpy(pk.hops, d.hops, d.nhops * sizeof(IntHop))
+            memcpy(pkt_hops(s, i), pkt_hops(s, data), d.nhops * sizeof(IntHop))
     port = s.hosts[fl.dst].port
     q_push(s, &s.ports[port], pk.prio, i)
     nic_kick(s, fl.dst)
@@ -84,7 +82,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
         pk = &s.pkts[i]
     if pk.seq == fl.rcv_nxt:
         before = fl.rcv_nxt
-        fl.rcv_nxt += pk.payload
+        fl.rcv_nxt += pkt_payload(s, pk)
         while fl.rcv_nxt < fl.size and bit(fl.rx_bits, fl.rx_bits_len, fl.rcv_nxt // mtu):
             fl.rcv_nxt += mtu
         if fl.rcv_nxt > fl.size:

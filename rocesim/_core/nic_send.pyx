@@ -15,12 +15,14 @@ and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, NIL, NPRIO,
-                                 PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO)
+                                 PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
+                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
-from rocesim._core.pool cimport pkt_alloc
+from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.heap cimport heap_push
 from rocesim._core.flows cimport flow_activate, flow_finish
-from rocesim._core.active_set cimport active_add, active_remove, active_remove_at
+from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
+                                       ready_next, paced_push, paced_pop, paced_valid, paced_top)
 from rocesim._core.sack cimport bit, set_bit
 
 
@@ -74,12 +76,10 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     end = seq + payload
     pk.kind = PK_DATA
     pk.flow = f
-    pk.src = fl.src
     pk.dst = fl.dst
     pk.prio = fl.prio
     pk.seq = seq
     pk.ts = s.now
-    pk.payload = <int32_t> payload
     pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
     pk.ttl = s.p.ttl
     if fl.snd_una >= fl.snd_max:
@@ -101,14 +101,80 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     port_transmit(s, port, i)
 
 
+cdef void sched_update(Sim* s, int32_t f) noexcept:
+    """Re-decide whether flow f (if in its host's active set) may send now, later (paced)
+    or not until something changes (active_set.pxd).  The test is the one a scan of the
+    flows would make: data to send, the window open (checked before the packet, as the
+    HPCC fork does; retransmissions in recovery pass), the pacing time come."""
+    cdef Flow* fl = &s.flows[f]
+    cdef Host* h
+    cdef int64_t seq
+    if not fl.in_active:
+        return
+    h = &s.hosts[fl.src]
+    seq = _next_seq(s, fl)
+    if seq < 0 or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window):
+        fl.sched = SCHED_BLOCKED
+        ready_clear(h, fl.act_pos)
+    elif fl.next_send <= s.now:
+        fl.sched = SCHED_READY
+        ready_set(h, fl.act_pos)
+    else:
+        ready_clear(h, fl.act_pos)
+        if fl.sched != SCHED_PACED or fl.paced_at != fl.next_send:
+            fl.sched = SCHED_PACED
+            fl.paced_at = fl.next_send
+            paced_push(s, h, fl.prio, fl.next_send, f)
+
+
+cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
+    """Paced flows whose time has come become ready (stale entries are dropped)."""
+    cdef int32_t prio, f
+    for prio in range(NPRIO):
+        while h.n_paced[prio] > 0 and h.paced[prio][0].time <= s.now:
+            f = h.paced[prio][0].flow
+            if paced_valid(s, &h.paced[prio][0]):
+                paced_pop(h, prio)
+                s.flows[f].sched = SCHED_BLOCKED     # so that sched_update re-decides
+                sched_update(s, f)
+            else:
+                paced_pop(h, prio)
+
+
+cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) noexcept:
+    """Send from the ready flow at position idx unless PFC pauses its priority."""
+    cdef int32_t f = h.active[idx]
+    cdef Flow* fl = &s.flows[f]
+    cdef int64_t seq
+    if (p.paused_mask >> fl.prio) & 1:
+        return False
+    seq = _next_seq(s, fl)
+    if (seq < 0 or fl.next_send > s.now
+            or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window)):
+        sched_update(s, f)                 # it moved on without telling: re-decide, skip it
+        return False
+    _send_data(s, port, f, seq)
+    if _next_seq(s, fl) < 0:
+        active_remove_at(s, h, idx)   # idx now holds a flow yet to be served
+        h.rr = idx if idx < h.n_active else 0
+    else:
+        h.rr = idx + 1 if idx + 1 < h.n_active else 0
+        sched_update(s, f)
+    port_kick(s, port, p.busy_until)
+    return True
+
+
 cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
-    """The transmitter of host port `port` is free: send the next packet, if any."""
+    """The transmitter of host port `port` is free: send the next packet, if any.
+
+    Control packets first (strict priority), then one data packet of the first ready
+    flow, by position in the active set, from the round-robin position on; if none is
+    ready the NIC wakes at the earliest pacing time of an unpaused priority."""
     cdef Port* p = &s.ports[port]
     cdef Host* h = &s.hosts[p.node]
     cdef uint32_t ready = p.q_mask & ~p.paused_mask
-    cdef int32_t prio, idx, k, n, f, i
-    cdef Flow* fl
-    cdef int64_t seq, earliest = INT64_MAX
+    cdef int32_t prio, idx, n, start
+    cdef int64_t t, earliest = INT64_MAX
     if p.down:
         return                                     # link down: a link-up fault kicks the port
     if ready:
@@ -120,33 +186,28 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
         port_kick(s, port, p.busy_until)
         return
     n = h.n_active
-    for prio in range(1, NPRIO):                   # nothing to scan if PFC paused them all
+    for prio in range(1, NPRIO):                   # nothing to do if PFC paused them all
         if h.prio_active[prio] and not ((p.paused_mask >> prio) & 1):
             break
     else:
         return                                     # a RESUME will kick the port
-    idx = h.rr if h.rr < n else 0
-    for k in range(n):
-        f = h.active[idx]
-        fl = &s.flows[f]
-        if not ((p.paused_mask >> fl.prio) & 1):
-            seq = _next_seq(s, fl)
-            if seq >= 0 and (seq != fl.snd_nxt or fl.window == 0
-                             or fl.snd_nxt - fl.snd_una < fl.window):
-                if fl.next_send <= s.now:
-                    _send_data(s, port, f, seq)
-                    if _next_seq(s, fl) < 0:
-                        active_remove_at(s, h, idx)   # idx now holds a flow yet to be served
-                        h.rr = idx if idx < h.n_active else 0
-                    else:
-                        h.rr = idx + 1 if idx + 1 < h.n_active else 0
-                    port_kick(s, port, p.busy_until)
-                    return
-                if fl.next_send < earliest:
-                    earliest = fl.next_send
-        idx += 1
-        if idx == n:
-            idx = 0
+    _wake_paced(s, h)
+    start = h.rr if h.rr < n else 0
+    idx = ready_next(h, start, n)
+    while idx != NIL:
+        if _try_send(s, port, p, h, idx):
+            return
+        idx = ready_next(h, idx + 1, n)
+    idx = ready_next(h, 0, start)
+    while idx != NIL:
+        if _try_send(s, port, p, h, idx):
+            return
+        idx = ready_next(h, idx + 1, start)
+    for prio in range(NPRIO):
+        if not ((p.paused_mask >> prio) & 1):
+            t = paced_top(s, h, prio)
+            if t >= 0 and t < earliest:
+                earliest = t
     if earliest != INT64_MAX:
         port_kick(s, port, earliest)
 
@@ -159,6 +220,7 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
     if rate == _pace_rate(fl, old_rate) or fl.state != FS_ACTIVE or fl.last_size == 0:
         return
     fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
+    sched_update(s, f)
     if fl.in_active:
         port_kick(s, s.hosts[fl.src].port, fl.next_send if fl.next_send > s.now else s.now)
 
@@ -176,6 +238,7 @@ cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     fl.window = 0
     s.cc.on_start(s, f)
     active_add(s, f)
+    sched_update(s, f)
     fl.rto_deadline = s.now + s.p.rto
     if s.p.rto > 0 and (s.p.rto_mask >> fl.prio) & 1 and not fl.rto_armed:
         fl.rto_armed = 1
@@ -195,7 +258,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     cdef int32_t f = pk.flow
     cdef Flow* fl = &s.flows[f]
     cdef AckInfo a
-    cdef int64_t k, rate
+    cdef int64_t k, rate, sack
     if fl.state != FS_ACTIVE:
         return
     a.acked = 0
@@ -214,16 +277,17 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         a.marked = pk.ecn
         a.packets = pk.acked_pkts
         a.nhops = pk.nhops
-        a.hops = pk.hops
+        a.hops = pkt_hops(s, i) if s.p.int_enabled else NULL
         rate = fl.rate_bps
         s.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
     else:
         if s.p.selective_repeat:
-            k = pk.sack // s.p.mtu
+            sack = s.pkt_sack[i]
+            k = sack // s.p.mtu
             set_bit(s, &fl.sack_bits, &fl.sack_bits_len, fl, k)
-            if pk.sack + s.p.mtu > fl.sack_high:
-                fl.sack_high = min(pk.sack + s.p.mtu, fl.size)
+            if sack + s.p.mtu > fl.sack_high:
+                fl.sack_high = min(sack + s.p.mtu, fl.size)
             if fl.recovery_end == NIL:
                 fl.recovery_end = fl.snd_max
                 fl.retx_nxt = fl.snd_una
@@ -236,6 +300,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     if fl.snd_una >= fl.size:
         _complete(s, f)
     elif fl.in_active:
+        sched_update(s, f)
         nic_kick(s, fl.src)
 
 
@@ -247,3 +312,4 @@ cdef void nic_on_cnp(Sim* s, int32_t i) noexcept:
         rate = s.flows[f].rate_bps
         s.cc.on_cnp(s, f)
         nic_rate_changed(s, f, rate)
+        sched_update(s, f)

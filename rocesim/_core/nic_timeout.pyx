@@ -12,7 +12,7 @@ from rocesim._core.defs cimport Sim, Flow, FS_ACTIVE, EV_RTO
 from rocesim._core.heap cimport heap_push
 from rocesim._core.active_set cimport active_add
 from rocesim._core.sack cimport bits_alloc
-from rocesim._core.nic_send cimport nic_kick, nic_rate_changed
+from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 
 cdef void nic_rto(Sim* s, int32_t f) noexcept:
@@ -37,6 +37,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
         s.cc.on_timeout(s, f)
         nic_rate_changed(s, f, rate)
         active_add(s, f)
+        sched_update(s, f)
         nic_kick(s, fl.src)
         fl.rto_deadline = s.now + s.p.rto
     elif s.now >= fl.rto_deadline:

@@ -5,12 +5,12 @@ Packets are addressed by index (never by pointer: the array may move when it
 grows), and free slots are chained through `Packet.next`.  The pool only grows as
 far as the network's buffers and wires can hold packets at once.
 """
-from libc.stdint cimport int32_t
-from libc.stdlib cimport free
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from posix.mman cimport madvise, MADV_HUGEPAGE
-from rocesim._core.defs cimport Sim, Packet, NIL, ERR_NOMEM
+from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
 
 
 cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
@@ -30,6 +30,31 @@ cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
     return <Packet*> mem
 
 
+cdef inline IntHop* pkt_hops(Sim* s, int32_t i) noexcept nogil:
+    """The INT records of packet i (only when INT is on: Sim.int_hops is NULL otherwise)."""
+    return &s.int_hops[<int64_t> i * MAX_INT_HOPS]
+
+
+cdef inline int32_t pkt_payload(Sim* s, Packet* pk) noexcept nogil:
+    """Payload bytes of a data packet: its wire size less the headers (nic_send sets it)."""
+    return pk.size - s.p.data_hdr - (s.p.int_bytes if s.p.int_enabled else 0)
+
+
+cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
+    """Grow the arrays kept beside the pool to `cap` packets; -1 if out of memory."""
+    cdef IntHop* hops
+    cdef int64_t* sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
+    if sack == NULL:
+        return -1
+    s.pkt_sack = sack
+    if s.p.int_enabled:
+        hops = <IntHop*> realloc(s.int_hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
+        if hops == NULL:
+            return -1
+        s.int_hops = hops
+    return 0
+
+
 cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
     """Index of a fresh packet (fields not cleared except `next`, `nhops`, `ecn`), or NIL."""
     cdef int32_t i, cap
@@ -37,7 +62,8 @@ cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
     if s.pool_free == NIL:
         cap = s.pool_cap * 2
         grown = pool_array(cap)
-        if grown == NULL:
+        if grown == NULL or pool_side_arrays(s, cap) < 0:
+            free(grown)
             s.error = ERR_NOMEM
             return NIL
         memcpy(grown, s.pkts, s.pool_cap * sizeof(Packet))

@@ -1,8 +1,10 @@
 # cython: language_level=3
 """Next-hop lookup at a switch: explicit per-flow path, else ECMP over the table.
 
-The table holds, per (switch, destination host), the equal-cost egress ports
-(after any per-switch overrides the scenario set).  ECMP picks one by a hash of the
+The table holds, per (switch, destination class), the equal-cost egress ports
+(after any per-switch overrides the scenario set); the hosts behind one ToR share a
+class, and at that ToR the group is 'direct' (cnt -1): the port towards the host
+itself (rocesim.routing.RouteTables).  ECMP picks one by a hash of the
 flow's 5-tuple mixed with the switch's seed, so a flow keeps one path and two
 switches do not make correlated choices (as the HPCC fork hashes with a
 per-switch seed).  Data packets of a flow with an explicit path follow it; its
@@ -21,11 +23,11 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
         if path_off + hop >= s.n_path_ports:    # walked off its path (a loop): nowhere to go
             return NIL
         return s.path_ports[path_off + hop]
-    base = (sw.node - s.n_hosts) * s.n_hosts + dst
+    base = (sw.node - s.n_hosts) * s.n_route_classes + s.route_class[dst]
     cnt = s.route_cnt[base]
     if cnt == 1:
         return s.route_ports[s.route_off[base]]
-    if cnt == 0:
-        return NIL
+    if cnt <= 0:
+        return NIL if cnt == 0 else s.route_ports[s.route_off[base] + dst]
     return s.route_ports[s.route_off[base]
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]

@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from rocesim._core.defs cimport (Sim, Switch, Port, Packet, Flow, IntHop, NIL, NPRIO,
                                  MAX_INT_HOPS, PK_DATA, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
-from rocesim._core.pool cimport pkt_alloc, pkt_free
+from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
 from rocesim._core.routing cimport route_lookup
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
@@ -112,9 +112,7 @@ cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
     pk.prio = prio
     pk.pause_on = (p.pfc_state >> prio) & 1
     pk.size = s.p.pause_bytes
-    pk.payload = 0
     pk.flow = 0
-    pk.src = p.node
     pk.dst = p.peer_node
     if pk.pause_on:
         p.pauses_sent += 1
@@ -125,11 +123,11 @@ cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
     return True
 
 
-cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk) noexcept:
+cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk, int32_t i) noexcept:
     cdef IntHop* h
     if pk.nhops >= MAX_INT_HOPS:
         return
-    h = &pk.hops[pk.nhops]
+    h = &pkt_hops(s, i)[pk.nhops]
     h.ts = s.now
     h.tx_bytes = p.tx_bytes
     # the whole port's queue after this packet left, as the HPCC fork stamps it
@@ -172,7 +170,7 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept:
                 pk.ecn = 1
                 p.ecn_marks += 1
             if s.p.int_enabled:
-                _stamp_int(s, p, pk)
+                _stamp_int(s, p, pk, i)
         port_transmit(s, port, i)
     if p.pfc_pending or (p.q_mask & ~p.paused_mask):
         port_kick(s, port, p.busy_until)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocesim.results.csv_text import write_csv  # noqa: F401  (re-exported)
 from rocesim.results.overlap import iteration_breakdown
 
 PS_PER_NS = 1000.0
@@ -332,29 +333,6 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     table.update(iteration_breakdown(flows, table))
     table["job"] = job
     return table
-
-
-def write_csv(path, cols: dict):
-    """Write equal-length columns as CSV; NaN floats become empty cells."""
-    names = list(cols)
-    texts = []
-    for name in names:
-        a = np.asarray(cols[name])
-        if a.dtype.kind == "f":
-            t = np.char.mod("%.3f", a).astype(object)
-            t[np.isnan(a)] = ""
-            # drop a trailing ".000" so whole numbers read as integers
-            texts.append([s[:-4] if s.endswith(".000") else s for s in t])
-        elif a.dtype.kind in "UO":
-            texts.append([str(x) for x in a])
-        elif a.dtype.kind == "b":
-            texts.append(np.where(a, "1", "0").tolist())
-        else:
-            texts.append(a.astype(str).tolist())
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(names)
-        w.writerows(zip(*texts))
 
 
 def read_csv(path) -> dict:

@@ -91,6 +91,12 @@ def split_bytes(total: int, parts: int) -> np.ndarray:
     return np.diff(edges)
 
 
+def split_bytes_each(totals: np.ndarray, parts: int) -> np.ndarray:
+    """`split_bytes(totals[k], parts)` for every k at once: shape (parts, len(totals))."""
+    edges = (np.asarray(totals, np.int64)[None, :] * np.arange(parts + 1, dtype=np.int64)[:, None]) // parts
+    return np.diff(edges, axis=0)
+
+
 class _Transfers:
     """Adds transfers (chunks in order) for one collective on a platform.
 
@@ -162,7 +168,7 @@ class _Transfers:
         k = src.size
         if not k:
             return np.zeros((self.C, 0), np.int64)
-        sizes = np.stack([split_bytes(int(b), self.C) for b in nbytes], axis=1)
+        sizes = split_bytes_each(nbytes, self.C)
         rs, rd = self.ranks[src], self.ranks[dst]
         relay = self.platform.relay(rs, rd, self.pxn)
         hop = relay >= 0
@@ -301,7 +307,7 @@ def _alltoall(t, algorithm, p, m):
     pos = np.arange(p)
     if algorithm == "direct":
         src = np.repeat(pos, p - 1)
-        dst = np.array([j for i in range(p) for j in range(p) if j != i])
+        dst = np.tile(pos, p)[np.repeat(pos, p) != np.tile(pos, p)]      # every j != i, in order
         t.send(src, dst, per_pair)
         return None
     prev_send = prev_recv = None

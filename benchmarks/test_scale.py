@@ -1,0 +1,193 @@
+"""Scale benchmarks (pytest-benchmark): what training-cluster sizes cost.
+
+    pytest benchmarks/test_scale.py                                  # full size
+    ROCESIM_BENCH_QUICK=1 pytest benchmarks/ --benchmark-disable     # CI smoke: tiny
+
+Each case runs in a fresh interpreter (so that its peak resident memory is its own)
+and records CPU seconds and peak RSS in `extra_info`.  Targets (issue 10):
+
+* building the `Simulation` of a k=32 fat tree (8192 hosts): < 10 s CPU, < 1.5 GB;
+* generating all-to-all (1024 ranks, 1 M flows) and halving-doubling all-reduce (8192
+  ranks) without a Python loop over rank pairs;
+* writing flows.csv of 10 M flows in seconds;
+* NIC scheduling: the cost per link crossing with 8192 paced flows on one host within
+  1.3x of that with 16;
+* the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload): cost per link
+  crossing from k=8 to k=16 at most 1.5x, to k=32 at most 2x; k=8 at least 6 M
+  crossings per CPU-second; k=32 (1 MB flows) under 2 minutes of CPU and 4 GB;
+* a whole `rocesim run` of the k=8 case under 0.5 s CPU;
+* a 1024-rank all-to-all (1 M flows) under 400 MB peak.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rocesim
+
+QUICK = bool(os.environ.get("ROCESIM_BENCH_QUICK"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+# the child imports the rocesim this process imported (a checkout built in place, or installed)
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))]
+    + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+
+_PRELUDE = """
+import json, resource, time
+import numpy as np
+from rocesim import Simulation, topology, traffic
+cpu0 = time.process_time()
+"""
+
+_REPORT = """
+print(json.dumps(dict(cpu_s=time.process_time() - cpu0,
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **out)))
+"""
+
+
+def run_child(benchmark, body: str) -> dict:
+    """Run `body` (which fills a dict `out`) in a fresh interpreter; record its figures."""
+    code = _PRELUDE + body + _REPORT
+    run = lambda: subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                 text=True, cwd=HERE, env=CHILD_ENV).stdout
+    info = json.loads(benchmark.pedantic(run, rounds=1, iterations=1).strip().splitlines()[-1])
+    benchmark.extra_info.update({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()})
+    return info
+
+
+def test_build_fat_tree_k32(benchmark):
+    """Building the Simulation (topology, ports, routing tables, PFC/ECN arrays)."""
+    k = 8 if QUICK else 32
+    info = run_child(benchmark, f"""
+t = topology.fat_tree({k}, "100Gbps", "1us")
+sim = Simulation(t, seed=1)
+out = dict(hosts=t.n_hosts, route_entries=int(sim._network["route_ports"].size))
+""")
+    assert info["hosts"] == k ** 3 // 4
+
+
+def test_generate_collectives(benchmark):
+    """Graphs of a direct all-to-all and a halving-doubling all-reduce (no Simulation)."""
+    a2a, hd = (64, 256) if QUICK else (1024, 8192)
+    info = run_child(benchmark, f"""
+from rocesim.training.graph import Graph
+from rocesim.training.collectives import add_collective
+g = Graph()
+t0 = time.process_time()
+add_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)
+t1 = time.process_time()
+n_a2a = g.n
+add_collective(g, "allreduce", "halving_doubling", range({hd}), 64 * 2**20)
+out = dict(alltoall_ranks={a2a}, alltoall_nodes=n_a2a, alltoall_cpu_s=t1 - t0,
+           hd_ranks={hd}, hd_cpu_s=time.process_time() - t1, edges=int(g.edges()[0].size))
+""")
+    assert info["alltoall_nodes"] == a2a * (a2a - 1) + 2 * a2a
+
+
+def test_write_flows_csv_10M(benchmark, tmp_path):
+    """flows.csv of 10 M flows (the columns of `Results.flows`, synthetic values)."""
+    n = 10_000 if QUICK else 10_000_000
+    path = str(tmp_path / "flows.csv")
+    info = run_child(benchmark, f"""
+from rocesim.results.run import write_csv
+n = {n}
+rng = np.random.default_rng(1)
+fct = rng.integers(10**6, 10**10, n) / 1000.0
+ideal = np.rint(fct / (1 + rng.random(n) * 3))
+cols = dict(flow_id=np.arange(n), src=rng.integers(0, 8192, n).astype(np.int32),
+            dst=rng.integers(0, 8192, n).astype(np.int32), size_bytes=rng.integers(1000, 10**8, n),
+            start_ns=np.sort(rng.integers(0, 10**12, n)) / 1000.0, fct_ns=fct, ideal_fct_ns=ideal,
+            slowdown=fct / ideal, rx_fct_ns=fct - 1.5, prio=np.full(n, 3, np.int32), tag=np.zeros(n, np.int32),
+            retx_bytes=np.zeros(n, np.int64), timeouts=np.zeros(n, np.int64), collective=np.full(n, -1),
+            iteration=np.full(n, -1), is_compute=np.zeros(n, bool))
+t0 = time.process_time()
+write_csv({path!r}, cols)
+out = dict(flows=n, write_cpu_s=time.process_time() - t0)
+""")
+    with open(path) as f:
+        assert sum(1 for _ in f) == n + 1
+
+
+@pytest.mark.parametrize("flows", [16, 8192])
+def test_nic_many_paced_flows(benchmark, flows):
+    """One host sends `flows` flows, each capped at 95% of line rate / flows (so every
+    flow is paced), 400 MB in all, through a switch: ns per link crossing."""
+    total = 4_000_000 if QUICK else 400_000_000
+    info = run_child(benchmark, f"""
+sim = Simulation(topology.star(2, "100Gbps", "1us"), seed=1)
+rate = "{100e9 / flows * 0.95:.0f}bps"
+for _ in range({flows}):
+    sim.add_flow(1, 0, {max(total // flows, 1000)}, rate=rate)
+res = sim.run(progress=False)
+s = res.summary
+out = dict(flows={flows}, crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           ns_per_crossing=s["cpu_s"] / s["link_crossings"] * 1e9, completed=s["flows_completed"])
+""")
+    assert info["completed"] == flows
+
+
+@pytest.mark.parametrize("k", [8, 16, 32])
+def test_fat_tree_permutation_scaling(benchmark, k):
+    """Permutation of 2 MB flows (1 MB at k=32) on a k-ary fat tree: ns per crossing."""
+    k, size = (4, 200_000) if QUICK else (k, 1_000_000 if k == 32 else 2_000_000)
+    info = run_child(benchmark, f"""
+t = topology.fat_tree({k}, "100Gbps", "1us")
+sim = Simulation(t, seed=1, nic={{"payload": "4000B"}}, switch={{"pfc": {{"enabled": True}}}})
+sim.add_flows(traffic.permutation(t.n_hosts, {size}, 0, np.random.default_rng(1)))
+res = sim.run(progress=False)
+s = res.summary
+out = dict(k={k}, crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           ns_per_crossing=s["cpu_s"] / s["link_crossings"] * 1e9,
+           m_crossings_per_cpu_s=s["link_crossings"] / s["cpu_s"] / 1e6,
+           completed=s["flows_completed"], total=s["flows_total"])
+""")
+    assert info["completed"] == info["total"]
+
+
+K8_SCENARIO = """
+name: k8-permutation
+seed: 1
+topology: {kind: fat_tree, k: 8, link: {rate: 100Gbps, delay: 1us}}
+switch: {pfc: {enabled: true}}
+nic: {payload: 4000B}
+cc: {scheme: none}
+traffic:
+  - {kind: permutation, size: 2MB}
+output: {plot: false}
+"""
+
+
+def test_rocesim_run_k8_whole_process(benchmark, tmp_path):
+    """CPU seconds of a whole `python -m rocesim run` (interpreter, imports, build, run,
+    writing results) of the k=8 permutation at 4000 B payload."""
+    import resource
+    scenario = tmp_path / "k8.yaml"
+    scenario.write_text(K8_SCENARIO.replace("k: 8", "k: 4") if QUICK else K8_SCENARIO)
+
+    def run():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(tmp_path / "out"), "-q"],
+                       check=True, capture_output=True, env=CHILD_ENV)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    cpu = benchmark.pedantic(run, rounds=1 if QUICK else 3, iterations=1)
+    benchmark.extra_info.update(process_cpu_s=round(cpu, 3))
+    assert (tmp_path / "out" / "flows.csv").exists()
+
+
+def test_alltoall_1024_ranks_memory(benchmark):
+    """Peak RSS of a 1024-rank direct all-to-all (1 M flows of 1000 B) on a k=16 fat tree."""
+    p, k = (64, 8) if QUICK else (1024, 16)
+    info = run_child(benchmark, f"""
+t = topology.fat_tree({k}, "100Gbps", "1us")
+sim = Simulation(t, seed=1)
+sim.add_collective("alltoall", "direct", list(range({p})), size={p} * 1000)
+res = sim.run(progress=False)
+s = res.summary
+out = dict(ranks={p}, flows=s["flows_total"], completed=s["flows_completed"], core_cpu_s=s["cpu_s"],
+           crossings=s["link_crossings"])
+""")
+    assert info["completed"] == info["flows"]
