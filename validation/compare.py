@@ -46,9 +46,14 @@ FORK_SETUP = {"switch": {"buffer": "32MiB"}, "nic": {"header": "36B", "ack_size"
 
 
 def read_fork_fct(path):
-    """The fork's FCT file: (size_bytes, fct_ns, slowdown) arrays."""
-    rows = np.loadtxt(path, dtype=np.float64, ndmin=2)
-    size, fct, ideal = rows[:, 4], rows[:, 6], rows[:, 7]
+    """The fork's FCT file: (size_bytes, fct_ns, slowdown) arrays.
+
+    One line per finished flow, as the fork's `scratch/third.cc` writes it: source and
+    destination IP (hex), source and destination port, size (B), start (ns), FCT (ns),
+    standalone FCT (ns: base RTT plus the bytes with headers at the path's bottleneck rate).
+    """
+    rows = np.loadtxt(path, dtype=np.float64, ndmin=2, usecols=(4, 6, 7))
+    size, fct, ideal = rows[:, 0], rows[:, 1], rows[:, 2]
     return size, fct, fct / ideal
 
 
