@@ -44,7 +44,7 @@ def _sweep_folder(tmp_path):
 
 
 def test_sweep_series_average_seeds_one_line_per_scheme(tmp_path):
-    rows, params = sweep_plot.read_index(_sweep_folder(tmp_path))
+    rows, params = index.read_done(_sweep_folder(tmp_path))
     assert params == ["cc.scheme", "traffic[1].load", "seed"] and len(rows) == 8     # failed left out
     xs, lines = sweep_plot.series(rows, "slowdown_p99", "traffic[1].load", "cc.scheme")
     assert xs == ["0.3", "0.5"]

@@ -6,32 +6,18 @@ runs that failed or are missing are left out.
 """
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
 
 from rocesim.results.plot import plain_axis, plt, zoomed_bars
-from rocesim.sweep.index import METRIC_COLUMNS
+from rocesim.sweep.index import METRIC_COLUMNS, read_done
 
 LABELS = {"slowdown_p50": "FCT slowdown p50", "slowdown_p95": "FCT slowdown p95",
           "slowdown_p99": "FCT slowdown p99", "slowdown_max": "FCT slowdown max",
           "iteration_mean_ns": "iteration time (ms)", "pfc_pauses": "PFC pauses", "drops": "drops",
           "sim_time_ns": "simulated time (ms)", "cpu_s": "CPU s per run"}
 SCALE = {"iteration_mean_ns": 1e-6, "sim_time_ns": 1e-6}
-
-
-def read_index(root) -> tuple[list[dict], list[str]]:
-    """(rows of the done runs, swept parameter names) of a sweep folder."""
-    path = os.path.join(root, "index.csv")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        cols = reader.fieldnames or []
-        rows = [r for r in reader if r["state"] == "done"]
-    params = cols[cols.index("status") + 1:cols.index(METRIC_COLUMNS[0])]
-    return rows, params
 
 
 def _values(rows, key):
@@ -79,7 +65,7 @@ def default_metric(rows) -> str:
 def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
     """`metric` against the swept parameter `x`, a line per value of `by` (default
     cc.scheme when swept); with nothing left to put on x, a bar per value of `by`."""
-    rows, params = read_index(root)
+    rows, params = read_done(root)
     metric = metric or default_metric(rows)
     if metric not in METRIC_COLUMNS:
         raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRIC_COLUMNS)}")
@@ -131,7 +117,7 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
 
 def plot_heatmap(root, x, y, out_path=None, metric=None) -> str:
     """`metric` over two swept parameters (mean over the others), values written in the cells."""
-    rows, params = read_index(root)
+    rows, params = read_done(root)
     metric = metric or default_metric(rows)
     for k in (x, y):
         if k not in params:

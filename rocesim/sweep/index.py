@@ -87,3 +87,15 @@ def read(root: str) -> dict:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")
     return read_csv(path)
+
+
+def read_done(root) -> tuple[list[dict], list[str]]:
+    """(rows of the runs that are done, swept parameter names) of a sweep folder."""
+    path = os.path.join(root, "index.csv")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        cols = reader.fieldnames or []
+        rows = [r for r in reader if r["state"] == "done"]
+    return rows, cols[cols.index("status") + 1:cols.index(METRIC_COLUMNS[0])]

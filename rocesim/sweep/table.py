@@ -7,12 +7,9 @@ and a cell with no run is `-`.
 """
 from __future__ import annotations
 
-import csv
-import os
-
 import numpy as np
 
-from rocesim.sweep.index import METRIC_COLUMNS
+from rocesim.sweep.index import METRIC_COLUMNS, read_done
 
 # how a metric is shown: (header, scale, format)
 SHOWN = {"iteration_mean_ns": ("iteration time (ms)", 1e-6, "{:.3f}"),
@@ -24,18 +21,6 @@ SHOWN = {"iteration_mean_ns": ("iteration time (ms)", 1e-6, "{:.3f}"),
 
 def _show(metric):
     return SHOWN.get(metric, (metric, 1.0, "{:.4g}"))
-
-
-def read_done(root) -> tuple[list[dict], list[str]]:
-    """(rows of the runs that are done, swept parameter names) of a sweep folder."""
-    path = os.path.join(root, "index.csv")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        cols = reader.fieldnames or []
-        rows = [r for r in reader if r["state"] == "done"]
-    return rows, cols[cols.index("status") + 1:cols.index(METRIC_COLUMNS[0])]
 
 
 def _cell(rows, metric):
