@@ -184,7 +184,7 @@ cdef struct Flow:
     int32_t dst
     int32_t prio
     int32_t state
-    int64_t size           # payload bytes (0 for a compute step)
+    int64_t size           # payload bytes; a compute step (is_compute): its duration (ps)
     int64_t start          # ps, the scheduled start of a flow without parents
     int64_t released       # ps, when the flow was released (start, or parents done + delay)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
@@ -225,8 +225,7 @@ cdef struct Flow:
     int32_t deps_left      # parents not yet satisfied
     int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
     int32_t n_children
-    int32_t is_compute     # a compute step (no packets) of `duration` ps
-    int64_t duration
+    int32_t is_compute     # a compute step (no packets) of `size` ps
     int64_t delay          # extra delay after the last parent (ps)
 
 cdef struct SackState:

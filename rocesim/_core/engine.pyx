@@ -285,10 +285,7 @@ cdef class Core:
             fl.prio = prio[i]
             fl.state = FS_WAITING
             fl.start = start[i]
-            if is_compute[i]:
-                fl.duration = size[i]     # Python passes a compute step's duration as its size
-            else:
-                fl.size = size[i]
+            fl.size = size[i]             # a compute step's duration (Flow.size)
             fl.finish = NIL
             fl.rx_finish = NIL
             fl.path_off = path_off[i]
