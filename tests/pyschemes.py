@@ -69,3 +69,20 @@ class CountsMarks(PythonScheme):
         CountsMarks.packets += ack.packets
         CountsMarks.marked += ack.marked_packets
         assert ack.ecn == (ack.marked_packets > 0)
+
+
+class TouchesFinished(PythonScheme):
+    """Line rate; when a later flow starts, reads the handle of the first flow (finished by
+    then) and tries to slow it down: a finished flow's handle must give its final values and
+    must not reach the flow that runs now (whatever memory the core gives that one)."""
+    handles = []
+    seen = []
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+        TouchesFinished.handles.append(flow)
+        first = TouchesFinished.handles[0]
+        if first is not flow:
+            TouchesFinished.seen.append((first.snd_una, first.snd_nxt, first.size, first.rate_bps))
+            first.rate_bps = 1
+            first.window_bytes = 1

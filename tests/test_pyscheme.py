@@ -101,3 +101,17 @@ def test_bad_python_scheme_names_are_refused():
     with pytest.raises(ScenarioError) as e:
         Simulation(topo, cc="pyschemes:FixedRate", cc_params={"rate": 5})
     assert e.value.key == "cc.params.rate"
+
+
+def test_a_finished_flows_handle_reads_its_final_state_and_touches_no_other_flow():
+    """Flow 1 starts long after flow 0 finished, on an equal path: flow 0's handle reads its
+    final values, and writes through it leave flow 1 at line rate (the same FCT)."""
+    pyschemes.TouchesFinished.handles.clear()
+    pyschemes.TouchesFinished.seen.clear()
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:TouchesFinished")
+    a = sim.add_flow(1, 2, 50_000)
+    b = sim.add_flow(0, 2, 50_000, start="200us")
+    res = sim.run()
+    assert res.flows["fct_ns"][a] < 200_000                     # done before b starts
+    assert pyschemes.TouchesFinished.seen == [(50_000, 50_000, 50_000, 100 * 10**9)]
+    assert res.flows["fct_ns"][b] == res.flows["fct_ns"][a]

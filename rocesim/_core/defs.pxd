@@ -54,6 +54,7 @@ cdef enum FlowPhase:
     FS_DONE = 2            # sender has the ACK of the last byte
 
 cdef struct Sim  # forward declaration: the interfaces below take Sim*
+cdef struct SackState  # forward declaration: Flow points to one
 
 cdef struct Event:
     int64_t time
@@ -183,7 +184,7 @@ cdef struct Flow:
     int32_t dst
     int32_t prio
     int32_t state
-    int64_t size           # payload bytes (0 for a compute step)
+    int64_t size           # payload bytes; a compute step (is_compute): its duration (ps)
     int64_t start          # ps, the scheduled start of a flow without parents
     int64_t released       # ps, when the flow was released (start, or parents done + delay)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
@@ -218,21 +219,24 @@ cdef struct Flow:
     int64_t last_nack_seq
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
-    # selective repeat (lazily allocated bitmaps, one bit per packet)
+    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
+    SackState* sack        # selective repeat: allocated on the flow's first loss (sack.pxd)
+    # dependency graph
+    int32_t deps_left      # parents not yet satisfied
+    int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
+    int32_t n_children
+    int32_t is_compute     # a compute step (no packets) of `size` ps
+    int64_t delay          # extra delay after the last parent (ps)
+
+cdef struct SackState:
+    # Selective-repeat state of a flow (both ends), allocated on its first loss: flows
+    # that never lose a packet pay one NULL pointer for it.  Bitmaps: one bit per packet.
     uint8_t* rx_bits       # receiver: packets received beyond rcv_nxt
     int64_t rx_bits_len
     uint8_t* sack_bits     # sender: packets the receiver reported out of order
     int64_t sack_bits_len
     int64_t sack_high      # sender: one past the highest SACKed byte
-    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
     int64_t retx_nxt       # sender: next hole to retransmit in recovery
-    # dependency graph
-    int32_t deps_left      # parents not yet satisfied
-    int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
-    int32_t n_children
-    int32_t is_compute     # a compute step (no packets) of `duration` ps
-    int64_t duration
-    int64_t delay          # extra delay after the last parent (ps)
 
 cdef struct AckInfo:
     int64_t acked          # bytes newly acknowledged

@@ -19,6 +19,7 @@ from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, N
 from rocesim._core.pool cimport pool_array, pool_side_arrays
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
+from rocesim._core.sack cimport sack_free
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free
@@ -284,10 +285,7 @@ cdef class Core:
             fl.prio = prio[i]
             fl.state = FS_WAITING
             fl.start = start[i]
-            if is_compute[i]:
-                fl.duration = size[i]     # Python passes a compute step's duration as its size
-            else:
-                fl.size = size[i]
+            fl.size = size[i]             # a compute step's duration (Flow.size)
             fl.finish = NIL
             fl.rx_finish = NIL
             fl.path_off = path_off[i]
@@ -334,8 +332,7 @@ cdef class Core:
                     free(s.hosts[i].paced[k])
         if s.flows != NULL:
             for i in range(s.n_flows):
-                free(s.flows[i].rx_bits)
-                free(s.flows[i].sack_bits)
+                sack_free(&s.flows[i])
         free(s.heap)
         free(s.pkts)
         free(s.int_hops)

@@ -220,7 +220,7 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     cdef int32_t h, hr, i
     cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack, gap = 0
     if fl.is_compute:
-        return fl.duration
+        return fl.size                    # a compute step's duration
     h = _paths(s, fl, fwd, rev, &hr)
     if h < 0 or hr < 0:
         return -1

@@ -82,7 +82,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                 flows_next_root(s)
             if s.flows[ev.target].is_compute:
                 flow_activate(s, ev.target)
-                heap_push(s, s.now + s.flows[ev.target].duration, EV_COMPUTE_DONE, ev.target, 0)
+                heap_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
             else:
                 nic_start_flow(s, ev.target)
         elif ev.kind == EV_RTO:

@@ -12,11 +12,11 @@ CNPs (DCQCN).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Packet, Flow, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
+from rocesim._core.defs cimport (Sim, Packet, Flow, SackState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
 from rocesim._core.link cimport q_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
-from rocesim._core.sack cimport bit, set_bit
+from rocesim._core.sack cimport bit, set_bit, sack_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
 
@@ -76,6 +76,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef Flow* fl = &s.flows[f]
     cdef int64_t mtu = s.p.mtu
     cdef int64_t before
+    cdef SackState* sk
     if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
         fl.last_cnp = s.now
         _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
@@ -83,8 +84,10 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     if pk.seq == fl.rcv_nxt:
         before = fl.rcv_nxt
         fl.rcv_nxt += pkt_payload(s, pk)
-        while fl.rcv_nxt < fl.size and bit(fl.rx_bits, fl.rx_bits_len, fl.rcv_nxt // mtu):
-            fl.rcv_nxt += mtu
+        sk = fl.sack
+        if sk != NULL:
+            while fl.rcv_nxt < fl.size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
+                fl.rcv_nxt += mtu
         if fl.rcv_nxt > fl.size:
             fl.rcv_nxt = fl.size
         s.st.data_bytes_delivered += fl.rcv_nxt - before
@@ -99,7 +102,10 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
             _ack_unacked(s, i, fl)
     elif pk.seq > fl.rcv_nxt:
         if s.p.selective_repeat:
-            set_bit(s, &fl.rx_bits, &fl.rx_bits_len, fl, pk.seq // mtu)
+            sk = sack_of(s, fl)
+            if sk == NULL:
+                return                          # out of memory: the loop stops on s.error
+            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, fl, pk.seq // mtu)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
         elif fl.last_nack_seq != fl.rcv_nxt or s.now - fl.last_nack >= s.p.nack_interval:
             fl.last_nack_seq = fl.rcv_nxt

@@ -14,7 +14,7 @@ receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed pa
 and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
-from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, SackState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
@@ -23,7 +23,7 @@ from rocesim._core.heap cimport heap_push
 from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
-from rocesim._core.sack cimport bit, set_bit
+from rocesim._core.sack cimport bit, set_bit, sack_of
 
 
 cdef void nic_kick(Sim* s, int32_t host) noexcept:
@@ -39,16 +39,17 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept:
 cdef inline int64_t _next_seq(Sim* s, Flow* fl) noexcept:
     """The byte offset the flow would send next, or -1 if it has nothing to send."""
     cdef int64_t mtu = s.p.mtu
-    if fl.sack_bits != NULL:
+    cdef SackState* sk = fl.sack
+    if sk != NULL and sk.sack_bits != NULL:
         if fl.recovery_end != NIL:
-            if fl.retx_nxt < fl.snd_una:
-                fl.retx_nxt = fl.snd_una
-            while (fl.retx_nxt < fl.sack_high
-                   and bit(fl.sack_bits, fl.sack_bits_len, fl.retx_nxt // mtu)):
-                fl.retx_nxt += mtu
-            if fl.retx_nxt < fl.sack_high:
-                return fl.retx_nxt
-        while fl.snd_nxt < fl.size and bit(fl.sack_bits, fl.sack_bits_len, fl.snd_nxt // mtu):
+            if sk.retx_nxt < fl.snd_una:
+                sk.retx_nxt = fl.snd_una
+            while (sk.retx_nxt < sk.sack_high
+                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // mtu)):
+                sk.retx_nxt += mtu
+            if sk.retx_nxt < sk.sack_high:
+                return sk.retx_nxt
+        while fl.snd_nxt < fl.size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // mtu):
             fl.snd_nxt += mtu
     if fl.snd_nxt < fl.size:
         return fl.snd_nxt
@@ -90,7 +91,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     if seq == fl.snd_nxt:
         fl.snd_nxt = end
     else:
-        fl.retx_nxt = end            # a selective-repeat retransmission
+        fl.sack.retx_nxt = end       # a selective-repeat retransmission (seq came from _next_seq's
+                                     #   recovery cursor: fl.sack exists)
     if end > fl.snd_max:
         fl.snd_max = end
     rate = _pace_rate(fl, fl.rate_bps)
@@ -259,6 +261,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     cdef Flow* fl = &s.flows[f]
     cdef AckInfo a
     cdef int64_t k, rate, sack
+    cdef SackState* sk
     if fl.state != FS_ACTIVE:
         return
     a.acked = 0
@@ -283,14 +286,17 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         nic_rate_changed(s, f, rate)
     else:
         if s.p.selective_repeat:
+            sk = sack_of(s, fl)
+            if sk == NULL:
+                return                          # out of memory: the loop stops on s.error
             sack = s.pkt_sack[i]
             k = sack // s.p.mtu
-            set_bit(s, &fl.sack_bits, &fl.sack_bits_len, fl, k)
-            if sack + s.p.mtu > fl.sack_high:
-                fl.sack_high = min(sack + s.p.mtu, fl.size)
+            set_bit(s, &sk.sack_bits, &sk.sack_bits_len, fl, k)
+            if sack + s.p.mtu > sk.sack_high:
+                sk.sack_high = min(sack + s.p.mtu, fl.size)
             if fl.recovery_end == NIL:
                 fl.recovery_end = fl.snd_max
-                fl.retx_nxt = fl.snd_una
+                sk.retx_nxt = fl.snd_una
         elif fl.snd_nxt > pk.seq:
             fl.snd_nxt = pk.seq                 # go-back-N
         rate = fl.rate_bps

@@ -8,10 +8,10 @@ flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flo
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Flow, FS_ACTIVE, EV_RTO
+from rocesim._core.defs cimport Sim, Flow, SackState, FS_ACTIVE, EV_RTO
 from rocesim._core.heap cimport heap_push
 from rocesim._core.active_set cimport active_add
-from rocesim._core.sack cimport bits_alloc
+from rocesim._core.sack cimport bits_alloc, sack_of
 from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 
@@ -19,6 +19,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
     """Retransmission-timeout check of flow f."""
     cdef Flow* fl = &s.flows[f]
     cdef int64_t rate
+    cdef SackState* sk
     fl.rto_armed = 0
     if fl.state != FS_ACTIVE:
         return
@@ -27,10 +28,13 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
         fl.n_timeouts += 1
         if s.p.selective_repeat:
             # retransmit every packet the receiver has not reported, up to snd_max
+            sk = sack_of(s, fl)
+            if sk == NULL:
+                return                          # out of memory: the loop stops on s.error
             fl.recovery_end = fl.snd_max
-            fl.sack_high = fl.snd_max
-            fl.retx_nxt = fl.snd_una
-            bits_alloc(s, &fl.sack_bits, &fl.sack_bits_len, fl)
+            sk.sack_high = fl.snd_max
+            sk.retx_nxt = fl.snd_una
+            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, fl)
         else:
             fl.snd_nxt = fl.snd_una
         rate = fl.rate_bps

@@ -1,17 +1,36 @@
 # cython: language_level=3
-"""Selective-repeat bitmaps: one bit per packet of a flow, allocated on the first loss.
+"""Selective-repeat state: one `SackState` per flow, allocated on the flow's first loss.
 
-The receiver marks packets it holds beyond rcv_nxt (`Flow.rx_bits`); the sender marks
-packets the receiver reported out of order (`Flow.sack_bits`).  Flows that never lose
-a packet never allocate one.
+The receiver marks packets it holds beyond rcv_nxt (`SackState.rx_bits`); the sender
+marks packets the receiver reported out of order (`SackState.sack_bits`), and keeps its
+recovery cursor (`retx_nxt`) and highest SACK (`sack_high`) there.  Flows that never lose
+a packet allocate nothing (`Flow.sack` stays NULL); bitmaps are allocated on first use.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
-from libc.stdlib cimport calloc
-from rocesim._core.defs cimport Sim, Flow, ERR_NOMEM
+from libc.stdlib cimport calloc, free
+from rocesim._core.defs cimport Sim, Flow, SackState, ERR_NOMEM
 
 
 cdef inline bint bit(uint8_t* bits, int64_t len, int64_t k) noexcept:
     return bits != NULL and k < len * 8 and (bits[k >> 3] >> (k & 7)) & 1
+
+
+cdef inline SackState* sack_of(Sim* s, Flow* fl) noexcept:
+    """The flow's selective-repeat state, allocated zeroed if not yet done (NULL and
+    s.error set when out of memory)."""
+    if fl.sack == NULL:
+        fl.sack = <SackState*> calloc(1, sizeof(SackState))
+        if fl.sack == NULL:
+            s.error = ERR_NOMEM
+    return fl.sack
+
+
+cdef inline void sack_free(Flow* fl) noexcept:
+    if fl.sack != NULL:
+        free(fl.sack.rx_bits)
+        free(fl.sack.sack_bits)
+        free(fl.sack)
+        fl.sack = NULL
 
 
 cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, Flow* fl) noexcept:
