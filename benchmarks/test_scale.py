@@ -169,7 +169,7 @@ def test_rocesim_run_k8_whole_process(benchmark, tmp_path):
     def run():
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(tmp_path / "out"), "-q"],
-                       check=True, capture_output=True, env=CHILD_ENV)
+                       check=True, capture_output=True, env=CHILD_ENV, cwd=tmp_path)   # -m puts cwd first on sys.path
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
