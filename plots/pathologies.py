@@ -39,51 +39,42 @@ def _plt():
     return plt
 
 
-def loop(out):
-    rates = [6, 8, 10, 11, 12, 14, 16, 20, 30, 50]
+def _deadlock_vs_rate(out, name, setting, rates, extra, label, fig_name, xlabel, title, no_label, mark=None):
+    """Run recipe `name` at each rate of `setting` and draw when each deadlock formed."""
     formed = []
     for r in rates:
-        res = run("routing_loop", f"traffic[0].flows[0].rate={r}Gbps")
+        res = run(name, f"{setting}={r}Gbps", *extra)
         c = res.summary["deadlock_cycles"]
         formed.append(c[0]["formed_ns"] / 1e3 if c else np.nan)
-        print(f"loop {r} Gbps: deadlock {bool(c)}", file=sys.stderr)
+        print(f"{label} {r} Gbps: deadlock {bool(c)}", file=sys.stderr)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     dead = ~np.isnan(formed)
     ax.plot(np.array(rates)[dead], np.array(formed)[dead], "o", color="C3", label="deadlock (time it formed)")
-    ax.plot(np.array(rates)[~dead], np.zeros((~dead).sum()), "x", color="C0", label="no deadlock")
-    ax.axvline(12.5, color="k", ls="--", label="n B / TTL = 2 x 100G / 16")
+    ax.plot(np.array(rates)[~dead], np.zeros((~dead).sum()), "x", color="C0", label=no_label)
+    if mark is not None:
+        ax.axvline(mark[0], color="k", ls="--", label=mark[1])
     ax.set_xscale("log")
-    ax.set_xlabel("injection rate into the loop (Gb/s)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("deadlock formed at (us)")
-    ax.set_title("routing loop between two switches, TTL 16")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "loop.png"), dpi=100)
+    fig.savefig(os.path.join(out, fig_name), dpi=100)
     plt.close(fig)
+
+
+def loop(out):
+    _deadlock_vs_rate(out, "routing_loop", "traffic[0].flows[0].rate", [6, 8, 10, 11, 12, 14, 16, 20, 30, 50], (),
+                      "loop", "loop.png", "injection rate into the loop (Gb/s)",
+                      "routing loop between two switches, TTL 16", "no deadlock",
+                      mark=(12.5, "n B / TTL = 2 x 100G / 16"))
 
 
 def ring(out):
-    rates = [2, 4, 6, 7, 8, 9, 10, 20, 50, 100]
-    formed = []
-    for r in rates:
-        res = run("ring_third_flow", f"traffic[0].flows[2].rate={r}Gbps", "stop=10ms")
-        c = res.summary["deadlock_cycles"]
-        formed.append(c[0]["formed_ns"] / 1e3 if c else np.nan)
-        print(f"ring third flow {r} Gbps: deadlock {bool(c)}", file=sys.stderr)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    dead = ~np.isnan(formed)
-    ax.plot(np.array(rates)[dead], np.array(formed)[dead], "o", color="C3", label="deadlock (time it formed)")
-    ax.plot(np.array(rates)[~dead], np.zeros((~dead).sum()), "x", color="C0", label="no deadlock in 10 ms")
-    ax.set_xscale("log")
-    ax.set_xlabel("third flow's rate limit (Gb/s)")
-    ax.set_ylabel("deadlock formed at (us)")
-    ax.set_title("ring of four switches: two CBD flows + a rate-limited third")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "ring.png"), dpi=100)
-    plt.close(fig)
+    _deadlock_vs_rate(out, "ring_third_flow", "traffic[0].flows[2].rate", [2, 4, 6, 7, 8, 9, 10, 20, 50, 100],
+                      ("stop=10ms",), "ring third flow", "ring.png", "third flow's rate limit (Gb/s)",
+                      "ring of four switches: two CBD flows + a rate-limited third", "no deadlock in 10 ms")
 
 
 def victim(out):

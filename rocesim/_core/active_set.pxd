@@ -78,24 +78,29 @@ cdef inline int32_t ready_next(Host* h, int32_t lo, int32_t hi) noexcept nogil:
     return lo if lo < hi else NIL
 
 
+cdef inline uint64_t* _grow_words(uint64_t* words, int32_t old_n, int32_t new_n) noexcept nogil:
+    """`words` grown from `old_n` to `new_n` words (the new ones clear); NULL if out of memory."""
+    cdef uint64_t* grown = <uint64_t*> realloc(words, new_n * sizeof(uint64_t))
+    if grown != NULL:
+        memset(&grown[old_n], 0, (new_n - old_n) * sizeof(uint64_t))
+    return grown
+
+
 cdef inline int _grow_bits(Host* h, int32_t cap) noexcept nogil:
     """Room for `cap` positions in the bitset (new bits clear); -1 if out of memory."""
     cdef int32_t old_w = (h.cap_active + 63) >> 6, new_w = (cap + 63) >> 6
     cdef int32_t old_s = (old_w + 63) >> 6, new_s = (new_w + 63) >> 6
-    cdef uint64_t* bits
-    cdef uint64_t* sums
+    cdef uint64_t* grown
     if new_w > old_w or h.ready_bits == NULL:
-        bits = <uint64_t*> realloc(h.ready_bits, new_w * sizeof(uint64_t))
-        if bits == NULL:
+        grown = _grow_words(h.ready_bits, old_w, new_w)
+        if grown == NULL:
             return -1
-        h.ready_bits = bits
-        memset(&bits[old_w if h.cap_active else 0], 0, (new_w - (old_w if h.cap_active else 0)) * sizeof(uint64_t))
+        h.ready_bits = grown
     if new_s > old_s or h.ready_sum == NULL:
-        sums = <uint64_t*> realloc(h.ready_sum, new_s * sizeof(uint64_t))
-        if sums == NULL:
+        grown = _grow_words(h.ready_sum, old_s, new_s)
+        if grown == NULL:
             return -1
-        h.ready_sum = sums
-        memset(&sums[old_s if h.cap_active else 0], 0, (new_s - (old_s if h.cap_active else 0)) * sizeof(uint64_t))
+        h.ready_sum = grown
     return 0
 
 
