@@ -1,16 +1,17 @@
 # cython: language_level=3
 """The host's set of flows with data to send, and which of them may send now.
 
-`Host.active` is an unordered array (a flow is in it while it may have data to send,
-`Flow.in_active`, at `Flow.act_pos`); the NIC serves it round-robin by position from
+`Host.active` is an unordered array of flow ids (a flow is in it while it may have data
+to send, at `Flow.slot.act_pos`; NIL when not listed); the NIC serves it round-robin by position from
 `Host.rr`.  So that choosing the next flow costs O(log n) rather than a scan of every
 flow, each flow in it is in one of three scheduling states (nic_send.sched_update
 decides, after anything that changes its data, window or pacing time):
 
-* SCHED_READY: it may send now (has data, window open, pacing time come): its bit is
+* SCHED_READY: it may send now (has data, window open, pacing time come; a released flow
+  that has no queue pair yet always may): its bit is
   set in `Host.ready_bits` (a two-level bitset by position, `ready_sum` marking the
   non-zero words), and the NIC takes the first ready position from `rr` on;
-* SCHED_PACED: it may send at `Flow.paced_at`: an entry in the host's min-heap of that
+* SCHED_PACED: it may send at `Qp.paced_at`: an entry in the host's min-heap of that
   priority (`Host.paced`), turned ready when its time comes (stale entries, whose flow
   moved on, are skipped);
 * SCHED_BLOCKED: nothing to send, or the window is full; an ACK, NACK, timeout or the
@@ -22,8 +23,9 @@ PFC pauses every priority it has flows in.
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport realloc
 from libc.string cimport memset
-from rocesim._core.defs cimport (Sim, Flow, Host, PacedEntry, NIL, ERR_NOMEM,
+from rocesim._core.defs cimport (Sim, Flow, Qp, Host, PacedEntry, NIL, ERR_NOMEM,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
+from rocesim._core.qp cimport qp_of
 
 cdef extern from *:
     """
@@ -156,9 +158,12 @@ cdef inline void paced_pop(Host* h, int32_t prio) noexcept nogil:
 
 
 cdef inline bint paced_valid(Sim* s, PacedEntry* e) noexcept nogil:
-    """The entry still stands for its flow (it did not move on since it was pushed)."""
-    cdef Flow* fl = &s.flows[e.flow]
-    return fl.in_active and fl.sched == SCHED_PACED and fl.paced_at == e.time
+    """The entry still stands for its flow (it did not move on, or end, since it was pushed)."""
+    cdef Qp* qp
+    if s.flows[e.flow].qp == NIL:
+        return False
+    qp = qp_of(s, e.flow)
+    return s.flows[e.flow].slot.act_pos != NIL and qp.sched == SCHED_PACED and qp.paced_at == e.time
 
 
 cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept:
@@ -173,12 +178,13 @@ cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept:
 # --- membership ----------------------------------------------------------------------------
 
 cdef inline void active_add(Sim* s, int32_t f) noexcept:
-    """List flow f in its host's active set (blocked until sched_update decides)."""
+    """List active flow f in its host's active set (blocked until sched_update decides; a
+    flow without a queue pair is ready: the caller sets its bit)."""
     cdef Flow* fl = &s.flows[f]
     cdef Host* h = &s.hosts[fl.src]
     cdef int32_t* grown
     cdef int32_t cap
-    if fl.in_active:
+    if fl.slot.act_pos != NIL:
         return
     if h.n_active == h.cap_active:
         cap = 8 if h.cap_active == 0 else 2 * h.cap_active
@@ -191,20 +197,20 @@ cdef inline void active_add(Sim* s, int32_t f) noexcept:
         h.active = grown
         h.cap_active = cap
     h.active[h.n_active] = f
-    fl.act_pos = h.n_active
-    fl.sched = SCHED_BLOCKED
+    fl.slot.act_pos = h.n_active
+    if fl.qp != NIL:
+        qp_of(s, f).sched = SCHED_BLOCKED
     h.n_active += 1
     h.prio_active[fl.prio] += 1
-    fl.in_active = 1
 
 
 cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
     """Unlist the flow at position idx; the last flow moves into idx (bits and all)."""
     cdef Flow* fl = &s.flows[h.active[idx]]
     cdef int32_t last, g
-    fl.in_active = 0
-    fl.act_pos = NIL
-    fl.sched = SCHED_BLOCKED
+    fl.slot.act_pos = NIL
+    if fl.qp != NIL:
+        qp_of(s, h.active[idx]).sched = SCHED_BLOCKED
     h.prio_active[fl.prio] -= 1
     ready_clear(h, idx)
     h.n_active -= 1
@@ -212,7 +218,7 @@ cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
     if idx != last:
         g = h.active[last]
         h.active[idx] = g
-        s.flows[g].act_pos = idx
+        s.flows[g].slot.act_pos = idx
         if ready_get(h, last):
             ready_set(h, idx)
             ready_clear(h, last)
@@ -220,8 +226,8 @@ cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
 
 cdef inline void active_remove(Sim* s, int32_t f) noexcept:
     cdef Host* h = &s.hosts[s.flows[f].src]
-    if not s.flows[f].in_active:
+    if s.flows[f].slot.act_pos == NIL:
         return
-    active_remove_at(s, h, s.flows[f].act_pos)
+    active_remove_at(s, h, s.flows[f].slot.act_pos)
     if h.rr >= h.n_active:
         h.rr = 0

@@ -5,12 +5,13 @@ A scheme fills a `CCOps` (defs.pxd) through its module's `install(core, params)`
 function: callbacks for flow start, ACK (with ECN echo, RTT sample and
 INT records), NACK, CNP, timeout and its own timers.  It steers a flow only by
 writing `Flow.rate_bps` (pacing) and `Flow.window` (bytes in flight, 0 = none);
-the NIC reads both before every packet.
+the NIC reads both before every packet.  Its per-flow state (`flow_state_size` bytes,
+zeroed at the flow's start) sits beside the flow's queue pair: `qp.cc_flow_state(s, f)`.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport calloc, free
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from rocesim._core.defs cimport Sim, Flow, CCOps, AckInfo, EV_CC_TIMER
+from rocesim._core.defs cimport Sim, CCOps, AckInfo, EV_CC_TIMER
 from rocesim._core.heap cimport heap_push
 
 
@@ -46,34 +47,27 @@ cdef inline void cc_ops_clear(CCOps* ops) noexcept:
     ops.on_timer = cc_noop_timer
     ops.free_state = NULL
     ops.state = NULL
+    ops.flow_state_size = 0
     ops.needs_cnp = 0
 
 
-cdef struct CCState:
-    void* flows            # every scheme's state starts with its per-flow array
-
-
-cdef inline void* cc_new_state(Sim* s, size_t state_size, size_t flow_size) except NULL:
-    """A zeroed scheme state of `state_size` bytes whose first member points to a zeroed
-    array of one `flow_size` record per flow."""
+cdef inline void* cc_new_state(Sim* s, size_t state_size) except NULL:
+    """A zeroed scheme state of `state_size` bytes (the scheme's parameters).  Per-flow state
+    lives beside each flow's queue pair (qp.cc_flow_state), sized by cc_install."""
     cdef void* st = calloc(1, state_size)
-    cdef void* flows = calloc(s.n_flows if s.n_flows > 0 else 1, flow_size)
-    if st == NULL or flows == NULL:
-        free(st)
-        free(flows)
+    if st == NULL:
         raise MemoryError()
-    (<CCState*> st).flows = flows
     return st
 
 
 cdef inline void cc_free_state(void* st) noexcept:
-    if st != NULL:
-        free((<CCState*> st).flows)
-        free(st)
+    free(st)
 
 
-cdef inline void cc_install(Sim* s, void* st) noexcept:
-    """Make `st` (from cc_new_state) the simulation's scheme state; callbacks start as no-ops."""
+cdef inline void cc_install(Sim* s, void* st, size_t flow_state_size) noexcept:
+    """Make `st` (from cc_new_state) the simulation's scheme state, with `flow_state_size`
+    bytes of zeroed state per active flow; callbacks start as no-ops."""
     cc_ops_clear(&s.cc)
     s.cc.state = st
     s.cc.free_state = cc_free_state
+    s.cc.flow_state_size = <int32_t> flow_state_size

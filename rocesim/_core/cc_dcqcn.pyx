@@ -36,7 +36,8 @@ a DCQCN flow costs events only while it is being cut or recovering.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport pow
-from rocesim._core.defs cimport Sim, Flow, AckInfo, NIL
+from rocesim._core.defs cimport Sim, Qp, AckInfo, NIL
+from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_timer
 
 cdef enum:
@@ -77,7 +78,6 @@ cdef struct DcqcnFlow:
 
 
 cdef struct DcqcnState:
-    DcqcnFlow* fs           # first: see cc.CCState
     DcqcnParams p
 
 
@@ -86,7 +86,7 @@ cdef inline DcqcnState* _st(Sim* s) noexcept:
 
 
 cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
-    cdef Flow* fl = &s.flows[f]
+    cdef Qp* fl = qp_of(s, f)
     fl.rate_bps = <int64_t> x.rc
     if st.p.window > 0:          # the fork's VAR_WIN: the window shrinks with the rate
         fl.window = <int64_t> (st.p.window * x.rc / fl.line_rate)
@@ -112,8 +112,8 @@ cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept:
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef DcqcnState* st = _st(s)
-    cdef DcqcnFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     x.rc = fl.line_rate
     x.rt = fl.line_rate
     x.alpha = 1.0
@@ -131,7 +131,7 @@ cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
         x.rc = st.p.min_rate
     x.t_stage = 0
     x.b_stage = 0
-    x.bytes_mark = s.flows[f].snd_una
+    x.bytes_mark = qp_of(s, f).snd_una
     _restart_increase_timer(s, f, st, x)
     _apply(s, f, st, x)
 
@@ -145,7 +145,7 @@ cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, Dcqc
 
 cdef void _cnp(Sim* s, int32_t f) noexcept:
     cdef DcqcnState* st = _st(s)
-    cdef DcqcnFlow* x = &st.fs[f]
+    cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
     cdef int64_t now = s.now, k
     if st.p.t_dec == 0:                      # paper: cut now with the current alpha, then
         _alpha_catch_up(st, x, now)          # update alpha and restart its timer
@@ -170,7 +170,7 @@ cdef void _cnp(Sim* s, int32_t f) noexcept:
 
 cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     cdef int32_t hi, lo, i
-    cdef double line = s.flows[f].line_rate
+    cdef double line = qp_of(s, f).line_rate
     if st.p.t_dec > 0:                       # the fork: stage = timer events only
         hi = x.t_stage
         lo = x.t_stage
@@ -192,7 +192,7 @@ cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
 
 cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
     cdef DcqcnState* st = _st(s)
-    cdef DcqcnFlow* x = &st.fs[f]
+    cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
     cdef int32_t kind = <int32_t> arg
     if kind == TIMER_DEC:
         x.dec_scheduled = 0
@@ -214,7 +214,7 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
         else:
             x.t_stage += 1
             _increase(s, f, st, x)
-        if x.rc < s.flows[f].line_rate:
+        if x.rc < qp_of(s, f).line_rate:
             _restart_increase_timer(s, f, st, x)
         else:
             x.inc_due = NIL
@@ -229,10 +229,10 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         _cnp(s, f)
     if st.p.byte_counter <= 0 or st.p.t_dec > 0:
         return
-    x = &st.fs[f]
-    if x.alpha_mark == NIL or x.rc >= s.flows[f].line_rate:
+    x = <DcqcnFlow*> cc_flow_state(s, f)
+    if x.alpha_mark == NIL or x.rc >= qp_of(s, f).line_rate:
         return
-    while s.flows[f].snd_una - x.bytes_mark >= st.p.byte_counter:
+    while qp_of(s, f).snd_una - x.bytes_mark >= st.p.byte_counter:
         x.bytes_mark += st.p.byte_counter
         x.b_stage += 1
         _increase(s, f, st, x)
@@ -242,7 +242,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 def install(core, params):
     """Set up DCQCN on the simulation of `core` (an engine.Core) (params already resolved, in bps/ps/bytes)."""
     cdef Sim* s = sim_of(core)
-    cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState), sizeof(DcqcnFlow))
+    cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState))
     st.p.notify_by_ack = params["notify"] == "ack"
     st.p.g = params["g"]
     st.p.t_alpha = params["t_alpha"]
@@ -255,7 +255,7 @@ def install(core, params):
     st.p.rhai = params["rhai"]
     st.p.min_rate = params["min_rate"]
     st.p.window = params["window"]
-    cc_install(s, st)
+    cc_install(s, st, sizeof(DcqcnFlow))
     s.cc.on_start = _start
     s.cc.on_cnp = _cnp
     s.cc.on_timer = _timer

@@ -15,7 +15,8 @@ hosts, the fork's HAS_WIN with GLOBAL_T) scaled by rate / line rate (its VAR_WIN
 BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Flow, AckInfo
+from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
@@ -39,12 +40,11 @@ cdef struct DctcpFlow:
 
 
 cdef struct DctcpState:
-    DctcpFlow* fs           # first: see cc.CCState
     DctcpParams p
 
 
 cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept:
-    cdef Flow* fl = &s.flows[f]
+    cdef Qp* fl = qp_of(s, f)
     cdef int64_t bdp = st.p.window
     if st.p.window_mode:
         fl.window = <int64_t> x.cwnd if x.cwnd >= 1 else 1
@@ -58,9 +58,9 @@ cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcep
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef DctcpState* st = <DctcpState*> s.cc.state
-    cdef DctcpFlow* x = &st.fs[f]
+    cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
     x.alpha = 1.0
-    x.rate = s.flows[f].line_rate
+    x.rate = qp_of(s, f).line_rate
     x.cwnd = st.p.window
     if x.cwnd < s.p.mtu:
         x.cwnd = s.p.mtu
@@ -71,8 +71,8 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef DctcpState* st = <DctcpState*> s.cc.state
-    cdef DctcpFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     cdef bint new_window = a.seq > x.last_update_seq
     x.acks += a.packets
     x.marked += a.marked
@@ -107,13 +107,13 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 def install(core, params):
     """Set up DCTCP (params resolved: g, rai bps, min_rate bps, mode)."""
     cdef Sim* s = sim_of(core)
-    cdef DctcpState* st = <DctcpState*> cc_new_state(s, sizeof(DctcpState), sizeof(DctcpFlow))
+    cdef DctcpState* st = <DctcpState*> cc_new_state(s, sizeof(DctcpState))
     st.p.g = params["g"]
     st.p.rai = params["rai"]
     st.p.min_rate = params["min_rate"]
     st.p.window = params["window"]
     st.p.window_mode = params["mode"] == "window"
-    cc_install(s, st)
+    cc_install(s, st, sizeof(DctcpFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 

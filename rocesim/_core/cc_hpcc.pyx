@@ -22,7 +22,8 @@ T is the base RTT (the fork uses the largest in the network), W starts at one BD
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport Sim, Flow, AckInfo, IntHop, MAX_INT_HOPS
+from rocesim._core.defs cimport Sim, Qp, AckInfo, IntHop, MAX_INT_HOPS
+from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_free_state
 
 
@@ -44,18 +45,17 @@ cdef struct HpccFlow:
 
 
 cdef struct HpccState:
-    HpccFlow* fs           # first: see cc.CCState
     HpccParams p
 
 
-cdef inline double _bdp(Flow* fl, int64_t t) noexcept:
+cdef inline double _bdp(Qp* fl, int64_t t) noexcept:
     return fl.line_rate * <double> t / 8e12
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef HpccState* st = <HpccState*> s.cc.state
-    cdef HpccFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     x.wc = _bdp(fl, st.p.t)
     x.u = 1.0
     x.inc_stage = 0
@@ -67,8 +67,8 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef HpccState* st = <HpccState*> s.cc.state
-    cdef HpccFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     cdef double T = <double> st.p.t, U = 0.0, ui, b, q, w, wmin, wmax
     cdef int64_t tau, dt = 0
     cdef int32_t i, stage
@@ -120,7 +120,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 def install(core, params):
     """Set up HPCC (params resolved: eta, max_stage, wai bytes, t ps, min_rate bps)."""
     cdef Sim* s = sim_of(core)
-    cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState), sizeof(HpccFlow))
+    cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState))
     st.p.eta = params["eta"]
     st.p.max_stage = params["max_stage"]
     st.p.wai = params["wai"]
@@ -129,7 +129,7 @@ def install(core, params):
     if st.p.t <= 0:
         cc_free_state(st)
         raise ValueError("hpcc: T must be positive")
-    cc_install(s, st)
+    cc_install(s, st, sizeof(HpccFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 

@@ -7,7 +7,8 @@ option sets it.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport malloc, free
-from rocesim._core.defs cimport Sim, Flow, CCOps
+from rocesim._core.defs cimport Sim, Qp, CCOps
+from rocesim._core.qp cimport qp_of
 from rocesim._core.cc cimport sim_of, cc_ops_clear
 
 cdef struct NoneState:
@@ -15,7 +16,7 @@ cdef struct NoneState:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
-    cdef Flow* fl = &s.flows[f]
+    cdef Qp* fl = qp_of(s, f)
     fl.rate_bps = fl.line_rate
     fl.window = (<NoneState*> s.cc.state).window
 

@@ -13,7 +13,8 @@ freed memory; timers set on it after the run never fire.
 """
 from libc.stdint cimport int64_t, int32_t
 from cpython.ref cimport PyObject
-from rocesim._core.defs cimport Sim, Flow as CFlow, AckInfo, ERR_CALLBACK
+from rocesim._core.defs cimport Sim, Qp, AckInfo, NIL, ERR_CALLBACK
+from rocesim._core.qp cimport qp_of
 from rocesim._core.cc cimport sim_of, cc_ops_clear, cc_timer
 from rocesim._core.nic_send cimport sched_update
 
@@ -22,11 +23,22 @@ cdef class Shim
 
 
 cdef class Flow:
-    """A flow as a Python scheme sees it: read its state, set `rate_bps` and `window_bytes`."""
+    """A flow as a Python scheme sees it: read its state, set `rate_bps` and `window_bytes`.
+
+    While the flow is active the handle reads and writes its queue pair; once it is done
+    (the queue pair went back to the pool, maybe to another flow) it gives the flow's final
+    values and writes change nothing."""
     cdef Shim shim               # keeps the Core, and so the C memory behind `s`, alive
     cdef Sim* s
     cdef readonly int id
     cdef public object state     # free for the scheme's per-flow state
+    cdef int64_t _line_rate, _base_rtt, _rate, _window     # the last values seen or set
+
+    cdef Qp* _qp(self):
+        """The flow's queue pair, or NULL once it is done."""
+        if self.s.flows[self.id].qp == NIL:
+            return NULL
+        return qp_of(self.s, self.id)
 
     @property
     def src(self):
@@ -43,20 +55,22 @@ cdef class Flow:
 
     @property
     def line_rate_bps(self):
-        return self.s.flows[self.id].line_rate
+        return self._line_rate
 
     @property
     def base_rtt_ps(self):
         """Idle-network RTT of a full packet and its ACK."""
-        return self.s.flows[self.id].base_rtt
+        return self._base_rtt
 
     @property
     def snd_nxt(self):
-        return self.s.flows[self.id].snd_nxt
+        cdef Qp* qp = self._qp()
+        return qp.snd_nxt if qp != NULL else self.s.flows[self.id].size
 
     @property
     def snd_una(self):
-        return self.s.flows[self.id].snd_una
+        cdef Qp* qp = self._qp()
+        return qp.snd_una if qp != NULL else self.s.flows[self.id].size
 
     @property
     def now_ps(self):
@@ -65,24 +79,36 @@ cdef class Flow:
     @property
     def rate_bps(self):
         """Pacing rate (bit/s); the NIC spaces packets by size / rate."""
-        return self.s.flows[self.id].rate_bps
+        cdef Qp* qp = self._qp()
+        if qp != NULL:
+            self._rate = qp.rate_bps
+        return self._rate
 
     @rate_bps.setter
     def rate_bps(self, value):
         cdef int64_t r = <int64_t> value
-        self.s.flows[self.id].rate_bps = r if r >= 1 else 1
-        sched_update(self.s, self.id)
+        cdef Qp* qp = self._qp()
+        self._rate = r if r >= 1 else 1
+        if qp != NULL:
+            qp.rate_bps = self._rate
+            sched_update(self.s, self.id)
 
     @property
     def window_bytes(self):
         """Bytes in flight allowed (0: no window)."""
-        return self.s.flows[self.id].window
+        cdef Qp* qp = self._qp()
+        if qp != NULL:
+            self._window = qp.window
+        return self._window
 
     @window_bytes.setter
     def window_bytes(self, value):
         cdef int64_t w = <int64_t> value
-        self.s.flows[self.id].window = w if w >= 0 else 0
-        sched_update(self.s, self.id)
+        cdef Qp* qp = self._qp()
+        self._window = w if w >= 0 else 0
+        if qp != NULL:
+            qp.window = self._window
+            sched_update(self.s, self.id)
 
     def set_timer(self, delay_ps, int timer_id=0):
         """Call the scheme's on_timer(flow, timer_id) after delay_ps (while the flow is active)."""
@@ -108,12 +134,19 @@ cdef class Shim:
     cdef Sim* s
 
     cdef Flow handle(self, int32_t f):
+        """The flow's handle (made at its start, while it has a queue pair)."""
         cdef Flow h = self.handles[f]
+        cdef Qp* qp
         if h is None:
             h = Flow.__new__(Flow)
             h.shim = self
             h.s = self.s
             h.id = f
+            qp = qp_of(self.s, f)
+            h._line_rate = qp.line_rate
+            h._base_rtt = qp.base_rtt
+            h._rate = qp.rate_bps
+            h._window = qp.window
             self.handles[f] = h
         return h
 

@@ -17,7 +17,8 @@ Only the fabric window is modelled (no endpoint delay); flows start with one BDP
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport sqrt
-from rocesim._core.defs cimport Sim, Flow, AckInfo
+from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
@@ -43,12 +44,11 @@ cdef struct SwiftFlow:
 
 
 cdef struct SwiftState:
-    SwiftFlow* fs           # first: see cc.CCState
     SwiftParams p
 
 
 cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept:
-    cdef Flow* fl = &s.flows[f]
+    cdef Qp* fl = qp_of(s, f)
     if x.cwnd < p.min_cwnd:
         x.cwnd = p.min_cwnd
     if x.cwnd > p.max_cwnd:
@@ -71,11 +71,11 @@ cdef inline bint _can_decrease(Sim* s, SwiftFlow* x) noexcept:
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef SwiftState* st = <SwiftState*> s.cc.state
-    cdef SwiftFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     x.rtt = fl.base_rtt if fl.base_rtt > 0 else 1e6
     x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.mtu
-    x.t_last_decrease = s.now
+    x.t_last_decrease = s.flows[f].released     # the flow's start (on_start may come later)
     x.retx = 0
     _apply(s, f, &st.p, x, x.cwnd)
 
@@ -83,7 +83,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftParams* p = &st.p
-    cdef SwiftFlow* x = &st.fs[f]
+    cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd, delay = <double> a.rtt, target, fs, acked
     x.retx = 0
     x.rtt = delay
@@ -92,7 +92,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         fs = p.fs_range
     if fs < 0:
         fs = 0
-    target = p.base_target + s.flows[f].hops * p.h + fs
+    target = p.base_target + qp_of(s, f).hops * p.h + fs
     acked = <double> a.acked / s.p.mtu
     if delay < target:
         if x.cwnd >= 1:
@@ -106,7 +106,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 
 cdef void _nack(Sim* s, int32_t f) noexcept:
     cdef SwiftState* st = <SwiftState*> s.cc.state
-    cdef SwiftFlow* x = &st.fs[f]
+    cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd
     x.retx = 0
     if _can_decrease(s, x):
@@ -116,7 +116,7 @@ cdef void _nack(Sim* s, int32_t f) noexcept:
 
 cdef void _timeout(Sim* s, int32_t f) noexcept:
     cdef SwiftState* st = <SwiftState*> s.cc.state
-    cdef SwiftFlow* x = &st.fs[f]
+    cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd
     x.retx += 1
     if x.retx >= st.p.retx_reset:
@@ -130,7 +130,7 @@ cdef void _timeout(Sim* s, int32_t f) noexcept:
 def install(core, params):
     """Set up Swift (params resolved: times in ps, windows in packets)."""
     cdef Sim* s = sim_of(core)
-    cdef SwiftState* st = <SwiftState*> cc_new_state(s, sizeof(SwiftState), sizeof(SwiftFlow))
+    cdef SwiftState* st = <SwiftState*> cc_new_state(s, sizeof(SwiftState))
     st.p.ai = params["ai"]
     st.p.beta = params["beta"]
     st.p.max_mdf = params["max_mdf"]
@@ -142,7 +142,7 @@ def install(core, params):
     st.p.min_cwnd = params["min_cwnd"]
     st.p.max_cwnd = params["max_cwnd"]
     st.p.retx_reset = params["retx_reset"]
-    cc_install(s, st)
+    cc_install(s, st, sizeof(SwiftFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
     s.cc.on_nack = _nack

@@ -20,7 +20,8 @@ clamped to [min_rate, line rate].  As in the HPCC fork, the count of increases i
 covers both increase branches, and the first sample only sets prev_rtt.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Flow, AckInfo
+from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
@@ -46,29 +47,28 @@ cdef struct TimelyFlow:
 
 
 cdef struct TimelyState:
-    TimelyFlow* fs           # first: see cc.CCState
     TimelyParams p
 
 
 cdef void _start(Sim* s, int32_t f) noexcept:
     cdef TimelyState* st = <TimelyState*> s.cc.state
-    cdef TimelyFlow* x = &st.fs[f]
-    x.rate = s.flows[f].line_rate
+    cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)
+    x.rate = qp_of(s, f).line_rate
     x.prev_rtt = -1
     x.rtt_diff = 0
     x.increases = 0
     x.seg_mark = 0
-    s.flows[f].rate_bps = <int64_t> x.rate
+    qp_of(s, f).rate_bps = <int64_t> x.rate
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef TimelyState* st = <TimelyState*> s.cc.state
     cdef TimelyParams* p = &st.p
-    cdef TimelyFlow* x = &st.fs[f]
-    cdef Flow* fl = &s.flows[f]
+    cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)
+    cdef Qp* fl = qp_of(s, f)
     cdef double rtt = <double> a.rtt, gradient
     if p.segment > 0:
-        if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < fl.size:
+        if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < s.flows[f].size:
             return
         x.seg_mark = fl.snd_una
     else:
@@ -101,7 +101,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
 def install(core, params):
     """Set up TIMELY (params resolved: times in ps, rates in bps, segment in bytes)."""
     cdef Sim* s = sim_of(core)
-    cdef TimelyState* st = <TimelyState*> cc_new_state(s, sizeof(TimelyState), sizeof(TimelyFlow))
+    cdef TimelyState* st = <TimelyState*> cc_new_state(s, sizeof(TimelyState))
     st.p.alpha = params["alpha"]
     st.p.beta = params["beta"]
     st.p.t_low = params["tlow"]
@@ -111,7 +111,7 @@ def install(core, params):
     st.p.min_rate = params["min_rate"]
     st.p.segment = params["segment"]
     st.p.hai_after = params["hai_after"]
-    cc_install(s, st)
+    cc_install(s, st, sizeof(TimelyFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 

@@ -54,7 +54,7 @@ cdef enum FlowPhase:
     FS_DONE = 2            # sender has the ACK of the last byte
 
 cdef struct Sim  # forward declaration: the interfaces below take Sim*
-cdef struct SackState  # forward declaration: Flow points to one
+cdef struct SackState  # forward declaration: Qp points to one
 
 cdef struct Event:
     int64_t time
@@ -175,26 +175,43 @@ cdef struct Host:
     int32_t n_paced[NPRIO]
     int32_t cap_paced[NPRIO]
 
+cdef union FlowSlot:       # one int32 whose meaning follows the flow's phase
+    int32_t deps_left      # FS_WAITING: parents not yet satisfied
+    int32_t act_pos        # FS_ACTIVE: position in its host's active set (NIL: not listed)
+
 cdef struct Flow:
-    # what a switch reads per packet first (one cache line with the flow's identity)
-    uint32_t hash          # ECMP hash of the forward 5-tuple
-    uint32_t rhash         # ECMP hash of the reverse 5-tuple (ACKs)
-    int32_t path_off       # explicit path: offset in path_ports, or NIL
+    # The record every flow has, from the core's build to its end: 64 bytes, whatever its
+    # state.  What a flow needs only while it sends and receives (sequence numbers, rates,
+    # timers, the scheme's state) is its queue pair (`Qp`, below), taken from a pool when
+    # the NIC first sends for it and returned when it is done (qp.pxd).  ECMP hashes come from the flow id
+    # (routing.flow_hash), explicit paths and rate limits are side arrays (Sim.flow_path_off,
+    # Sim.flow_rate_limit: NULL when no flow has one).
     int32_t src
     int32_t dst
-    int32_t prio
-    int32_t state
+    int32_t qp             # its queue pair (FS_ACTIVE data flows once the NIC served them), or NIL
+    FlowSlot slot
+    int32_t child_off      # children: child_idx[child_off .. flows[f + 1].child_off] (the array
+                           #   holds a sentinel record at n_flows)
+    uint8_t prio
+    uint8_t state          # FlowPhase
+    uint8_t is_compute     # a compute step (no packets) of `size` ps
+    uint8_t _pad
     int64_t size           # payload bytes; a compute step (is_compute): its duration (ps)
-    int64_t start          # ps, the scheduled start of a flow without parents
-    int64_t released       # ps, when the flow was released (start, or parents done + delay)
+    int64_t due            # before release: a flow without parents, its start time (ps); with
+                           #   parents, the delay after the last one (ps)
+    int64_t released       # ps, when the flow was released (NIL before)
     int64_t finish         # ps, sender got the ACK of the last byte (NIL until then)
     int64_t rx_finish      # ps, receiver got the last byte (NIL until then)
-    int32_t in_active      # listed in its host's active set
-    int32_t act_pos        # ... at this position (NIL when not)
-    int32_t sched          # SchedState while listed
-    int64_t paced_at       # SCHED_PACED: the time of its entry in the paced heap
-    int32_t live_idx       # position in Sim.live while FS_ACTIVE, else NIL
+
+cdef struct Qp:
+    # A queue pair: the sender and receiver state of one active data flow (both ends live in
+    # one record, as the simulation needs no second copy).  The scheme's per-flow state
+    # follows it in the pool (Sim.qp_stride bytes per slot; cc.pxd cc_flow_state).
+    int32_t flow           # the flow it serves, NIL while the slot is free
+    int32_t next_free      # free list of the pool
+    int32_t sched          # SchedState while listed in its host's active set
     int32_t hops           # switches on the data path
+    int64_t paced_at       # SCHED_PACED: the time of its entry in the paced heap
     # sender
     int64_t snd_nxt        # next byte to send
     int64_t snd_una        # first byte not acknowledged
@@ -202,6 +219,7 @@ cdef struct Flow:
     int64_t next_send      # pacing: earliest time of the next packet (ps)
     int64_t last_send      # when the last packet left, and its size: a rate change
     int32_t last_size      #   re-times next_send from them (as the fork's ChangeRate)
+    int32_t rto_armed
     int64_t rate_bps       # set by congestion control
     int64_t rate_limit     # the user's cap on the pacing rate (0: none); the NIC paces at
                            #   min(rate_bps, rate_limit) whatever the scheme says
@@ -209,24 +227,22 @@ cdef struct Flow:
     int64_t line_rate      # host link rate
     int64_t base_rtt       # idle-network RTT of a full packet and its ACK (ps)
     int64_t rto_deadline
-    int32_t rto_armed
-    int32_t n_timeouts
     int64_t retx_bytes     # payload bytes sent more than once
+    int32_t n_timeouts
     # receiver
+    int32_t unacked        # data packets received since the last ACK
+    int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
     int64_t rcv_nxt
     int64_t last_cnp       # NIL: none sent yet
     int64_t last_nack
     int64_t last_nack_seq
-    int32_t unacked        # data packets received since the last ACK
-    int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
     int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
     SackState* sack        # selective repeat: allocated on the flow's first loss (sack.pxd)
-    # dependency graph
-    int32_t deps_left      # parents not yet satisfied
-    int32_t child_off      # children: child_idx[child_off .. child_off + n_children]
-    int32_t n_children
-    int32_t is_compute     # a compute step (no packets) of `size` ps
-    int64_t delay          # extra delay after the last parent (ps)
+
+cdef struct LossRec:       # a flow that retransmitted: its counts outlive its queue pair
+    int32_t flow
+    int32_t n_timeouts
+    int64_t retx_bytes
 
 cdef struct SackState:
     # Selective-repeat state of a flow (both ends), allocated on its first loss: flows
@@ -262,7 +278,8 @@ cdef struct CCOps:
     cc_flow_fn on_timeout
     cc_timer_fn on_timer
     cc_free_fn free_state  # releases `state` when the simulation is freed (may be NULL)
-    void* state            # scheme-owned state (parameters, per-flow arrays)
+    void* state            # scheme-owned state (parameters)
+    int32_t flow_state_size  # bytes of per-flow state the scheme keeps beside each queue pair
     int32_t needs_cnp      # receivers answer ECN-marked data with CNPs
 
 cdef struct NetParams:
@@ -346,7 +363,20 @@ cdef struct Sim:
     Port* ports
     Switch* sw             # indexed by node - n_hosts
     Host* hosts
-    Flow* flows
+    Flow* flows            # n_flows records and a sentinel (Flow.child_off)
+    int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
+    int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
+    # queue-pair pool: the active flows' queue pairs, each followed by the scheme's state
+    char** qp_chunks       # slots in chunks that never move (qp.pxd)
+    int32_t n_qp_chunks
+    int64_t qp_stride
+    int32_t qp_cap
+    int32_t qp_free
+    int32_t qp_used
+    int32_t qp_peak
+    LossRec* losses        # flows done with retransmissions or timeouts (their counts)
+    int64_t n_losses
+    int64_t cap_losses
     # routing (rocesim.routing.RouteTables): (switch, destination class) -> equal-cost
     # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
     int32_t* route_class   # [dst host]: its destination class
@@ -361,8 +391,6 @@ cdef struct Sim:
     int32_t n_roots
     int32_t next_root
     int32_t* child_idx
-    int32_t* live          # the FS_ACTIVE flows, unordered (for sampling)
-    int32_t n_live
     NetParams p
     Stats st
     CCOps cc

@@ -14,13 +14,14 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, NetParams, NIL, NPRIO,
-                                 ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING)
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, NetParams, NIL, NPRIO,
+                                 ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_array, pool_side_arrays
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.sack cimport sack_free
-from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_setup_path, pair_base_rtt
+from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for
+from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
@@ -30,7 +31,8 @@ cnp.import_array()
 
 PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
 PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
-FLOW_BYTES = sizeof(Flow)            # per flow for the whole run (transport state included)
+FLOW_BYTES = sizeof(Flow)            # per flow for the whole run, started or not
+QP_BYTES = sizeof(Qp)                # per active data flow (plus its scheme's state)
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
@@ -99,6 +101,8 @@ cdef class Core:
         if self.s == NULL:
             raise MemoryError()
         cc_ops_clear(&self.s.cc)          # no scheme installed: every callback a no-op
+        self.s.qp_stride = qp_stride_for(0)
+        self.s.qp_free = NIL
 
     def __init__(self, dict world, dict params):
         cdef Sim* s = self.s
@@ -270,45 +274,46 @@ cdef class Core:
             raise ValueError("core input 'flow_child_off'/'flow_n_children' point outside 'child_idx'")
         if F and (path_off.max() >= n_path_ports or path_off.min() < -1):
             raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
+        # children in flow order, so that flow f's are child_idx[off[f] .. off[f + 1]]
+        ends = np.cumsum(n_children, dtype=np.int64)
+        child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
+                              + np.arange(ends[-1] if F else 0)].astype(np.int32)
+        child_off = np.concatenate([[0], ends]).astype(np.int32)
         if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
             raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")
         roots = np.flatnonzero(n_parents == 0).astype(np.int32)
         roots = roots[np.argsort(start[roots], kind="stable")].astype(np.int32)
         s.n_flows = F
-        s.flows = <Flow*> calloc(max(F, 1), sizeof(Flow))
+        s.flows = <Flow*> calloc(F + 1, sizeof(Flow))     # and the sentinel (Flow.child_off)
         if s.flows == NULL:
             raise MemoryError()
+        due = np.where(n_parents == 0, start, delay)
         for i in range(F):
             fl = &s.flows[i]
             fl.src = src[i]
             fl.dst = dst[i]
             fl.prio = prio[i]
             fl.state = FS_WAITING
-            fl.start = start[i]
+            fl.qp = NIL
+            fl.due = due[i]
             fl.size = size[i]             # a compute step's duration (Flow.size)
+            fl.released = NIL
             fl.finish = NIL
             fl.rx_finish = NIL
-            fl.path_off = path_off[i]
-            fl.hash = <uint32_t> mix64((<uint64_t> i << 1) | 1)
-            fl.rhash = <uint32_t> mix64(<uint64_t> i << 1)
-            fl.last_cnp = NIL
-            fl.live_idx = NIL
-            fl.last_nack = NIL
-            fl.last_nack_seq = NIL
-            fl.recovery_end = NIL
             fl.is_compute = is_compute[i]
-            fl.delay = delay[i]
-            fl.rate_limit = rate_limit[i]
-            fl.deps_left = n_parents[i]
+            fl.slot.deps_left = n_parents[i]
             fl.child_off = child_off[i]
-            fl.n_children = n_children[i]
-        for i in range(F):
-            if not s.flows[i].is_compute:
-                flow_setup_path(s, i)          # line rate and base RTT, known to every scheme
+        s.flows[F].child_off = child_off[F]
+        s.flows[F].qp = NIL
+        if (path_off >= 0).any():
+            s.flow_path_off = _copy_i32(path_off)
+        if (rate_limit > 0).any():
+            s.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
+            if s.flow_rate_limit == NULL:
+                raise MemoryError()
+            for i in range(F):
+                s.flow_rate_limit[i] = rate_limit[i]
         s.child_idx = _copy_i32(child_idx)
-        s.live = <int32_t*> malloc(max(F, 1) * sizeof(int32_t))
-        if s.live == NULL:
-            raise MemoryError()
         s.start_order = _copy_i32(roots)
         s.n_roots = roots.shape[0]
         s.next_root = 0
@@ -330,9 +335,14 @@ cdef class Core:
                 free(s.hosts[i].ready_sum)
                 for k in range(NPRIO):
                     free(s.hosts[i].paced[k])
-        if s.flows != NULL:
-            for i in range(s.n_flows):
-                sack_free(&s.flows[i])
+        for i in range(s.qp_cap):
+            sack_free(qp_at(s, i))
+        for i in range(s.n_qp_chunks):
+            free(s.qp_chunks[i])
+        free(s.qp_chunks)
+        free(s.losses)
+        free(s.flow_path_off)
+        free(s.flow_rate_limit)
         free(s.heap)
         free(s.pkts)
         free(s.int_hops)
@@ -348,7 +358,6 @@ cdef class Core:
         free(s.path_ports)
         free(s.start_order)
         free(s.child_idx)
-        free(s.live)
         free(s.tl)
         free(s)
 
@@ -362,11 +371,14 @@ cdef class Core:
         `needs_cnp`: receivers answer ECN-marked data with CNPs (the scheme's declaration).
         Whatever `install` returns is kept alive as long as this Core (Python schemes).
         """
+        if self.s.qp_cap:
+            raise ValueError("install_scheme: the run has started; install the scheme before it")
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
         cc_ops_clear(&self.s.cc)
         self._scheme = module.install(self, params)
         self.s.cc.needs_cnp = needs_cnp
+        self.s.qp_stride = qp_stride_for(self.s.cc.flow_state_size)
 
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
@@ -476,10 +488,11 @@ cdef class Core:
 
     def base_rtt_ps(self):
         """Per-flow idle-network RTT of a full packet and its ACK (0 for compute steps)."""
-        cdef int32_t i
-        out = np.empty(self.s.n_flows, np.int64)
+        cdef int32_t i, hops
+        out = np.zeros(self.s.n_flows, np.int64)
         for i in range(self.s.n_flows):
-            out[i] = self.s.flows[i].base_rtt
+            if not self.s.flows[i].is_compute:
+                out[i] = flow_base_rtt(self.s, i, &hops)
         return out
 
     def base_rtt_between(self, src, dst):
@@ -521,7 +534,7 @@ cdef class Core:
             time_errors=s.st.time_errors, link_drops=s.st.link_drops,
             watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
             no_route_drops=s.st.no_route_drops, packets_in_use=s.pool_used,
-            packets_peak=s.pool_peak, pending_events=s.heap_n, sim_time_ps=s.now,
+            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.heap_n, sim_time_ps=s.now,
             last_activity_ps=s.last_work)
 
     def flow_arrays(self):
@@ -534,23 +547,32 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] ideal = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] retx = np.empty(F, np.int64)
-        cdef cnp.ndarray[int64_t] rate = np.empty(F, np.int64)
-        cdef cnp.ndarray[int32_t] timeouts = np.empty(F, np.int32)
+        cdef cnp.ndarray[int32_t] timeouts = np.zeros(F, np.int32)
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
+        cdef Qp* qp
+        cdef int64_t k
+        retx[:] = 0
         for i in range(F):
             fl = &s.flows[i]
-            start[i] = fl.released if fl.state != FS_WAITING else -1
+            start[i] = fl.released
             finish[i] = fl.finish
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)
-            delivered[i] = fl.rcv_nxt if not fl.is_compute else 0
-            retx[i] = fl.retx_bytes
-            rate[i] = fl.rate_bps
-            timeouts[i] = fl.n_timeouts
             state[i] = fl.state
+            delivered[i] = 0
+            if fl.qp != NIL:
+                qp = qp_of(s, i)
+                delivered[i] = qp.rcv_nxt
+                retx[i] = qp.retx_bytes
+                timeouts[i] = qp.n_timeouts
+            elif fl.state == FS_DONE and not fl.is_compute:
+                delivered[i] = fl.size
+        for k in range(s.n_losses):          # flows done with retransmissions (qp.pxd)
+            retx[s.losses[k].flow] = s.losses[k].retx_bytes
+            timeouts[s.losses[k].flow] = s.losses[k].n_timeouts
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
-                    rate_bps=rate, timeouts=timeouts, state=state)
+                    timeouts=timeouts, state=state)
 
     def port_arrays(self):
         """Per-port counters and state (numpy arrays; pause time in ps per priority)."""
@@ -624,17 +646,20 @@ cdef class Core:
                     lost=s.tl_lost)
 
     def sample_flows(self):
-        """The flows active now: (ids, sending rate in bps, bytes delivered in order)."""
+        """The active data flows now: (ids, sending rate in bps, bytes delivered in order)."""
         cdef Sim* s = self.s
-        cdef int32_t n = s.n_live, k, f
+        cdef int32_t n = s.qp_used, k = 0, q
+        cdef Qp* qp
         cdef cnp.ndarray[int32_t] ids = np.empty(n, np.int32)
         cdef cnp.ndarray[int64_t] rate = np.empty(n, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(n, np.int64)
-        for k in range(n):
-            f = s.live[k]
-            ids[k] = f
-            rate[k] = s.flows[f].rate_bps
-            delivered[k] = s.flows[f].rcv_nxt
+        for q in range(s.qp_cap):
+            qp = qp_at(s, q)
+            if qp.flow != NIL:
+                ids[k] = qp.flow
+                rate[k] = qp.rate_bps
+                delivered[k] = qp.rcv_nxt
+                k += 1
         order = np.argsort(ids)
         return ids[order], rate[order], delivered[order]
 

@@ -2,7 +2,7 @@
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport Sim
 
-cdef void flow_setup_path(Sim* s, int32_t f) noexcept
+cdef int64_t flow_base_rtt(Sim* s, int32_t f, int32_t* hops) noexcept
 cdef void flow_delivered(Sim* s, int32_t f) noexcept
 cdef void flows_next_root(Sim* s) noexcept
 cdef void flow_activate(Sim* s, int32_t f) noexcept

@@ -29,7 +29,8 @@ from rocesim._core.defs cimport (Sim, Flow, Port, NIL, FS_ACTIVE, FS_DONE,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
 from rocesim._core.heap cimport heap_push
 from rocesim._core.link cimport tx_time
-from rocesim._core.routing cimport route_lookup
+from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
+from rocesim._core.qp cimport qp_close
 from rocesim._core.rng cimport mix64
 
 cdef enum:
@@ -37,27 +38,19 @@ cdef enum:
 
 
 cdef void flow_activate(Sim* s, int32_t f) noexcept:
-    """Flow f starts now: state ACTIVE, listed among the live flows."""
-    cdef Flow* fl = &s.flows[f]
-    fl.state = FS_ACTIVE
-    fl.released = s.now
-    fl.live_idx = s.n_live
-    s.live[s.n_live] = f
-    s.n_live += 1
+    """Flow f starts now: state ACTIVE."""
+    s.flows[f].state = FS_ACTIVE
+    s.flows[f].released = s.now
 
 
 cdef void flow_finish(Sim* s, int32_t f) noexcept:
-    """Flow f is done now (sender has the last ACK, or the compute step ended)."""
+    """Flow f is done now (sender has the last ACK, or the compute step ended): its queue
+    pair, if any, goes back to the pool."""
     cdef Flow* fl = &s.flows[f]
-    cdef int32_t last
     fl.state = FS_DONE
     fl.finish = s.now
     s.st.flows_done += 1
-    s.n_live -= 1
-    last = s.live[s.n_live]
-    s.live[fl.live_idx] = last
-    s.flows[last].live_idx = fl.live_idx
-    fl.live_idx = NIL
+    qp_close(s, f)
 
 
 cdef void flows_next_root(Sim* s) noexcept:
@@ -66,19 +59,18 @@ cdef void flows_next_root(Sim* s) noexcept:
     if s.next_root < s.n_roots:
         f = s.start_order[s.next_root]
         s.next_root += 1
-        heap_push(s, s.flows[f].start, EV_FLOW_START, f, 1)
+        heap_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
 
 
 cdef inline void _release_children(Sim* s, int32_t f) noexcept:
-    cdef Flow* fl = &s.flows[f]
     cdef Flow* c
     cdef int32_t k, child
-    for k in range(fl.child_off, fl.child_off + fl.n_children):
+    for k in range(s.flows[f].child_off, s.flows[f + 1].child_off):
         child = s.child_idx[k]
         c = &s.flows[child]
-        c.deps_left -= 1
-        if c.deps_left == 0:
-            heap_push(s, s.now + c.delay, EV_FLOW_START, child, 0)
+        c.slot.deps_left -= 1
+        if c.slot.deps_left == 0:
+            heap_push(s, s.now + c.due, EV_FLOW_START, child, 0)
 
 
 cdef void flow_delivered(Sim* s, int32_t f) noexcept:
@@ -119,9 +111,10 @@ cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_
     return t
 
 
-cdef inline int32_t _paths(Sim* s, Flow* fl, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept:
-    nrev[0] = trace_path(s, fl.dst, fl.src, fl.rhash, NIL, rev, MAX_PATH)
-    return trace_path(s, fl.src, fl.dst, fl.hash, fl.path_off, fwd, MAX_PATH)
+cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept:
+    cdef Flow* fl = &s.flows[f]
+    nrev[0] = trace_path(s, fl.dst, fl.src, flow_rhash(f), NIL, rev, MAX_PATH)
+    return trace_path(s, fl.src, fl.dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_PATH)
 
 
 cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept:
@@ -138,19 +131,17 @@ cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t 
             + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 
 
-cdef void flow_setup_path(Sim* s, int32_t f) noexcept:
-    """Line rate and base RTT of flow f (computed for every flow when the core is built)."""
-    cdef Flow* fl = &s.flows[f]
+cdef int64_t flow_base_rtt(Sim* s, int32_t f, int32_t* hops) noexcept:
+    """Idle-network RTT of a full packet of flow f and its ACK along the flow's routed path
+    (0 if either way has none); `hops` gets the switches on the data path."""
     cdef int32_t fwd[MAX_PATH]
     cdef int32_t rev[MAX_PATH]
     cdef int32_t h, hr
-    fl.line_rate = s.ports[s.hosts[fl.src].port].rate_bps
-    h = _paths(s, fl, fwd, rev, &hr)
+    h = _paths(s, f, fwd, rev, &hr)
+    hops[0] = h - 1 if h > 0 else 0
     if h < 0 or hr < 0:
-        fl.base_rtt = 0
-        return
-    fl.hops = h - 1
-    fl.base_rtt = _rtt(s, fwd, h, rev, hr)
+        return 0
+    return _rtt(s, fwd, h, rev, hr)
 
 
 cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept:
@@ -221,7 +212,7 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
     cdef int64_t n, prev, S, L, delays = 0, t_last, t_prev, f1, a2, tack, gap = 0
     if fl.is_compute:
         return fl.size                    # a compute step's duration
-    h = _paths(s, fl, fwd, rev, &hr)
+    h = _paths(s, f, fwd, rev, &hr)
     if h < 0 or hr < 0:
         return -1
     n = (fl.size + s.p.mtu - 1) // s.p.mtu
@@ -231,8 +222,8 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
         full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
         last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)
         delays += s.ports[fwd[i]].delay_ps
-    if fl.rate_limit > 0:
-        gap = tx_time(S, fl.rate_limit)            # the NIC paces full packets this far apart
+    if s.flow_rate_limit != NULL and s.flow_rate_limit[f] > 0:
+        gap = tx_time(S, s.flow_rate_limit[f])            # the NIC paces full packets this far apart
     t_last = _paced(h, full, last, n - 1, gap) + delays
     # The final ACK may queue behind the ACK before it (when the last packet is shorter
     # than an ACK): carry both through the reverse path, the earlier one unhindered.

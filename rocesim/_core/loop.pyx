@@ -11,6 +11,7 @@ from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARR
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
 from rocesim._core.heap cimport heap_push, heap_pop
+from rocesim._core.qp cimport qp_of
 from rocesim._core.link cimport wire_pop, port_set_paused
 from rocesim._core.pool cimport pkt_free
 from rocesim._core.switch cimport switch_receive, switch_port_tx
@@ -88,8 +89,8 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
         elif ev.kind == EV_RTO:
             nic_rto(s, ev.target)
         elif ev.kind == EV_CC_TIMER:
-            if s.flows[ev.target].state == FS_ACTIVE:
-                rate = s.flows[ev.target].rate_bps
+            if s.flows[ev.target].qp != NIL:    # active, served (a scheme's timers start then)
+                rate = qp_of(s, ev.target).rate_bps
                 s.cc.on_timer(s, ev.target, ev.arg)
                 nic_rate_changed(s, ev.target, rate)
                 sched_update(s, ev.target)         # the scheme may have moved its window

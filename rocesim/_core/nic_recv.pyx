@@ -8,14 +8,16 @@ fork's rule, 500 us).  Selective repeat (IRN-style, for lossy RoCE): the receive
 out-of-order packets and NACKs each one with its sequence (a SACK).  Duplicates are
 ACKed (so a lost final ACK is recovered by the timeout).  ECN-marked data makes the
 receiver send a CNP, at most once per `cnp_interval` per flow, when the scheme asks for
-CNPs (DCQCN).
+CNPs (DCQCN).  Data of a flow whose sender is already done (a late duplicate: the queue
+pair is gone, and everything was received) is answered by an ACK of the whole flow.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Packet, Flow, SackState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
+from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, SackState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
 from rocesim._core.link cimport q_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
+from rocesim._core.qp cimport qp_of
 from rocesim._core.sack cimport bit, set_bit, sack_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
@@ -39,7 +41,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.dst = fl.src
     pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
     pk.ttl = s.p.ttl
-    pk.seq = fl.rcv_nxt
+    pk.seq = qp_of(s, d.flow).rcv_nxt if fl.qp != NIL else fl.size
     s.pkt_sack[i] = d.seq
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
@@ -62,7 +64,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     nic_kick(s, fl.dst)
 
 
-cdef inline void _ack_unacked(Sim* s, int32_t i, Flow* fl) noexcept:
+cdef inline void _ack_unacked(Sim* s, int32_t i, Qp* fl) noexcept:
     """ACK the in-order packets received since the last ACK (packet i the newest)."""
     cdef int32_t covered = fl.unacked, marked = fl.unacked_marked
     fl.unacked = 0
@@ -73,10 +75,16 @@ cdef inline void _ack_unacked(Sim* s, int32_t i, Flow* fl) noexcept:
 cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl
     cdef int64_t mtu = s.p.mtu
+    cdef int64_t size = rec.size
     cdef int64_t before
     cdef SackState* sk
+    if rec.qp == NIL:
+        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate of a finished flow
+        return
+    fl = qp_of(s, f)
     if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
         fl.last_cnp = s.now
         _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
@@ -86,17 +94,17 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
         fl.rcv_nxt += pkt_payload(s, pk)
         sk = fl.sack
         if sk != NULL:
-            while fl.rcv_nxt < fl.size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
+            while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
                 fl.rcv_nxt += mtu
-        if fl.rcv_nxt > fl.size:
-            fl.rcv_nxt = fl.size
+        if fl.rcv_nxt > size:
+            fl.rcv_nxt = size
         s.st.data_bytes_delivered += fl.rcv_nxt - before
         fl.unacked += 1
         fl.unacked_marked += pk.ecn
-        if fl.rcv_nxt >= fl.size:
+        if fl.rcv_nxt >= size:
             _ack_unacked(s, i, fl)
-            if fl.rx_finish == NIL:
-                fl.rx_finish = s.now
+            if rec.rx_finish == NIL:
+                rec.rx_finish = s.now
                 flow_delivered(s, f)
         elif fl.unacked >= s.p.ack_every:
             _ack_unacked(s, i, fl)
@@ -105,7 +113,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
             sk = sack_of(s, fl)
             if sk == NULL:
                 return                          # out of memory: the loop stops on s.error
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, fl, pk.seq // mtu)
+            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // mtu)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
         elif fl.last_nack_seq != fl.rcv_nxt or s.now - fl.last_nack >= s.p.nack_interval:
             fl.last_nack_seq = fl.rcv_nxt

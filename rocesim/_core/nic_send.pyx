@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The NIC's sender: queue pairs, scheduling, pacing, and what ACKs, NACKs and CNPs do.
 
-One queue pair per flow.  When the port's transmitter is free the NIC sends, in
+One queue pair per active flow (qp.pxd), opened when the NIC first sends for it (the
+scheme's on_start runs then).  When the port's transmitter is free the NIC sends, in
 order: a queued control packet (ACK/NACK/CNP, strict priority), then one data packet
 of the next flow, round-robin, that is allowed to send: its priority is not paused by
 PFC, its window is open (bytes in flight snd_nxt - snd_una below `window`, checked
@@ -14,13 +15,14 @@ receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed pa
 and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
-from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Host, AckInfo, SackState, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, SackState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.heap cimport heap_push
-from rocesim._core.flows cimport flow_activate, flow_finish
+from rocesim._core.flows cimport flow_activate, flow_finish, flow_base_rtt
+from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
 from rocesim._core.sack cimport bit, set_bit, sack_of
@@ -36,8 +38,9 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept:
         port_kick(s, port, s.now)
 
 
-cdef inline int64_t _next_seq(Sim* s, Flow* fl) noexcept:
-    """The byte offset the flow would send next, or -1 if it has nothing to send."""
+cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept:
+    """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
+    to send."""
     cdef int64_t mtu = s.p.mtu
     cdef SackState* sk = fl.sack
     if sk != NULL and sk.sack_bits != NULL:
@@ -49,14 +52,14 @@ cdef inline int64_t _next_seq(Sim* s, Flow* fl) noexcept:
                 sk.retx_nxt += mtu
             if sk.retx_nxt < sk.sack_high:
                 return sk.retx_nxt
-        while fl.snd_nxt < fl.size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // mtu):
+        while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // mtu):
             fl.snd_nxt += mtu
-    if fl.snd_nxt < fl.size:
+    if fl.snd_nxt < size:
         return fl.snd_nxt
     return -1
 
 
-cdef inline int64_t _pace_rate(Flow* fl, int64_t rate) noexcept:
+cdef inline int64_t _pace_rate(Qp* fl, int64_t rate) noexcept:
     """The rate the NIC paces at: the scheme's rate, capped by the flow's limit (if any)."""
     if fl.rate_limit > 0 and (rate > fl.rate_limit or rate <= 0):
         return fl.rate_limit
@@ -64,21 +67,22 @@ cdef inline int64_t _pace_rate(Flow* fl, int64_t rate) noexcept:
 
 
 cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept:
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl = qp_of(s, f)
     cdef int32_t i = pkt_alloc(s)
     cdef Packet* pk
     cdef int64_t payload, end, rate
     if i == NIL:
         return
     pk = &s.pkts[i]
-    payload = fl.size - seq
+    payload = rec.size - seq
     if payload > s.p.mtu:
         payload = s.p.mtu
     end = seq + payload
     pk.kind = PK_DATA
     pk.flow = f
-    pk.dst = fl.dst
-    pk.prio = fl.prio
+    pk.dst = rec.dst
+    pk.prio = rec.prio
     pk.seq = seq
     pk.ts = s.now
     pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
@@ -108,25 +112,27 @@ cdef void sched_update(Sim* s, int32_t f) noexcept:
     or not until something changes (active_set.pxd).  The test is the one a scan of the
     flows would make: data to send, the window open (checked before the packet, as the
     HPCC fork does; retransmissions in recovery pass), the pacing time come."""
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl
     cdef Host* h
     cdef int64_t seq
-    if not fl.in_active:
-        return
-    h = &s.hosts[fl.src]
-    seq = _next_seq(s, fl)
+    if rec.qp == NIL or rec.slot.act_pos == NIL:
+        return                          # not listed, or listed and ready: no queue pair yet
+    fl = qp_of(s, f)
+    h = &s.hosts[rec.src]
+    seq = _next_seq(s, fl, rec.size)
     if seq < 0 or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window):
         fl.sched = SCHED_BLOCKED
-        ready_clear(h, fl.act_pos)
+        ready_clear(h, rec.slot.act_pos)
     elif fl.next_send <= s.now:
         fl.sched = SCHED_READY
-        ready_set(h, fl.act_pos)
+        ready_set(h, rec.slot.act_pos)
     else:
-        ready_clear(h, fl.act_pos)
+        ready_clear(h, rec.slot.act_pos)
         if fl.sched != SCHED_PACED or fl.paced_at != fl.next_send:
             fl.sched = SCHED_PACED
             fl.paced_at = fl.next_send
-            paced_push(s, h, fl.prio, fl.next_send, f)
+            paced_push(s, h, rec.prio, fl.next_send, f)
 
 
 cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
@@ -137,7 +143,7 @@ cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
             f = h.paced[prio][0].flow
             if paced_valid(s, &h.paced[prio][0]):
                 paced_pop(h, prio)
-                s.flows[f].sched = SCHED_BLOCKED     # so that sched_update re-decides
+                qp_of(s, f).sched = SCHED_BLOCKED    # so that sched_update re-decides
                 sched_update(s, f)
             else:
                 paced_pop(h, prio)
@@ -146,17 +152,21 @@ cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
 cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) noexcept:
     """Send from the ready flow at position idx unless PFC pauses its priority."""
     cdef int32_t f = h.active[idx]
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl
     cdef int64_t seq
-    if (p.paused_mask >> fl.prio) & 1:
+    if (p.paused_mask >> rec.prio) & 1:
         return False
-    seq = _next_seq(s, fl)
+    fl = qp_of(s, f) if rec.qp != NIL else _open(s, f)
+    if fl == NULL:
+        return False                    # out of memory: the loop stops on s.error
+    seq = _next_seq(s, fl, rec.size)
     if (seq < 0 or fl.next_send > s.now
             or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window)):
         sched_update(s, f)                 # it moved on without telling: re-decide, skip it
         return False
     _send_data(s, port, f, seq)
-    if _next_seq(s, fl) < 0:
+    if _next_seq(s, fl, rec.size) < 0:
         active_remove_at(s, h, idx)   # idx now holds a flow yet to be served
         h.rr = idx if idx < h.n_active else 0
     else:
@@ -217,53 +227,78 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
 cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
     """The scheme changed the flow's rate: the next packet is due a packet time at the new
     rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
-    cdef Flow* fl = &s.flows[f]
-    cdef int64_t rate = _pace_rate(fl, fl.rate_bps)
-    if rate == _pace_rate(fl, old_rate) or fl.state != FS_ACTIVE or fl.last_size == 0:
+    cdef Qp* fl
+    cdef int64_t rate
+    if s.flows[f].qp == NIL:
+        return
+    fl = qp_of(s, f)
+    rate = _pace_rate(fl, fl.rate_bps)
+    if rate == _pace_rate(fl, old_rate) or fl.last_size == 0:
         return
     fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
     sched_update(s, f)
-    if fl.in_active:
-        port_kick(s, s.hosts[fl.src].port, fl.next_send if fl.next_send > s.now else s.now)
+    if s.flows[f].slot.act_pos != NIL:
+        port_kick(s, s.hosts[s.flows[f].src].port, fl.next_send if fl.next_send > s.now else s.now)
 
 
 cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
-    """Flow f is released now: open its queue pair and start sending."""
-    cdef Flow* fl = &s.flows[f]
+    """Flow f is released now: list it, ready, in its host's round-robin (its queue pair
+    opens when the NIC first serves it, _open) and arm its timeout."""
+    cdef Flow* rec = &s.flows[f]
     flow_activate(s, f)
-    fl.snd_nxt = 0
-    fl.snd_una = 0
-    fl.snd_max = 0
-    fl.next_send = s.now
-    fl.recovery_end = NIL
-    fl.rate_bps = fl.line_rate
-    fl.window = 0
-    s.cc.on_start(s, f)
+    rec.slot.act_pos = NIL
     active_add(s, f)
-    sched_update(s, f)
+    if rec.slot.act_pos != NIL:
+        ready_set(&s.hosts[rec.src], rec.slot.act_pos)
+    if _rto_on(s, rec):
+        heap_push(s, s.now + s.p.rto, EV_RTO, f, 0)
+    nic_kick(s, rec.src)
+
+
+cdef inline bint _rto_on(Sim* s, Flow* rec) noexcept:
+    return s.p.rto > 0 and (s.p.rto_mask >> rec.prio) & 1
+
+
+cdef Qp* _open(Sim* s, int32_t f) noexcept:
+    """The NIC serves released flow f for the first time: open its queue pair, as it would
+    have been at the release (the scheme's on_start runs now), ready to send."""
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl = qp_open(s, f)
+    if fl == NULL:
+        return NULL
+    fl.line_rate = s.ports[s.hosts[rec.src].port].rate_bps
+    fl.base_rtt = flow_base_rtt(s, f, &fl.hops)
+    fl.rate_limit = s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0
+    fl.next_send = rec.released
+    fl.recovery_end = NIL
+    fl.last_cnp = NIL
+    fl.last_nack = NIL
+    fl.last_nack_seq = NIL
+    fl.rate_bps = fl.line_rate
+    fl.sched = SCHED_READY
     fl.rto_deadline = s.now + s.p.rto
-    if s.p.rto > 0 and (s.p.rto_mask >> fl.prio) & 1 and not fl.rto_armed:
-        fl.rto_armed = 1
-        heap_push(s, fl.rto_deadline, EV_RTO, f, 0)
-    nic_kick(s, fl.src)
+    fl.rto_armed = _rto_on(s, rec)           # its EV_RTO, armed at the release, is pending
+    s.cc.on_start(s, f)
+    return fl
 
 
 cdef inline void _complete(Sim* s, int32_t f) noexcept:
+    active_remove(s, f)
     flow_finish(s, f)
-    if s.flows[f].in_active:
-        active_remove(s, f)
 
 
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     """ACK or NACK packet i reached the sender of its flow."""
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* rec = &s.flows[f]
+    cdef Qp* fl
     cdef AckInfo a
     cdef int64_t k, rate, sack
     cdef SackState* sk
-    if fl.state != FS_ACTIVE:
-        return
+    if rec.qp == NIL:
+        return                          # done (or a stray packet of a flow not yet served)
+    fl = qp_of(s, f)
     a.acked = 0
     if pk.seq > fl.snd_una:
         a.acked = pk.seq - fl.snd_una
@@ -291,9 +326,9 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
                 return                          # out of memory: the loop stops on s.error
             sack = s.pkt_sack[i]
             k = sack // s.p.mtu
-            set_bit(s, &sk.sack_bits, &sk.sack_bits_len, fl, k)
+            set_bit(s, &sk.sack_bits, &sk.sack_bits_len, rec.size, k)
             if sack + s.p.mtu > sk.sack_high:
-                sk.sack_high = min(sack + s.p.mtu, fl.size)
+                sk.sack_high = min(sack + s.p.mtu, rec.size)
             if fl.recovery_end == NIL:
                 fl.recovery_end = fl.snd_max
                 sk.retx_nxt = fl.snd_una
@@ -303,19 +338,19 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         s.cc.on_nack(s, f)
         nic_rate_changed(s, f, rate)
         active_add(s, f)
-    if fl.snd_una >= fl.size:
+    if fl.snd_una >= rec.size:
         _complete(s, f)
-    elif fl.in_active:
+    elif rec.slot.act_pos != NIL:
         sched_update(s, f)
-        nic_kick(s, fl.src)
+        nic_kick(s, rec.src)
 
 
 cdef void nic_on_cnp(Sim* s, int32_t i) noexcept:
     """CNP packet i reached the sender of its flow."""
     cdef int32_t f = s.pkts[i].flow
     cdef int64_t rate
-    if s.flows[f].state == FS_ACTIVE:
-        rate = s.flows[f].rate_bps
+    if s.flows[f].qp != NIL:
+        rate = qp_of(s, f).rate_bps
         s.cc.on_cnp(s, f)
         nic_rate_changed(s, f, rate)
         sched_update(s, f)

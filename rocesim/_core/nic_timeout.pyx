@@ -8,7 +8,8 @@ flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flo
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Flow, SackState, FS_ACTIVE, EV_RTO
+from rocesim._core.defs cimport Sim, Qp, SackState, NIL, FS_ACTIVE, EV_RTO
+from rocesim._core.qp cimport qp_of
 from rocesim._core.heap cimport heap_push
 from rocesim._core.active_set cimport active_add
 from rocesim._core.sack cimport bits_alloc, sack_of
@@ -17,12 +18,16 @@ from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 cdef void nic_rto(Sim* s, int32_t f) noexcept:
     """Retransmission-timeout check of flow f."""
-    cdef Flow* fl = &s.flows[f]
+    cdef Qp* fl
     cdef int64_t rate
     cdef SackState* sk
-    fl.rto_armed = 0
-    if fl.state != FS_ACTIVE:
+    if s.flows[f].state != FS_ACTIVE:
+        return                                  # done: its queue pair is gone (or another's)
+    if s.flows[f].qp == NIL:                    # nothing sent yet: keep watching
+        heap_push(s, s.now + s.p.rto, EV_RTO, f, 0)
         return
+    fl = qp_of(s, f)
+    fl.rto_armed = 0
     if s.now >= fl.rto_deadline and fl.snd_una < fl.snd_max:
         s.st.timeouts += 1
         fl.n_timeouts += 1
@@ -34,7 +39,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
             fl.recovery_end = fl.snd_max
             sk.sack_high = fl.snd_max
             sk.retx_nxt = fl.snd_una
-            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, fl)
+            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, s.flows[f].size)
         else:
             fl.snd_nxt = fl.snd_una
         rate = fl.rate_bps
@@ -42,7 +47,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
         nic_rate_changed(s, f, rate)
         active_add(s, f)
         sched_update(s, f)
-        nic_kick(s, fl.src)
+        nic_kick(s, s.flows[f].src)
         fl.rto_deadline = s.now + s.p.rto
     elif s.now >= fl.rto_deadline:
         fl.rto_deadline = s.now + s.p.rto     # nothing outstanding: keep watching

@@ -31,3 +31,18 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
         return NIL if cnt == 0 else s.route_ports[s.route_off[base] + dst]
     return s.route_ports[s.route_off[base]
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]
+
+
+cdef inline uint32_t flow_hash(int32_t f) noexcept nogil:
+    """ECMP hash of flow f's forward 5-tuple (its data packets): a function of the flow id."""
+    return <uint32_t> mix64((<uint64_t> f << 1) | 1)
+
+
+cdef inline uint32_t flow_rhash(int32_t f) noexcept nogil:
+    """ECMP hash of flow f's reverse 5-tuple (its ACKs, NACKs and CNPs)."""
+    return <uint32_t> mix64(<uint64_t> f << 1)
+
+
+cdef inline int32_t flow_path_off(Sim* s, int32_t f) noexcept nogil:
+    """Flow f's explicit path (offset in Sim.path_ports), or NIL."""
+    return NIL if s.flow_path_off == NULL else s.flow_path_off[f]

@@ -7,11 +7,11 @@ paused.  ECN marking and INT stamping happen at dequeue, when the packet starts
 its transmission, as in the HPCC ns-3 fork.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
-from rocesim._core.defs cimport (Sim, Switch, Port, Packet, Flow, IntHop, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Switch, Port, Packet, IntHop, NIL, NPRIO,
                                  MAX_INT_HOPS, PK_DATA, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
-from rocesim._core.routing cimport route_lookup
+from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
 
@@ -25,7 +25,6 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
     """Packet i has fully arrived at a switch by `in_port`: route, admit, enqueue."""
     cdef Packet* pk = &s.pkts[i]
     cdef Switch* sw = &s.sw[s.ports[in_port].node - s.n_hosts]
-    cdef Flow* fl = &s.flows[pk.flow]
     cdef int32_t out
     cdef Port* p
     if pk.ttl <= 1:
@@ -34,9 +33,9 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
         return
     pk.ttl -= 1
     if pk.kind == PK_DATA:
-        out = route_lookup(s, sw, pk.dst, fl.hash, fl.path_off, pk.hop)
+        out = route_lookup(s, sw, pk.dst, flow_hash(pk.flow), flow_path_off(s, pk.flow), pk.hop)
     else:
-        out = route_lookup(s, sw, pk.dst, fl.rhash, NIL, 0)
+        out = route_lookup(s, sw, pk.dst, flow_rhash(pk.flow), NIL, 0)
     pk.hop += 1
     pk.in_prio = pk.prio
     if s.p.bounce_prio and pk.kind == PK_DATA and out != NIL and s.ports[in_port].uplink \

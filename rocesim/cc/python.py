@@ -64,7 +64,9 @@ class PythonScheme:
             setattr(self, name, value)
 
     def on_start(self, flow):
-        """The flow starts; it sends at flow.rate_bps (line rate) with no window unless set."""
+        """The flow starts: called when its NIC first sends for it (its queue pair opens then;
+        a flow released while its NIC serves others waits its turn first).  It sends at
+        flow.rate_bps (line rate) with no window unless set."""
 
     def on_ack(self, flow, ack):
         """An ACK arrived (ack.acked_bytes, ack.seq, ack.rtt_ps, ack.ecn, ack.packets,

@@ -88,8 +88,7 @@ class Results:
             collective=sim._flows.column("collective", np.int64, -1),
             iteration=sim._flows.column("iteration", np.int64, -1),
             retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-            is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"],
-            rate_bps=fa["rate_bps"])
+            is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"])
         pa = core.port_arrays()
         ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
@@ -114,6 +113,7 @@ class Results:
             cpu_s=round(cpu_s, 4),
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
             packets_in_use_at_end=st["packets_in_use"], packets_peak=st["packets_peak"],
+            queue_pairs_in_use_at_end=st["queue_pairs_in_use"], queue_pairs_peak=st["queue_pairs_peak"],
             time_errors=st["time_errors"], link_drops=st["link_drops"], watchdog_drops=st["watchdog_drops"],
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),

@@ -1,0 +1,120 @@
+# cython: language_level=3
+"""The queue-pair pool: the state of active data flows, taken when the NIC first serves a
+flow, returned when it is done.
+
+A flow's `Flow` record (64 B) lives as long as the simulation; its `Qp` (sequence numbers,
+rates, timers, loss recovery) and the scheme's per-flow state (CCOps.flow_state_size
+bytes right after it) exist only from the NIC's first packet of the flow to the ACK of
+its last byte.  A released flow waits in its host's round-robin without one (it may
+always send its first packet), so the pool follows the flows in flight: an all-to-all
+that releases a million flows at once holds only as many queue pairs as have packets
+out.  Slots live in chunks of QP_CHUNK that never move (a `Qp*` stays valid while its
+flow is active); free ones are chained through `Qp.next_free`.
+"""
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport malloc, realloc
+from libc.string cimport memset
+from rocesim._core.defs cimport Sim, Flow, Qp, LossRec, NIL, ERR_NOMEM
+from rocesim._core.sack cimport sack_free
+
+cdef enum:
+    QP_CHUNK_SHIFT = 10
+    QP_CHUNK = 1024        # slots per chunk
+
+
+cdef inline Qp* qp_at(Sim* s, int32_t q) noexcept nogil:
+    return <Qp*> (s.qp_chunks[q >> QP_CHUNK_SHIFT] + (q & (QP_CHUNK - 1)) * s.qp_stride)
+
+
+cdef inline Qp* qp_of(Sim* s, int32_t f) noexcept nogil:
+    """The queue pair of flow f (only valid while Flow.qp != NIL)."""
+    return qp_at(s, s.flows[f].qp)
+
+
+cdef inline void* cc_flow_state(Sim* s, int32_t f) noexcept nogil:
+    """The scheme's per-flow state of flow f (CCOps.flow_state_size bytes), while it has a
+    queue pair: the scheme's callbacks run only then."""
+    return <void*> ((<char*> qp_of(s, f)) + sizeof(Qp))
+
+
+cdef inline int64_t qp_stride_for(int32_t flow_state_size) noexcept nogil:
+    """Bytes per pool slot: a Qp and the scheme's state, rounded up to 8."""
+    return (<int64_t> sizeof(Qp) + flow_state_size + 7) // 8 * 8
+
+
+cdef inline int _qp_grow(Sim* s) noexcept nogil:
+    """One more chunk of free slots; -1 if out of memory."""
+    cdef char** chunks = <char**> realloc(s.qp_chunks, (s.n_qp_chunks + 1) * sizeof(char*))
+    cdef int32_t base = s.n_qp_chunks * QP_CHUNK, q
+    cdef Qp* qp
+    if chunks == NULL:
+        return -1
+    s.qp_chunks = chunks
+    chunks[s.n_qp_chunks] = <char*> malloc(QP_CHUNK * s.qp_stride)
+    if chunks[s.n_qp_chunks] == NULL:
+        return -1
+    s.n_qp_chunks += 1
+    s.qp_cap = base + QP_CHUNK
+    for q in range(base, base + QP_CHUNK):
+        qp = qp_at(s, q)
+        qp.flow = NIL
+        qp.sack = NULL
+        qp.next_free = q + 1 if q + 1 < base + QP_CHUNK else s.qp_free
+    s.qp_free = base
+    return 0
+
+
+cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
+    """Give flow f a zeroed queue pair (and zeroed scheme state); NULL and s.error set when
+    out of memory."""
+    cdef int32_t q
+    cdef Qp* qp
+    if s.qp_free == NIL and _qp_grow(s) < 0:
+        s.error = ERR_NOMEM
+        return NULL
+    q = s.qp_free
+    qp = qp_at(s, q)
+    s.qp_free = qp.next_free
+    memset(qp, 0, s.qp_stride)
+    qp.flow = f
+    qp.next_free = NIL
+    s.flows[f].qp = q
+    s.qp_used += 1
+    if s.qp_used > s.qp_peak:
+        s.qp_peak = s.qp_used
+    return qp
+
+
+cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
+    """Keep a flow's retransmission counts past its queue pair (few flows have any)."""
+    cdef LossRec* grown
+    cdef int64_t cap
+    if s.n_losses == s.cap_losses:
+        cap = 16 if s.cap_losses == 0 else 2 * s.cap_losses
+        grown = <LossRec*> realloc(s.losses, cap * sizeof(LossRec))
+        if grown == NULL:
+            s.error = ERR_NOMEM
+            return
+        s.losses = grown
+        s.cap_losses = cap
+    s.losses[s.n_losses].flow = f
+    s.losses[s.n_losses].n_timeouts = qp.n_timeouts
+    s.losses[s.n_losses].retx_bytes = qp.retx_bytes
+    s.n_losses += 1
+
+
+cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
+    """Return flow f's queue pair, if it has one, to the pool (its loss counts are kept)."""
+    cdef int32_t q = s.flows[f].qp
+    cdef Qp* qp
+    if q == NIL:
+        return
+    qp = qp_at(s, q)
+    if qp.retx_bytes or qp.n_timeouts:
+        _log_losses(s, f, qp)
+    sack_free(qp)
+    qp.flow = NIL
+    qp.next_free = s.qp_free
+    s.qp_free = q
+    s.qp_used -= 1
+    s.flows[f].qp = NIL

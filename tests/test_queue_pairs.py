@@ -1,0 +1,61 @@
+"""The queue-pair pool: a flow's transport state exists only from its first packet to the
+ACK of its last byte, so memory follows the flows in flight, not the flows of the run."""
+from rocesim import Simulation, topology
+from rocesim._core import engine
+
+
+def test_a_flow_record_is_one_cache_line():
+    """Every flow, started or not, costs its 64-byte record; the queue pair only while it
+    is in flight."""
+    assert engine.FLOW_BYTES == 64
+    assert engine.QP_BYTES > engine.FLOW_BYTES
+
+
+def test_a_chain_of_flows_holds_at_most_two_queue_pairs():
+    """A child starts when its parent's last byte arrives, while the parent waits for the
+    ACK of it: two queue pairs overlap for a one-way delay, never more."""
+    sim = Simulation(topology.star(3, "100Gbps", "1us"))
+    ids = [sim.add_flow(1 + k % 2, 0, 20_000) for k in range(200)]
+    sim.add_dependencies(ids[1:], ids[:-1])
+    res = sim.run()
+    s = res.summary
+    assert s["flows_completed"] == 200
+    assert s["queue_pairs_peak"] == 2
+    assert s["queue_pairs_in_use_at_end"] == 0
+
+
+def test_flows_released_together_take_queue_pairs_only_when_the_nic_serves_them():
+    """500 one-packet flows from one host, all at t = 0: a queue pair opens at a flow's
+    first packet and closes at its ACK, so at any time each open one has a packet (its
+    data or its ACK) in the network: the peak is bounded by the packets in flight, which
+    the NIC's line rate over one round trip bounds, not by the 500 flows."""
+    sim = Simulation(topology.star(2, "100Gbps", "1us"))
+    for _ in range(500):
+        sim.add_flow(0, 1, 1000)
+    res = sim.run()
+    s = res.summary
+    assert s["flows_completed"] == 500
+    assert s["queue_pairs_in_use_at_end"] == 0
+    assert 1 < s["queue_pairs_peak"] <= s["packets_peak"]
+    rtt_packets = 2 * 2e-6 * 100e9 / 8 / 1000           # four 1 us hops at 100 Gb/s, per 1 KB
+    assert s["queue_pairs_peak"] < 2 * rtt_packets
+    # the NIC sent them back to back: the last one waited for the 499 before it
+    assert res.flows["fct_ns"].max() > 499 * 1000 * 8 / 100e9 * 1e9
+
+
+def test_retransmission_counts_outlive_the_queue_pair():
+    """Flows that lost packets finish (their queue pairs are gone) and still report what
+    they sent again: the per-flow counts add up to the run's."""
+    t = topology.Topology(5)
+    s = t.add_switch()
+    t.add_link(0, s, "100Gbps", "1us")
+    for h in range(1, 5):
+        t.add_link(h, s, "40Gbps", "1us")
+    sim = Simulation(t, switch={"buffer": "100KB", "pfc": {"enabled": False}}, nic={"rto": "100us"})
+    for h in range(1, 5):
+        sim.add_flow(h, 0, 1_000_000, start=h * 17_123)
+    res = sim.run()
+    assert res.summary["flows_completed"] == 4 and res.summary["queue_pairs_in_use_at_end"] == 0
+    assert res.summary["retx_bytes"] > 0
+    assert res.flows["retx_bytes"].sum() == res.summary["retx_bytes"]
+    assert res.flows["timeouts"].sum() == res.summary["timeouts"]
