@@ -486,6 +486,9 @@ class Simulation:
             raise ScenarioError("slice", "must be positive")
         world, params = self._world()
         core = Core(world, params)
+        for copied in ("flow_delay", "flow_rate_limit", "flow_path_off", "path_ports", "flow_child_off",
+                       "flow_n_children", "child_idx"):
+            world.pop(copied, None)       # in the core now; the results read the other columns
         ctx = self._scheme_context(core)
         self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
         core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),

@@ -16,11 +16,11 @@ from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
-from rocesim._core.pool cimport pool_array, pool_side_arrays
+from rocesim._core.pool cimport pool_init
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.sack cimport sack_free
-from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for
+from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free
@@ -195,14 +195,8 @@ cdef class Core:
 
         s.heap_cap = INITIAL_HEAP
         s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
-        s.pool_cap = INITIAL_POOL
-        s.pkts = pool_array(s.pool_cap)
-        if s.heap == NULL or s.pkts == NULL or pool_side_arrays(s, s.pool_cap) < 0:
+        if s.heap == NULL or pool_init(s, INITIAL_POOL) < 0:
             raise MemoryError()
-        for i in range(s.pool_cap - 1):
-            s.pkts[i].next = i + 1
-        s.pkts[s.pool_cap - 1].next = NIL
-        s.pool_free = 0
         s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
         flows_next_root(s)
 
@@ -371,7 +365,7 @@ cdef class Core:
         `needs_cnp`: receivers answer ECN-marked data with CNPs (the scheme's declaration).
         Whatever `install` returns is kept alive as long as this Core (Python schemes).
         """
-        if self.s.qp_cap:
+        if self.s.qp_peak:
             raise ValueError("install_scheme: the run has started; install the scheme before it")
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
@@ -478,6 +472,11 @@ cdef class Core:
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
         cdef int status = loop.run_loop(self.s, until_ps, max_events)
+        if status == loop.STOP_EMPTY and self.s.error == ERR_NONE:
+            # nothing left to happen: give back the pools' memory before the results are read
+            qp_pool_release(self.s)
+            if self.s.pool_used == 0 and self.s.pool_cap > INITIAL_POOL and pool_init(self.s, INITIAL_POOL) < 0:
+                self.s.error = ERR_NOMEM
         if self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for events or packets")
         if self.s.error == ERR_CALLBACK:

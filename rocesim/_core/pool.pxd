@@ -91,3 +91,20 @@ cdef inline void pkt_free(Sim* s, int32_t i) noexcept nogil:
     s.pkts[i].next = s.pool_free
     s.pool_free = i
     s.pool_used -= 1
+
+
+cdef inline int pool_init(Sim* s, int32_t cap) noexcept nogil:
+    """A pool of `cap` free packets (any earlier one freed: no packet may be in use);
+    -1 if out of memory."""
+    cdef int32_t i
+    free(s.pkts)
+    s.pkts = pool_array(cap)
+    if s.pkts == NULL or pool_side_arrays(s, cap) < 0:
+        return -1
+    for i in range(cap - 1):
+        s.pkts[i].next = i + 1
+    s.pkts[cap - 1].next = NIL
+    s.pool_cap = cap
+    s.pool_free = 0
+    s.pool_used = 0
+    return 0

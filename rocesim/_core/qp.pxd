@@ -12,7 +12,7 @@ out.  Slots live in chunks of QP_CHUNK that never move (a `Qp*` stays valid whil
 flow is active); free ones are chained through `Qp.next_free`.
 """
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport malloc, realloc
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, Flow, Qp, LossRec, NIL, ERR_NOMEM
 from rocesim._core.sack cimport sack_free
@@ -118,3 +118,18 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     s.qp_free = q
     s.qp_used -= 1
     s.flows[f].qp = NIL
+
+
+cdef inline void qp_pool_release(Sim* s) noexcept nogil:
+    """Free every chunk of an idle pool (no queue pair in use): a run that has ended gives
+    back what its busiest moment took.  The pool grows again if the run goes on."""
+    cdef int32_t i
+    if s.qp_used != 0:
+        return
+    for i in range(s.n_qp_chunks):
+        free(s.qp_chunks[i])
+    free(s.qp_chunks)
+    s.qp_chunks = NULL
+    s.n_qp_chunks = 0
+    s.qp_cap = 0
+    s.qp_free = NIL
