@@ -4,10 +4,10 @@ Every case under `validation/reference/<case>/` holds what the fork was run on a
 it wrote: `case.yaml` (the topology and flow files, and per scheme the fork's FCT file,
 its CPU seconds and the command that produced it; see `reference/README.md`).  This
 script runs rocesim on the same topology and flows with each scheme, set up as the
-fork's run.py sets it (32 MiB buffers, the fork's 36 B data headers and 48 B ACKs), and
-prints, per case and scheme, the FCT slowdown at p50/p95/p99 over all flows and per
-size bin (equal flow counts, as the HPCC paper bins them), both sides, their ratio, and
-the CPU time of each side.
+fork's run.py sets it (32 MiB buffers, the fork's 36 B data headers (44 B under TIMELY)
+and 48 B ACKs), and prints, per case and scheme, the FCT slowdown at p50/p95/p99 over all
+flows and per size bin (equal flow counts, as the HPCC paper bins them), both sides, their
+ratio, and the CPU time of each side.
 
     python validation/compare.py                    # every case, every scheme
     python validation/compare.py incast8 -s timely  # one case, one scheme
@@ -43,6 +43,16 @@ SCHEMES = {
 }
 # what the fork's config and wire format are, where rocesim's defaults differ
 FORK_SETUP = {"switch": {"buffer": "32MiB"}, "nic": {"header": "36B", "ack_size": "48B"}}
+# per scheme, where the fork's wire format differs from FORK_SETUP: under TIMELY (CC mode 7)
+# the fork's data packets carry its 8-byte send timestamp in the header (36 + 8 B); its ACKs
+# echo it but stay 48 B (padded to a 60 B frame less the 14 B Ethernet header it does not send)
+SCHEME_NIC = {"timely": {"header": "44B"}}
+
+
+def fork_setup(name):
+    """rocesim's config keys for the fork's run.py scheme `name` (cc plus FORK_SETUP)."""
+    nic = {**FORK_SETUP["nic"], **SCHEME_NIC.get(name, {})}
+    return {"cc": SCHEMES[name], **FORK_SETUP, "nic": nic}
 
 
 def read_fork_fct(path):
@@ -60,7 +70,7 @@ def read_fork_fct(path):
 def run_rocesim(case_dir, case, name, seed=1):
     raw = {"seed": seed, "topology": {"kind": "hpcc_file", "path": case["topology"]},
            "traffic": [{"kind": "hpcc_flow_file", "path": case["flows"]}],
-           "cc": SCHEMES[name], **FORK_SETUP}
+           **fork_setup(name)}
     scn = scenario.build(raw, base_dir=case_dir)
     t0 = time.process_time()
     res = scn.sim.run(progress=False)
