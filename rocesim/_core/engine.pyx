@@ -17,6 +17,7 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
+from rocesim._core.heap cimport heap_array, heap_free
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.sack cimport sack_free
@@ -194,7 +195,7 @@ cdef class Core:
         self._init_flows(world, path_ports.shape[0])
 
         s.heap_cap = INITIAL_HEAP
-        s.heap = <Event*> malloc(s.heap_cap * sizeof(Event))
+        s.heap = heap_array(s.heap_cap)
         if s.heap == NULL or pool_init(s, INITIAL_POOL) < 0:
             raise MemoryError()
         s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
@@ -337,7 +338,7 @@ cdef class Core:
         free(s.losses)
         free(s.flow_path_off)
         free(s.flow_rate_limit)
-        free(s.heap)
+        heap_free(s.heap)
         free(s.pkts)
         free(s.int_hops)
         free(s.pkt_sack)
