@@ -190,7 +190,8 @@ class Simulation:
                            collective=graph.column("collective"), iteration=graph.column("iteration"))
         children, parents = graph.edges()
         if children.size:
-            self._flows.edges.append((children + offset, parents + offset))
+            # ids of this graph's own nodes: int32 halves what a million-flow graph keeps
+            self._flows.edges.append(((children + offset).astype(np.int32), (parents + offset).astype(np.int32)))
         return offset
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
@@ -486,9 +487,8 @@ class Simulation:
             raise ScenarioError("slice", "must be positive")
         world, params = self._world()
         core = Core(world, params)
-        for copied in ("flow_delay", "flow_rate_limit", "flow_path_off", "path_ports", "flow_child_off",
-                       "flow_n_children", "child_idx"):
-            world.pop(copied, None)       # in the core now; the results read the other columns
+        for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:
+            del world[name]               # in the core now (the results read the Simulation's columns)
         ctx = self._scheme_context(core)
         self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
         core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),

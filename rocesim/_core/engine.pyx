@@ -538,7 +538,9 @@ cdef class Core:
             last_activity_ps=s.last_work)
 
     def flow_arrays(self):
-        """Per-flow results (numpy arrays, picoseconds; -1 where not reached)."""
+        """Per-flow results (numpy arrays, picoseconds; -1 where not reached).  `start_ps`
+        is when the flow started, or, for a flow without parents that has not, when it is
+        due to; -1 for a flow still waiting for its parents."""
         cdef Sim* s = self.s
         cdef int32_t F = s.n_flows, i
         cdef cnp.ndarray[int64_t] start = np.empty(F, np.int64)
@@ -552,9 +554,13 @@ cdef class Core:
         cdef Qp* qp
         cdef int64_t k
         retx[:] = 0
+        cdef cnp.ndarray[cnp.uint8_t] has_parents = np.zeros(F, np.uint8)
+        for k in range(s.flows[F].child_off):
+            has_parents[s.child_idx[k]] = 1
         for i in range(F):
             fl = &s.flows[i]
-            start[i] = fl.released
+            # started: when; a flow without parents not yet started: when it is due to
+            start[i] = fl.released if fl.state != FS_WAITING else (-1 if has_parents[i] else fl.due)
             finish[i] = fl.finish
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)

@@ -70,8 +70,7 @@ class Results:
         stopped_at_limit = stop_ps is not None
         fa = core.flow_arrays()
         done = fa["finish_ps"] >= 0
-        started = fa["start_ps"] >= 0
-        start_ps = np.where(started, fa["start_ps"], world["flow_start"])
+        start_ps = fa["start_ps"]
         fct = np.where(done, (fa["finish_ps"] - start_ps) / PS_PER_NS, np.nan)
         ideal = np.where(fa["ideal_fct_ps"] >= 0, fa["ideal_fct_ps"] / PS_PER_NS, np.nan)
         rx = np.where(fa["rx_finish_ps"] >= 0, (fa["rx_finish_ps"] - start_ps) / PS_PER_NS, np.nan)
@@ -79,16 +78,16 @@ class Results:
             slowdown = fct / ideal
         F = len(fct)
         flows = dict(
-            flow_id=np.arange(F), src=world["flow_src"], dst=world["flow_dst"],
-            size_bytes=world["flow_size"], start_ns=np.where(started | (world["flow_n_parents"] == 0),
-                                                           start_ps / PS_PER_NS, np.nan),
+            flow_id=np.arange(F), src=sim._flows.column("src", np.int32), dst=sim._flows.column("dst", np.int32),
+            size_bytes=sim._flows.column("size", np.int64),
+            start_ns=np.where(start_ps >= 0, start_ps / PS_PER_NS, np.nan),
             fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
-            prio=world["flow_prio"], tag=sim._flows.column("tag", np.int32),
+            prio=sim._flows.column("prio", np.int32), tag=sim._flows.column("tag", np.int32),
             dport=sim._flows.column("dport", np.int32, 100),
             collective=sim._flows.column("collective", np.int64, -1),
             iteration=sim._flows.column("iteration", np.int64, -1),
             retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-            is_compute=world["flow_is_compute"].astype(bool), delivered_bytes=fa["delivered_bytes"])
+            is_compute=sim._flows.column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
         pa = core.port_arrays()
         ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
