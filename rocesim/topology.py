@@ -371,10 +371,10 @@ MEMORY_PER_NODE_HOST = 4
 """Per (node, host) pair: the int32 hop-distance matrix of routing._host_distances."""
 MEMORY_PER_SWITCH_HOST = 16
 """Per (switch, host) pair: route_off/route_cnt (int32) in Python and in the core."""
-MEMORY_PER_FLOW = 448
+MEMORY_PER_FLOW = 352
 """Per flow or compute step, at the worst: the core's 64-byte record, the Python flow columns
 and the result arrays, and a queue pair and a packet if every flow is in flight at once
-(a 1024-rank all-to-all of one-packet flows without congestion control: 1 M flows, 490 MB
+(a 1024-rank all-to-all of one-packet flows without congestion control: 1 M flows, 386 MB
 peak, 45 MB of it before any flow)."""
 
 DEFAULT_MEMORY_LIMIT_FALLBACK = 16 * 10**9

@@ -186,7 +186,7 @@ def test_memory_estimate_formula():
     H, S, L = topo_mod.shape("fat_tree", k=8)
     assert (H, S, L) == (128, 80, 384)
     P = 2 * L
-    expected = 256 * (H + S) + 1024 * P + 32 * (P - H) * H + 4 * (H + S) * H + 16 * S * H + 448 * 10
+    expected = 256 * (H + S) + 1024 * P + 32 * (P - H) * H + 4 * (H + S) * H + 16 * S * H + 352 * 10
     assert topo_mod.memory_estimate(H, S, L, 10) == expected
     for k in (4, 8):
         t = topo_mod.fat_tree(k, "1Gbps", "1us")

@@ -15,6 +15,7 @@ from libc.stdint cimport int64_t, int32_t
 from cpython.ref cimport PyObject
 from rocesim._core.defs cimport Sim, Qp, AckInfo, NIL, ERR_CALLBACK
 from rocesim._core.qp cimport qp_of
+from rocesim._core.flows cimport flow_base_rtt
 from rocesim._core.cc cimport sim_of, cc_ops_clear, cc_timer
 from rocesim._core.nic_send cimport sched_update
 
@@ -137,6 +138,7 @@ cdef class Shim:
         """The flow's handle (made at its start, while it has a queue pair)."""
         cdef Flow h = self.handles[f]
         cdef Qp* qp
+        cdef int32_t hops
         if h is None:
             h = Flow.__new__(Flow)
             h.shim = self
@@ -144,7 +146,7 @@ cdef class Shim:
             h.id = f
             qp = qp_of(self.s, f)
             h._line_rate = qp.line_rate
-            h._base_rtt = qp.base_rtt
+            h._base_rtt = flow_base_rtt(self.s, f, &hops)
             h._rate = qp.rate_bps
             h._window = qp.window
             self.handles[f] = h

@@ -19,6 +19,7 @@ from libc.stdint cimport int64_t, int32_t
 from libc.math cimport sqrt
 from rocesim._core.defs cimport Sim, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
+from rocesim._core.flows cimport flow_base_rtt
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 
 
@@ -41,6 +42,7 @@ cdef struct SwiftFlow:
     double rtt                # last RTT sample (ps)
     int64_t t_last_decrease
     int32_t retx
+    int32_t hops              # switches on the data path (the target scales with them)
 
 
 cdef struct SwiftState:
@@ -73,7 +75,8 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
-    x.rtt = fl.base_rtt if fl.base_rtt > 0 else 1e6
+    cdef int64_t base_rtt = flow_base_rtt(s, f, &x.hops)
+    x.rtt = base_rtt if base_rtt > 0 else 1e6
     x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.mtu
     x.t_last_decrease = s.flows[f].released     # the flow's start (on_start may come later)
     x.retx = 0
@@ -92,7 +95,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         fs = p.fs_range
     if fs < 0:
         fs = 0
-    target = p.base_target + qp_of(s, f).hops * p.h + fs
+    target = p.base_target + x.hops * p.h + fs
     acked = <double> a.acked / s.p.mtu
     if delay < target:
         if x.cwnd >= 1:

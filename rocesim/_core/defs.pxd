@@ -54,7 +54,7 @@ cdef enum FlowPhase:
     FS_DONE = 2            # sender has the ACK of the last byte
 
 cdef struct Sim  # forward declaration: the interfaces below take Sim*
-cdef struct SackState  # forward declaration: Qp points to one
+cdef struct LossState  # forward declaration: Qp points to one
 
 cdef struct Event:
     int64_t time
@@ -206,53 +206,51 @@ cdef struct Flow:
 cdef struct Qp:
     # A queue pair: the sender and receiver state of one active data flow (both ends live in
     # one record, as the simulation needs no second copy).  The scheme's per-flow state
-    # follows it in the pool (Sim.qp_stride bytes per slot; cc.pxd cc_flow_state).
+    # follows it in the pool (Sim.qp_stride bytes per slot; qp.cc_flow_state).  What only
+    # loss recovery needs is apart (LossState, allocated on the flow's first loss).
     int32_t flow           # the flow it serves, NIL while the slot is free
     int32_t next_free      # free list of the pool
     int32_t sched          # SchedState while listed in its host's active set
-    int32_t hops           # switches on the data path
+    int32_t last_size      # wire bytes of the last packet sent (with last_send: a rate change
+                           #   re-times next_send from them, as the fork's ChangeRate)
     int64_t paced_at       # SCHED_PACED: the time of its entry in the paced heap
     # sender
     int64_t snd_nxt        # next byte to send
     int64_t snd_una        # first byte not acknowledged
     int64_t snd_max        # highest byte ever sent (+1)
     int64_t next_send      # pacing: earliest time of the next packet (ps)
-    int64_t last_send      # when the last packet left, and its size: a rate change
-    int32_t last_size      #   re-times next_send from them (as the fork's ChangeRate)
-    int32_t rto_armed
+    int64_t last_send      # when the last packet left
     int64_t rate_bps       # set by congestion control
-    int64_t rate_limit     # the user's cap on the pacing rate (0: none); the NIC paces at
-                           #   min(rate_bps, rate_limit) whatever the scheme says
     int64_t window         # bytes in flight allowed (0: no window)
-    int64_t line_rate      # host link rate
-    int64_t base_rtt       # idle-network RTT of a full packet and its ACK (ps)
+    int64_t line_rate      # host link rate when the flow started
     int64_t rto_deadline
-    int64_t retx_bytes     # payload bytes sent more than once
-    int32_t n_timeouts
+    int32_t rto_armed
     # receiver
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
     int64_t rcv_nxt
     int64_t last_cnp       # NIL: none sent yet
-    int64_t last_nack
-    int64_t last_nack_seq
-    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
-    SackState* sack        # selective repeat: allocated on the flow's first loss (sack.pxd)
+    LossState* loss        # allocated on the flow's first loss (loss.pxd), else NULL
 
 cdef struct LossRec:       # a flow that retransmitted: its counts outlive its queue pair
     int32_t flow
     int32_t n_timeouts
     int64_t retx_bytes
 
-cdef struct SackState:
-    # Selective-repeat state of a flow (both ends), allocated on its first loss: flows
-    # that never lose a packet pay one NULL pointer for it.  Bitmaps: one bit per packet.
-    uint8_t* rx_bits       # receiver: packets received beyond rcv_nxt
+cdef struct LossState:
+    # What a flow needs only once it has lost a packet (both ends), allocated then: flows
+    # that never lose one pay one NULL pointer for it.  Bitmaps: one bit per packet.
+    uint8_t* rx_bits       # receiver, selective repeat: packets received beyond rcv_nxt
     int64_t rx_bits_len
-    uint8_t* sack_bits     # sender: packets the receiver reported out of order
+    uint8_t* sack_bits     # sender, selective repeat: packets the receiver reported out of order
     int64_t sack_bits_len
     int64_t sack_high      # sender: one past the highest SACKed byte
     int64_t retx_nxt       # sender: next hole to retransmit in recovery
+    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
+    int64_t last_nack      # receiver, go-back-N: when it last NACKed (NIL: never) ...
+    int64_t last_nack_seq  #   ... and for which rcv_nxt
+    int64_t retx_bytes     # sender: payload bytes sent more than once
+    int32_t n_timeouts     # sender: retransmission timeouts
 
 cdef struct AckInfo:
     int64_t acked          # bytes newly acknowledged
@@ -349,8 +347,8 @@ cdef struct Sim:
     # packet pool
     Packet* pkts
     IntHop* int_hops       # MAX_INT_HOPS records per packet of the pool (NULL: INT off)
-    int64_t* pkt_sack      # per packet of the pool: NACK under selective repeat, the seq
-                           #   of the out-of-order packet
+    int64_t* pkt_sack      # per packet of the pool, selective repeat only (else NULL): a NACK's
+                           #   SACK, the seq of the out-of-order packet
     int32_t pool_cap
     int32_t pool_free
     int32_t pool_used

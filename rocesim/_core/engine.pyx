@@ -20,7 +20,7 @@ from rocesim._core.pool cimport pool_init
 from rocesim._core.heap cimport heap_array, heap_free
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
-from rocesim._core.sack cimport sack_free
+from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
@@ -331,7 +331,7 @@ cdef class Core:
                 for k in range(NPRIO):
                     free(s.hosts[i].paced[k])
         for i in range(s.qp_cap):
-            sack_free(qp_at(s, i))
+            loss_free(qp_at(s, i))
         for i in range(s.n_qp_chunks):
             free(s.qp_chunks[i])
         free(s.qp_chunks)
@@ -569,8 +569,9 @@ cdef class Core:
             if fl.qp != NIL:
                 qp = qp_of(s, i)
                 delivered[i] = qp.rcv_nxt
-                retx[i] = qp.retx_bytes
-                timeouts[i] = qp.n_timeouts
+                if qp.loss != NULL:
+                    retx[i] = qp.loss.retx_bytes
+                    timeouts[i] = qp.loss.n_timeouts
             elif fl.state == FS_DONE and not fl.is_compute:
                 delivered[i] = fl.size
         for k in range(s.n_losses):          # flows done with retransmissions (qp.pxd)

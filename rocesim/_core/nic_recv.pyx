@@ -13,12 +13,12 @@ pair is gone, and everything was received) is answered by an ACK of the whole fl
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, SackState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
+from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
 from rocesim._core.link cimport q_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
 from rocesim._core.qp cimport qp_of
-from rocesim._core.sack cimport bit, set_bit, sack_of
+from rocesim._core.loss cimport bit, set_bit, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
 
@@ -42,7 +42,8 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
     pk.ttl = s.p.ttl
     pk.seq = qp_of(s, d.flow).rcv_nxt if fl.qp != NIL else fl.size
-    s.pkt_sack[i] = d.seq
+    if s.p.selective_repeat:
+        s.pkt_sack[i] = d.seq            # the SACK of a NACK (nic_send reads it)
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
@@ -80,7 +81,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef int64_t mtu = s.p.mtu
     cdef int64_t size = rec.size
     cdef int64_t before
-    cdef SackState* sk
+    cdef LossState* sk
     if rec.qp == NIL:
         _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate of a finished flow
         return
@@ -92,7 +93,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     if pk.seq == fl.rcv_nxt:
         before = fl.rcv_nxt
         fl.rcv_nxt += pkt_payload(s, pk)
-        sk = fl.sack
+        sk = fl.loss
         if sk != NULL:
             while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
                 fl.rcv_nxt += mtu
@@ -109,15 +110,15 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
         elif fl.unacked >= s.p.ack_every:
             _ack_unacked(s, i, fl)
     elif pk.seq > fl.rcv_nxt:
+        sk = loss_of(s, fl)
+        if sk == NULL:
+            return                              # out of memory: the loop stops on s.error
         if s.p.selective_repeat:
-            sk = sack_of(s, fl)
-            if sk == NULL:
-                return                          # out of memory: the loop stops on s.error
             set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // mtu)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
-        elif fl.last_nack_seq != fl.rcv_nxt or s.now - fl.last_nack >= s.p.nack_interval:
-            fl.last_nack_seq = fl.rcv_nxt
-            fl.last_nack = s.now
+        elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= s.p.nack_interval:
+            sk.last_nack_seq = fl.rcv_nxt
+            sk.last_nack = s.now
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
     else:
         _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # duplicate: re-ACK what we have

@@ -15,17 +15,17 @@ receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed pa
 and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
-from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, SackState, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.heap cimport heap_push
-from rocesim._core.flows cimport flow_activate, flow_finish, flow_base_rtt
+from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
-from rocesim._core.sack cimport bit, set_bit, sack_of
+from rocesim._core.loss cimport bit, set_bit, loss_of, in_recovery
 
 
 cdef void nic_kick(Sim* s, int32_t host) noexcept:
@@ -42,9 +42,9 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept:
     """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
     to send."""
     cdef int64_t mtu = s.p.mtu
-    cdef SackState* sk = fl.sack
+    cdef LossState* sk = fl.loss
     if sk != NULL and sk.sack_bits != NULL:
-        if fl.recovery_end != NIL:
+        if sk.recovery_end != NIL:
             if sk.retx_nxt < fl.snd_una:
                 sk.retx_nxt = fl.snd_una
             while (sk.retx_nxt < sk.sack_high
@@ -59,10 +59,11 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept:
     return -1
 
 
-cdef inline int64_t _pace_rate(Qp* fl, int64_t rate) noexcept:
-    """The rate the NIC paces at: the scheme's rate, capped by the flow's limit (if any)."""
-    if fl.rate_limit > 0 and (rate > fl.rate_limit or rate <= 0):
-        return fl.rate_limit
+cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept:
+    """The rate the NIC paces flow f at: the scheme's rate, capped by the flow's limit (if any)."""
+    cdef int64_t limit = s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0
+    if limit > 0 and (rate > limit or rate <= 0):
+        return limit
     return rate if rate > 0 else 1
 
 
@@ -89,17 +90,18 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ttl = s.p.ttl
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + s.p.rto    # nothing was outstanding: the timeout starts now
-    if seq < fl.snd_max:
-        fl.retx_bytes += payload
+    if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists
+        if fl.loss != NULL:
+            fl.loss.retx_bytes += payload
         s.st.retx_bytes += payload
     if seq == fl.snd_nxt:
         fl.snd_nxt = end
     else:
-        fl.sack.retx_nxt = end       # a selective-repeat retransmission (seq came from _next_seq's
-                                     #   recovery cursor: fl.sack exists)
+        fl.loss.retx_nxt = end       # a selective-repeat retransmission (seq came from _next_seq's
+                                     #   recovery cursor: fl.loss exists)
     if end > fl.snd_max:
         fl.snd_max = end
-    rate = _pace_rate(fl, fl.rate_bps)
+    rate = _pace_rate(s, f, fl.rate_bps)
     fl.next_send = s.now + tx_time(pk.size, rate)
     fl.last_send = s.now
     fl.last_size = pk.size
@@ -232,8 +234,8 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
     if s.flows[f].qp == NIL:
         return
     fl = qp_of(s, f)
-    rate = _pace_rate(fl, fl.rate_bps)
-    if rate == _pace_rate(fl, old_rate) or fl.last_size == 0:
+    rate = _pace_rate(s, f, fl.rate_bps)
+    if rate == _pace_rate(s, f, old_rate) or fl.last_size == 0:
         return
     fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
     sched_update(s, f)
@@ -267,13 +269,8 @@ cdef Qp* _open(Sim* s, int32_t f) noexcept:
     if fl == NULL:
         return NULL
     fl.line_rate = s.ports[s.hosts[rec.src].port].rate_bps
-    fl.base_rtt = flow_base_rtt(s, f, &fl.hops)
-    fl.rate_limit = s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0
     fl.next_send = rec.released
-    fl.recovery_end = NIL
     fl.last_cnp = NIL
-    fl.last_nack = NIL
-    fl.last_nack_seq = NIL
     fl.rate_bps = fl.line_rate
     fl.sched = SCHED_READY
     fl.rto_deadline = s.now + s.p.rto
@@ -295,7 +292,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
     cdef Qp* fl
     cdef AckInfo a
     cdef int64_t k, rate, sack
-    cdef SackState* sk
+    cdef LossState* sk
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
@@ -306,8 +303,8 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         fl.rto_deadline = s.now + s.p.rto
         if fl.snd_nxt < fl.snd_una:
             fl.snd_nxt = fl.snd_una
-        if fl.recovery_end != NIL and fl.snd_una >= fl.recovery_end:
-            fl.recovery_end = NIL
+        if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
+            fl.loss.recovery_end = NIL
     if pk.kind == PK_ACK:
         a.seq = pk.seq
         a.rtt = s.now - pk.ts
@@ -320,17 +317,17 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         s.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
     else:
+        sk = loss_of(s, fl)
+        if sk == NULL:
+            return                              # out of memory: the loop stops on s.error
         if s.p.selective_repeat:
-            sk = sack_of(s, fl)
-            if sk == NULL:
-                return                          # out of memory: the loop stops on s.error
             sack = s.pkt_sack[i]
             k = sack // s.p.mtu
             set_bit(s, &sk.sack_bits, &sk.sack_bits_len, rec.size, k)
             if sack + s.p.mtu > sk.sack_high:
                 sk.sack_high = min(sack + s.p.mtu, rec.size)
-            if fl.recovery_end == NIL:
-                fl.recovery_end = fl.snd_max
+            if sk.recovery_end == NIL:
+                sk.recovery_end = fl.snd_max
                 sk.retx_nxt = fl.snd_una
         elif fl.snd_nxt > pk.seq:
             fl.snd_nxt = pk.seq                 # go-back-N

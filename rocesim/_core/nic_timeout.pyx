@@ -8,11 +8,11 @@ flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flo
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Qp, SackState, NIL, FS_ACTIVE, EV_RTO
+from rocesim._core.defs cimport Sim, Qp, LossState, NIL, FS_ACTIVE, EV_RTO
 from rocesim._core.qp cimport qp_of
 from rocesim._core.heap cimport heap_push
 from rocesim._core.active_set cimport active_add
-from rocesim._core.sack cimport bits_alloc, sack_of
+from rocesim._core.loss cimport bits_alloc, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 
@@ -20,7 +20,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
     """Retransmission-timeout check of flow f."""
     cdef Qp* fl
     cdef int64_t rate
-    cdef SackState* sk
+    cdef LossState* sk
     if s.flows[f].state != FS_ACTIVE:
         return                                  # done: its queue pair is gone (or another's)
     if s.flows[f].qp == NIL:                    # nothing sent yet: keep watching
@@ -29,14 +29,14 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
     fl = qp_of(s, f)
     fl.rto_armed = 0
     if s.now >= fl.rto_deadline and fl.snd_una < fl.snd_max:
+        sk = loss_of(s, fl)
+        if sk == NULL:
+            return                              # out of memory: the loop stops on s.error
         s.st.timeouts += 1
-        fl.n_timeouts += 1
+        sk.n_timeouts += 1
         if s.p.selective_repeat:
             # retransmit every packet the receiver has not reported, up to snd_max
-            sk = sack_of(s, fl)
-            if sk == NULL:
-                return                          # out of memory: the loop stops on s.error
-            fl.recovery_end = fl.snd_max
+            sk.recovery_end = fl.snd_max
             sk.sack_high = fl.snd_max
             sk.retx_nxt = fl.snd_una
             bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, s.flows[f].size)

@@ -43,10 +43,12 @@ cdef inline int32_t pkt_payload(Sim* s, Packet* pk) noexcept nogil:
 cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
     """Grow the arrays kept beside the pool to `cap` packets; -1 if out of memory."""
     cdef IntHop* hops
-    cdef int64_t* sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
-    if sack == NULL:
-        return -1
-    s.pkt_sack = sack
+    cdef int64_t* sack
+    if s.p.selective_repeat:
+        sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
+        if sack == NULL:
+            return -1
+        s.pkt_sack = sack
     if s.p.int_enabled:
         hops = <IntHop*> realloc(s.int_hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
         if hops == NULL:

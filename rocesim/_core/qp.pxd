@@ -15,7 +15,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, Flow, Qp, LossRec, NIL, ERR_NOMEM
-from rocesim._core.sack cimport sack_free
+from rocesim._core.loss cimport loss_free
 
 cdef enum:
     QP_CHUNK_SHIFT = 10
@@ -58,7 +58,7 @@ cdef inline int _qp_grow(Sim* s) noexcept nogil:
     for q in range(base, base + QP_CHUNK):
         qp = qp_at(s, q)
         qp.flow = NIL
-        qp.sack = NULL
+        qp.loss = NULL
         qp.next_free = q + 1 if q + 1 < base + QP_CHUNK else s.qp_free
     s.qp_free = base
     return 0
@@ -98,8 +98,8 @@ cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
         s.losses = grown
         s.cap_losses = cap
     s.losses[s.n_losses].flow = f
-    s.losses[s.n_losses].n_timeouts = qp.n_timeouts
-    s.losses[s.n_losses].retx_bytes = qp.retx_bytes
+    s.losses[s.n_losses].n_timeouts = qp.loss.n_timeouts
+    s.losses[s.n_losses].retx_bytes = qp.loss.retx_bytes
     s.n_losses += 1
 
 
@@ -110,9 +110,9 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     if q == NIL:
         return
     qp = qp_at(s, q)
-    if qp.retx_bytes or qp.n_timeouts:
+    if qp.loss != NULL and (qp.loss.retx_bytes or qp.loss.n_timeouts):
         _log_losses(s, f, qp)
-    sack_free(qp)
+    loss_free(qp)
     qp.flow = NIL
     qp.next_free = s.qp_free
     s.qp_free = q

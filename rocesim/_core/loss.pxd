@@ -1,0 +1,65 @@
+# cython: language_level=3
+"""Loss-recovery state: one `LossState` per flow, allocated on the flow's first loss (a
+NACK sent or received, a timeout).
+
+It holds the go-back-N receiver's NACK pacing, the sender's recovery point and its counts
+of bytes sent again and timeouts, and for selective repeat the bitmaps: the receiver marks
+packets it holds beyond rcv_nxt (`rx_bits`), the sender packets the receiver reported out
+of order (`sack_bits`), with its recovery cursor (`retx_nxt`) and highest SACK
+(`sack_high`).  Flows that never lose a packet allocate nothing (`Qp.loss` stays NULL);
+bitmaps are allocated on first use.
+"""
+from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdlib cimport calloc, free
+from rocesim._core.defs cimport Sim, Qp, LossState, NIL, ERR_NOMEM
+
+
+cdef inline bint bit(uint8_t* bits, int64_t len, int64_t k) noexcept:
+    return bits != NULL and k < len * 8 and (bits[k >> 3] >> (k & 7)) & 1
+
+
+cdef inline LossState* loss_of(Sim* s, Qp* qp) noexcept nogil:
+    """The flow's loss-recovery state, allocated if not yet done (NULL and s.error set
+    when out of memory)."""
+    cdef LossState* lo
+    if qp.loss == NULL:
+        lo = <LossState*> calloc(1, sizeof(LossState))
+        if lo == NULL:
+            s.error = ERR_NOMEM
+            return NULL
+        lo.recovery_end = NIL
+        lo.last_nack = NIL
+        lo.last_nack_seq = NIL
+        qp.loss = lo
+    return qp.loss
+
+
+cdef inline bint in_recovery(Qp* qp) noexcept nogil:
+    """The sender is recovering from a loss (selective repeat: holes below recovery_end)."""
+    return qp.loss != NULL and qp.loss.recovery_end != NIL
+
+
+cdef inline void loss_free(Qp* qp) noexcept nogil:
+    if qp.loss != NULL:
+        free(qp.loss.rx_bits)
+        free(qp.loss.sack_bits)
+        free(qp.loss)
+        qp.loss = NULL
+
+
+cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) noexcept:
+    """Allocate a zeroed bitmap with one bit per packet of a flow of `size` bytes, if not yet done."""
+    cdef int64_t n
+    if bits[0] == NULL:
+        n = ((size + s.p.mtu - 1) // s.p.mtu + 7) // 8
+        bits[0] = <uint8_t*> calloc(n, 1)
+        if bits[0] == NULL:
+            s.error = ERR_NOMEM
+            return False
+        len[0] = n
+    return True
+
+
+cdef inline void set_bit(Sim* s, uint8_t** bits, int64_t* len, int64_t size, int64_t k) noexcept:
+    if bits_alloc(s, bits, len, size) and k < len[0] * 8:
+        bits[0][k >> 3] |= <uint8_t> (1 << (k & 7))
