@@ -25,7 +25,8 @@ cdef enum:
 # EV_FAULT are work; timers of a flow are work only while it is active; the
 # detector's checks never are (the stall watch looks at the time of the last work).
 cdef enum EventKind:
-    EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port
+    EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port,
+                           #   arg = that packet (only to prefetch it: the wire's head is the truth)
     EV_TX = 1              # a port's transmitter may start a packet; target = port
     EV_FLOW_START = 2      # a flow starts; target = flow
     EV_COMPUTE_DONE = 3    # a compute step of the dependency graph ends; target = flow

@@ -65,7 +65,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     pk.next = NIL
     if p.wire_tail == NIL:
         p.wire_head = i
-        heap_push(s, pk.time, EV_ARRIVE, port, 0)
+        heap_push(s, pk.time, EV_ARRIVE, port, i)
     else:
         s.pkts[p.wire_tail].next = i
         s.pkts[p.wire_tail].next_time = pk.time
@@ -83,7 +83,7 @@ cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
     else:
         # the next packet's arrival time travels in this one: no need to touch it now,
         # only to start fetching it for when it arrives
-        heap_push(s, pk.next_time, EV_ARRIVE, port, 0)
+        heap_push(s, pk.next_time, EV_ARRIVE, port, p.wire_head)
         __builtin_prefetch(&s.pkts[p.wire_head])
     pk.next = NIL
     return i
