@@ -310,6 +310,10 @@ cdef struct NetParams:
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off
 
+cdef struct RouteGroup:    # the equal-cost egress ports of a (switch, destination class)
+    int32_t off            # first of them in Sim.route_ports
+    int32_t cnt            # how many; -1: direct delivery, the port is route_ports[off + dst]
+
 cdef struct PauseRec:      # one interval during which a port's priority was paused
     int64_t start          # ps
     int64_t end            # ps
@@ -380,8 +384,7 @@ cdef struct Sim:
     # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
     int32_t* route_class   # [dst host]: its destination class
     int32_t n_route_classes
-    int32_t* route_off     # [(node - n_hosts) * n_route_classes + class]
-    int32_t* route_cnt
+    RouteGroup* route_groups   # [(node - n_hosts) * n_route_classes + class]
     int32_t* route_ports
     int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
     int32_t n_path_ports

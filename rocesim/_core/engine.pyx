@@ -14,7 +14,7 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, NetParams, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
 from rocesim._core.heap cimport heap_array, heap_free
@@ -85,7 +85,8 @@ def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_
         if (route_cnt.min() < -1 or route_off.min() < 0
                 or (route_off.astype(np.int64) + span).max() > route_ports.shape[0]):
             raise ValueError("core input 'route_off'/'route_cnt' point outside 'route_ports'")
-    return route_class, n_classes, route_off, route_cnt, route_ports
+    groups = np.stack([route_off, route_cnt], axis=1).ravel()     # RouteGroup {off, cnt} pairs
+    return route_class, n_classes, groups, route_ports
 
 
 cdef class Core:
@@ -126,7 +127,7 @@ cdef class Core:
         port_uplink = _as(world.get("port_uplink", np.zeros(P)), np.int32, "port_uplink", P)
         host_port = _as(world["host_port"], np.int32, "host_port", H)
         sw_buffer = _as(world["switch_buffer"], np.int64, "switch_buffer", N - H)
-        route_class, n_classes, route_off, route_cnt, route_ports = _route_arrays(
+        route_class, n_classes, route_groups, route_ports = _route_arrays(
             H, N, P, world["route_off"], world["route_cnt"], world["route_ports"], world.get("route_class"))
         path_ports = _as(world.get("path_ports", np.zeros(0)), np.int32, "path_ports")
         _check_range(port_node, 0, N, "port_node")
@@ -185,8 +186,7 @@ cdef class Core:
                 sw.total_rsrv += s.p.reserve      # per port, as the HPCC fork totals it
         for i in range(H):
             s.hosts[i].port = host_port[i]
-        s.route_off = _copy_i32(route_off)
-        s.route_cnt = _copy_i32(route_cnt)
+        s.route_groups = <RouteGroup*> _copy_i32(route_groups)
         s.route_ports = _copy_i32(route_ports)
         s.route_class = _copy_i32(route_class)
         s.n_route_classes = n_classes
@@ -346,8 +346,7 @@ cdef class Core:
         free(s.sw)
         free(s.hosts)
         free(s.flows)
-        free(s.route_off)
-        free(s.route_cnt)
+        free(s.route_groups)
         free(s.route_ports)
         free(s.route_class)
         free(s.path_ports)
@@ -432,19 +431,16 @@ cdef class Core:
     def set_routes(self, route_off, route_cnt, route_ports, route_class=None):
         """Replace the routing tables (after a link went down or came back up)."""
         cdef Sim* s = self.s
-        cdef int32_t* off
-        cdef int32_t* cnt
+        cdef int32_t* groups
         cdef int32_t* ports
         cdef int32_t* cls
-        route_class, n_classes, route_off, route_cnt, route_ports = _route_arrays(
+        route_class, n_classes, route_groups, route_ports = _route_arrays(
             s.n_hosts, s.n_nodes, s.n_ports, route_off, route_cnt, route_ports, route_class)
-        off, cnt, ports = _copy_i32(route_off), _copy_i32(route_cnt), _copy_i32(route_ports)
-        cls = _copy_i32(route_class)
-        free(s.route_off)
-        free(s.route_cnt)
+        groups, ports, cls = _copy_i32(route_groups), _copy_i32(route_ports), _copy_i32(route_class)
+        free(s.route_groups)
         free(s.route_ports)
         free(s.route_class)
-        s.route_off, s.route_cnt, s.route_ports, s.route_class = off, cnt, ports, cls
+        s.route_groups, s.route_ports, s.route_class = <RouteGroup*> groups, ports, cls
         s.n_route_classes = n_classes
 
     def deadlock_records(self):

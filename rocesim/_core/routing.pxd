@@ -11,7 +11,7 @@ per-switch seed).  Data packets of a flow with an explicit path follow it; its
 ACKs, NACKs and CNPs use the table.
 """
 from libc.stdint cimport int32_t, uint32_t, uint64_t
-from rocesim._core.defs cimport Sim, Switch, NIL
+from rocesim._core.defs cimport Sim, Switch, RouteGroup, NIL
 from rocesim._core.rng cimport mix64
 
 
@@ -24,12 +24,13 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
             return NIL
         return s.path_ports[path_off + hop]
     base = (sw.node - s.n_hosts) * s.n_route_classes + s.route_class[dst]
-    cnt = s.route_cnt[base]
+    cdef RouteGroup g = s.route_groups[base]        # offset and count: one cache line
+    cnt = g.cnt
     if cnt == 1:
-        return s.route_ports[s.route_off[base]]
+        return s.route_ports[g.off]
     if cnt <= 0:
-        return NIL if cnt == 0 else s.route_ports[s.route_off[base] + dst]
-    return s.route_ports[s.route_off[base]
+        return NIL if cnt == 0 else s.route_ports[g.off + dst]
+    return s.route_ports[g.off
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]
 
 
