@@ -1,14 +1,6 @@
 """The queue-pair pool: a flow's transport state exists only from its first packet to the
 ACK of its last byte, so memory follows the flows in flight, not the flows of the run."""
 from rocesim import Simulation, topology
-from rocesim._core import engine
-
-
-def test_a_flow_record_is_one_cache_line():
-    """Every flow, started or not, costs its 64-byte record; the queue pair only while it
-    is in flight."""
-    assert engine.FLOW_BYTES == 64
-    assert engine.QP_BYTES > engine.FLOW_BYTES
 
 
 def test_a_chain_of_flows_holds_at_most_two_queue_pairs():

@@ -34,6 +34,7 @@ PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (de
 PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
 FLOW_BYTES = sizeof(Flow)            # per flow for the whole run, started or not
 QP_BYTES = sizeof(Qp)                # per active data flow (plus its scheme's state)
+EVENT_BYTES = sizeof(Event)          # heap.pxd places 4-child groups on cache lines for 32
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
