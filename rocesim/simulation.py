@@ -325,7 +325,8 @@ class Simulation:
             ecn_mask=_mask(sw["ecn"]["priorities"]) if sw["ecn"]["enabled"] else 0,
             lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
             int_enabled=int(int_on),
-            bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]))
+            bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]),
+            tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0)
         return world, params
 
     def _rto_mask(self) -> int:

@@ -84,3 +84,43 @@ def test_many_disjoint_flows_all_have_slowdown_one():
         sim.add_flow(a, a + 1, 300_000, start=a * 1000)
     res = sim.run()
     assert list(res.flows["slowdown"]) == [1.0] * 4
+
+
+def whole_ns(nbytes, rate_bps):
+    """nic.serialization: whole_ns: the exact time rounded down to whole ns, in ps."""
+    return nbytes * 8 * 10**12 // rate_bps // 1000 * 1000
+
+
+@pytest.mark.parametrize("rate_gbps", [100, 400, 800])
+def test_whole_ns_serialization(rate_gbps):
+    """nic.serialization: whole_ns: every frame takes its time on the wire rounded down to
+    whole ns (at 800G a 60 B ACK takes no time at all); the ideal FCT stays exact, so the
+    slowdown falls a little below 1."""
+    rate, d = rate_gbps * 10**9, 10**6
+    sim = Simulation(topology.star(hosts=3, rate=f"{rate_gbps}Gbps", delay="1us"),
+                     nic={"serialization": "whole_ns"})
+    f = sim.add_flow(1, 2, 3000)
+    res = sim.run()
+    S = MTU + HDR
+    last_byte = 3 * whole_ns(S, rate) + whole_ns(S, rate) + 2 * d
+    ack = 2 * (whole_ns(ACK, rate) + d)
+    exact = 4 * ser(S, rate) + 2 * d + 2 * (ser(ACK, rate) + d)
+    assert res.flows["fct_ns"][f] * 1000 == pytest.approx(last_byte + ack, abs=0.5)
+    assert res.flows["ideal_fct_ns"][f] * 1000 == pytest.approx(exact, abs=0.5)
+    assert res.flows["slowdown"][f] < 1.0
+
+
+def test_whole_ns_pacing():
+    """A NIC pacing below line rate spaces packets by the whole-ns time at the paced rate."""
+    rate, lim, d, n = 100 * 10**9, 10 * 10**9, 10**6, 10
+    fct = {}
+    for mode in ("exact", "whole_ns"):
+        sim = Simulation(topology.star(hosts=3, rate="100Gbps", delay="1us"), nic={"serialization": mode})
+        f = sim.add_flow(1, 2, n * MTU, rate="10Gbps")
+        fct[mode] = sim.run().flows["fct_ns"][f] * 1000
+    S = MTU + HDR
+    q = whole_ns
+    assert fct["whole_ns"] == pytest.approx((n - 1) * q(S, lim) + 2 * q(S, rate) + 2 * d
+                                            + 2 * (q(ACK, rate) + d), abs=0.5)
+    assert fct["exact"] == pytest.approx((n - 1) * ser(S, lim) + 2 * ser(S, rate) + 2 * d
+                                         + 2 * (ser(ACK, rate) + d), abs=0.5)

@@ -306,6 +306,7 @@ cdef struct NetParams:
     int32_t lossy_dynamic  # lossy queues limited to lossy_alpha x free buffer
     double lossy_alpha
     int32_t int_enabled
+    int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
     int32_t bounce_prio    # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off

@@ -229,10 +229,13 @@ cdef class Core:
         p.lossy_alpha = params["lossy_alpha"]
         p.int_enabled = params["int_enabled"]
         p.bounce_prio = params.get("bounce_prio", 0)
+        p.tx_quantum = params.get("tx_quantum", 0)
         if not -1 <= p.bounce_prio < NPRIO:
             raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
         if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
             raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
+        if p.tx_quantum < 0:
+            raise ValueError("core params: tx_quantum must be 0 (exact) or a positive number of ps")
         if p.ack_prio >= NPRIO or p.ack_prio < -1:
             raise ValueError("core params: ack_prio must be -1 (data priority) or 0..7")
 

@@ -3,9 +3,12 @@
 
 A packet that starts transmission at time t on a port of rate r and propagation
 delay d is fully received by the peer at t + ceil(8 * size * 1e12 / r) + d
-(store-and-forward: the far end acts on the last bit).  The packets on a wire
-keep their order, so each port keeps them in a FIFO with a single pending
-EV_ARRIVE event for the head: one heap entry per busy wire, not per packet.
+(store-and-forward: the far end acts on the last bit).  With `nic.serialization:
+whole_ns` (Sim.p.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
+instead rounded down to whole nanoseconds, as ns-3 runs (the HPCC fork) have them.
+The packets on a wire keep their order, so each port keeps them in a FIFO with a
+single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
+packet.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport (Sim, Port, Packet, NIL, EV_ARRIVE, EV_TX)
@@ -18,6 +21,16 @@ cdef extern from *:
 cdef inline int64_t tx_time(int64_t nbytes, int64_t rate_bps) noexcept nogil:
     """Serialization time in ps, rounded up so that a link never beats its rate."""
     return (nbytes * 8000000000000LL + rate_bps - 1) // rate_bps   # 8 bit/B x 1e12 ps/s
+
+
+cdef inline int64_t wire_time(Sim* s, int64_t nbytes, int64_t rate_bps) noexcept nogil:
+    """Serialization time in ps of a packet put on a wire or paced by a NIC: tx_time, or
+    with s.p.tx_quantum > 0 the exact time rounded down to a multiple of it."""
+    cdef int64_t t
+    if s.p.tx_quantum <= 0:
+        return tx_time(nbytes, rate_bps)
+    t = nbytes * 8000000000000LL // rate_bps
+    return t - t % s.p.tx_quantum
 
 
 cdef inline void q_push(Sim* s, Port* p, int32_t prio, int32_t i) noexcept nogil:
@@ -57,7 +70,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     """Put packet i on the wire of `port` now (the transmitter must be free)."""
     cdef Port* p = &s.ports[port]
     cdef Packet* pk = &s.pkts[i]
-    cdef int64_t done = s.now + tx_time(pk.size, p.rate_bps)
+    cdef int64_t done = s.now + wire_time(s, pk.size, p.rate_bps)
     p.busy_until = done
     p.tx_bytes += pk.size
     p.tx_pkts += 1

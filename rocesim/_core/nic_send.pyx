@@ -18,7 +18,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
-from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time
+from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.heap cimport heap_push
 from rocesim._core.flows cimport flow_activate, flow_finish
@@ -102,7 +102,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     if end > fl.snd_max:
         fl.snd_max = end
     rate = _pace_rate(s, f, fl.rate_bps)
-    fl.next_send = s.now + tx_time(pk.size, rate)
+    fl.next_send = s.now + wire_time(s, pk.size, rate)
     fl.last_send = s.now
     fl.last_size = pk.size
     s.st.data_pkts_sent += 1
@@ -237,7 +237,7 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
     rate = _pace_rate(s, f, fl.rate_bps)
     if rate == _pace_rate(s, f, old_rate) or fl.last_size == 0:
         return
-    fl.next_send = fl.last_send + tx_time(fl.last_size, rate)
+    fl.next_send = fl.last_send + wire_time(s, fl.last_size, rate)
     sched_update(s, f)
     if s.flows[f].slot.act_pos != NIL:
         port_kick(s, s.hosts[s.flows[f].src].port, fl.next_send if fl.next_send > s.now else s.now)
