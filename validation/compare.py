@@ -4,8 +4,9 @@ Every case under `validation/reference/<case>/` holds what the fork was run on a
 it wrote: `case.yaml` (the topology and flow files, and per scheme the fork's FCT file,
 its CPU seconds and the command that produced it; see `reference/README.md`).  This
 script runs rocesim on the same topology and flows with each scheme, set up as the
-fork's run.py sets it (32 MiB buffers, the fork's 36 B data headers (44 B under TIMELY)
-and 48 B ACKs), and prints, per case and scheme, the FCT slowdown at p50/p95/p99 over all
+fork's run.py sets it (32 MiB buffers, the fork's frames: 48 B of headers per data
+packet (56 B under TIMELY), 60 B ACKs, and its serialization times in whole nanoseconds),
+and prints, per case and scheme, the FCT slowdown at p50/p95/p99 over all
 flows and per size bin (equal flow counts, as the HPCC paper bins them), both sides, their
 ratio, and the CPU time of each side.
 
@@ -41,12 +42,18 @@ SCHEMES = {
     "timely": {"scheme": "timely"},
     "dctcp": {"scheme": "dctcp"},
 }
-# what the fork's config and wire format are, where rocesim's defaults differ
-FORK_SETUP = {"switch": {"buffer": "32MiB"}, "nic": {"header": "36B", "ack_size": "48B"}}
+# what the fork's config and wire format are, where rocesim's defaults differ.  The fork's
+# frames: its PPP header stands for Ethernet and is 14 B (its ppp-header.cc), so a data packet
+# is payload + 48 B (14 + IPv4 20 + UDP 8 + its 6 B sequence header), an ACK 60 B (padded),
+# and with INT (HPCC) the data packet carries 42 B more and the ACK echoes them (88 B):
+# rocesim's defaults.  ns-3 counts time in whole nanoseconds and the fork converts each
+# frame's serialization to it by truncation: `serialization: whole_ns`.
+FORK_SETUP = {"switch": {"buffer": "32MiB"},
+              "nic": {"header": "48B", "ack_size": "60B", "serialization": "whole_ns"}}
 # per scheme, where the fork's wire format differs from FORK_SETUP: under TIMELY (CC mode 7)
-# the fork's data packets carry its 8-byte send timestamp in the header (36 + 8 B); its ACKs
-# echo it but stay 48 B (padded to a 60 B frame less the 14 B Ethernet header it does not send)
-SCHEME_NIC = {"timely": {"header": "44B"}}
+# the fork's data packets carry its 8-byte send timestamp in the sequence header (48 + 8 B);
+# its ACKs echo it and stay 60 B
+SCHEME_NIC = {"timely": {"header": "56B"}}
 
 
 def fork_setup(name):
