@@ -1,4 +1,4 @@
-"""The sizes the core's cache-line layout relies on (defs.pxd, heap.pxd, qp.pxd)."""
+"""The sizes the core's cache-line layout relies on (defs.pxd, events.pxd, qp.pxd)."""
 from rocesim._core import engine
 
 

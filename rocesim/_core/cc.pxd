@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport calloc, free
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from rocesim._core.defs cimport Sim, CCOps, AckInfo, EV_CC_TIMER
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 
 
 cdef inline Sim* sim_of(object core) except NULL:
@@ -22,7 +22,7 @@ cdef inline Sim* sim_of(object core) except NULL:
 
 cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id) noexcept:
     """Call the scheme's on_timer(f, timer_id) after delay_ps."""
-    heap_push(s, s.now + delay_ps, EV_CC_TIMER, f, timer_id)
+    ev_push(s, s.now + delay_ps, EV_CC_TIMER, f, timer_id)
 
 
 cdef inline void cc_noop_flow(Sim* s, int32_t f) noexcept:

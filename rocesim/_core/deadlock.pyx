@@ -28,7 +28,7 @@ the queues that have been paused for the threshold (none in a healthy network).
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, ERR_NOMEM, EV_DEADLOCK
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.rng cimport mix64
 
 
@@ -55,7 +55,7 @@ cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) n
         return -1
     for k in range(st.n_keys):
         st.cand[k] = NIL
-    heap_push(s, s.now + interval, EV_DEADLOCK, 0, 0)
+    ev_push(s, s.now + interval, EV_DEADLOCK, 0, 0)
     s.n_monitors += 1
     return 0
 
@@ -280,7 +280,7 @@ cdef bint deadlock_check(Sim* s) noexcept:
     """One check (an EV_DEADLOCK event).  True when the run should stop (a new deadlock was
     found and the detector stops at the first)."""
     cdef DLState* st = <DLState*> s.deadlock
-    cdef bint frozen = s.heap_n == s.n_monitors - 1   # no other event: nothing will ever move
+    cdef bint frozen = s.n_events == s.n_monitors - 1   # no other event: nothing will ever move
     cdef int32_t i, q, n = 0, c, ncomp, v, k, length, r
     cdef uint32_t m
     cdef Port* p
@@ -333,6 +333,6 @@ cdef bint deadlock_check(Sim* s) noexcept:
             st.cand[st.nodes[k]] = NIL
     s.n_monitors -= 1
     if not frozen and s.st.flows_done < s.n_flows:
-        heap_push(s, s.now + st.interval, EV_DEADLOCK, 0, 0)
+        ev_push(s, s.now + st.interval, EV_DEADLOCK, 0, 0)
         s.n_monitors += 1
     return found and st.stop

@@ -64,6 +64,16 @@ cdef struct Event:
     int32_t target
     int64_t arg
 
+cdef struct EventHeap:      # a 4-ary min-heap of events (events.pxd)
+    Event* a
+    int64_t n
+    int64_t cap
+
+cdef struct EventBucket:    # the events of one calendar bucket, unsorted (events.pxd)
+    Event* ev
+    int32_t n
+    int32_t cap
+
 cdef struct IntHop:
     int64_t ts             # dequeue time at the switch egress (ps)
     int64_t tx_bytes       # cumulative bytes the egress port has sent
@@ -346,10 +356,13 @@ cdef struct Sim:
     int64_t now
     int64_t last_work      # time of the last event that did something (not a stale timer)
     int64_t seq
-    # event heap
-    Event* heap
-    int64_t heap_n
-    int64_t heap_cap
+    # event queue (events.pxd): the current bucket, the calendar, the far future
+    EventHeap front
+    EventBucket* cal
+    uint64_t* cal_bits     # non-empty calendar buckets
+    int64_t cal_cur        # the current bucket (time >> CAL_SHIFT)
+    EventHeap later
+    int64_t n_events       # pending events
     # packet pool
     Packet* pkts
     IntHop* int_hops       # MAX_INT_HOPS records per packet of the pool (NULL: INT off)

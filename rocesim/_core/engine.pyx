@@ -17,7 +17,7 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
-from rocesim._core.heap cimport heap_array, heap_free
+from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
@@ -34,14 +34,13 @@ PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (de
 PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
 FLOW_BYTES = sizeof(Flow)            # per flow for the whole run, started or not
 QP_BYTES = sizeof(Qp)                # per active data flow (plus its scheme's state)
-EVENT_BYTES = sizeof(Event)          # heap.pxd places 4-child groups on cache lines for 32
+EVENT_BYTES = sizeof(Event)          # events.pxd places 4-child groups on cache lines for 32
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
 STOP_DEADLOCK = loop.STOP_DEADLOCK
 
 cdef enum:
-    INITIAL_HEAP = 4096
     INITIAL_POOL = 4096
 
 
@@ -195,9 +194,7 @@ cdef class Core:
         s.n_path_ports = path_ports.shape[0]
         self._init_flows(world, path_ports.shape[0])
 
-        s.heap_cap = INITIAL_HEAP
-        s.heap = heap_array(s.heap_cap)
-        if s.heap == NULL or pool_init(s, INITIAL_POOL) < 0:
+        if ev_init(s) < 0 or pool_init(s, INITIAL_POOL) < 0:
             raise MemoryError()
         s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
         flows_next_root(s)
@@ -342,7 +339,7 @@ cdef class Core:
         free(s.losses)
         free(s.flow_path_off)
         free(s.flow_rate_limit)
-        heap_free(s.heap)
+        ev_free(s)
         free(s.pkts)
         free(s.int_hops)
         free(s.pkt_sack)
@@ -516,7 +513,8 @@ cdef class Core:
     @property
     def next_event_ps(self):
         """Time of the next event, or -1 if none is left."""
-        return self.s.heap[0].time if self.s.heap_n > 0 else -1
+        cdef Event* ev = ev_next(self.s) if self.s.n_events > 0 else NULL
+        return ev.time if ev != NULL else -1
 
     @property
     def packets_in_use(self):
@@ -534,7 +532,7 @@ cdef class Core:
             time_errors=s.st.time_errors, link_drops=s.st.link_drops,
             watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
             no_route_drops=s.st.no_route_drops, packets_in_use=s.pool_used,
-            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.heap_n, sim_time_ps=s.now,
+            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.n_events, sim_time_ps=s.now,
             last_activity_ps=s.last_work)
 
     def flow_arrays(self):
@@ -705,4 +703,37 @@ cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
         raise MemoryError()
     for i in range(n):
         out[i] = v[i]
+    return out
+
+
+def _event_queue_run(ops):
+    """Drive a fresh event queue (events.pxd) through `ops`, for tests: each op is a time
+    in ps (push an event at it; times must not precede the last pop, as in a run) or -1
+    (pop the earliest).  Returns the push indices in the order their events left, then
+    those of what remained, in order."""
+    cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
+    cdef Event* ev
+    cdef int64_t k = 0
+    out = []
+    if s == NULL or ev_init(s) < 0:
+        ev_free(s) if s != NULL else None
+        free(s)
+        raise MemoryError()
+    try:
+        for t in ops:
+            if t < 0:
+                if s.n_events and ev_next(s) != NULL:
+                    out.append(ev_pop(s).target)
+            else:
+                ev_push(s, t, 0, <int32_t> k, 0)
+                k += 1
+        while s.n_events:
+            if ev_next(s) == NULL:
+                raise MemoryError()
+            out.append(ev_pop(s).target)
+        if s.error:
+            raise MemoryError()
+    finally:
+        ev_free(s)
+        free(s)
     return out

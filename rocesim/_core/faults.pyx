@@ -22,7 +22,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy
 from rocesim._core.defs cimport Sim, Port, Packet, NIL, NPRIO, PK_DATA, PK_PAUSE, PK_LOST, EV_FAULT
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_set_paused
 from rocesim._core.pool cimport pkt_alloc, pkt_free
 from rocesim._core.switch cimport switch_flush
@@ -49,7 +49,7 @@ cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept:
         return -1
     s.faults = st
     for k in range(n):
-        heap_push(s, st.f[k].time, EV_FAULT, k, 0)
+        ev_push(s, st.f[k].time, EV_FAULT, k, 0)
     return 0
 
 

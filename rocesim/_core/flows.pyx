@@ -27,7 +27,7 @@ NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
 from rocesim._core.defs cimport (Sim, Flow, Port, NIL, FS_ACTIVE, FS_DONE,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport tx_time
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
 from rocesim._core.qp cimport qp_close
@@ -59,7 +59,7 @@ cdef void flows_next_root(Sim* s) noexcept:
     if s.next_root < s.n_roots:
         f = s.start_order[s.next_root]
         s.next_root += 1
-        heap_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
+        ev_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
 
 
 cdef inline void _release_children(Sim* s, int32_t f) noexcept:
@@ -70,7 +70,7 @@ cdef inline void _release_children(Sim* s, int32_t f) noexcept:
         c = &s.flows[child]
         c.slot.deps_left -= 1
         if c.slot.deps_left == 0:
-            heap_push(s, s.now + c.due, EV_FLOW_START, child, 0)
+            ev_push(s, s.now + c.due, EV_FLOW_START, child, 0)
 
 
 cdef void flow_delivered(Sim* s, int32_t f) noexcept:

@@ -12,7 +12,7 @@ packet.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport (Sim, Port, Packet, NIL, EV_ARRIVE, EV_TX)
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.timeline cimport timeline_add
 
 cdef extern from *:
@@ -63,7 +63,7 @@ cdef inline void port_kick(Sim* s, int32_t port, int64_t t) noexcept nogil:
     if p.tx_event != NIL and p.tx_event <= t:
         return
     p.tx_event = t
-    heap_push(s, t, EV_TX, port, 0)
+    ev_push(s, t, EV_TX, port, 0)
 
 
 cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
@@ -78,7 +78,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     pk.next = NIL
     if p.wire_tail == NIL:
         p.wire_head = i
-        heap_push(s, pk.time, EV_ARRIVE, port, i)
+        ev_push(s, pk.time, EV_ARRIVE, port, i)
     else:
         s.pkts[p.wire_tail].next = i
         s.pkts[p.wire_tail].next_time = pk.time
@@ -96,7 +96,7 @@ cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
     else:
         # the next packet's arrival time travels in this one: no need to touch it now,
         # only to start fetching it for when it arrives
-        heap_push(s, pk.next_time, EV_ARRIVE, port, p.wire_head)
+        ev_push(s, pk.next_time, EV_ARRIVE, port, p.wire_head)
         __builtin_prefetch(&s.pkts[p.wire_head])
     pk.next = NIL
     return i

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The event loop: pop the earliest event, dispatch it by kind, until a limit.
 
-Events are (time, seq, kind, target, arg) in a 4-ary heap (heap.pxd); ties break by
+Events are (time, seq, kind, target, arg) in the event queue (events.pxd); ties break by
 insertion order, so a run is bit-identical for a seed.  `run_loop` returns to the
 caller (engine.Core.run) at a simulated-time or event-count limit, so Python can show
 progress and stop cleanly between slices.
@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARRIVE, EV_TX,
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
-from rocesim._core.heap cimport heap_push, heap_pop
+from rocesim._core.events cimport ev_push, ev_next, ev_pop
 from rocesim._core.qp cimport qp_of
 from rocesim._core.link cimport wire_pop, port_set_paused, __builtin_prefetch
 from rocesim._core.pool cimport pkt_free
@@ -33,22 +33,27 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     cdef Port* p
     cdef int status = STOP_EMPTY
     cdef int64_t rate
-    while s.heap_n > 0:
+    cdef Event* nxt
+    while s.n_events > 0:
         if s.error != ERR_NONE:
             break
-        if s.heap[0].time > until:
+        nxt = ev_next(s)
+        if nxt == NULL:
+            break                             # out of memory: s.error is set
+        if nxt.time > until:
             status = STOP_TIME
             break
         if n >= max_events:
             status = STOP_EVENTS
             break
-        ev = heap_pop(s)
-        if s.heap_n > 0 and s.heap[0].kind <= EV_TX:
+        ev = ev_pop(s)
+        if s.front.n > 0 and s.front.a[0].kind <= EV_TX:
             # start fetching what the next event will touch while this one runs: at
             # thousands of ports and packets in flight they are rarely in cache
-            __builtin_prefetch(&s.ports[s.heap[0].target])
-            if s.heap[0].kind == EV_ARRIVE:
-                __builtin_prefetch(&s.pkts[s.heap[0].arg])
+            nxt = &s.front.a[0]
+            __builtin_prefetch(&s.ports[nxt.target])
+            if nxt.kind == EV_ARRIVE:
+                __builtin_prefetch(&s.pkts[nxt.arg])
         if ev.time < s.now:
             s.st.time_errors += 1
         s.now = ev.time
@@ -89,7 +94,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                 flows_next_root(s)
             if s.flows[ev.target].is_compute:
                 flow_activate(s, ev.target)
-                heap_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
+                ev_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
             else:
                 nic_start_flow(s, ev.target)
         elif ev.kind == EV_RTO:

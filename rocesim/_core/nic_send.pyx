@@ -20,7 +20,7 @@ from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, Los
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
@@ -253,7 +253,7 @@ cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     if rec.slot.act_pos != NIL:
         ready_set(&s.hosts[rec.src], rec.slot.act_pos)
     if _rto_on(s, rec):
-        heap_push(s, s.now + s.p.rto, EV_RTO, f, 0)
+        ev_push(s, s.now + s.p.rto, EV_RTO, f, 0)
     nic_kick(s, rec.src)
 
 

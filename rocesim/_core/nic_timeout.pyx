@@ -10,7 +10,7 @@ at a time; ACKs only move the deadline, and the event re-arms itself for it.
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Qp, LossState, NIL, FS_ACTIVE, EV_RTO
 from rocesim._core.qp cimport qp_of
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.active_set cimport active_add
 from rocesim._core.loss cimport bits_alloc, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
@@ -24,7 +24,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
     if s.flows[f].state != FS_ACTIVE:
         return                                  # done: its queue pair is gone (or another's)
     if s.flows[f].qp == NIL:                    # nothing sent yet: keep watching
-        heap_push(s, s.now + s.p.rto, EV_RTO, f, 0)
+        ev_push(s, s.now + s.p.rto, EV_RTO, f, 0)
         return
     fl = qp_of(s, f)
     fl.rto_armed = 0
@@ -52,4 +52,4 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept:
     elif s.now >= fl.rto_deadline:
         fl.rto_deadline = s.now + s.p.rto     # nothing outstanding: keep watching
     fl.rto_armed = 1
-    heap_push(s, fl.rto_deadline, EV_RTO, f, 0)
+    ev_push(s, fl.rto_deadline, EV_RTO, f, 0)

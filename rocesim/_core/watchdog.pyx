@@ -20,7 +20,7 @@ Per port it counts storms detected, restorations and packets it dropped (ports.c
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, EV_WATCHDOG
-from rocesim._core.heap cimport heap_push
+from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport port_set_paused
 from rocesim._core.mmu cimport pfc_send
 from rocesim._core.switch cimport switch_flush
@@ -45,7 +45,7 @@ cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t rest
     for k in range(n):
         st.since[k] = NIL
         st.calm_since[k] = NIL
-    heap_push(s, s.now + interval, EV_WATCHDOG, 0, 0)
+    ev_push(s, s.now + interval, EV_WATCHDOG, 0, 0)
     s.n_monitors += 1
     return 0
 
@@ -129,6 +129,6 @@ cdef void watchdog_poll(Sim* s) noexcept:
                 watching = True
     # poll on while flows are unfinished and something may still change: other events, or
     # a stuck or stormed queue it must act on (it may be what unfreezes the network)
-    if s.st.flows_done < s.n_flows and (watching or s.heap_n > s.n_monitors):
-        heap_push(s, s.now + st.interval, EV_WATCHDOG, 0, 0)
+    if s.st.flows_done < s.n_flows and (watching or s.n_events > s.n_monitors):
+        ev_push(s, s.now + st.interval, EV_WATCHDOG, 0, 0)
         s.n_monitors += 1

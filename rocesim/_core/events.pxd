@@ -1,0 +1,270 @@
+# cython: language_level=3
+"""The event queue: a calendar of near-future buckets in front of a 4-ary heap.
+
+Order is (time, seq); `seq` is a global insertion counter, so events at the same
+picosecond run in the order they were scheduled and every run is bit-identical.
+
+Nearly every event is due within a few microseconds (a packet's serialization, a link's
+delay), so instead of one heap of every pending event the queue keeps:
+
+* `front`, a 4-ary heap of the events of the current bucket (2**CAL_SHIFT ps) and of
+  any event scheduled at or before it: small, and in cache;
+* the calendar, CAL_N buckets for the CAL_N - 1 buckets after it, each an unsorted array
+  (a push is an append), with a bitset of the non-empty ones;
+* `later`, a 4-ary heap of the events beyond the calendar (timeouts, flow starts).
+
+When `front` runs dry the queue moves to the next non-empty bucket, heapifies it into
+`front`, and pulls from `later` what the calendar now covers.  Every event in `front`
+precedes every event in the calendar, which precedes every event in `later`, so events
+leave in exactly the (time, seq) order a single heap would give.  In a 4-ary heap the
+four children of a node (4i+1 .. 4i+4, 128 bytes) are two aligned cache lines: the
+arrays start 32 B before a 64-byte boundary.
+"""
+from libc.stdint cimport int64_t, int32_t, uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+from posix.stdlib cimport posix_memalign
+from rocesim._core.defs cimport Sim, Event, EventHeap, EventBucket, ERR_NOMEM
+
+cdef extern from *:
+    """
+    static inline int rocesim_ev_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int rocesim_ev_ctz64(unsigned long long x) nogil
+
+cdef enum:
+    CAL_SHIFT = 10                 # a bucket is 1024 ps
+    CAL_N = 8192                   # buckets: the calendar covers 8.4 us ahead
+    CAL_WORDS = CAL_N // 64
+
+
+# --- a 4-ary heap of events -------------------------------------------------------------
+
+cdef inline bint _before(Event* a, Event* b) noexcept nogil:
+    return a.time < b.time or (a.time == b.time and a.seq < b.seq)
+
+
+cdef inline Event* _heap_array(int64_t cap) noexcept nogil:
+    """Room for `cap` events, element 1 on a 64-byte boundary; NULL if out of memory."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, <size_t> (cap + 1) * sizeof(Event)) != 0:
+        return NULL
+    return (<Event*> mem) + 1          # sizeof(Event) == 32: element 1 at mem + 64
+
+
+cdef inline void _heap_release(EventHeap* h) noexcept nogil:
+    if h.a != NULL:
+        free(h.a - 1)
+    h.a = NULL
+    h.n = 0
+    h.cap = 0
+
+
+cdef inline int _heap_reserve(EventHeap* h, int64_t need) noexcept nogil:
+    """Room for `need` events; -1 if out of memory."""
+    cdef int64_t cap = h.cap if h.cap > 0 else 256
+    cdef Event* a
+    if need <= h.cap:
+        return 0
+    while cap < need:
+        cap *= 2
+    a = _heap_array(cap)
+    if a == NULL:
+        return -1
+    if h.n:
+        memcpy(a, h.a, h.n * sizeof(Event))
+    if h.a != NULL:
+        free(h.a - 1)
+    h.a = a
+    h.cap = cap
+    return 0
+
+
+cdef inline void _sift_up(Event* a, int64_t i, Event ev) noexcept nogil:
+    cdef int64_t parent
+    while i > 0:
+        parent = (i - 1) >> 2
+        if not _before(&ev, &a[parent]):
+            break
+        a[i] = a[parent]
+        i = parent
+    a[i] = ev
+
+
+cdef inline void _sift_down(Event* a, int64_t n, int64_t i, Event ev) noexcept nogil:
+    """Place `ev` at or below position i of a heap of n events."""
+    cdef int64_t c, best, end
+    while True:
+        c = 4 * i + 1
+        if c >= n:
+            break
+        best = c
+        end = c + 4
+        if end > n:
+            end = n
+        c += 1
+        while c < end:
+            if _before(&a[c], &a[best]):
+                best = c
+            c += 1
+        if not _before(&a[best], &ev):
+            break
+        a[i] = a[best]
+        i = best
+    a[i] = ev
+
+
+cdef inline int _heap_insert(EventHeap* h, Event* ev) noexcept nogil:
+    if h.n == h.cap and _heap_reserve(h, h.n + 1) < 0:
+        return -1
+    h.n += 1
+    _sift_up(h.a, h.n - 1, ev[0])
+    return 0
+
+
+cdef inline Event _heap_take(EventHeap* h) noexcept nogil:
+    """Remove and return the earliest event (the heap must not be empty)."""
+    cdef Event top = h.a[0]
+    h.n -= 1
+    if h.n > 0:
+        _sift_down(h.a, h.n, 0, h.a[h.n])
+    return top
+
+
+# --- the calendar -----------------------------------------------------------------------
+
+cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
+    cdef int32_t slot = <int32_t> (b & (CAL_N - 1))
+    cdef EventBucket* k = &s.cal[slot]
+    cdef Event* grown
+    cdef int32_t cap
+    if k.n == k.cap:
+        cap = 16 if k.cap == 0 else 2 * k.cap
+        grown = <Event*> realloc(k.ev, cap * sizeof(Event))
+        if grown == NULL:
+            return -1
+        k.ev = grown
+        k.cap = cap
+    k.ev[k.n] = ev[0]
+    k.n += 1
+    s.cal_bits[slot >> 6] |= (<uint64_t> 1) << (slot & 63)
+    return 0
+
+
+cdef inline int _place(Sim* s, Event* ev) noexcept nogil:
+    """Put `ev` where it belongs: front, a calendar bucket, or later."""
+    cdef int64_t b = ev.time >> CAL_SHIFT
+    if b <= s.cal_cur:
+        return _heap_insert(&s.front, ev)
+    if b < s.cal_cur + CAL_N:
+        return _bucket_append(s, b, ev)
+    return _heap_insert(&s.later, ev)
+
+
+cdef inline int64_t _next_bucket(Sim* s) noexcept nogil:
+    """The first non-empty bucket after the current one, or -1 (calendar empty)."""
+    cdef int32_t start = <int32_t> ((s.cal_cur + 1) & (CAL_N - 1))
+    cdef int32_t w = start >> 6, j, k
+    cdef uint64_t m = s.cal_bits[w] & ((~(<uint64_t> 0)) << (start & 63))
+    for k in range(CAL_WORDS + 1):
+        if m:
+            j = (w << 6) + rocesim_ev_ctz64(m)
+            return s.cal_cur + 1 + ((j - start) & (CAL_N - 1))
+        w = (w + 1) & (CAL_WORDS - 1)
+        m = s.cal_bits[w]
+    return -1
+
+
+cdef inline int _advance(Sim* s) noexcept nogil:
+    """`front` is empty and events remain: make the next bucket with events current."""
+    cdef int64_t b = _next_bucket(s), i
+    cdef int32_t slot
+    cdef EventBucket* k
+    cdef Event ev
+    if b < 0:
+        b = s.later.a[0].time >> CAL_SHIFT      # nothing in the calendar: jump ahead
+        s.cal_cur = b
+    else:
+        s.cal_cur = b
+        slot = <int32_t> (b & (CAL_N - 1))
+        k = &s.cal[slot]
+        if _heap_reserve(&s.front, k.n) < 0:
+            return -1
+        memcpy(s.front.a, k.ev, k.n * sizeof(Event))
+        s.front.n = k.n
+        i = (k.n - 2) >> 2                       # heapify: sift down every parent
+        while i >= 0:
+            _sift_down(s.front.a, s.front.n, i, s.front.a[i])
+            i -= 1
+        k.n = 0
+        s.cal_bits[slot >> 6] &= ~((<uint64_t> 1) << (slot & 63))
+    while s.later.n and (s.later.a[0].time >> CAL_SHIFT) < s.cal_cur + CAL_N:
+        ev = _heap_take(&s.later)                 # the calendar now reaches these
+        if _place(s, &ev) < 0:
+            return -1
+    return 0
+
+
+# --- the queue ---------------------------------------------------------------------------
+
+cdef inline void ev_push(Sim* s, int64_t time, int32_t kind, int32_t target,
+                         int64_t arg) noexcept nogil:
+    cdef Event ev
+    ev.time = time
+    ev.seq = s.seq
+    ev.kind = kind
+    ev.target = target
+    ev.arg = arg
+    s.seq += 1
+    if _place(s, &ev) < 0:
+        s.error = ERR_NOMEM
+        return
+    s.n_events += 1
+
+
+cdef inline Event* ev_next(Sim* s) noexcept nogil:
+    """The earliest pending event (s.n_events must be > 0), left in the queue; NULL (and
+    s.error set) if out of memory."""
+    if s.front.n == 0 and _advance(s) < 0:
+        s.error = ERR_NOMEM
+        return NULL
+    return &s.front.a[0]
+
+
+cdef inline Event ev_pop(Sim* s) noexcept nogil:
+    """Remove and return the earliest event (after ev_next returned it)."""
+    s.n_events -= 1
+    return _heap_take(&s.front)
+
+
+cdef inline int ev_init(Sim* s) noexcept nogil:
+    """An empty queue; -1 if out of memory."""
+    cdef int32_t i
+    s.cal = <EventBucket*> realloc(NULL, CAL_N * sizeof(EventBucket))
+    s.cal_bits = <uint64_t*> realloc(NULL, CAL_WORDS * sizeof(uint64_t))
+    if s.cal == NULL or s.cal_bits == NULL:
+        return -1
+    for i in range(CAL_N):
+        s.cal[i].ev = NULL
+        s.cal[i].n = 0
+        s.cal[i].cap = 0
+    for i in range(CAL_WORDS):
+        s.cal_bits[i] = 0
+    s.cal_cur = 0
+    s.n_events = 0
+    if _heap_reserve(&s.front, 256) < 0 or _heap_reserve(&s.later, 256) < 0:
+        return -1
+    return 0
+
+
+cdef inline void ev_free(Sim* s) noexcept nogil:
+    cdef int32_t i
+    if s.cal != NULL:
+        for i in range(CAL_N):
+            free(s.cal[i].ev)
+    free(s.cal)
+    free(s.cal_bits)
+    s.cal = NULL
+    s.cal_bits = NULL
+    _heap_release(&s.front)
+    _heap_release(&s.later)
