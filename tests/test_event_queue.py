@@ -21,8 +21,9 @@ def reference(ops):
     return out + [heapq.heappop(heap)[1] for _ in range(len(heap))]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_order_matches_a_heap_of_time_and_insertion(seed):
+@pytest.mark.parametrize("shift", [8, 10, 18])
+@pytest.mark.parametrize("seed", range(3))
+def test_order_matches_a_heap_of_time_and_insertion(seed, shift):
     """A run's pattern: pushes at or after the time of the last pop, mostly within a few
     microseconds, with ties, and some far beyond the calendar (timeouts, flow starts)."""
     rng = np.random.default_rng(seed)
@@ -38,7 +39,7 @@ def test_order_matches_a_heap_of_time_and_insertion(seed):
             ops.append(t)
             heapq.heappush(heap, (t, k))
             k += 1
-    assert _event_queue_run(ops) == reference(ops)
+    assert _event_queue_run(ops, shift) == reference(ops)
 
 
 def test_pushes_never_precede_the_last_pop():
@@ -46,3 +47,11 @@ def test_pushes_never_precede_the_last_pop():
     calendar and the calendar is otherwise empty."""
     ops = [10**12, 5, -1, 5, 5, 2_000_000, -1, 5, 10**12, -1, -1, 10**12 + 1]
     assert _event_queue_run(ops) == reference(ops)
+
+
+def test_a_burst_of_simultaneous_events_then_sparse_ones():
+    """100,000 events at one time (a collective releasing its flows), drained while new
+    ones arrive, then events far apart: the front heap shrinks back after the burst."""
+    ops = [1000] * 100_000 + [-1, 1000, 5000] * 50_000 + [-1] * 60_000
+    ops += [10**9, -1, 10**9 + 7, 2 * 10**9, -1, -1]
+    assert _event_queue_run(ops, 8) == reference(ops)

@@ -360,7 +360,9 @@ cdef struct Sim:
     EventHeap front
     EventBucket* cal
     uint64_t* cal_bits     # non-empty calendar buckets
-    int64_t cal_cur        # the current bucket (time >> CAL_SHIFT)
+    uint64_t* cal_sum      # non-empty words of cal_bits
+    int64_t cal_cur        # the current bucket (time >> cal_shift)
+    int32_t cal_shift      # log2 of a bucket's width in ps
     EventHeap later
     int64_t n_events       # pending events
     # packet pool

@@ -17,7 +17,7 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
-from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push
+from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
@@ -29,6 +29,17 @@ from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 
 cnp.import_array()
+
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    static void rocesim_malloc_trim(void) { malloc_trim(0); }
+    #else
+    static void rocesim_malloc_trim(void) {}
+    #endif
+    """
+    void rocesim_malloc_trim() nogil
 
 PACKET_BYTES = sizeof(Packet)        # the hot packet record: one cache line (defs.pxd)
 PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
@@ -194,7 +205,7 @@ cdef class Core:
         s.n_path_ports = path_ports.shape[0]
         self._init_flows(world, path_ports.shape[0])
 
-        if ev_init(s) < 0 or pool_init(s, INITIAL_POOL) < 0:
+        if ev_init(s, ev_bucket_shift(s.n_ports)) < 0 or pool_init(s, INITIAL_POOL) < 0:
             raise MemoryError()
         s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
         flows_next_root(s)
@@ -475,6 +486,7 @@ cdef class Core:
             qp_pool_release(self.s)
             if self.s.pool_used == 0 and self.s.pool_cap > INITIAL_POOL and pool_init(self.s, INITIAL_POOL) < 0:
                 self.s.error = ERR_NOMEM
+            rocesim_malloc_trim()           # and hand the freed pages back (glibc keeps them)
         if self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for events or packets")
         if self.s.error == ERR_CALLBACK:
@@ -532,7 +544,7 @@ cdef class Core:
             time_errors=s.st.time_errors, link_drops=s.st.link_drops,
             watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
             no_route_drops=s.st.no_route_drops, packets_in_use=s.pool_used,
-            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.n_events, sim_time_ps=s.now,
+            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.n_events, event_queue_bytes=ev_bytes(s), sim_time_ps=s.now,
             last_activity_ps=s.last_work)
 
     def flow_arrays(self):
@@ -706,16 +718,16 @@ cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
     return out
 
 
-def _event_queue_run(ops):
+def _event_queue_run(ops, int shift=10):
     """Drive a fresh event queue (events.pxd) through `ops`, for tests: each op is a time
     in ps (push an event at it; times must not precede the last pop, as in a run) or -1
-    (pop the earliest).  Returns the push indices in the order their events left, then
+    (pop the earliest), with buckets of 2**shift ps.  Returns the push indices in the order their events left, then
     those of what remained, in order."""
     cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
     cdef Event* ev
     cdef int64_t k = 0
     out = []
-    if s == NULL or ev_init(s) < 0:
+    if s == NULL or ev_init(s, shift) < 0:
         ev_free(s) if s != NULL else None
         free(s)
         raise MemoryError()
