@@ -71,8 +71,8 @@ cdef struct EventHeap:      # a 4-ary min-heap of events (events.pxd)
 
 cdef struct EventBucket:    # the events of one calendar bucket, unsorted (events.pxd)
     Event* ev
-    int32_t n
-    int32_t cap
+    int64_t n
+    int64_t cap
 
 cdef struct IntHop:
     int64_t ts             # dequeue time at the switch egress (ps)

@@ -284,7 +284,7 @@ cdef class Core:
         # children in flow order, so that flow f's are child_idx[off[f] .. off[f + 1]]
         ends = np.cumsum(n_children, dtype=np.int64)
         child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
-                              + np.arange(ends[-1] if F else 0)].astype(np.int32)
+                              + np.arange(ends[F - 1] if F else 0)].astype(np.int32)
         child_off = np.concatenate([[0], ends]).astype(np.int32)
         if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
             raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")

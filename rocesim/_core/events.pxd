@@ -25,6 +25,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from rocesim._core.defs cimport Sim, Event, EventHeap, EventBucket, ERR_NOMEM
+from rocesim._core.growth cimport room_for_one
 
 cdef extern from *:
     """
@@ -139,15 +140,8 @@ cdef inline Event _heap_take(EventHeap* h) noexcept nogil:
 cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
     cdef int32_t slot = <int32_t> (b & (CAL_N - 1))
     cdef EventBucket* k = &s.cal[slot]
-    cdef Event* grown
-    cdef int32_t cap
-    if k.n == k.cap:
-        cap = 16 if k.cap == 0 else 2 * k.cap
-        grown = <Event*> realloc(k.ev, cap * sizeof(Event))
-        if grown == NULL:
-            return -1
-        k.ev = grown
-        k.cap = cap
+    if room_for_one(<void**> &k.ev, k.n, &k.cap, sizeof(Event), 16) < 0:
+        return -1
     k.ev[k.n] = ev[0]
     k.n += 1
     s.cal_bits[slot >> 6] |= (<uint64_t> 1) << (slot & 63)

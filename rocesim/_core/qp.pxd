@@ -16,6 +16,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, Flow, Qp, LossRec, NIL, ERR_NOMEM
 from rocesim._core.loss cimport loss_free
+from rocesim._core.growth cimport room_for_one
 
 cdef enum:
     QP_CHUNK_SHIFT = 10
@@ -87,16 +88,9 @@ cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
 
 cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
     """Keep a flow's retransmission counts past its queue pair (few flows have any)."""
-    cdef LossRec* grown
-    cdef int64_t cap
-    if s.n_losses == s.cap_losses:
-        cap = 16 if s.cap_losses == 0 else 2 * s.cap_losses
-        grown = <LossRec*> realloc(s.losses, cap * sizeof(LossRec))
-        if grown == NULL:
-            s.error = ERR_NOMEM
-            return
-        s.losses = grown
-        s.cap_losses = cap
+    if room_for_one(<void**> &s.losses, s.n_losses, &s.cap_losses, sizeof(LossRec), 16) < 0:
+        s.error = ERR_NOMEM
+        return
     s.losses[s.n_losses].flow = f
     s.losses[s.n_losses].n_timeouts = qp.loss.n_timeouts
     s.losses[s.n_losses].retx_bytes = qp.loss.retx_bytes
