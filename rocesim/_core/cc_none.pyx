@@ -7,7 +7,7 @@ option sets it.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport malloc, free
-from rocesim._core.defs cimport Sim, Qp, CCOps
+from rocesim._core.defs cimport Sim, Qp
 from rocesim._core.qp cimport qp_of
 from rocesim._core.cc cimport sim_of, cc_ops_clear
 

@@ -24,14 +24,13 @@ least an ACK's serialization), so an idle-network flow has slowdown 1.  (The HPC
 quantity: base RTT + bytes / bottleneck rate.)  A flow with a rate limit is paced by its
 NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
-from rocesim._core.defs cimport (Sim, Flow, Port, NIL, FS_ACTIVE, FS_DONE,
+from libc.stdint cimport int64_t, int32_t, uint32_t
+from rocesim._core.defs cimport (Sim, Flow, NIL, FS_ACTIVE, FS_DONE,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport tx_time
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
 from rocesim._core.qp cimport qp_close
-from rocesim._core.rng cimport mix64
 
 cdef enum:
     MAX_PATH = 256

@@ -16,9 +16,9 @@ and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
-                                 PK_DATA, PK_ACK, FS_ACTIVE, EV_RTO,
+                                 PK_DATA, PK_ACK, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
-from rocesim._core.link cimport q_pop, port_kick, port_transmit, tx_time, wire_time
+from rocesim._core.link cimport q_pop, port_kick, port_transmit, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.events cimport ev_push
 from rocesim._core.flows cimport flow_activate, flow_finish

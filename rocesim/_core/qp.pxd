@@ -14,7 +14,7 @@ flow is active); free ones are chained through `Qp.next_free`.
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
-from rocesim._core.defs cimport Sim, Flow, Qp, LossRec, NIL, ERR_NOMEM
+from rocesim._core.defs cimport Sim, Qp, LossRec, NIL, ERR_NOMEM
 from rocesim._core.loss cimport loss_free
 from rocesim._core.growth cimport room_for_one
 
