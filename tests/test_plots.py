@@ -60,7 +60,13 @@ def test_rocesim_plot_on_a_sweep_folder(tmp_path, kept_figures, capsys):
     assert capsys.readouterr().out.strip() == os.path.join(root, "slowdown_p99.png")
     ax = kept_figures[-1].axes[0]
     assert sorted(line.get_label() for line in ax.lines) == ["dcqcn", "hpcc"]
-    assert ax.get_xlabel() == "traffic[1].load" and "mean over seed" in ax.get_title()
+    assert ax.get_xlabel() == "load of traffic[1]" and "mean over seed" in ax.get_title()
+    assert ax.get_ylabel() == "FCT slowdown p99, all network flows"
+    # the two seeds' spread: a min-max band per line (hpcc: 6-7 at load 0.3, 10-11 at 0.5)
+    bands = sorted(sorted(set(c.get_paths()[0].vertices[:, 1])) for c in ax.collections)
+    assert bands == [[6.0, 7.0, 10.0, 11.0], [15.0, 16.0, 25.0, 26.0]]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1                # beside the axes, not on the data
     assert cli.main(["plot", root, "--heatmap", "traffic[1].load", "cc.scheme", "-o", str(tmp_path / "h.png")]) == 0
     assert os.path.getsize(tmp_path / "h.png") > 0
     assert cli.main(["plot", root, "--x", "no.such.key"]) == 2
@@ -123,13 +129,13 @@ def test_keys_varied_together_with_the_scheme_give_a_bar_per_configuration(tmp_p
 
 
 def test_bus_bandwidth_is_nccl_tests_figure():
-    from rocesim.results.collective_plot import bus_bandwidth_gbps, bus_factor
+    from rocesim.results.metrics import bandwidths_gbps, bus_factor
     assert bus_factor("allreduce", 4) == 1.5 and bus_factor("alltoall", 4) == 0.75
     assert bus_factor("allgather", 8) == 7 / 8 and bus_factor("broadcast", 8) == 1.0
     coll = {"op": np.array(["allreduce", "alltoall"]), "ranks": np.array([4, 4]),
             "size_bytes": np.array([1e6, 1e6]), "duration_ns": np.array([1e6, np.nan])}
-    bw = bus_bandwidth_gbps(coll)                 # 1 MB in 1 ms: 8 Gb/s of algorithm bandwidth
-    assert bw[0] == pytest.approx(12.0) and np.isnan(bw[1])
+    alg, bw = bandwidths_gbps(coll)               # 1 MB in 1 ms: 8 Gb/s of algorithm bandwidth
+    assert alg[0] == pytest.approx(8.0) and bw[0] == pytest.approx(12.0) and np.isnan(bw[1])
 
 
 def test_timeline_draws_the_busiest_flows_and_ports(tmp_path, kept_figures):

@@ -277,12 +277,17 @@ def test_table_from_index_means_over_seeds(tmp_path, capsys):
     rows = _index(out)
     assert cli.main(["table", out, "--metric", "slowdown_p99", "--metric", "pfc_pauses"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "| cc.scheme | slowdown_p99 | pfc_pauses | runs |"
+    # metrics and parameters in words, each metric followed by the spread over seeds
+    assert lines[0] == ("| congestion-control scheme | FCT slowdown p99, all network flows | min-max "
+                        "| PFC pauses | min-max | runs |")
     hpcc = [float(r["slowdown_p99"]) for r in rows if r["cc.scheme"] == "hpcc"]
-    assert lines[3] == f"| hpcc | {sum(hpcc) / 2:.4g} | 0 | 2 |"
+    assert lines[3] == f"| hpcc | {sum(hpcc) / 2:.4g} | {min(hpcc):.4g}-{max(hpcc):.4g} | 0 | 0-0 | 2 |"
     assert cli.main(["table", out, "--rows", "seed", "--cols", "cc.scheme", "--metric", "slowdown_p50"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == \
-        "| seed | slowdown_p50, cc.scheme=none | slowdown_p50, cc.scheme=hpcc |"
+        ("| seed | FCT slowdown p50, all network flows, congestion-control scheme = none "
+         "| FCT slowdown p50, all network flows, congestion-control scheme = hpcc |")
+    assert cli.main(["table", out, "--rows", "cc.scheme", "--cols", "seed", "--metric", "slowdown_p50"]) == 0
+    assert "min-max" not in capsys.readouterr().out          # one run per cell: no spread to show
     assert cli.main(["table", out, "--metric", "nope"]) == 2
 
 

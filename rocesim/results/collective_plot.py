@@ -1,37 +1,15 @@
 """Collectives by operation and size: duration and bus bandwidth (collectives.csv).
 
-Bus bandwidth is nccl-tests' figure: algorithm bandwidth (size / duration) times the
-share of the data each rank's link must carry whatever the algorithm, 2(n-1)/n for an
-all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast and
-reduce (nccl-tests' PERFORMANCE.md), so that it compares with the link rate.
+Bus bandwidth is nccl-tests' figure (`rocesim.results.metrics.bandwidths_gbps`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from rocesim.results.metrics import bandwidths_gbps
 from rocesim.results.plot import plain_axis, plt, size_axis
 
 MARKERS = "os^Dv<>p"
-
-
-def bus_factor(op: str, n: int) -> float:
-    """nccl-tests' bus-bandwidth factor of a collective over `n` ranks."""
-    if n <= 1:
-        return 1.0
-    if op == "allreduce":
-        return 2.0 * (n - 1) / n
-    if op in ("reducescatter", "allgather", "alltoall"):
-        return (n - 1) / n
-    return 1.0
-
-
-def bus_bandwidth_gbps(coll) -> np.ndarray:
-    """Per collective: bus bandwidth in Gb/s (NaN if unfinished)."""
-    size = np.asarray(coll["size_bytes"], float)
-    dur = np.asarray(coll["duration_ns"], float)
-    factor = np.array([bus_factor(str(o), int(r)) for o, r in zip(coll["op"], coll["ranks"])])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return 8 * size / dur * factor          # bytes per ns x 8 = Gb/s
 
 
 def plot_collectives(runs, out_path, title=None) -> str:
@@ -43,7 +21,7 @@ def plot_collectives(runs, out_path, title=None) -> str:
         ops = np.asarray(coll["op"]).astype(str)
         size = np.asarray(coll["size_bytes"], float)
         dur = np.asarray(coll["duration_ns"], float) / 1e3
-        bw = bus_bandwidth_gbps(coll)
+        bw = bandwidths_gbps(coll)[1]
         for op in dict.fromkeys(ops):
             m = ops_seen.setdefault(op, MARKERS[len(ops_seen) % len(MARKERS)])
             sel = (ops == op) & ~np.isnan(dur)

@@ -1,8 +1,19 @@
-"""Tail-latency metrics over flow results: FCT slowdown by flow-size bin, percentiles.
+"""Metrics over a run's results: FCT slowdown by flow-size bin, and the summary's
+per-class figures (all network flows, background flows, collectives, iterations).
 
 The binning follows the HPCC paper's analysis: sort the finished flows by size and
 split them into `n_bins` bins of equal flow count; report the 50th, 95th and 99th
 percentile of slowdown per bin, with the bin's largest flow size as its label.
+
+Classes of flows (OUTPUTS.md gives the same definitions):
+* network flows: every flow that is not a compute step;
+* background flows: network flows that belong to no collective and no training
+  iteration (the `flows`, `incast`, `permutation`, `cdf` and HPCC-file traffic entries,
+  and `Simulation.add_flow`); comparing schemes on training traffic reads these, since a
+  collective's chunk flows are many, alike and short-lived, and pull the percentiles of
+  all network flows towards their own;
+* collectives and iterations: rows of collectives.csv and iterations.csv, measured by
+  their duration (first start to last byte delivered), not by per-flow slowdown.
 """
 from __future__ import annotations
 
@@ -34,6 +45,77 @@ def slowdown_by_size(size_bytes, slowdown, n_bins: int = 20) -> dict:
         for p, v in zip(PERCENTILES, np.percentile(sd[idx], PERCENTILES)):
             out[f"p{p}"].append(v)
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' bus-bandwidth factor of a collective over `n` ranks: the share of the
+    data each rank's link must carry whatever the algorithm, 2(n-1)/n for an all-reduce,
+    (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 for broadcast, reduce and
+    send/receive (nccl-tests' doc/PERFORMANCE.md), so that bus bandwidth compares with
+    the link rate."""
+    if n <= 1:
+        return 1.0
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    if op in ("reducescatter", "allgather", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def bandwidths_gbps(collectives) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective: (algorithm bandwidth, bus bandwidth) in Gb/s, as nccl-tests defines
+    them (algbw = size / duration; busbw = algbw x bus_factor; nccl-tests prints GB/s, 8x
+    less); NaN if unfinished."""
+    size = np.asarray(collectives["size_bytes"], float)
+    dur = np.asarray(collectives["duration_ns"], float)
+    factor = np.array([bus_factor(str(o), int(r)) for o, r in zip(collectives["op"], collectives["ranks"])])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alg = 8 * size / dur                    # bytes per ns x 8 = Gb/s
+    return alg, alg * factor
+
+
+def background_mask(flows) -> np.ndarray:
+    """The network flows that belong to no collective and no training iteration."""
+    mask = ~np.asarray(flows["is_compute"]).astype(bool)
+    for col in ("collective", "iteration"):
+        if col in flows:
+            mask &= np.asarray(flows[col]) < 0
+    return mask
+
+
+def percentiles(prefix: str, values, suffix: str = "", ps=PERCENTILES, with_max=True) -> dict:
+    """{prefix_p50suffix: ..., ..., prefix_maxsuffix: ...} of the finite `values`, rounded to
+    4 decimals; every value None when there is none (JSON null, an empty cell)."""
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    keys = [f"{prefix}_p{p}{suffix}" for p in ps] + ([f"{prefix}_max{suffix}"] if with_max else [])
+    if v.size == 0:
+        return dict.fromkeys(keys)
+    vals = list(np.percentile(v, ps)) + ([v.max()] if with_max else [])
+    return {k: round(float(x), 4) for k, x in zip(keys, vals)}
+
+
+def class_summary(flows, collectives=None, iterations=None) -> dict:
+    """The summary's metrics by class (see the module docstring and OUTPUTS.md):
+    slowdown of all network flows and of background flows, collective durations,
+    iteration times; counts of each class and how many finished."""
+    network = ~np.asarray(flows["is_compute"]).astype(bool)
+    background = background_mask(flows)
+    slowdown = np.asarray(flows["slowdown"], np.float64)
+    out = percentiles("slowdown", slowdown[network])
+    out["background_flows"] = int(background.sum())
+    out.update(percentiles("background_slowdown", slowdown[background]))
+    if collectives is not None:
+        d = np.asarray(collectives["duration_ns"], np.float64)
+        out.update(collectives=int(d.size), collectives_completed=int(np.isfinite(d).sum()))
+        out.update(percentiles("collective_duration", d, "_ns", ps=(50, 99), with_max=False))
+    if iterations is not None:
+        d = np.asarray(iterations["duration_ns"], np.float64)
+        done = d[np.isfinite(d)]
+        out.update(iterations=int(d.size), iterations_completed=int(done.size),
+                   iteration_mean_ns=round(float(done.mean()), 4) if done.size else None)
+        out.update(percentiles("iteration", d, "_ns", ps=(99,), with_max=False))
+    return out
 
 
 def format_bins(bins: dict) -> str:

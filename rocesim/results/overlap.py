@@ -32,8 +32,10 @@ def iteration_breakdown(flows, iterations) -> dict:
     length = np.where(comp, flows["fct_ns"], flows["rx_fct_ns"]).astype(float)
     out = {k: np.full(len(iterations["iteration"]), np.nan) for k in ("compute_ns", "overlap_ns", "exposed_comm_ns")}
     for row, (i, t0, t1) in enumerate(zip(iterations["iteration"], iterations["start_ns"], iterations["finish_ns"])):
-        t1 = t1 if np.isfinite(t1) else np.nanmax(start[it == i] + np.nan_to_num(length[it == i]))
         sel = (it == i) & ~np.isnan(start)
+        if not sel.any():
+            continue                              # never started (the run stopped first)
+        t1 = t1 if np.isfinite(t1) else np.max(start[sel] + np.nan_to_num(length[sel]))
         s = np.clip(start[sel], t0, t1)
         e = np.clip(np.where(np.isnan(length[sel]), t1, start[sel] + length[sel]), t0, t1)   # unfinished: to the end
         c = comp[sel]

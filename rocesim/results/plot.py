@@ -9,13 +9,14 @@ import json
 import os
 
 import matplotlib
+import matplotlib.patches
 import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rocesim.results.metrics import slowdown_by_size  # noqa: E402
+from rocesim.results.metrics import background_mask, slowdown_by_size  # noqa: E402
 from rocesim.results import read_csv, read_flows_csv  # noqa: E402
 
 STYLES = {50: ":", 95: "--", 99: "-"}
@@ -46,26 +47,36 @@ def size_axis(axis) -> None:
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
-def zoomed_bars(ax, labels, heights, colors=None) -> None:
-    """A bar per label with its value written on it.  When the bars differ by less than a
+TRUNCATED = "axis does not start at 0"
+
+
+def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> None:
+    """A bar per label with its value written on it (and, with `spread`, a (low, high)
+    pair per bar, an error bar from low to high).  When the bars differ by less than a
     fifth of the tallest, the axis starts near the shortest (and says it does not start at
     zero), so that a 2% difference is visible."""
     heights = np.asarray(heights, float)
     x = np.arange(len(labels))
     ax.bar(x, np.nan_to_num(heights), color=colors or [f"C{k % 10}" for k in range(len(labels))], alpha=0.7)
+    lo, hi = heights, heights
+    if spread is not None:
+        lo, hi = (np.asarray(v, float) for v in zip(*spread))
+        ok = ~np.isnan(heights)
+        ax.errorbar(x[ok], heights[ok], yerr=[heights[ok] - lo[ok], hi[ok] - heights[ok]], fmt="none",
+                    ecolor="0.2", capsize=4, lw=1)
     ax.set_xticks(x, labels, rotation=30 if max(map(len, map(str, labels)), default=0) > 6 else 0, ha="right")
-    ok = heights[~np.isnan(heights)]
-    if ok.size:
-        lo, hi = ok.min(), ok.max()
-        if ok.size > 1 and lo > 0 and (hi - lo) < 0.2 * hi:
-            pad = max(hi - lo, 0.01 * hi)
-            ax.set_ylim(lo - 1.5 * pad, hi + 0.8 * pad)
-            ax.text(0.01, 0.99, "axis does not start at 0", transform=ax.transAxes, ha="left", va="top",
+    ok = ~np.isnan(heights)
+    if ok.any():
+        low, high = np.nanmin(lo[ok]), np.nanmax(hi[ok])
+        if ok.sum() > 1 and low > 0 and (high - low) < 0.2 * high:
+            pad = max(high - low, 0.01 * high)
+            ax.set_ylim(low - 1.5 * pad, high + 0.8 * pad)
+            ax.text(0.01, 0.99, TRUNCATED, transform=ax.transAxes, ha="left", va="top",
                     fontsize=7, color="0.35")
         for k, h in enumerate(heights):
             if not np.isnan(h):
-                ax.annotate(f"{h:.4g}", (k, h), ha="center", va="bottom", fontsize=7,
-                            xytext=(0, 2), textcoords="offset points")
+                ax.annotate(f"{h:.4g}", (k, hi[k] if spread is not None else h), ha="center", va="bottom",
+                            fontsize=7, xytext=(0, 2), textcoords="offset points")
     plain_axis(ax.yaxis)
 
 
@@ -90,33 +101,49 @@ def _load_run(outdir):
     return label, flows
 
 
+def flow_classes(flows) -> list[tuple[str, dict]]:
+    """(name, columns) of the classes a run's slowdown figure shows: its network flows, or,
+    when it has both background flows and training flows (a collective's or an
+    iteration's), each class apart, background first."""
+    flows = _data_only(flows)
+    bg = background_mask(flows)
+    if bg.all() or not bg.any():
+        return [("", flows)]
+    return [("background", {k: np.asarray(v)[bg] for k, v in flows.items()}),
+            ("training", {k: np.asarray(v)[~bg] for k, v in flows.items()})]
+
+
 def plot_slowdown(runs, out_path, n_bins=20, title=None):
     """Plot slowdown by size for `runs`, a list of (label, flows columns); save to out_path.
 
-    One run: one panel, a line per percentile.  Several runs: a panel per percentile
-    (p50, p95, p99), a line per run, so that schemes compare at a glance.
+    One run: one panel, a line per percentile (a colour per class of flows when the run
+    has background and training flows: `flow_classes`).  Several runs: a panel per
+    percentile (p50, p95, p99), a line per run, so that schemes compare at a glance; runs
+    with both classes are drawn by their background flows, and the title says so.
     """
     if len(runs) > 1:
         return _plot_panels(runs, out_path, n_bins, title)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label, flows in runs:
-        flows = _data_only(flows)
-        bins = slowdown_by_size(flows["size_bytes"], flows["slowdown"], n_bins)
+    (label, flows), = runs
+    classes = flow_classes(flows)
+    for c, (cls, part) in enumerate(classes):
+        bins = slowdown_by_size(part["size_bytes"], part["slowdown"], n_bins)
         if len(bins["size_max"]) == 0:
             continue
         for k, (p, style) in enumerate(STYLES.items()):
             ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=MARKERS[p], markersize=4,
-                    color=f"C{k}", label=f"{label} p{p}")
+                    color=f"C{k + 3 * c}", label=f"{label}: {cls} flows p{p}" if cls else f"{label} p{p}")
     ax.set_xlabel("flow size (largest in bin)")
     ax.set_ylabel("FCT slowdown")
-    ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
+    ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins"
+                 + (" per class" if len(classes) > 1 else "") + ")")
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.set_xscale("log")
         ax.set_yscale("log")
         size_axis(ax.xaxis)
         plain_axis(ax.yaxis, log=True)
-        ax.legend(fontsize=7, ncol=max(1, len(runs) // 4 + 1))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     else:                                   # say so rather than draw empty axes
         ax.text(0.5, 0.5, EMPTY_TEXT, ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -136,8 +163,10 @@ def _data_only(flows) -> dict:
 def _plot_panels(runs, out_path, n_bins, title):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    binned = [(label, slowdown_by_size(*(lambda f: (f["size_bytes"], f["slowdown"]))(_data_only(flows)), n_bins))
-              for label, flows in runs]
+    classes = [flow_classes(flows) for _, flows in runs]
+    background = any(len(c) > 1 for c in classes)
+    binned = [(label, slowdown_by_size(c[0][1]["size_bytes"], c[0][1]["slowdown"], n_bins))
+              for (label, _), c in zip(runs, classes)]
     for ax, p in zip(axes, STYLES):
         for k, (label, bins) in enumerate(binned):
             if len(bins["size_max"]):
@@ -155,8 +184,9 @@ def _plot_panels(runs, out_path, n_bins, title):
             ax.text(0.5, 0.5, EMPTY_TEXT, ha="center", va="center", transform=ax.transAxes)
     axes[0].set_ylabel("FCT slowdown")
     if axes[0].lines:
-        axes[0].legend(fontsize=8)
-    fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins)")
+        axes[0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins"
+                 + ("; background flows of the runs with training traffic" if background else "") + ")")
     fig.tight_layout()
     fig.savefig(out_path, dpi=100)
     plt.close(fig)
@@ -168,12 +198,22 @@ BREAKDOWN = (("compute only", "C0"), ("compute + communication (overlap)", "C2")
 
 
 def iteration_shares(its) -> list[float]:
-    """Mean shares (%) of an iteration: compute only, overlap, exposed communication,
-    waiting (from the compute_ns, overlap_ns, exposed_comm_ns columns of iterations.csv)."""
+    """Mean shares (%) of the finished iterations: compute only, overlap, exposed
+    communication, waiting (from the compute_ns, overlap_ns, exposed_comm_ns columns of
+    iterations.csv); NaN when none finished."""
     d = np.asarray(its["duration_ns"], float)
-    c, o, e = (np.asarray(its[k], float) for k in ("compute_ns", "overlap_ns", "exposed_comm_ns"))
+    done = np.isfinite(d)
+    if not done.any():
+        return [np.nan] * len(BREAKDOWN)
+    c, o, e = (np.asarray(its[k], float)[done] for k in ("compute_ns", "overlap_ns", "exposed_comm_ns"))
+    d = d[done]
     parts = np.array([c - o, o, e, np.maximum(0.0, d - c - e)]) / d * 100
-    return list(np.nanmean(parts, axis=1))
+    return list(np.mean(parts, axis=1))
+
+
+def _finished(values) -> np.ndarray:
+    v = np.asarray(values, float)
+    return v[np.isfinite(v)]
 
 
 def plot_training(runs, out_path, title=None):
@@ -183,17 +223,21 @@ def plot_training(runs, out_path, title=None):
     per run for the mean iteration time (each iteration a dot), a stacked bar per run of
     the iteration's shares (compute, overlap, exposed communication, waiting; means over
     hosts, see rocesim.results.overlap) when iterations.csv has them, and a box per run
-    of the collectives' durations.
+    of the collectives' durations.  Only what finished is drawn: a run whose stop time
+    came first says under its label how many iterations finished.
     """
     shares = all("exposed_comm_ns" in its for _, its, _ in runs)
     fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * len(runs) + 4) * (1.5 if shares else 1)), 4.6))
     ax1, ax2 = axes[0], axes[-1]
-    labels = [label for label, _, _ in runs]
+    durations = [_finished(its["duration_ns"]) / 1e6 for _, its, _ in runs]
+    labels = [label if d.size == len(its["duration_ns"]) else f"{label}\n({d.size}/{len(its['duration_ns'])} finished)"
+              for (label, its, _), d in zip(runs, durations)]
     x = np.arange(len(runs))
-    durations = [np.asarray(its["duration_ns"], float) / 1e6 for _, its, _ in runs]
-    zoomed_bars(ax1, labels, [np.nanmean(d) if d.size else np.nan for d in durations])
+    zoomed_bars(ax1, labels, [d.mean() if d.size else np.nan for d in durations])
     for k, d in enumerate(durations):
         ax1.plot(np.full(d.size, k), d, "k.", markersize=5)
+    if not any(d.size for d in durations):
+        ax1.text(0.5, 0.5, "no finished iterations", ha="center", va="center", transform=ax1.transAxes)
     ax1.set_ylabel("iteration time (ms)")
     ax1.set_title("iteration time (bar: mean, dots: iterations)")
     if shares:
@@ -201,7 +245,7 @@ def plot_training(runs, out_path, title=None):
         parts = np.array([iteration_shares(its) for _, its, _ in runs])      # [run, part]
         bottom = np.zeros(len(runs))
         for j, (name, color) in enumerate(BREAKDOWN):
-            ax.bar(x, parts[:, j], bottom=bottom, color=color, label=name)
+            ax.bar(x, np.nan_to_num(parts[:, j]), bottom=bottom, color=color, label=name)
             bottom += np.nan_to_num(parts[:, j])
         ax.set_xticks(x, labels, rotation=30, ha="right")
         ax.set_ylim(0, 128)                           # room for the legend above the bars
@@ -209,14 +253,16 @@ def plot_training(runs, out_path, title=None):
         ax.set_ylabel("share of the iteration (%, mean over hosts)")
         ax.set_title("where the iteration's time goes")
         ax.legend(fontsize=7, loc="upper center", ncol=2)
-    data = [np.asarray(c["duration_ns"], float) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
+    data = [_finished(c["duration_ns"]) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
     if any(d.size for d in data):
         ax2.boxplot([d if d.size else [np.nan] for d in data], showfliers=True)
         ax2.set_xticks(x + 1, labels, rotation=30, ha="right")
         ax2.set_yscale("log")
         plain_axis(ax2.yaxis, log=True)
+    else:
+        ax2.text(0.5, 0.5, "no finished collectives", ha="center", va="center", transform=ax2.transAxes)
     ax2.set_ylabel("collective duration (us)")
-    ax2.set_title("collective durations")
+    ax2.set_title("collective durations (finished)")
     fig.suptitle(title or "training iterations")
     fig.tight_layout()
     fig.savefig(out_path, dpi=100)
@@ -273,6 +319,9 @@ def _beside(slow_path, out_path, first_dir, kind):
     return os.path.join(first_dir, f"{kind}.png")
 
 
+PAUSE_COLORS = {False: "C0", True: "C3"}     # by whether the pause is still on at the end
+
+
 def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
     """Pause state over time: one row per paused (port, priority), a bar per pause.
 
@@ -291,20 +340,27 @@ def plot_pfc_timeline(timeline, out_path, end_ns, max_links=60, title=None):
     keep = np.argsort(-total, kind="stable")[:max_links]
     first = np.array([start[inverse == r].min() for r in keep]) if keep.size else np.zeros(0)
     keep = keep[np.argsort(first, kind="stable")]
-    fig, ax = plt.subplots(figsize=(9, max(2.5, 0.22 * len(keep) + 1.5)))
+    fig, ax = plt.subplots(figsize=(11, max(2.5, 0.22 * len(keep) + 1.5)))
     labels = []
+    still = np.isnan(np.asarray(timeline["pause_end_ns"], float))
     for y, r in enumerate(keep):
         sel = inverse == r
         ax.broken_barh(list(zip(start[sel], (end - start)[sel])), (y - 0.4, 0.8),
-                       color="C3" if np.isnan(np.asarray(timeline["pause_end_ns"], float)[sel]).any() else "C0")
+                       facecolors=[PAUSE_COLORS[bool(x)] for x in still[sel]])
         i = np.flatnonzero(sel)[0]
         labels.append(f"{int(timeline['node'][i])}->{int(timeline['peer'][i])} p{int(prio[i])}")
     ax.set_yticks(np.arange(len(keep)), labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(0, end_ns / 1e3 if end_ns > 0 else 1)
     ax.set_xlabel("time (us)")
-    ax.set_ylabel("paused transmitter (node->peer, priority)")
-    ax.set_title(title or f"PFC pauses over time ({len(rows)} paused links; red: still paused at the end)")
+    ax.set_ylabel("paused transmitter: node->peer\n(the peer sent the PAUSE), priority")
+    shown = f"the {len(keep)} paused longest of {len(rows)}" if len(keep) < len(rows) else f"{len(rows)}"
+    ax.set_title(f"{title or 'PFC pauses over time'}\n(a row per paused transmitter and priority: {shown}; "
+                 f"a bar per pause)", fontsize=10)
+    ax.legend(handles=[matplotlib.patches.Patch(color=PAUSE_COLORS[False], label="pause (ended)"),
+                       matplotlib.patches.Patch(color=PAUSE_COLORS[True],
+                                                label="pause still on at\nthe end of the run")],
+              fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)

@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim.results.csv_text import write_csv  # noqa: F401  (re-exported)
+from rocesim.results.metrics import bandwidths_gbps, class_summary
 from rocesim.results.overlap import iteration_breakdown
+from rocesim.run_progress import short_time
 
 PS_PER_NS = 1000.0
 
@@ -77,7 +79,10 @@ class Results:
         del finish_ps
         ideal = np.where(ideal_ps >= 0, ideal_ps / PS_PER_NS, np.nan)
         rx = np.where(rx_ps >= 0, (rx_ps - start_ps) / PS_PER_NS, np.nan)
-        start_ns = np.where(start_ps >= 0, start_ps / PS_PER_NS, np.nan)
+        # the stop time when the run hit it, else the last event that did something
+        end_ps = stop_ps if stopped_at_limit else st["last_activity_ps"]
+        # a flow due after the run ended never started (the core gives when it was due)
+        start_ns = np.where((start_ps >= 0) & (start_ps <= end_ps), start_ps / PS_PER_NS, np.nan)
         del ideal_ps, rx_ps, start_ps
         with np.errstate(invalid="ignore", divide="ignore"):
             slowdown = fct / ideal
@@ -110,8 +115,7 @@ class Results:
             data_packets_sent=st["data_packets_sent"],
             retx_bytes=st["retx_bytes"], flows_total=int(F), flows_completed=int(done.sum()),
             data_flows=int(data.sum()), data_bytes_delivered=st["data_bytes_delivered"],
-            # the stop time when the run hit it, else the last event that did something
-            sim_time_ns=(stop_ps if stopped_at_limit else st["last_activity_ps"]) / PS_PER_NS,
+            sim_time_ns=end_ps / PS_PER_NS,
             wall_s=round(wall_s, 4),
             cpu_s=round(cpu_s, 4),
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
@@ -121,7 +125,6 @@ class Results:
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
             stopped_at_limit=bool(stopped_at_limit))
-        summary.update(_slowdown_summary(flows))
         cycles = [_cycle_record(r, world) for r in core.deadlock_records()]
         summary.update(deadlock_detection=bool(core.deadlock_detection), deadlock=bool(cycles),
                        deadlock_cycles=cycles)
@@ -136,9 +139,7 @@ class Results:
                                                           np.nan)))
         res.collectives = _collective_table(sim.collectives, flows)
         res.iterations = _iteration_table(flows, getattr(sim, "iteration_jobs", {}))
-        if res.iterations is not None:
-            d = res.iterations["duration_ns"]
-            summary.update(iterations=int(len(d)), iteration_mean_ns=float(np.nanmean(d)))
+        summary.update(class_summary(flows, res.collectives, res.iterations))
         return res
 
     # --- views -------------------------------------------------------------------------
@@ -164,11 +165,7 @@ class Results:
             f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
             f"NACKs {s['nacks']}  timeouts {s['timeouts']}",
         ]
-        if s.get("slowdown_p50") is not None:
-            lines.append(f"FCT slowdown  p50 {s['slowdown_p50']:.2f}  p95 {s['slowdown_p95']:.2f}  "
-                         f"p99 {s['slowdown_p99']:.2f}  max {s['slowdown_max']:.2f}")
-        if s.get("iterations"):
-            lines.append(f"{s['iterations']} training iterations, mean {s['iteration_mean_ns'] / 1e6:.3f} ms")
+        lines += _class_lines(s)
         for c in s.get("deadlock_cycles", []):
             lines.append(f"deadlock at priority {c['priority']}, formed at {c['formed_ns'] / 1e3:.1f} us: "
                          f"{' '.join(c['links'])} (flows {' '.join(map(str, c['flows'][:10]))}"
@@ -178,6 +175,9 @@ class Results:
                          "nothing delivered for a simulated second; a PFC deadlock? see pfc.csv); stopped")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
+        elif s.get("stopped_at_limit") and s["flows_completed"] < s["flows_total"]:
+            lines.append(f"the stop time ({short_time(round(s['sim_time_ns'] * PS_PER_NS))}) was reached: "
+                         f"{s['flows_total'] - s['flows_completed']} flows and compute steps unfinished")
         return "\n".join(lines)
 
     # --- files ---------------------------------------------------------------------------
@@ -268,6 +268,37 @@ class Results:
         return path
 
 
+def _percentiles_text(s, prefix, suffix="", scale=1.0, unit="", ps=("p50", "p95", "p99", "max")) -> str:
+    return "  ".join(f"{p} {s[f'{prefix}_{p}{suffix}'] * scale:.{2 if not unit else 3}f}{unit}"
+                     for p in ps if s.get(f"{prefix}_{p}{suffix}") is not None)
+
+
+def _class_lines(s) -> list[str]:
+    """The terminal's metric lines, one per class of what ran (OUTPUTS.md's definitions):
+    FCT slowdown of the network flows (and of the background flows apart when the run also
+    has training traffic), collective durations, iteration times."""
+    lines = []
+    network = s.get("data_flows", 0)
+    background = s.get("background_flows", 0)
+    mixed = 0 < background < network
+    if s.get("slowdown_p50") is not None:
+        who = f" (all {network:,} network flows)" if mixed or not background else ""
+        lines.append(f"FCT slowdown{who}  {_percentiles_text(s, 'slowdown')}")
+    if mixed and s.get("background_slowdown_p50") is not None:
+        lines.append(f"FCT slowdown ({background:,} background flows)  {_percentiles_text(s, 'background_slowdown')}")
+    if s.get("collectives"):
+        lines.append(f"collectives: {s['collectives_completed']}/{s['collectives']} finished"
+                     + (f", duration  {_percentiles_text(s, 'collective_duration', '_ns', 1e-6, ' ms', ('p50', 'p99'))}"
+                        if s.get("collective_duration_p50_ns") is not None else ""))
+    if s.get("iterations"):
+        done = s["iterations_completed"]
+        text = f"training iterations: {done}/{s['iterations']} finished"
+        if done:
+            text += f", mean {s['iteration_mean_ns'] / 1e6:.3f} ms  p99 {s['iteration_p99_ns'] / 1e6:.3f} ms"
+        lines.append(text)
+    return lines
+
+
 def _cycle_record(r, world) -> dict:
     """A deadlock found by the core, for summary.json: its queues in the order packets
     flow (each egress port waits on the next one), the switches they belong to, the links
@@ -300,7 +331,8 @@ def _hpcc_ip(node: int) -> int:
 
 
 def _collective_table(records, flows) -> dict | None:
-    """Per collective: when its first node started and its last byte arrived."""
+    """Per collective: when its first node started and its last byte arrived (NaN if it
+    never started or did not finish), and nccl-tests' algorithm and bus bandwidth."""
     if not records:
         return None
     start, rx = flows["start_ns"], flows["start_ns"] + flows["rx_fct_ns"]
@@ -308,7 +340,7 @@ def _collective_table(records, flows) -> dict | None:
                            "finish_ns", "duration_ns", "job")}
     for r in records:
         nodes = np.concatenate([r.start_nodes, r.flows, r.done_nodes])
-        s, f = np.nanmin(start[r.start_nodes]), np.max(rx[nodes])     # NaN if unfinished
+        s, f = np.fmin.reduce(start[r.start_nodes]), np.max(rx[nodes])     # NaN if unfinished
         out["collective_id"].append(r.id)
         out["op"].append(r.op)
         out["algorithm"].append(r.algorithm)
@@ -318,19 +350,27 @@ def _collective_table(records, flows) -> dict | None:
         out["finish_ns"].append(f)
         out["duration_ns"].append(f - s)
         out["job"].append(r.job)
-    return {k: np.asarray(v) for k, v in out.items()}
+    table = {k: np.asarray(v) for k, v in out.items()}
+    job = table.pop("job")
+    table["algbw_gbps"], table["busbw_gbps"] = bandwidths_gbps(table)
+    table["job"] = job
+    return table
 
 
 def _iteration_table(flows, jobs=None) -> dict | None:
-    """Per training iteration: first node start to last node end (NaN if unfinished), and
-    the job (workload) it belongs to."""
+    """Per training iteration: first node start to last node end, and the job (workload)
+    it belongs to.  An iteration that did not finish (the stop time came first, or the run
+    was interrupted) has an empty finish and duration; one that never started, an empty
+    start too."""
     it = flows["iteration"]
     if not (it >= 0).any():
         return None
     end = flows["start_ns"] + np.where(flows["is_compute"], flows["fct_ns"], flows["rx_fct_ns"])
-    ids = np.unique(it[it >= 0])
-    start = np.array([np.nanmin(flows["start_ns"][it == i]) for i in ids])
-    finish = np.array([np.max(end[it == i]) for i in ids])
+    sel = np.flatnonzero(it >= 0)
+    order = sel[np.argsort(it[sel], kind="stable")]
+    ids, first = np.unique(it[order], return_index=True)
+    start = np.fmin.reduceat(flows["start_ns"][order], first)    # NaN only if no node started
+    finish = np.maximum.reduceat(end[order], first)              # NaN if any node unfinished
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
     table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
     table.update(iteration_breakdown(flows, table))
@@ -355,13 +395,3 @@ def read_csv(path) -> dict:
 
 
 read_flows_csv = read_csv
-
-
-def _slowdown_summary(flows) -> dict:
-    s = flows["slowdown"][~flows["is_compute"]]
-    s = s[~np.isnan(s)]
-    if s.size == 0:
-        return dict(slowdown_p50=None, slowdown_p95=None, slowdown_p99=None, slowdown_max=None)
-    p50, p95, p99 = np.percentile(s, [50, 95, 99])
-    return dict(slowdown_p50=round(float(p50), 4), slowdown_p95=round(float(p95), 4),
-                slowdown_p99=round(float(p99), 4), slowdown_max=round(float(s.max()), 4))

@@ -1,8 +1,11 @@
 """Figures of a sweep folder's index.csv: a metric against a swept parameter, one line
 per scheme (or bars when the scheme is the only parameter), and a heatmap over two.
 
-Seeds, and any other swept parameter not drawn, are averaged over (the title says so);
-runs that failed or are missing are left out.
+Seeds, and any other swept parameter not drawn, are averaged over (the title says so),
+and their spread is drawn: a min-max band around each line, min-max error bars on each
+bar, the range under each heatmap cell's mean.  Axes name metrics and parameters in words
+with units (`rocesim.sweep.index`), legends sit beside the axes, not on the data, and an
+axis that does not start at zero says so.  Runs that failed or are missing are left out.
 """
 from __future__ import annotations
 
@@ -10,15 +13,9 @@ import os
 
 import numpy as np
 
-from rocesim.results.plot import plain_axis, plt, zoomed_bars
-from rocesim.sweep.index import METRIC_COLUMNS, read_done
-
-LABELS = {"slowdown_p50": "FCT slowdown p50", "slowdown_p95": "FCT slowdown p95",
-          "slowdown_p99": "FCT slowdown p99", "slowdown_max": "FCT slowdown max",
-          "iteration_mean_ns": "iteration time (ms)", "pfc_pauses": "PFC pauses", "drops": "drops",
-          "sim_time_ns": "simulated time (ms)", "cpu_s": "CPU s per run"}
-SCALE = {"iteration_mean_ns": 1e-6, "sim_time_ns": 1e-6}
-
+from rocesim.results.plot import TRUNCATED, plain_axis, plt, zoomed_bars
+from rocesim.sweep import index
+from rocesim.sweep.index import default_metrics, parameter_label, read_done
 
 def _values(rows, key):
     """The distinct values of a column in first-seen order, sorted numerically if numbers."""
@@ -29,9 +26,20 @@ def _values(rows, key):
         return seen
 
 
-def _metric(rows, metric):
-    vals = [float(r[metric]) for r in rows if r[metric] != ""]
-    return np.mean(vals) * SCALE.get(metric, 1.0) if vals else np.nan
+def _samples(rows, name) -> list[float]:
+    m = index.metric(name)
+    return [float(r[name]) * m.scale for r in rows if r.get(name, "") != ""]
+
+
+def _metric(rows, name):
+    """Mean of the runs' values, scaled for display (NaN with none)."""
+    vals = _samples(rows, name)
+    return np.mean(vals) if vals else np.nan
+
+
+def _range(rows, name) -> tuple[float, float]:
+    vals = _samples(rows, name)
+    return (min(vals), max(vals)) if vals else (np.nan, np.nan)
 
 
 LINESTYLES = ("-", "--", "-.", ":")
@@ -41,12 +49,22 @@ MARKERS = "os^Dv<>p"          # lines that coincide stay visible
 def series(rows, metric, x, by=None) -> tuple[list, dict]:
     """(x values, {value of `by` (None without): mean metric at each x value}), scaled
     for display (ms for times); missing combinations are NaN."""
+    xs, lines, _ = series_with_range(rows, metric, x, by)
+    return xs, lines
+
+
+def series_with_range(rows, metric, x, by=None) -> tuple[list, dict, dict]:
+    """As `series`, plus {value of `by`: (min at each x, max at each x)} over the runs
+    averaged into each point."""
     xs = _values(rows, x)
-    lines = {}
+    lines, spread = {}, {}
     for g in (_values(rows, by) if by else [None]):
         sel = [r for r in rows if by is None or r[by] == g]
-        lines[g] = [_metric([r for r in sel if r[x] == v], metric) for v in xs]
-    return xs, lines
+        at = [[r for r in sel if r[x] == v] for v in xs]
+        lines[g] = [_metric(a, metric) for a in at]
+        lo_hi = [_range(a, metric) for a in at]
+        spread[g] = ([lo for lo, _ in lo_hi], [hi for _, hi in lo_hi])
+    return xs, lines, spread
 
 
 def grid(rows, metric, x, y) -> tuple[list, list, np.ndarray]:
@@ -57,18 +75,24 @@ def grid(rows, metric, x, y) -> tuple[list, list, np.ndarray]:
 
 
 def default_metric(rows) -> str:
-    if any(r.get("iteration_mean_ns") for r in rows):
-        return "iteration_mean_ns"
-    return "slowdown_p99"
+    """Iteration time for training runs, else the p99 FCT slowdown."""
+    return default_metrics(rows)[0] if any(r.get("iteration_mean_ns") for r in rows) else "slowdown_p99"
+
+
+def mark_truncated(ax) -> None:
+    """Say so on a linear value axis that does not start at zero."""
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "linear" and lo > 0 and not any(t.get_text() == TRUNCATED for t in ax.texts):
+        ax.text(0.01, 0.99, TRUNCATED, transform=ax.transAxes, ha="left", va="top", fontsize=7, color="0.35")
 
 
 def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
     """`metric` against the swept parameter `x`, a line per value of `by` (default
-    cc.scheme when swept); with nothing left to put on x, a bar per value of `by`."""
+    cc.scheme when swept), each with the min-max band of the runs averaged into it; with
+    nothing left to put on x, a bar per value of `by` with min-max error bars."""
     rows, params = read_done(root)
     metric = metric or default_metric(rows)
-    if metric not in METRIC_COLUMNS:
-        raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRIC_COLUMNS)}")
+    label = index.metric(metric).label               # unknown: ValueError listing the valid ones
     for k in (x, by):
         if k is not None and k not in params:
             raise ValueError(f"{k!r} is not a swept parameter; swept: {', '.join(params)}")
@@ -80,34 +104,43 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
         x = rest[0] if rest else None
     out_path = out_path or os.path.join(root, f"{metric}.png")
     averaged = [p for p in params if p not in (x, by)]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    label = LABELS.get(metric, metric)
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     if not rows:
         ax.text(0.5, 0.5, "no completed runs in this sweep", ha="center", va="center", transform=ax.transAxes)
     elif x is None:                     # a bar per configuration (the swept values but seeds)
         keys = list(dict.fromkeys(tuple(r[p] for p in free) for r in rows))
         labels = [", ".join(v if p == (by or free[0]) else f"{p}={v}" for p, v in zip(free, k) if v != "") or "base"
                   for k in keys]
-        heights = [_metric([r for r in rows if tuple(r[p] for p in free) == k], metric) for k in keys]
-        zoomed_bars(ax, labels, heights)
+        groups = [[r for r in rows if tuple(r[p] for p in free) == k] for k in keys]
+        zoomed_bars(ax, labels, [_metric(g, metric) for g in groups],
+                    spread=[_range(g, metric) for g in groups] if any(len(g) > 1 for g in groups) else None)
         averaged = [p for p in params if p not in free]
-        ax.set_xlabel(", ".join(free) or "run")
+        ax.set_xlabel(", ".join(map(parameter_label, free)) or "run")
     else:
-        xs, lines = series(rows, metric, x, by)
+        xs, lines, spread = series_with_range(rows, metric, x, by)
         numeric = _numeric(xs)
+        at = [float(v) for v in xs] if numeric else np.arange(len(xs))
         for k, (g, ys) in enumerate(lines.items()):
-            ax.plot([float(v) for v in xs] if numeric else np.arange(len(xs)), ys, LINESTYLES[k % 4],
-                    marker=MARKERS[k % len(MARKERS)], color=f"C{k % 10}", label=g if g is not None else label)
+            color = f"C{k % 10}"
+            ax.plot(at, ys, LINESTYLES[k % 4], marker=MARKERS[k % len(MARKERS)], color=color,
+                    label=g if g is not None else label)
+            lo, hi = spread[g]
+            if any(a != b for a, b in zip(lo, hi) if not np.isnan(a)):
+                ax.fill_between(at, lo, hi, color=color, alpha=0.15, lw=0)
         if not numeric:
             ax.set_xticks(np.arange(len(xs)), xs)
         elif len(xs) <= 12:
             ax.set_xticks([float(v) for v in xs], xs)
-        ax.set_xlabel(x)
-        ax.legend(fontsize=8, title=by)
+        ax.set_xlabel(parameter_label(x))
+        ax.legend(fontsize=8, title=parameter_label(by) if by else None, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         plain_axis(ax.yaxis)
+        mark_truncated(ax)
     ax.set_ylabel(label)
+    spread_note = "; band or bars: min-max" if any(p == "seed" for p in averaged) else ""
     ax.set_title(f"{os.path.basename(os.path.normpath(root))}: {label}" +
-                 (f" (mean over {', '.join(averaged)})" if averaged and rows else ""), fontsize=10)
+                 (f"\n(mean over {', '.join(map(parameter_label, averaged))}{spread_note})" if averaged and rows else ""),
+                 fontsize=10)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
@@ -116,16 +149,17 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
 
 
 def plot_heatmap(root, x, y, out_path=None, metric=None) -> str:
-    """`metric` over two swept parameters (mean over the others), values written in the cells."""
+    """`metric` over two swept parameters (mean over the others), values written in the
+    cells with the min-max of the runs behind them underneath."""
     rows, params = read_done(root)
     metric = metric or default_metric(rows)
+    label = index.metric(metric).label
     for k in (x, y):
         if k not in params:
             raise ValueError(f"{k!r} is not a swept parameter; swept: {', '.join(params)}")
     xs, ys, values = grid(rows, metric, x, y)
     out_path = out_path or os.path.join(root, f"{metric}-{x}-{y}.png")
-    fig, ax = plt.subplots(figsize=(1.1 * len(xs) + 3, 0.5 * len(ys) + 2.5))
-    label = LABELS.get(metric, metric)
+    fig, ax = plt.subplots(figsize=(1.3 * len(xs) + 3, 0.6 * len(ys) + 2.5))
     if not rows:
         ax.text(0.5, 0.5, "no completed runs in this sweep", ha="center", va="center", transform=ax.transAxes)
     else:
@@ -134,14 +168,17 @@ def plot_heatmap(root, x, y, out_path=None, metric=None) -> str:
         for i in range(len(ys)):
             for j in range(len(xs)):
                 if not np.isnan(values[i, j]):
-                    ax.text(j, i, f"{values[i, j]:.3g}", ha="center", va="center", fontsize=8,
+                    lo, hi = _range([r for r in rows if r[x] == xs[j] and r[y] == ys[i]], metric)
+                    text = f"{values[i, j]:.3g}" + (f"\n{lo:.3g}-{hi:.3g}" if hi > lo else "")
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7,
                             color="white" if values[i, j] < np.nanmean(values) else "black")
         ax.set_xticks(np.arange(len(xs)), xs)
         ax.set_yticks(np.arange(len(ys)), ys)
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    ax.set_xlabel(parameter_label(x))
+    ax.set_ylabel(parameter_label(y))
     averaged = [p for p in params if p not in (x, y)]
-    ax.set_title(f"{label}" + (f" (mean over {', '.join(averaged)})" if averaged else ""), fontsize=10)
+    ax.set_title(f"{label}" + (f"\n(mean over {', '.join(map(parameter_label, averaged))}; "
+                               f"under it: min-max)" if averaged else ""), fontsize=10)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)

@@ -10,14 +10,76 @@ from __future__ import annotations
 import csv
 import json
 import os
+from dataclasses import dataclass
 
 from rocesim.sweep import job
 from rocesim.sweep.spec import SCENARIO_KEY, format_value
 
-# summary.json fields copied into the index (iteration_mean_ns only for training runs)
-METRIC_COLUMNS = ("flows_total", "flows_completed", "slowdown_p50", "slowdown_p95", "slowdown_p99",
-                  "slowdown_max", "iterations", "iteration_mean_ns", "pfc_pauses", "drops", "cnps",
-                  "timeouts", "sim_time_ns", "events", "cpu_s")
+@dataclass(frozen=True)
+class Metric:
+    """A summary.json field copied into the index, and how tables and figures show it:
+    `label` in words (with the unit after scaling), values times `scale`, `fmt`."""
+    name: str
+    label: str
+    scale: float = 1.0
+    fmt: str = "{:.4g}"
+
+
+def _count(name, label):
+    return Metric(name, label, fmt="{:.0f}")
+
+
+def _ms(name, label):
+    return Metric(name, f"{label} (ms)", 1e-6, "{:.3f}")
+
+
+# the summary's metrics, by class (OUTPUTS.md defines them; the training ones are empty for
+# runs without collectives or iterations, the background ones for runs without background)
+METRICS = (
+    _count("flows_total", "flows"), _count("flows_completed", "flows completed"),
+    *(Metric(f"slowdown_{p}", f"FCT slowdown {p}, all network flows") for p in ("p50", "p95", "p99", "max")),
+    _count("background_flows", "background flows"),
+    *(Metric(f"background_slowdown_{p}", f"FCT slowdown {p}, background flows") for p in ("p50", "p95", "p99", "max")),
+    _count("collectives", "collectives"), _count("collectives_completed", "collectives completed"),
+    _ms("collective_duration_p50_ns", "collective duration p50"),
+    _ms("collective_duration_p99_ns", "collective duration p99"),
+    _count("iterations", "iterations"), _count("iterations_completed", "iterations completed"),
+    _ms("iteration_mean_ns", "iteration time, mean"), _ms("iteration_p99_ns", "iteration time p99"),
+    _count("pfc_pauses", "PFC pauses"), _count("drops", "drops"), _count("cnps", "CNPs"),
+    _count("timeouts", "timeouts"), _ms("sim_time_ns", "simulated time"), _count("events", "events"),
+    Metric("cpu_s", "CPU time per run (s)", fmt="{:.1f}"),
+)
+BY_NAME = {m.name: m for m in METRICS}
+METRIC_COLUMNS = tuple(BY_NAME)
+
+
+def metric(name: str) -> Metric:
+    """The declaration of index column `name`; ValueError naming the valid ones."""
+    if name not in BY_NAME:
+        raise ValueError(f"unknown metric {name!r}; valid: {', '.join(METRIC_COLUMNS)}")
+    return BY_NAME[name]
+
+
+def default_metrics(rows) -> list[str]:
+    """What a sweep's table and figure show unless told: iteration time for training runs
+    (with the background flows' p99 slowdown when they also carry background traffic),
+    else the slowdown percentiles of the network flows."""
+    if any(r.get("iteration_mean_ns") for r in rows):
+        return ["iteration_mean_ns"] + (["background_slowdown_p99"]
+                                        if any(r.get("background_slowdown_p99") for r in rows) else [])
+    return ["slowdown_p50", "slowdown_p95", "slowdown_p99"]
+
+
+# parameters named in words on axes and in tables (others: "<last part> of <the rest>")
+PARAMETER_NAMES = {"cc.scheme": "congestion-control scheme", "seed": "seed", "scenario": "scenario"}
+
+
+def parameter_label(key: str) -> str:
+    """A swept key path in words: `traffic[0].load` -> "load of traffic[0]"."""
+    if key in PARAMETER_NAMES:
+        return PARAMETER_NAMES[key]
+    head, _, last = key.rpartition(".")
+    return f"{last.replace('_', ' ')} of {head}" if head else key.replace("_", " ")
 
 
 def rows(root: str, runs, param_names) -> list[dict]:

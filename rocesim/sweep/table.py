@@ -2,62 +2,78 @@
 
 Rows are the combinations of the `rows` parameters (default: every swept parameter but
 `seed`); columns are metrics, or with `cols`, one metric per value of that parameter.
-Cells are means over what is left (seeds); a run that failed or is missing is left out,
-and a cell with no run is `-`.
+Cells are means over what is left (seeds), and the spread of those runs is shown beside
+them: a `min-max` column after each metric, or `mean (min-max)` in a cell with `cols`.
+A run that failed or is missing is left out, and a cell with no run is `-`.  Metrics and
+parameters are named in words (`rocesim.sweep.index.METRICS`, `parameter_label`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from rocesim.sweep.index import METRIC_COLUMNS, read_done
-
-# how a metric is shown: (header, scale, format)
-SHOWN = {"iteration_mean_ns": ("iteration time (ms)", 1e-6, "{:.3f}"),
-         "sim_time_ns": ("simulated time (ms)", 1e-6, "{:.3f}"),
-         "cpu_s": ("CPU s", 1.0, "{:.1f}"),
-         **{m: (m, 1.0, "{:.0f}") for m in ("flows_total", "flows_completed", "iterations", "pfc_pauses", "drops",
-                                           "cnps", "timeouts", "events")}}
+from rocesim.sweep.index import default_metrics, metric, parameter_label, read_done
 
 
-def _show(metric):
-    return SHOWN.get(metric, (metric, 1.0, "{:.4g}"))
+def _values(rows, name):
+    m = metric(name)
+    return [float(r[name]) * m.scale for r in rows if r.get(name, "") != ""]
 
 
-def _cell(rows, metric):
-    vals = [float(r[metric]) for r in rows if r.get(metric, "") != ""]
-    if not vals:
+def _mean(rows, name) -> str:
+    vals = _values(rows, name)
+    return metric(name).fmt.format(np.mean(vals)) if vals else "-"
+
+
+def _spread(rows, name) -> str:
+    """min-max of the runs behind a cell ("-" with fewer than two)."""
+    vals = _values(rows, name)
+    if len(vals) < 2:
         return "-"
-    header, scale, fmt = _show(metric)
-    return fmt.format(np.mean(vals) * scale)
+    fmt = metric(name).fmt
+    return f"{fmt.format(min(vals))}-{fmt.format(max(vals))}"
 
 
 def markdown(root, metrics=None, rows_by=None, cols_by=None) -> str:
     """The table as markdown text."""
     rows, params = read_done(root)
-    if metrics is None:
-        metrics = (["iteration_mean_ns"] if any(r.get("iteration_mean_ns") for r in rows)
-                   else ["slowdown_p50", "slowdown_p95", "slowdown_p99"])
+    metrics = metrics or default_metrics(rows)
     for m in metrics:
-        if m not in METRIC_COLUMNS:
-            raise ValueError(f"unknown metric {m!r}; valid: {', '.join(METRIC_COLUMNS)}")
+        metric(m)                                  # unknown: ValueError listing the valid ones
     rows_by = rows_by or [p for p in params if p not in ("seed", cols_by)]
     for p in rows_by + ([cols_by] if cols_by else []):
         if p not in params:
             raise ValueError(f"{p!r} is not a swept parameter; swept: {', '.join(params)}")
     keys = list(dict.fromkeys(tuple(r[p] for p in rows_by) for r in rows))
+    groups = {k: [r for r in rows if tuple(r[p] for p in rows_by) == k] for k in keys}
+    repeated = any(len(g) > 1 for g in groups.values())
+    head = [parameter_label(p) for p in rows_by]
     if cols_by:
         if len(metrics) != 1:
             raise ValueError("with a column parameter, give one metric")
+        name = metrics[0]
         values = list(dict.fromkeys(r[cols_by] for r in rows))
-        head = rows_by + [f"{_show(metrics[0])[0]}, {cols_by}={v}" for v in values]
-        body = [list(k) + [_cell([r for r in rows if tuple(r[p] for p in rows_by) == k and r[cols_by] == v],
-                                 metrics[0]) for v in values] for k in keys]
+        head += [f"{metric(name).label}, {parameter_label(cols_by)} = {v}" for v in values]
+        body, spread_shown = [], False
+        for k in keys:
+            cells = []
+            for v in values:
+                sel = [r for r in groups[k] if r[cols_by] == v]
+                spread = _spread(sel, name)
+                spread_shown |= spread != "-"
+                cells.append(_mean(sel, name) + (f" ({spread})" if spread != "-" else ""))
+            body.append(list(k) + cells)
     else:
-        head = rows_by + [_show(m)[0] for m in metrics] + ["runs"]
+        for m in metrics:
+            head += [metric(m).label] + (["min-max"] if repeated else [])
+        head.append("runs")
         body = []
         for k in keys:
-            sel = [r for r in rows if tuple(r[p] for p in rows_by) == k]
-            body.append(list(k) + [_cell(sel, m) for m in metrics] + [str(len(sel))])
+            cells = []
+            for m in metrics:
+                cells += [_mean(groups[k], m)] + ([_spread(groups[k], m)] if repeated else [])
+            body.append(list(k) + cells + [str(len(groups[k]))])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(c if c != "" else "(base)" for c in row) + " |" for row in body]
+    if cols_by and spread_shown:
+        lines.append("\nCells: mean over runs (min-max).")
     return "\n".join(lines) + "\n"
