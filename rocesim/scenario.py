@@ -35,6 +35,7 @@ import yaml
 from rocesim import topology as topo_mod
 from rocesim import traffic as tr
 from rocesim._textfile import decode_utf8, read_text
+from rocesim.memory import MemoryLimit
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.simulation import Simulation
@@ -248,49 +249,6 @@ def _kind(d, key, table, what):
     else:
         got = f"expected a {what} name, got {_show(kind)}"
     raise ScenarioError(f"{key}.kind", f"{got}; valid kinds: {', '.join(table)}")
-
-
-class MemoryLimit:
-    """Refuses, before anything big is built, a topology and traffic whose estimated
-    memory (`rocesim.topology.memory_estimate`) exceeds `limit` bytes."""
-
-    def __init__(self, limit: int | None = None, configured: bool = False):
-        self.limit = topo_mod.default_memory_limit() if limit is None else limit
-        self.configured = configured
-        self.shape = (0, 0, 0)
-
-    def _over(self, need) -> str:
-        where = "" if self.configured else " (75% of this machine's memory)"
-        text = (f"needs about {topo_mod.approx_bytes(need)}; the limit is "
-                f"{topo_mod.approx_bytes(self.limit)}{where}")
-        physical = topo_mod.default_memory_limit() * 4 // 3
-        if need > physical:
-            return text + f", and this machine has {topo_mod.approx_bytes(physical)}"
-        return text + f" (set `limits.memory: {_raise_to(need)}` to raise it)"
-
-    def topology(self, key, what, hosts, switches, links):
-        """Check a topology of this size, from its parameters, before it is built."""
-        need = topo_mod.memory_estimate(hosts, switches, links)
-        if need > self.limit:
-            plural = "" if switches == 1 else "es"
-            raise ScenarioError(key, f"{what} ({hosts:,} hosts, {switches:,} switch{plural}) {self._over(need)}")
-        self.shape = (hosts, switches, links)
-
-    def flows(self, key, what, existing, more):
-        """Check that `more` flows on top of `existing` fit with the topology."""
-        need = topo_mod.memory_estimate(*self.shape, existing + more)
-        if need > self.limit:
-            raise ScenarioError(key, f"{what}: about {int(more):,} flows on {self.shape[0]:,} hosts "
-                                     f"{self._over(need)}")
-
-
-def _raise_to(need) -> str:
-    """A round size at least `need`, for the hint in the message."""
-    gb = -(-need // 10**9)
-    unit, value = "GB", gb
-    if gb >= 10_000:
-        unit, value = "TB", -(-gb // 1000)
-    return f"{value}{unit}"
 
 
 def build_topology(d, base_dir=".", key="topology", memory=None):
@@ -945,7 +903,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
         raise ScenarioError("cc.scheme", f"expected a scheme name, got {_show(cc['scheme'])}")
     sim = Simulation(topo, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc.get("params"), routes=raw.get("routes"), seed=seed,
-                     deadlock=raw.get("deadlock"))
+                     deadlock=raw.get("deadlock"), memory_limit=memory)
     add_traffic(sim, raw["traffic"], seed, base_dir, memory=memory)
     faults = raw.get("faults") or []
     if not isinstance(faults, list):

@@ -24,10 +24,11 @@ from rocesim import faults as faults_mod
 from rocesim.cc import Context, get_scheme
 from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
 from rocesim.errors import ScenarioError
+from rocesim.memory import MemoryLimit
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
 from rocesim.run_progress import RunProgress
-from rocesim.units import format_size, parse_rate, parse_size, parse_time
+from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
 
 NEVER = np.iinfo(np.int64).max
 
@@ -80,14 +81,20 @@ class Simulation:
     deadlock : bool or dict, optional
         PFC deadlock detection (`rocesim keys` lists `deadlock.*`): True, or
         {"interval": "100us", "threshold": "1ms", "stop": False}.
+    memory_limit : size, optional
+        The most memory the topology and its traffic may need (e.g. "32GB"; default 75%
+        of the machine's): a topology or workload estimated above it is refused before it
+        is built (`rocesim.memory`).
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
-                 routes=None, seed=1, deadlock=None):
+                 routes=None, seed=1, deadlock=None, memory_limit=None):
         from rocesim.platform import Platform
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
         topology.validate()
+        self.memory = _memory_limit(memory_limit)
+        self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
         self.topology = topology
@@ -141,6 +148,7 @@ class Simulation:
             limit = parse_rate(rate, f"{key}.rate", bare_ok=True)
             if limit <= 0:
                 raise ScenarioError(f"{key}.rate", f"must be positive, got {rate!r}")
+        self._check_sizes(np.array([size]), f"{key}.size", rate_cap=limit)
         ports = None
         if path is not None:                      # checked before anything is added
             if not isinstance(path, (list, tuple)):
@@ -165,6 +173,7 @@ class Simulation:
     def add_flows(self, table, tag=None) -> np.ndarray:
         """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
         table.validate(self.topology.n_hosts)
+        self._check_sizes(table.size, "traffic", rows=True)
         return self._flows.append(
             src=table.src, dst=table.dst, size=table.size, start=table.start,
             prio=table.prio, compute=np.zeros(len(table), np.int32),
@@ -184,6 +193,12 @@ class Simulation:
             raise ScenarioError("graph", "data flows need a positive size, compute steps a duration >= 0")
         if (data & ((prio < 1) | (prio > 7))).any():
             raise ScenarioError("graph", "data flows use priorities 1..7")
+        self._check_sizes(size[data], "graph")
+        for name, values in (("start", graph.column("start")), ("delay", graph.column("delay")),
+                             ("compute duration", size[~data])):
+            if values.size and values.max() > MAX_TIME_PS:
+                raise ScenarioError("graph", f"a node's {name} exceeds the simulator's time horizon "
+                                             f"({format_time(MAX_TIME_PS)})")
         offset = self.n_flows
         self._flows.append(src=src, dst=dst, size=size, start=graph.column("start"), prio=prio,
                            compute=compute, delay=graph.column("delay"), tag=graph.column("tag"),
@@ -255,6 +270,26 @@ class Simulation:
         if after:
             self._flows.edges.append((np.full(len(after), fid, np.int64), np.asarray(after, np.int64)))
         return fid
+
+    def _check_sizes(self, size, key, rate_cap=0, rows=False) -> None:
+        """Refuse flows too large for the simulator's time horizon (`MAX_TIME_PS`): every
+        time the core computes for a flow (its ideal FCT first) must stay within it, so a
+        flow must cross the slowest link of the topology (or its rate cap) in time, with
+        headers, ACKs aside.  Above that, int64 picoseconds would overflow."""
+        if not len(size):
+            return
+        rate = int(self.ports.rate_bps.min()) if len(self.ports.rate_bps) else 0
+        rate = min(rate, rate_cap) if rate_cap else rate
+        nic = self.nic
+        frame = nic["payload"] + nic["header"] + nic["int_header"]
+        most = MAX_TIME_PS * rate // (8 * 10**12) * nic["payload"] // frame
+        most -= most % 10 ** max(0, len(str(most)) - 3)          # three digits, rounded down
+        big = np.flatnonzero(np.asarray(size) > most)
+        if big.size:
+            row = int(big[0])
+            raise ScenarioError(key, f"{'flow ' + str(row) + ': ' if rows else ''}{format_size(int(size[row]))} "
+                                     f"cannot be sent at {format_rate(rate)} within the simulator's time horizon "
+                                     f"({format_time(MAX_TIME_PS)}): at most {format_size(most)}")
 
     def _host(self, h, key) -> int:
         H = self.topology.n_hosts
@@ -482,7 +517,8 @@ class Simulation:
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
         """
-        t_stop = NEVER if stop is None else parse_time(stop, "stop", bare_ok=True)
+        # without a stop time, the run ends at the time horizon at the latest
+        t_stop = MAX_TIME_PS if stop is None else parse_time(stop, "stop", bare_ok=True)
         t_slice = parse_time(slice, "slice", bare_ok=True)
         if t_slice <= 0:
             raise ScenarioError("slice", "must be positive")
@@ -511,7 +547,7 @@ class Simulation:
                 raise ScenarioError("output.sample_interval", "must be positive")
             sampler = Sampler(core, interval, self.n_flows, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress
-        line = RunProgress(self.n_flows, None if t_stop == NEVER else t_stop) if show else None
+        line = RunProgress(self.n_flows, None if stop is None else t_stop) if show else None
         wall0, cpu0 = time.perf_counter(), time.process_time()
         interrupted = False
         status = STOP_EMPTY
@@ -578,6 +614,18 @@ class _StallWatch:
             self.mark, self.since = key, st["sim_time_ps"]
             return False
         return st["sim_time_ps"] - self.since >= self.limit_ps
+
+
+def _memory_limit(limit) -> MemoryLimit:
+    """A `MemoryLimit` (the YAML loader's own) or a size for `Simulation(memory_limit=...)`."""
+    if isinstance(limit, MemoryLimit):
+        return MemoryLimit(limit.limit, limit.configured)
+    if limit is None:
+        return MemoryLimit(setting="Simulation(memory_limit=\"{}\")")
+    size = parse_size(limit, "memory_limit", bare_ok=True)
+    if size <= 0:
+        raise ScenarioError("memory_limit", f"must be positive, got {limit!r}")
+    return MemoryLimit(size, configured=True, setting="Simulation(memory_limit=\"{}\")")
 
 
 def _mask(priorities) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "format_size",
     "format_rate",
     "format_time",
+    "MAX_TIME_PS",
 ]
 
 
@@ -166,6 +167,12 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
 
 _INT64_MAX = 2**63 - 1
 
+# The simulator's time horizon: no time (a start, a delay, a duration, a stop time) may
+# exceed it, and a run ends there at the latest.  int64 picoseconds reach 9.2e18; a
+# horizon of 1e18 ps (a million seconds, 11.6 days) leaves room for every sum the core
+# forms (an event at most a horizon after the clock, which never passes the horizon).
+MAX_TIME_PS = 10**18
+
 
 def _short(text: str, limit: int = 60) -> str:
     """``repr(text)``, cut to ``limit`` characters for messages."""
@@ -182,16 +189,17 @@ def _brief(value: object, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
-def _parse(value: object, key: str, q: _Quantity, bare_ok: bool) -> int:
-    """Parse ``value`` into a non-negative whole number of base units."""
+def _parse(value: object, key: str, q: _Quantity, bare_ok: bool,
+           limit: int = _INT64_MAX, why: str = "what fits the simulator's 64-bit counters") -> int:
+    """Parse ``value`` into a non-negative whole number of base units, at most ``limit``."""
     amount, text = _read_amount(value, key, q, bare_ok)
     if amount < 0:
         raise ScenarioError(key, f"{q.noun} must not be negative, got {text!r}")
-    if amount > _INT64_MAX:
+    if amount > limit:
         raise ScenarioError(
             key,
-            f"{_short(text)} is too large: at most {_format(_INT64_MAX, q)} "
-            f"({_INT64_MAX} {q.base_plural}) fits the simulator's 64-bit counters",
+            f"{_short(text)} is too large: at most {_format(limit, q)} "
+            f"({limit} {q.base_plural}, {why})",
         )
     if amount.denominator != 1:
         nearest = _format(round(amount), q)
@@ -233,9 +241,9 @@ def parse_time(value: object, key: str = "time", bare_ok: bool = False) -> int:
 
     Units: ps, ns, us (also written with a micro sign), ms, s. A bare number counts as
     picoseconds only when ``bare_ok`` is true. The result must be a non-negative whole
-    number of picoseconds.
+    number of picoseconds, at most ``MAX_TIME_PS`` (a million seconds).
     """
-    return _parse(value, key, _TIME, bare_ok)
+    return _parse(value, key, _TIME, bare_ok, MAX_TIME_PS, "the simulator's time horizon")
 
 
 def _format(value: int, q: _Quantity) -> str:

@@ -244,6 +244,38 @@ def test_absurd_traffic_refused_before_generating(entry, key, words, tmp_path, c
     assert f"rocesim: error: {key}: " in cli_error(capsys, "run", path, "-o", str(tmp_path / "out"))
 
 
+@pytest.mark.parametrize("model", ["resnet50", "gpt"])
+def test_workload_with_absurd_iterations_refused_after_one(model, monkeypatch):
+    """A million iterations of ResNet-50 grew to 7.9 GB in `check` and died with SystemError:
+    the first iteration is built, and the whole workload checked against the limit."""
+    from rocesim.training.graph import Graph
+    built = []
+    flows = Graph.flows
+    monkeypatch.setattr(Graph, "flows", lambda g, *a, **k: built.append(1) or flows(g, *a, **k))
+    entry = {"kind": "workload", "model": model, "ranks": "all", "iterations": 10**6}
+    if model == "gpt":
+        entry.update(parallelism={"tp": 2, "pp": 2}, params={"layers": 4})
+    e = build_error(small(topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[entry],
+                          limits={"memory": "2GB"}))
+    assert e.key == "traffic[0].iterations" and "1,000,000 iterations of" in e.reason
+    assert "the limit is 2.0 GB" in e.reason
+    assert 0 < len(built) < 10**4                       # one iteration's worth, not a million
+
+
+def test_python_api_refuses_a_topology_too_big_before_building_it(monkeypatch):
+    """`Simulation(topology.fat_tree(64))` failed after 50 s with numpy's MemoryError."""
+    from rocesim import Simulation, routing
+    monkeypatch.setattr(routing, "build_ports", lambda *a: pytest.fail("the network was built"))
+    topo = topo_mod.fat_tree(16, "100Gbps", "1us")              # about 170 MB
+    with pytest.raises(ScenarioError) as e:
+        Simulation(topo, memory_limit="100MB")
+    assert e.value.key == "topology" and "fat_tree(k=16) (1,024 hosts, 320 switches) needs about" in e.value.reason
+    assert 'Simulation(memory_limit="1GB")' in e.value.reason
+    with pytest.raises(ScenarioError) as e:
+        Simulation(topo, memory_limit="lots")
+    assert e.value.key == "memory_limit"
+
+
 def test_hpcc_file_declaring_huge_node_count(tmp_path):
     write(tmp_path, "t.txt", b"1000000000001 1 1\n1000000000000\n0 1000000000000 1Gbps 1us 0\n")
     e = build_error(small(topology={"kind": "hpcc_file", "path": "t.txt"}), str(tmp_path))

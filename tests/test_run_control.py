@@ -57,3 +57,42 @@ def test_simulated_time_slices_move_the_progress_line(monkeypatch):
     assert len(coarse) == 1
     assert len(fine) >= 8 * 88 // 20                      # each 88 us flow spans several slices
     assert fine == sorted(fine)
+
+
+def test_times_and_sizes_beyond_the_time_horizon_are_refused_with_the_largest_value(tmp_path):
+    """int64 picoseconds overflow past 9.2e18: a start of 9223372s used to run to a
+    negative simulated time and exit 0, and a 1.2e17 B flow overflowed its ideal FCT."""
+    import pytest
+
+    from rocesim import scenario
+    from rocesim.errors import ScenarioError
+    from rocesim.units import MAX_TIME_PS
+    raw = {"topology": {"kind": "star", "hosts": 3, "link": {"rate": "100Gbps", "delay": "1us"}},
+           "traffic": [{"kind": "flows", "flows": [{"src": 1, "dst": 0, "size": "1MB", "start": "9223372s"}]}]}
+    with pytest.raises(ScenarioError) as e:
+        scenario.build(raw)
+    assert e.value.key == "traffic[0].flows[0].start" and "at most 1000000s" in str(e.value)
+    sim = Simulation(topology.star(3, "100Gbps", "1us"))
+    with pytest.raises(ScenarioError) as e:
+        sim.add_flow(1, 0, int(1.2e17))
+    assert e.value.key == "flows[0].size" and "at most 11400TB" in str(e.value)
+    with pytest.raises(ScenarioError) as e:                   # a rate cap lowers the bound
+        sim.add_flow(1, 0, "1GB", rate="1Kbps")
+    assert "at most 114MB" in str(e.value)
+    assert sim.n_flows == 0                                    # nothing half-added
+    sim.add_flow(1, 0, "11400TB")                              # the largest is accepted
+    with pytest.raises(ScenarioError):
+        sim.add_compute(1, MAX_TIME_PS + 1)
+
+
+def test_a_run_ends_at_the_time_horizon_at_the_latest():
+    """Each time is within the horizon, but a chain of them is not: the run stops at the
+    horizon, its clock never wraps."""
+    from rocesim.units import MAX_TIME_PS
+    sim = Simulation(topology.star(3, "100Gbps", "1us"))
+    a = sim.add_compute(1, MAX_TIME_PS // 2)
+    b = sim.add_compute(1, MAX_TIME_PS // 2, after=[a])
+    sim.add_compute(1, MAX_TIME_PS // 2, after=[b])
+    s = sim.run().summary
+    assert s["stopped_at_limit"] and s["sim_time_ns"] == MAX_TIME_PS / 1000
+    assert s["flows_completed"] == 2

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..errors import ScenarioError
+from ..units import MAX_TIME_PS
 
 __all__ = ["FlowTable", "DEFAULT_PRIO", "DEFAULT_DPORT"]
 
@@ -151,6 +152,8 @@ class FlowTable:
             (self.src == self.dst, "src and dst are both {src}; a flow needs two different hosts"),
             (self.size <= 0, "size {size} B must be at least 1 byte"),
             (self.start < 0, "start {start} ps must not be negative"),
+            (self.start > MAX_TIME_PS, "start {start} ps is after the simulator's time horizon "
+                                       f"({MAX_TIME_PS} ps, a million seconds)"),
         )
         for bad, message in checks:
             if bad.any():

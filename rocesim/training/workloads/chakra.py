@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocesim.memory import iterations_check
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
@@ -454,7 +455,9 @@ def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithm
     busy = np.flatnonzero(np.diff(plan.base) > 0)          # ranks with nodes
     total = int(plan.base[-1])
     prev_exit = None
-    for it in ids:
+    for k, it in enumerate(ids):
+        if k == 1:
+            iterations_check(sim, "iterations", "the Chakra trace", g.n, len(ids))
         entry = np.full(total, -1, np.int64)     # what a node's parents release
         exit_ = np.full(total, -1, np.int64)     # what its children wait for
         if plan.steps.size:

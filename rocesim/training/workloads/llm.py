@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rocesim.memory import iterations_check
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective, add_sendrecv
@@ -215,6 +216,8 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
     stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
     boundary = act // tpcp                                          # per rank, per micro-batch
     for i in range(iterations):
+        if i == 1:
+            iterations_check(sim, "iterations", f"{model.name} training", g.n, iterations)
         it = len(sim.iterations) + i
         info.iterations.append(it)
         arrived = {}                                                # (kind, stage, j) -> receiver nodes

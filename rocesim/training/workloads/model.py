@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocesim.memory import iterations_check
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
@@ -147,6 +148,8 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
         return done
 
     for i in range(iterations):
+        if i == 1:
+            iterations_check(sim, "iterations", f"workload {workload.name or 'layers'}", g.n, iterations)
         it = len(sim.iterations) + i
         info.iterations.append(it)
         after_fwd = ()
