@@ -44,3 +44,13 @@ def same_rocesim_env():
     import rocesim
     here = os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+
+
+def interrupt_on_slice(n, slices):
+    """A stand-in for `RunProgress.update` that records each slice's event count in
+    `slices` and raises KeyboardInterrupt (Ctrl-C) at the n-th slice."""
+    def update(progress, st):
+        slices.append(st["events"])
+        if len(slices) == n:
+            raise KeyboardInterrupt
+    return update

@@ -148,14 +148,8 @@ def test_ctrl_c_during_a_training_run_exits_130_with_its_results(tmp_path, monke
     import yaml
 
     import rocesim.simulation as simulation
-    slices = []
-
-    def interrupt_on_third_slice(progress, st):
-        slices.append(st["events"])
-        if len(slices) == 3:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_third_slice)
+    from helpers import interrupt_on_slice
+    monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_slice(3, []))
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump(TRAINING))
     out = tmp_path / "out"

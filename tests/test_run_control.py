@@ -4,6 +4,8 @@ import numpy as np
 import rocesim.simulation as simulation
 from rocesim import Simulation, topology
 
+from helpers import interrupt_on_slice
+
 
 def incast_sim():
     sim = Simulation(topology.star(9, "100Gbps", "1us"))
@@ -14,13 +16,7 @@ def incast_sim():
 
 def test_ctrl_c_between_slices_keeps_partial_results(monkeypatch, tmp_path):
     calls = []
-
-    def interrupt_on_third_slice(progress, st):
-        calls.append(st["events"])
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_third_slice)
+    monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_slice(3, calls))
     res = incast_sim().run(progress=True, events_per_slice=5_000)
     s = res.summary
     assert s["interrupted"]
