@@ -146,8 +146,8 @@ def _sweep(args) -> int:
               f"run the same command again to resume", file=sys.stderr)
         return 128 + rep.interrupted
     if rep.failed:
-        print(f"rocesim: {rep.failed} run(s) failed: see error.txt in their folders; "
-              f"run the same command again to retry them", file=sys.stderr)
+        print(f"rocesim: {rep.failed} run(s) failed: see the error column of index.csv (and error.txt in "
+              f"their folders); run the same command again to retry them", file=sys.stderr)
         return 1
     return 0
 

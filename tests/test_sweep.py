@@ -90,6 +90,12 @@ def _index(root):
         return list(csv.DictReader(f))
 
 
+def _cli(capsys, *argv):
+    from rocesim import cli
+    code = cli.main(["sweep", *map(str, argv)])
+    return code, capsys.readouterr()
+
+
 def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
     sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}, "seeds": [1, 2]})
     out = str(tmp_path / "out")
@@ -239,7 +245,7 @@ def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path
     assert len(_done_runs(str(out))) == 24
     rows = _index(str(out))
     assert len(rows) == 24 and {r["state"] for r in rows} == {"done"}
-    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv", job.LOCK_FILE] +
+    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv"] +          # and no .lock
                                              (["index.parquet"] if os.path.isfile(out / "index.parquet") else []))
 
 
@@ -304,6 +310,7 @@ def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
             sweep.run_runs(sw, out, processes=1, progress=False)
         assert "another rocesim sweep" in str(e.value)
     assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1
+    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))          # a finished sweep leaves no lock
 
 
 def test_the_readme_sweep_example_expands():
@@ -358,3 +365,113 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"
+
+
+# --- a folder that cannot be written fails its run, never the sweep ------------------------------
+
+def _permissions_bind_us() -> bool:
+    """Whether a read-only folder stops this process writing (not as root, who writes anywhere)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o555)
+        try:
+            open(os.path.join(d, "probe"), "w").close()
+            return False
+        except PermissionError:
+            return True
+        finally:
+            os.chmod(d, 0o755)
+
+
+# root writes into read-only folders (unless its capabilities are dropped): files in the way then
+needs_permissions = pytest.mark.skipif(not _permissions_bind_us(), reason="root writes into read-only folders")
+
+
+def _readonly_failed_run(out, name):
+    """An earlier failed attempt whose folder cannot be written (only for a user not root)."""
+    os.makedirs(out / name)
+    (out / name / job.ERROR_FILE).write_text("boom\n")
+    os.chmod(out / name, 0o555)
+
+
+BLOCKERS = {   # (make a folder unwritable, which runs it fails)
+    "a file in a run's place": (lambda out, names: (out / names[1]).write_text("in the way"), [1]),
+    "a file in .incomplete's place": (lambda out, names: (out / job.INCOMPLETE).write_text("in the way"), [0, 1, 2]),
+    "a read-only run folder": (lambda out, names: _readonly_failed_run(out, names[1]), [1]),
+}
+
+
+@pytest.mark.parametrize("blocker", [pytest.param(b, marks=[needs_permissions] if "read-only" in b else [])
+                                     for b in BLOCKERS])
+def test_a_folder_that_cannot_be_written_fails_its_run_and_the_sweep_goes_on(tmp_path, blocker):
+    import io
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}})
+    names = [r.name for r in sw.runs]
+    out = tmp_path / "out"
+    out.mkdir()
+    block, failing = BLOCKERS[blocker]
+    block(out, names)
+    stream = io.StringIO()
+    try:
+        rep = sweep.run_runs(sw, str(out), processes=2, stream=stream, interval_s=0.0)
+    finally:
+        if (out / names[1]).is_dir():
+            os.chmod(out / names[1], 0o755)
+    assert (rep.done, rep.failed) == (3 - len(failing), len(failing))
+    lines = stream.getvalue().splitlines()
+    rows = {r["run"]: r for r in _index(out)}
+    for i, n in enumerate(names):
+        if i in failing:
+            reason = next(x for x in lines if x.startswith(f"[sweep] failed: {n}: "))
+            assert "cannot write the run's folder: " in reason and "Traceback" not in reason
+            assert rows[n]["state"] == "failed" and rows[n]["error"] in reason
+        else:
+            assert rows[n]["state"] == "done"
+    assert not (out / job.LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("file/out", "cannot create the output folder"),                     # its parent is a file
+    pytest.param("readonly", "cannot write into the output folder", marks=needs_permissions),
+])
+def test_an_output_folder_that_cannot_be_written_is_one_error(tmp_path, capsys, where, reason):
+    (tmp_path / "file").write_text("not a folder")
+    (tmp_path / "readonly").mkdir(mode=0o555)
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": BASE}))
+    code, cap = _cli(capsys, spec, "-o", tmp_path / where, "-q")
+    assert code == 2 and cap.err.count("\n") == 1
+    assert cap.err.startswith(f"rocesim: error: {tmp_path / where}: {reason}")
+
+
+def test_a_full_disk_fails_the_run_with_the_reason(tmp_path, monkeypatch):
+    import builtins
+    import errno
+    out = str(tmp_path / "out")
+    real_open = builtins.open
+
+    def full_disk(path, mode="r", *args, **kw):
+        if any(c in mode for c in "wax") and str(path).startswith(out):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, mode, *args, **kw)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    run = sweep.expand({"base": BASE}).runs[0]
+    outcome = job.run_one(run, out)
+    assert outcome["state"] == job.FAILED and "No space left on device" in outcome["error"]
+    assert not os.path.exists(os.path.join(out, run.name)) and os.listdir(os.path.join(out, job.INCOMPLETE)) == []
+
+
+def test_the_lock_is_gone_when_the_index_cannot_be_written(tmp_path, monkeypatch):
+    from rocesim.sweep import index
+
+    def cannot(*args, **kw):
+        raise PermissionError(13, "Permission denied", "index.csv")
+
+    monkeypatch.setattr(index, "write", cannot)
+    out = str(tmp_path / "out")
+    with pytest.raises(ScenarioError) as e:
+        sweep.run_runs(sweep.expand({"base": BASE}), out, processes=1, progress=False)
+    assert e.value.key == os.path.join(out, "index.csv") and "Permission denied" in e.value.reason
+    assert "1 done now" in e.value.reason
+    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))

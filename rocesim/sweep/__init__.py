@@ -16,6 +16,7 @@ import signal
 import threading
 from dataclasses import dataclass
 
+from rocesim.errors import ScenarioError
 from rocesim.sweep import index, job
 from rocesim.sweep.local import Interrupted
 from rocesim.sweep.progress import Progress
@@ -48,8 +49,12 @@ def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progres
     Dask scheduler address (`tcp://host:8786`), `"local"` for a Dask LocalCluster of
     `processes` workers, or a `distributed.Client`.  Returns a Report; on Ctrl-C or
     SIGTERM the report's `interrupted` is the signal (runs finished so far are kept).
+    A run whose folder cannot be written fails with the reason; the sweep goes on.
     """
-    os.makedirs(outdir, exist_ok=True)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise ScenarioError(outdir, f"cannot create the output folder: {e.strerror or e}") from None
     with job.sweep_lock(outdir):
         return _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s)
 
@@ -64,12 +69,10 @@ def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) 
     if retried:
         bar.message(f"[sweep] running again {retried} failed run(s)")
     report = Report(len(sw.runs), skipped, 0, 0)
+    outcomes = {}
 
     def on_result(outcome):
-        if outcome["state"] == job.DONE:
-            report.done += 1
-        elif outcome["state"] == job.FAILED:
-            report.failed += 1
+        outcomes[outcome["name"]] = outcome
         bar.result(outcome)
 
     bar.tick(0)
@@ -84,15 +87,24 @@ def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) 
         report.interrupted = int(e.signum)
     with _signals_held(report.interrupted):      # a second Ctrl-C must not cut the index short
         # count what is on disk: a Dask task running when the sweep stopped may still have finished
-        after = [job.state(outdir, r.name) for r in todo]
-        report.done, report.failed = after.count(job.DONE), after.count(job.FAILED)
+        after = {r.name: job.state(outdir, r.name) for r in todo}
+        # failures that could not be written into a folder: the outcome alone has their reason
+        unrecorded = {n: o["error"] for n, o in outcomes.items() if o.get("recorded") is False}
+        ended = [job.FAILED if n in unrecorded else s for n, s in after.items()]
+        report.done, report.failed = ended.count(job.DONE), ended.count(job.FAILED)
         bar.done, bar.failed = report.done, report.failed
         bar.close()
         if scheduler is None:                    # every worker is gone: nothing writes there now
             job.clean_incomplete(outdir)
         else:                                    # remote runs may still be writing there
             job.remove_incomplete_if_empty(outdir)
-        report.index = index.write(outdir, sw.runs, sw.param_names)
+        try:
+            report.index = index.write(outdir, sw.runs, sw.param_names, unrecorded=unrecorded)
+        except OSError as e:
+            raise ScenarioError(os.path.join(outdir, "index.csv"),
+                                f"cannot write the index: {e.strerror or e}; the runs' folders are kept "
+                                f"({report.done} done now, {report.failed} failed): run the sweep again to "
+                                f"write it") from None
     return report
 
 

@@ -7,6 +7,7 @@ one column per swept key path (and `seed`), then METRIC_COLUMNS, then `error`.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -20,18 +21,23 @@ METRIC_COLUMNS = ("flows_total", "flows_completed", "slowdown_p50", "slowdown_p9
                   "timeouts", "sim_time_ns", "events", "cpu_s")
 
 
-def rows(root: str, runs, param_names) -> list[dict]:
-    """A row for every run with a folder (done or failed), in the sweep's order."""
+def rows(root: str, runs, param_names, unrecorded=None) -> list[dict]:
+    """A row for every run with a folder (done or failed), in the sweep's order.
+
+    `unrecorded` (name -> reason): runs that failed without a folder to say so (it could
+    not be written)."""
+    unrecorded = unrecorded or {}
     out = []
     for run in runs:
-        st = job.state(root, run.name)
+        st = job.FAILED if run.name in unrecorded else job.state(root, run.name)
         if st == job.MISSING:
             continue
         d = os.path.join(root, run.name)
-        row = {"run": run.name, "state": st}
+        row = {"run": run.name, "state": st, "status": st}
         for k in param_names:
             v = run.params.get(k)
             row[k] = "" if v is None else (v if k == SCENARIO_KEY else format_value(v))
+        row.update({k: "" for k in METRIC_COLUMNS})
         if st == job.DONE:
             with open(os.path.join(d, "summary.json")) as f:
                 s = json.load(f)
@@ -40,31 +46,42 @@ def rows(root: str, runs, param_names) -> list[dict]:
                 v = s.get(k)
                 row[k] = "" if v is None else v
             row["error"] = ""
+        elif run.name in unrecorded:
+            row["error"] = _last_line(unrecorded[run.name] or "")
         else:
             with open(os.path.join(d, job.ERROR_FILE)) as f:
-                lines = [x for x in f.read().splitlines() if x.strip()]
-            row["status"] = "failed"
-            row.update({k: "" for k in METRIC_COLUMNS})
-            row["error"] = lines[-1].strip()[:300] if lines else ""
+                row["error"] = _last_line(f.read())
         out.append(row)
     return out
+
+
+def _last_line(text: str) -> str:
+    """The last non-blank line of an error (a traceback's is the exception), cut at 300 characters."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 def columns(param_names) -> list[str]:
     return ["run", "state", "status", *param_names, *METRIC_COLUMNS, "error"]
 
 
-def write(root: str, runs, param_names) -> list[str]:
-    """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths."""
-    table = rows(root, runs, param_names)
+def write(root: str, runs, param_names, unrecorded=None) -> list[str]:
+    """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths.
+    `unrecorded` as for `rows`."""
+    table = rows(root, runs, param_names, unrecorded)
     cols = columns(param_names)
     path = os.path.join(root, "index.csv")
     tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, cols)
-        w.writeheader()
-        w.writerows(table)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, cols)
+            w.writeheader()
+            w.writerows(table)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):       # no half-written index left behind
+            os.remove(tmp)
+        raise
     written = [path]
     try:
         import pyarrow as pa
