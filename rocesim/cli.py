@@ -133,6 +133,7 @@ def _sweep(args) -> int:
     sw = sweep.load(args.sweep)
     if args.dry_run:
         from rocesim.sweep import job
+        sweep.check(sw.runs)                      # every run loads and checks, or exit 2
         for r in sw.runs:
             print(f"{job.state(args.output, r.name):8} {r.name}")
         return 0
@@ -220,7 +221,8 @@ def main(argv=None) -> int:
                     help="runs at a time (default: half the cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS",
                     help="run on a Dask cluster: tcp://HOST:8786, or 'local' for a LocalCluster of -j workers")
-    sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="check every run's scenario and list the runs and their state; run nothing")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     sw.set_defaults(func=_sweep)
     tb = sub.add_parser("table", help="a markdown table of a sweep folder's index.csv (means over seeds)")

@@ -1,5 +1,6 @@
-"""Sweeps: expansion and names, all-or-nothing run folders, resume, failures, and stopping
-with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving worker)."""
+"""Sweeps: expansion and names, every run checked before any starts, all-or-nothing run
+folders, resume, failures of a run or of its folder, and stopping with Ctrl-C or SIGTERM
+(no traceback, no partial run, no surviving worker)."""
 import csv
 import json
 import os
@@ -123,19 +124,23 @@ def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
         assert json.load(f)["params"] == {"cc.scheme": "none", "seed": 1}
 
 
+# a scheme that raises on its third ACK (tests/pyschemes.py): a run that fails while it runs
+BROKEN = "pyschemes:Broken"
+
+
 def test_a_failed_run_records_its_error_and_the_others_go_on(tmp_path):
-    sw = sweep.expand({"base": BASE, "grid": {"traffic[0].size": ["100KB", "-5KB", "200KB"]}})
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", BROKEN, "hpcc"]}})
     out = str(tmp_path / "out")
     rep = sweep.run_runs(sw, out, processes=2, progress=False)
     assert (rep.done, rep.failed) == (2, 1)
-    bad = os.path.join(out, "traffic[0].size=-5KB")
+    bad = os.path.join(out, sw.runs[1].name)
     assert sorted(os.listdir(bad)) == ["error.txt", "params.json"]      # no half result beside it
     with open(os.path.join(bad, "error.txt")) as f:
-        assert "traffic[0].size" in f.read()
+        assert "scheme bug on purpose" in f.read()
     rows = {r["run"]: r for r in _index(out)}
-    assert rows["traffic[0].size=-5KB"]["status"] == "failed"
-    assert "traffic[0].size" in rows["traffic[0].size=-5KB"]["error"]
-    assert rows["traffic[0].size=200KB"]["status"] == "ok"
+    assert rows[sw.runs[1].name]["status"] == "failed"
+    assert rows[sw.runs[1].name]["error"] == "ZeroDivisionError: scheme bug on purpose"
+    assert rows[sw.runs[2].name]["status"] == "ok"
     rep = sweep.run_runs(sw, out, processes=1, progress=False)        # retried, fails again
     assert (rep.skipped, rep.done, rep.failed) == (2, 0, 1)
 
@@ -336,13 +341,13 @@ def test_a_sweep_runs_from_a_thread_too(tmp_path):
 
 def test_index_parquet_matches_the_csv(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
-    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"], "traffic[0].size": ["100KB", "-1KB"]}})
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc", BROKEN]}})
     out = str(tmp_path / "out")
     rep = sweep.run_runs(sw, out, processes=2, progress=False)
     assert rep.index == [os.path.join(out, "index.csv"), os.path.join(out, "index.parquet")]
     table = pq.read_table(rep.index[1]).to_pydict()
     rows = _index(out)
-    assert table["run"] == [r["run"] for r in rows] and len(rows) == 4
+    assert table["run"] == [r["run"] for r in rows] and len(rows) == 3
     assert table["status"] == [r["status"] for r in rows]
     assert [x if x is not None else "" for x in table["slowdown_p99"]] == \
         [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
@@ -365,6 +370,25 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"
+
+
+# --- every run is checked before any starts ----------------------------------------------------
+
+@pytest.mark.parametrize("grid, key, bad", [
+    ({"cc.schem": ["none", "hpcc"]}, "cc.schem", "cc.schem=none"),                  # a key typo
+    ({"traffic[0].size": ["100KB", "-5KB"]}, "traffic[0].size", "traffic[0].size=-5KB"),
+    ({"cc.scheme": ["none", "nosuch"]}, "cc.scheme", "cc.scheme=nosuch"),
+])
+@pytest.mark.parametrize("mode", [[], ["--dry-run"]])
+def test_every_run_is_checked_before_any_starts(tmp_path, capsys, grid, key, bad, mode):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": BASE, "grid": grid}))
+    out = tmp_path / "out"
+    code, cap = _cli(capsys, spec, "-o", out, "-q", *mode)
+    assert code == 2
+    assert cap.err.startswith(f"rocesim: error: {key}: ") and cap.err.endswith(f" (run {bad})\n")
+    assert cap.err.count("\n") == 1 and cap.out == ""
+    assert not out.exists()                                   # no run folder, no .lock, no .incomplete
 
 
 # --- a folder that cannot be written fails its run, never the sweep ------------------------------

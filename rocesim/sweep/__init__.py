@@ -3,10 +3,11 @@
     from rocesim import sweep
     report = sweep.run("sweeps/example.yaml", "out/example", processes=2)
 
-`spec` reads a sweep file into named runs, `job` runs one into its folder all or
-nothing, `local` is the process pool of this machine, `cluster` the Dask one,
-`progress` the progress line and `index` the table of results.  A rerun of the same
-sweep runs exactly the runs that are missing or failed.
+`spec` reads a sweep file into named runs, `provenance` loads and checks them and says
+what each is made from, `job` runs one into its folder all or nothing, `local` is the
+process pool of this machine, `cluster` the Dask one, `progress` the progress line and
+`index` the table of results.  Every run is checked before any starts.  A rerun of the
+same sweep runs exactly the runs that are missing or failed.
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from rocesim.errors import ScenarioError
 from rocesim.sweep import index, job
 from rocesim.sweep.local import Interrupted
 from rocesim.sweep.progress import Progress
+from rocesim.sweep.provenance import check
 from rocesim.sweep.spec import Run, Sweep, expand, load, run_name
 
-__all__ = ["run", "run_runs", "load", "expand", "run_name", "Run", "Sweep", "Report", "Interrupted"]
+__all__ = ["run", "run_runs", "check", "load", "expand", "run_name", "Run", "Sweep", "Report", "Interrupted"]
 
 
 @dataclass
@@ -45,12 +47,15 @@ def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progres
              stream=None, interval_s: float = 5.0) -> Report:
     """Run the runs of `sw` that have no complete folder in `outdir`.
 
+    Every run's scenario is loaded and checked first (`check`): the first mistake is one
+    ScenarioError naming the run and the key, and nothing is created.
     `scheduler`: None for worker processes on this machine (`processes` of them), or a
     Dask scheduler address (`tcp://host:8786`), `"local"` for a Dask LocalCluster of
     `processes` workers, or a `distributed.Client`.  Returns a Report; on Ctrl-C or
     SIGTERM the report's `interrupted` is the signal (runs finished so far are kept).
     A run whose folder cannot be written fails with the reason; the sweep goes on.
     """
+    check(sw.runs)
     try:
         os.makedirs(outdir, exist_ok=True)
     except OSError as e:

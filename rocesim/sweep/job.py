@@ -16,6 +16,8 @@ import os
 import shutil
 import traceback
 
+from rocesim.sweep import provenance
+
 INCOMPLETE = ".incomplete"
 PARAMS_FILE = "params.json"
 ERROR_FILE = "error.txt"
@@ -66,14 +68,10 @@ def run_one(run, root: str) -> dict:
 def _run_into(run, tmp: str) -> dict:
     """Run into the empty folder `tmp`: results or error.txt, then params.json.  Raises
     OSError only when even error.txt cannot be written."""
-    from rocesim import scenario as sc
     record = {"name": run.name, "params": run.params, "overrides": list(run.overrides),
               "base": run.base if isinstance(run.base, str) else "inline"}
     try:
-        if isinstance(run.base, str):
-            scn = sc.load(run.base, run.overrides)
-        else:
-            scn = sc.build(sc.apply_overrides(run.base, run.overrides), run.base_dir)
+        scn = provenance.resolve(run)[0]          # as the sweep checked it
         res = scn.sim.run(scn.stop, progress=False, sample_interval=scn.output["sample_interval"],
                           queue_ports=scn.output["queue_ports"])
         if res.summary["interrupted"]:              # never recorded as a result
