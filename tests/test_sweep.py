@@ -1,7 +1,10 @@
 """Sweeps: expansion and names, every run checked before any starts, all-or-nothing run
-folders, resume, failures of a run or of its folder, and stopping with Ctrl-C or SIGTERM
-(no traceback, no partial run, no surviving worker)."""
+folders, resume (never of a run made from something else), failures of a run or of its
+folder, and stopping with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving
+worker)."""
+import contextlib
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -12,6 +15,7 @@ import time
 import pytest
 import yaml
 
+import rocesim
 from rocesim import sweep
 from rocesim.errors import ScenarioError
 from rocesim.sweep import job
@@ -370,6 +374,109 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"
+
+
+# --- resume never presents a run made from something else as current ------------------------
+
+CDF_POINTS = "1000 0\n20000 50\n100000 100\n"
+
+
+def _sweep_reading_a_file(tmp_path):
+    """sweep.yaml over base.yaml, whose traffic reads sizes.txt; two runs."""
+    (tmp_path / "sizes.txt").write_text(CDF_POINTS)
+    base = {"topology": BASE["topology"],
+            "traffic": [{"kind": "cdf", "distribution": {"file": "sizes.txt"}, "load": 0.3, "duration": "20us"}]}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": "base.yaml", "grid": {"cc.scheme": ["none", "dctcp"]},
+                                    "set": {"switch.buffer": "16MB"}}))
+    return spec, tmp_path / "out"
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+CHANGES = {   # what a user changes between two sweeps into the same folder
+    "set": lambda tmp, out: _edit(tmp / "sweep.yaml", "16MB", "8MB"),
+    "base scenario": lambda tmp, out: _edit(tmp / "base.yaml", "load: 0.3", "load: 0.4"),
+    "file it reads": lambda tmp, out: (tmp / "sizes.txt").write_text(CDF_POINTS.replace("20000", "30000")),
+    "no record": lambda tmp, out: [(out / d / "provenance.json").unlink(missing_ok=True) for d in _done_runs(str(out))],
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_resume_refuses_runs_made_from_something_else_until_rerun_stale(tmp_path, capsys, change):
+    spec, out = _sweep_reading_a_file(tmp_path)
+    assert _cli(capsys, spec, "-o", out, "-q", "-j", "2")[0] == 0
+    names = sorted(_done_runs(str(out)))
+    stamps = {n: os.path.getmtime(out / n / "summary.json") for n in names}
+    CHANGES[change](tmp_path, out)
+    before = sorted(os.listdir(out))
+
+    code, cap = _cli(capsys, spec, "-o", out, "-q")
+    assert code == 2
+    assert cap.err.count("\n") == 1 and cap.err.startswith(f"rocesim: error: {out}: 2 finished run(s) ")
+    assert all(n in cap.err for n in names) and "--rerun-stale" in cap.err
+    assert ("older rocesim" in cap.err) == (change == "no record")
+    assert sorted(os.listdir(out)) == before                  # nothing started, nothing left (no .lock)
+    assert {n: os.path.getmtime(out / n / "summary.json") for n in names} == stamps
+    code, cap = _cli(capsys, spec, "-o", out, "--dry-run")
+    assert code == 0 and sorted(cap.out.split()) == sorted(names + ["stale", "stale"])
+
+    code, cap = _cli(capsys, spec, "-o", out, "-q", "--rerun-stale")
+    assert code == 0 and "2/2 runs done (0 before this sweep)" in cap.out
+    assert all(os.path.getmtime(out / n / "summary.json") != stamps[n] for n in names)
+    assert {r["state"] for r in _index(out)} == {"done"}
+    digests = sweep.check(sweep.load(spec).runs)
+    for n in names:                                            # what the run was made from
+        with open(out / n / "provenance.json") as f:
+            made_from = json.load(f)
+        assert made_from["sha256"] == digests[n] and made_from["rocesim"] == rocesim.__version__
+        assert made_from["files"] == {"sizes.txt": hashlib.sha256((tmp_path / "sizes.txt").read_bytes()).hexdigest()}
+        assert made_from["scenario"]["switch"] == {"buffer": "8MB" if change == "set" else "16MB"}
+        assert made_from["scenario"]["cc"] == {"scheme": n.split("=")[1]}
+    assert _cli(capsys, spec, "-o", out, "-q")[0] == 0         # current now: skipped
+
+
+def test_provenance_names_every_file_a_run_reads_and_is_documented(tmp_path):
+    import re
+    import chakra_writer as w
+    from rocesim.sweep import provenance
+    rank = [w.node(1, duration_us=3), w.coll(2, w.ALL_TO_ALL, 300_000, data_deps=[1])]
+    w.write_trace(tmp_path / "trace", [rank] * 4)
+    base = {"topology": BASE["topology"], "cc": {"scheme": BROKEN},
+            "traffic": [{"kind": "workload", "model": {"chakra": "trace"}, "algorithms": {"alltoall": "pairwise"}}]}
+    run = sweep.expand({"base": base, "seeds": [1]}, str(tmp_path)).runs[0]
+    made_from = provenance.resolve(run)[1]
+    assert set(made_from["files"]) == {f"trace.{r}.et" for r in range(4)} | {"python:pyschemes"}
+    assert made_from["scenario"]["seed"] == 1 and made_from["base_dir"] == str(tmp_path)
+    w.write_trace(tmp_path / "trace", [rank + [w.node(3, duration_us=1, data_deps=[2])]] * 4)
+    assert provenance.resolve(run)[1]["sha256"] != made_from["sha256"]
+    with open(os.path.join(ROOT, "OUTPUTS.md")) as f:
+        documented = set(re.findall(r"`([^`\s]+)`", f.read()))
+    assert {"provenance.json", *made_from} <= documented
+
+
+def test_a_refused_resume_leaves_the_stale_runs_out_of_the_index_and_table(tmp_path, capsys):
+    from rocesim import cli
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})
+    out = str(tmp_path / "out")
+    sweep.run_runs(sw, out, processes=2, progress=False)
+    with contextlib.suppress(FileNotFoundError):                          # as an older rocesim left it
+        os.remove(os.path.join(out, sw.runs[1].name, "provenance.json"))
+    with pytest.raises(ScenarioError) as e:
+        sweep.run_runs(sw, out, processes=2, progress=False)
+    assert (e.value.changed, e.value.unrecorded) == ([], [sw.runs[1].name])
+    rows = {r["run"]: r for r in _index(out)}
+    assert rows[sw.runs[0].name]["state"] == "done" and rows[sw.runs[0].name]["slowdown_p99"]
+    assert rows[sw.runs[1].name]["state"] == "stale" and rows[sw.runs[1].name]["slowdown_p99"] == ""
+    assert "--rerun-stale" in rows[sw.runs[1].name]["error"]
+    assert cli.main(["table", out, "--metric", "slowdown_p99"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[2:] == [f"| none | {float(rows[sw.runs[0].name]['slowdown_p99']):.4g} | 1 |"]
 
 
 # --- every run is checked before any starts ----------------------------------------------------

@@ -1,8 +1,10 @@
 """`index.csv`: one row per run of a sweep, its parameters and summary metrics.
 
-Built from the run folders alone (params.json and summary.json), so it is the same
-whichever scheduler ran them, and rebuilt after every sweep.  Also `index.parquet` when
-pyarrow is installed.  Columns (OUTPUTS.md documents them): `run`, `state`, `status`,
+Built from the run folders (summary.json, error.txt, provenance.json), so it is the same
+whichever scheduler ran them, and rebuilt after every sweep; a finished run made from
+something other than what the sweep now asks is listed `stale`, without its metrics, so
+that nothing reading the index (`rocesim table`, `rocesim plot`) shows it as current.
+Also `index.parquet` when pyarrow is installed.  Columns (OUTPUTS.md documents them): `run`, `state`, `status`,
 one column per swept key path (and `seed`), then METRIC_COLUMNS, then `error`.
 """
 from __future__ import annotations
@@ -21,15 +23,19 @@ METRIC_COLUMNS = ("flows_total", "flows_completed", "slowdown_p50", "slowdown_p9
                   "timeouts", "sim_time_ns", "events", "cpu_s")
 
 
-def rows(root: str, runs, param_names, unrecorded=None) -> list[dict]:
-    """A row for every run with a folder (done or failed), in the sweep's order.
+STALE_REASON = "made from another scenario than the sweep now asks (rerun it with --rerun-stale)"
 
-    `unrecorded` (name -> reason): runs that failed without a folder to say so (it could
-    not be written)."""
-    unrecorded = unrecorded or {}
+
+def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[dict]:
+    """A row for every run with a folder (done, failed or stale), in the sweep's order.
+
+    `digests` (name -> what the sweep now resolves, `provenance.check`): a done run made
+    from something else is `stale`, with no metrics.  `unrecorded` (name -> reason): runs
+    that failed without a folder to say so (it could not be written)."""
+    digests, unrecorded = digests or {}, unrecorded or {}
     out = []
     for run in runs:
-        st = job.FAILED if run.name in unrecorded else job.state(root, run.name)
+        st = job.FAILED if run.name in unrecorded else job.state(root, run.name, digests.get(run.name))
         if st == job.MISSING:
             continue
         d = os.path.join(root, run.name)
@@ -46,6 +52,8 @@ def rows(root: str, runs, param_names, unrecorded=None) -> list[dict]:
                 v = s.get(k)
                 row[k] = "" if v is None else v
             row["error"] = ""
+        elif st == job.STALE:
+            row["error"] = STALE_REASON
         elif run.name in unrecorded:
             row["error"] = _last_line(unrecorded[run.name] or "")
         else:
@@ -65,10 +73,10 @@ def columns(param_names) -> list[str]:
     return ["run", "state", "status", *param_names, *METRIC_COLUMNS, "error"]
 
 
-def write(root: str, runs, param_names, unrecorded=None) -> list[str]:
+def write(root: str, runs, param_names, digests=None, unrecorded=None) -> list[str]:
     """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths.
-    `unrecorded` as for `rows`."""
-    table = rows(root, runs, param_names, unrecorded)
+    `digests` and `unrecorded` as for `rows`."""
+    table = rows(root, runs, param_names, digests, unrecorded)
     cols = columns(param_names)
     path = os.path.join(root, "index.csv")
     tmp = path + ".tmp"

@@ -2,11 +2,13 @@
 
 A run writes into `ROOT/.incomplete/<name>.<pid>` and renames that folder to `ROOT/<name>`
 only when it is complete: finished, or ended by a deadlock, a stall or the stop time
-(its status records which).  A run that raised leaves `ROOT/<name>/error.txt` (and no
-summary.json); an interrupted or killed run leaves nothing but its temporary folder, which
-the next sweep removes.  A folder that cannot be written (permissions, a full disk, a file
-in the way) fails the run with the reason, never the sweep.  So a folder with
-`summary.json` is a result, and rerunning a sweep runs exactly the runs without one.
+(its status records which), with `provenance.json` saying what it was made from.  A run
+that raised leaves `ROOT/<name>/error.txt` (and no summary.json); an interrupted or killed
+run leaves nothing but its temporary folder, which the next sweep removes.  A folder that
+cannot be written (permissions, a full disk, a file in the way) fails the run with the
+reason, never the sweep.  So a folder with `summary.json` is a result, current when its
+provenance matches what the sweep now resolves, and rerunning a sweep runs exactly the
+runs without one.
 """
 from __future__ import annotations
 
@@ -23,17 +25,21 @@ PARAMS_FILE = "params.json"
 ERROR_FILE = "error.txt"
 LOCK_FILE = ".lock"
 
-DONE, FAILED, MISSING = "done", "failed", "missing"
+DONE, FAILED, MISSING, STALE = "done", "failed", "missing", "stale"
 
 
-def state(root: str, name: str) -> str:
-    """`done` (summary.json and no error.txt), `failed` (error.txt) or `missing`."""
+def state(root: str, name: str, digest: str | None = None) -> str:
+    """`done` (summary.json and no error.txt), `failed` (error.txt) or `missing`; given the
+    `digest` the sweep now resolves for the run (`provenance.check`), a done run whose
+    provenance.json records another one, or none, is `stale`."""
     d = os.path.join(root, name)
     if os.path.isfile(os.path.join(d, ERROR_FILE)):
         return FAILED
-    if os.path.isfile(os.path.join(d, "summary.json")):
-        return DONE
-    return MISSING
+    if not os.path.isfile(os.path.join(d, "summary.json")):
+        return MISSING
+    if digest is not None and provenance.stored(d) != digest:
+        return STALE
+    return DONE
 
 
 def status(summary: dict) -> str:
@@ -66,18 +72,19 @@ def run_one(run, root: str) -> dict:
 
 
 def _run_into(run, tmp: str) -> dict:
-    """Run into the empty folder `tmp`: results or error.txt, then params.json.  Raises
-    OSError only when even error.txt cannot be written."""
+    """Run into the empty folder `tmp`: results and provenance.json, or error.txt; then
+    params.json.  Raises OSError only when even error.txt cannot be written."""
     record = {"name": run.name, "params": run.params, "overrides": list(run.overrides),
               "base": run.base if isinstance(run.base, str) else "inline"}
     try:
-        scn = provenance.resolve(run)[0]          # as the sweep checked it
+        scn, made_from = provenance.resolve(run)
         res = scn.sim.run(scn.stop, progress=False, sample_interval=scn.output["sample_interval"],
                           queue_ports=scn.output["queue_ports"])
         if res.summary["interrupted"]:              # never recorded as a result
             shutil.rmtree(tmp, ignore_errors=True)
             return _outcome(run, MISSING, "interrupted")
         res.write(tmp, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
+        provenance.write(tmp, made_from)
         record["status"] = status(res.summary)
         outcome = _outcome(run, DONE, record["status"])
     except Exception as e:  # noqa: BLE001 - any failure of one run is recorded, the sweep goes on
@@ -109,8 +116,8 @@ def record_failure(root: str, run, reason: str) -> dict:
 
 
 def place(tmp: str, final: str) -> None:
-    """Move a finished temporary folder into place.  An earlier failed attempt there is
-    first moved aside and removed after, so `final` holds one or the other."""
+    """Move a finished temporary folder into place.  An earlier attempt there (failed, or
+    stale) is first moved aside and removed after, so `final` holds one or the other."""
     aside = None
     if os.path.isdir(final) and not os.path.islink(final):
         aside = tmp + ".replaced"

@@ -4,10 +4,12 @@
 describes what it is made from: the resolved scenario (the base with `set:` and the run's
 parameters applied) in a canonical form, and every file its loading read (flow, CDF,
 topology, workload and trace files, through `rocesim._textfile.recording_reads`; and a
-Python scheme's module), each by its SHA-256.  The digest of the two identifies the run.
-File paths enter the digest relative to the scenario's folder, so a project moved as a
-whole keeps its digests.  The rocesim version is recorded for the reader and left out of
-the digest (a sweep cannot tell whether another version would give other results).
+Python scheme's module), each by its SHA-256.  The digest of the two identifies the run:
+its worker stores it in the run's `provenance.json`, and a later sweep compares it with
+what the sweep resolves now (`job.state`).  File paths enter the digest relative to the
+scenario's folder, so a project moved as a whole keeps its runs current.  The rocesim
+version is recorded for the reader and left out of the digest (a sweep cannot tell whether
+another version would give other results).
 """
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ import sys
 
 from rocesim.errors import ScenarioError
 from rocesim.sweep.spec import in_run, read_scenario
+
+PROVENANCE_FILE = "provenance.json"
+SHOWN_NAMES = 10            # stale runs named in the refusal (`--dry-run` lists them all)
+
 
 def canonical(v):
     """`v` as plain JSON data, the same in every process: YAML's other types (dates, sets,
@@ -83,3 +89,46 @@ def check(runs) -> dict:
         except ScenarioError as e:
             raise in_run(e, run.name) from None
     return digests
+
+
+def write(folder: str, record: dict) -> None:
+    """Write `record` (from `resolve`) as the folder's provenance.json."""
+    with open(os.path.join(folder, PROVENANCE_FILE), "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def stored(folder: str) -> str | None:
+    """The digest a run folder records, or None (no provenance.json: an older rocesim)."""
+    try:
+        with open(os.path.join(folder, PROVENANCE_FILE)) as f:
+            value = json.load(f).get("sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+class StaleRuns(ScenarioError):
+    """Finished runs of a sweep folder that cannot be shown as current: `changed` were made
+    from another scenario or other files than the sweep now resolves, `unrecorded` record
+    nothing of what they were made from (done by an older rocesim)."""
+
+    def __init__(self, root: str, changed, unrecorded):
+        self.root, self.changed, self.unrecorded = root, list(changed), list(unrecorded)
+        parts = []
+        if self.changed:
+            parts.append(f"{len(self.changed)} finished run(s) were made from another scenario than the sweep "
+                         f"now asks (its set:, base scenario or a file they read changed): {_names(self.changed)}")
+        if self.unrecorded:
+            parts.append(f"{len(self.unrecorded)} finished run(s) record nothing of what they were made from "
+                         f"(done by an older rocesim), so none can be shown as current: {_names(self.unrecorded)}")
+        super().__init__(root, "; ".join(parts) + "; run them again with --rerun-stale (rerun_stale=True "
+                                                  "in Python), or sweep into another folder")
+
+    def __reduce__(self):
+        return type(self), (self.root, self.changed, self.unrecorded)
+
+
+def _names(names) -> str:
+    shown = ", ".join(names[:SHOWN_NAMES])
+    return shown + (f" and {len(names) - SHOWN_NAMES} more (--dry-run lists them)" if len(names) > SHOWN_NAMES else "")
