@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import os
 from collections.abc import Iterator
 
 from .errors import ScenarioError
 
-__all__ = ["Line", "read_lines", "read_text", "decode_utf8", "end_of_file_error"]
+__all__ = ["Line", "read_lines", "read_text", "decode_utf8", "end_of_file_error", "recording_reads", "note_read"]
+
+# the dicts of the `recording_reads` blocks open in this thread (or task)
+_recorders: contextvars.ContextVar[tuple[dict, ...]] = contextvars.ContextVar("rocesim_read_recorders", default=())
+
+
+@contextlib.contextmanager
+def recording_reads():
+    """Note every input file read inside the block: yields a dict, absolute path -> SHA-256
+    of the bytes read.  Files read through this module are noted, and so is anything a
+    reader passes to :func:`note_read` (a sweep records what each run was made from)."""
+    files: dict[str, str] = {}
+    token = _recorders.set(_recorders.get() + (files,))
+    try:
+        yield files
+    finally:
+        _recorders.reset(token)
+
+
+def note_read(path: str | os.PathLike[str], data: bytes) -> None:
+    """Tell the open :func:`recording_reads` blocks that ``path`` was read as ``data``."""
+    recorders = _recorders.get()
+    if recorders:
+        digest = hashlib.sha256(data).hexdigest()
+        for files in recorders:
+            files[os.path.abspath(os.fspath(path))] = digest
 
 
 class Line:
@@ -86,6 +114,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
             data = stream.read()
     except OSError as exc:
         raise ScenarioError(name, f"cannot read file: {exc.strerror or exc}") from None
+    note_read(name, data)
     return decode_utf8(name, data)
 
 

@@ -133,11 +133,16 @@ def _sweep(args) -> int:
     sw = sweep.load(args.sweep)
     if args.dry_run:
         from rocesim.sweep import job
-        for r in sw.runs:
-            print(f"{job.state(args.output, r.name):8} {r.name}")
+        digests = sweep.check(sw.runs)            # every run loads and checks, or exit 2
+        states = [job.state(args.output, r.name, digests[r.name]) for r in sw.runs]
+        for r, st in zip(sw.runs, states):
+            print(f"{st:8} {r.name}")
+        if job.STALE in states:
+            print(f"rocesim: {states.count(job.STALE)} finished run(s) are stale (made from another scenario, "
+                  f"or by a rocesim that recorded none); a sweep refuses them unless --rerun-stale", file=sys.stderr)
         return 0
-    scheduler = args.scheduler
-    rep = sweep.run_runs(sw, args.output, processes=args.jobs, scheduler=scheduler, progress=not args.quiet)
+    rep = sweep.run_runs(sw, args.output, processes=args.jobs, scheduler=args.scheduler, progress=not args.quiet,
+                         rerun_stale=args.rerun_stale)
     print(f"{rep.skipped + rep.done}/{rep.total} runs done ({rep.skipped} before this sweep), "
           f"{rep.failed} failed; index: {', '.join(rep.index)}")
     if rep.interrupted:
@@ -146,8 +151,12 @@ def _sweep(args) -> int:
               f"run the same command again to resume", file=sys.stderr)
         return 128 + rep.interrupted
     if rep.failed:
-        print(f"rocesim: {rep.failed} run(s) failed: see error.txt in their folders; "
-              f"run the same command again to retry them", file=sys.stderr)
+        print(f"rocesim: {rep.failed} run(s) failed: see the error column of index.csv (and error.txt in "
+              f"their folders); run the same command again to retry them", file=sys.stderr)
+        return 1
+    if rep.stale:
+        print(f"rocesim: {rep.stale} run(s) read a file that changed while the sweep ran (index.csv lists "
+              f"them stale); run the same command with --rerun-stale", file=sys.stderr)
         return 1
     return 0
 
@@ -220,7 +229,12 @@ def main(argv=None) -> int:
                     help="runs at a time (default: half the cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS",
                     help="run on a Dask cluster: tcp://HOST:8786, or 'local' for a LocalCluster of -j workers")
-    sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="check every run's scenario and list the runs and their state (done, failed, stale, "
+                         "missing); run nothing")
+    sw.add_argument("--rerun-stale", action="store_true",
+                    help="run again the finished runs made from another scenario or other input files than "
+                         "the sweep now asks (by default the sweep refuses to start)")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     sw.set_defaults(func=_sweep)
     tb = sub.add_parser("table", help="a markdown table of a sweep folder's index.csv (means over seeds)")

@@ -1,6 +1,10 @@
-"""Sweeps: expansion and names, all-or-nothing run folders, resume, failures, and stopping
-with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving worker)."""
+"""Sweeps: expansion and names, every run checked before any starts, all-or-nothing run
+folders, resume (never of a run made from something else), failures of a run or of its
+folder, and stopping with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving
+worker)."""
+import contextlib
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -11,6 +15,7 @@ import time
 import pytest
 import yaml
 
+import rocesim
 from rocesim import sweep
 from rocesim.errors import ScenarioError
 from rocesim.sweep import job
@@ -90,6 +95,12 @@ def _index(root):
         return list(csv.DictReader(f))
 
 
+def _cli(capsys, *argv):
+    from rocesim import cli
+    code = cli.main(["sweep", *map(str, argv)])
+    return code, capsys.readouterr()
+
+
 def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
     sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}, "seeds": [1, 2]})
     out = str(tmp_path / "out")
@@ -117,19 +128,23 @@ def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
         assert json.load(f)["params"] == {"cc.scheme": "none", "seed": 1}
 
 
+# a scheme that raises on its third ACK (tests/pyschemes.py): a run that fails while it runs
+BROKEN = "pyschemes:Broken"
+
+
 def test_a_failed_run_records_its_error_and_the_others_go_on(tmp_path):
-    sw = sweep.expand({"base": BASE, "grid": {"traffic[0].size": ["100KB", "-5KB", "200KB"]}})
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", BROKEN, "hpcc"]}})
     out = str(tmp_path / "out")
     rep = sweep.run_runs(sw, out, processes=2, progress=False)
     assert (rep.done, rep.failed) == (2, 1)
-    bad = os.path.join(out, "traffic[0].size=-5KB")
+    bad = os.path.join(out, sw.runs[1].name)
     assert sorted(os.listdir(bad)) == ["error.txt", "params.json"]      # no half result beside it
     with open(os.path.join(bad, "error.txt")) as f:
-        assert "traffic[0].size" in f.read()
+        assert "scheme bug on purpose" in f.read()
     rows = {r["run"]: r for r in _index(out)}
-    assert rows["traffic[0].size=-5KB"]["status"] == "failed"
-    assert "traffic[0].size" in rows["traffic[0].size=-5KB"]["error"]
-    assert rows["traffic[0].size=200KB"]["status"] == "ok"
+    assert rows[sw.runs[1].name]["status"] == "failed"
+    assert rows[sw.runs[1].name]["error"] == "ZeroDivisionError: scheme bug on purpose"
+    assert rows[sw.runs[2].name]["status"] == "ok"
     rep = sweep.run_runs(sw, out, processes=1, progress=False)        # retried, fails again
     assert (rep.skipped, rep.done, rep.failed) == (2, 0, 1)
 
@@ -239,7 +254,7 @@ def test_done_when_24_runs_interrupted_twice_and_resumed_are_exactly_24(tmp_path
     assert len(_done_runs(str(out))) == 24
     rows = _index(str(out))
     assert len(rows) == 24 and {r["state"] for r in rows} == {"done"}
-    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv", job.LOCK_FILE] +
+    assert sorted(os.listdir(out)) == sorted(_done_runs(str(out)) + ["index.csv"] +          # and no .lock
                                              (["index.parquet"] if os.path.isfile(out / "index.parquet") else []))
 
 
@@ -309,6 +324,7 @@ def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
             sweep.run_runs(sw, out, processes=1, progress=False)
         assert "another rocesim sweep" in str(e.value)
     assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1
+    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))          # a finished sweep leaves no lock
 
 
 def test_the_readme_sweep_example_expands():
@@ -334,13 +350,13 @@ def test_a_sweep_runs_from_a_thread_too(tmp_path):
 
 def test_index_parquet_matches_the_csv(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
-    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"], "traffic[0].size": ["100KB", "-1KB"]}})
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc", BROKEN]}})
     out = str(tmp_path / "out")
     rep = sweep.run_runs(sw, out, processes=2, progress=False)
     assert rep.index == [os.path.join(out, "index.csv"), os.path.join(out, "index.parquet")]
     table = pq.read_table(rep.index[1]).to_pydict()
     rows = _index(out)
-    assert table["run"] == [r["run"] for r in rows] and len(rows) == 4
+    assert table["run"] == [r["run"] for r in rows] and len(rows) == 3
     assert table["status"] == [r["status"] for r in rows]
     assert [x if x is not None else "" for x in table["slowdown_p99"]] == \
         [float(r["slowdown_p99"]) if r["slowdown_p99"] else "" for r in rows]
@@ -363,3 +379,235 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived its killed parent"
+
+
+# --- resume never presents a run made from something else as current ------------------------
+
+CDF_POINTS = "1000 0\n20000 50\n100000 100\n"
+
+
+def _sweep_reading_a_file(tmp_path):
+    """sweep.yaml over base.yaml, whose traffic reads sizes.txt; two runs."""
+    (tmp_path / "sizes.txt").write_text(CDF_POINTS)
+    base = {"topology": BASE["topology"],
+            "traffic": [{"kind": "cdf", "distribution": {"file": "sizes.txt"}, "load": 0.3, "duration": "20us"}]}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": "base.yaml", "grid": {"cc.scheme": ["none", "dctcp"]},
+                                    "set": {"switch.buffer": "16MB"}}))
+    return spec, tmp_path / "out"
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+CHANGES = {   # what a user changes between two sweeps into the same folder
+    "set": lambda tmp, out: _edit(tmp / "sweep.yaml", "16MB", "8MB"),
+    "base scenario": lambda tmp, out: _edit(tmp / "base.yaml", "load: 0.3", "load: 0.4"),
+    "file it reads": lambda tmp, out: (tmp / "sizes.txt").write_text(CDF_POINTS.replace("20000", "30000")),
+    "no record": lambda tmp, out: [(out / d / "provenance.json").unlink(missing_ok=True) for d in _done_runs(str(out))],
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_resume_refuses_runs_made_from_something_else_until_rerun_stale(tmp_path, capsys, change):
+    spec, out = _sweep_reading_a_file(tmp_path)
+    assert _cli(capsys, spec, "-o", out, "-q", "-j", "2")[0] == 0
+    names = sorted(_done_runs(str(out)))
+    stamps = {n: os.path.getmtime(out / n / "summary.json") for n in names}
+    CHANGES[change](tmp_path, out)
+    before = sorted(os.listdir(out))
+
+    code, cap = _cli(capsys, spec, "-o", out, "-q")
+    assert code == 2
+    assert cap.err.count("\n") == 1 and cap.err.startswith(f"rocesim: error: {out}: 2 finished run(s) ")
+    assert all(n in cap.err for n in names) and "--rerun-stale" in cap.err
+    assert ("older rocesim" in cap.err) == (change == "no record")
+    assert sorted(os.listdir(out)) == before                  # nothing started, nothing left (no .lock)
+    assert {n: os.path.getmtime(out / n / "summary.json") for n in names} == stamps
+    code, cap = _cli(capsys, spec, "-o", out, "--dry-run")
+    assert code == 0 and sorted(cap.out.split()) == sorted(names + ["stale", "stale"])
+
+    code, cap = _cli(capsys, spec, "-o", out, "-q", "--rerun-stale")
+    assert code == 0 and "2/2 runs done (0 before this sweep)" in cap.out
+    assert all(os.path.getmtime(out / n / "summary.json") != stamps[n] for n in names)
+    assert {r["state"] for r in _index(out)} == {"done"}
+    digests = sweep.check(sweep.load(spec).runs)
+    for n in names:                                            # what the run was made from
+        with open(out / n / "provenance.json") as f:
+            made_from = json.load(f)
+        assert made_from["sha256"] == digests[n] and made_from["rocesim"] == rocesim.__version__
+        assert made_from["files"] == {"sizes.txt": hashlib.sha256((tmp_path / "sizes.txt").read_bytes()).hexdigest()}
+        assert made_from["scenario"]["switch"] == {"buffer": "8MB" if change == "set" else "16MB"}
+        assert made_from["scenario"]["cc"] == {"scheme": n.split("=")[1]}
+    assert _cli(capsys, spec, "-o", out, "-q")[0] == 0         # current now: skipped
+
+
+def test_provenance_names_every_file_a_run_reads_and_is_documented(tmp_path):
+    import re
+    import chakra_writer as w
+    from rocesim.sweep import provenance
+    rank = [w.node(1, duration_us=3), w.coll(2, w.ALL_TO_ALL, 300_000, data_deps=[1])]
+    w.write_trace(tmp_path / "trace", [rank] * 4)
+    base = {"topology": BASE["topology"], "cc": {"scheme": BROKEN},
+            "traffic": [{"kind": "workload", "model": {"chakra": "trace"}, "algorithms": {"alltoall": "pairwise"}}]}
+    run = sweep.expand({"base": base, "seeds": [1]}, str(tmp_path)).runs[0]
+    made_from = provenance.resolve(run)[1]
+    assert set(made_from["files"]) == {f"trace.{r}.et" for r in range(4)} | {"python:pyschemes"}
+    assert made_from["scenario"]["seed"] == 1 and made_from["base_dir"] == str(tmp_path)
+    w.write_trace(tmp_path / "trace", [rank + [w.node(3, duration_us=1, data_deps=[2])]] * 4)
+    assert provenance.resolve(run)[1]["sha256"] != made_from["sha256"]
+    with open(os.path.join(ROOT, "OUTPUTS.md")) as f:
+        documented = set(re.findall(r"`([^`\s]+)`", f.read()))
+    assert {"provenance.json", *made_from} <= documented
+
+
+def test_a_refused_resume_leaves_the_stale_runs_out_of_the_index_and_table(tmp_path, capsys):
+    from rocesim import cli
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})
+    out = str(tmp_path / "out")
+    sweep.run_runs(sw, out, processes=2, progress=False)
+    with contextlib.suppress(FileNotFoundError):                          # as an older rocesim left it
+        os.remove(os.path.join(out, sw.runs[1].name, "provenance.json"))
+    with pytest.raises(ScenarioError) as e:
+        sweep.run_runs(sw, out, processes=2, progress=False)
+    assert (e.value.changed, e.value.unrecorded) == ([], [sw.runs[1].name])
+    rows = {r["run"]: r for r in _index(out)}
+    assert rows[sw.runs[0].name]["state"] == "done" and rows[sw.runs[0].name]["slowdown_p99"]
+    assert rows[sw.runs[1].name]["state"] == "stale" and rows[sw.runs[1].name]["slowdown_p99"] == ""
+    assert "--rerun-stale" in rows[sw.runs[1].name]["error"]
+    assert cli.main(["table", out, "--metric", "slowdown_p99"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[2:] == [f"| none | {float(rows[sw.runs[0].name]['slowdown_p99']):.4g} | 1 |"]
+
+
+# --- every run is checked before any starts ----------------------------------------------------
+
+@pytest.mark.parametrize("grid, key, bad", [
+    ({"cc.schem": ["none", "hpcc"]}, "cc.schem", "cc.schem=none"),                  # a key typo
+    ({"traffic[0].size": ["100KB", "-5KB"]}, "traffic[0].size", "traffic[0].size=-5KB"),
+    ({"cc.scheme": ["none", "nosuch"]}, "cc.scheme", "cc.scheme=nosuch"),
+])
+@pytest.mark.parametrize("mode", [[], ["--dry-run"]])
+def test_every_run_is_checked_before_any_starts(tmp_path, capsys, grid, key, bad, mode):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": BASE, "grid": grid}))
+    out = tmp_path / "out"
+    code, cap = _cli(capsys, spec, "-o", out, "-q", *mode)
+    assert code == 2
+    assert cap.err.startswith(f"rocesim: error: {key}: ") and cap.err.endswith(f" (run {bad})\n")
+    assert cap.err.count("\n") == 1 and cap.out == ""
+    assert not out.exists()                                   # no run folder, no .lock, no .incomplete
+
+
+# --- a folder that cannot be written fails its run, never the sweep ------------------------------
+
+def _permissions_bind_us() -> bool:
+    """Whether a read-only folder stops this process writing (not as root, who writes anywhere)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o555)
+        try:
+            open(os.path.join(d, "probe"), "w").close()
+            return False
+        except PermissionError:
+            return True
+        finally:
+            os.chmod(d, 0o755)
+
+
+# root writes into read-only folders (unless its capabilities are dropped): files in the way then
+needs_permissions = pytest.mark.skipif(not _permissions_bind_us(), reason="root writes into read-only folders")
+
+
+def _readonly_failed_run(out, name):
+    """An earlier failed attempt whose folder cannot be written (only for a user not root)."""
+    os.makedirs(out / name)
+    (out / name / job.ERROR_FILE).write_text("boom\n")
+    os.chmod(out / name, 0o555)
+
+
+BLOCKERS = {   # (make a folder unwritable, which runs it fails)
+    "a file in a run's place": (lambda out, names: (out / names[1]).write_text("in the way"), [1]),
+    "a file in .incomplete's place": (lambda out, names: (out / job.INCOMPLETE).write_text("in the way"), [0, 1, 2]),
+    "a read-only run folder": (lambda out, names: _readonly_failed_run(out, names[1]), [1]),
+}
+
+
+@pytest.mark.parametrize("blocker", [pytest.param(b, marks=[needs_permissions] if "read-only" in b else [])
+                                     for b in BLOCKERS])
+def test_a_folder_that_cannot_be_written_fails_its_run_and_the_sweep_goes_on(tmp_path, blocker):
+    import io
+    sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "dctcp", "hpcc"]}})
+    names = [r.name for r in sw.runs]
+    out = tmp_path / "out"
+    out.mkdir()
+    block, failing = BLOCKERS[blocker]
+    block(out, names)
+    stream = io.StringIO()
+    try:
+        rep = sweep.run_runs(sw, str(out), processes=2, stream=stream, interval_s=0.0)
+    finally:
+        if (out / names[1]).is_dir():
+            os.chmod(out / names[1], 0o755)
+    assert (rep.done, rep.failed) == (3 - len(failing), len(failing))
+    lines = stream.getvalue().splitlines()
+    rows = {r["run"]: r for r in _index(out)}
+    for i, n in enumerate(names):
+        if i in failing:
+            reason = next(x for x in lines if x.startswith(f"[sweep] failed: {n}: "))
+            assert "cannot write the run's folder: " in reason and "Traceback" not in reason
+            assert rows[n]["state"] == "failed" and rows[n]["error"] in reason
+        else:
+            assert rows[n]["state"] == "done"
+    assert not (out / job.LOCK_FILE).exists()
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("file/out", "cannot create the output folder"),                     # its parent is a file
+    pytest.param("readonly", "cannot write into the output folder", marks=needs_permissions),
+])
+def test_an_output_folder_that_cannot_be_written_is_one_error(tmp_path, capsys, where, reason):
+    (tmp_path / "file").write_text("not a folder")
+    (tmp_path / "readonly").mkdir(mode=0o555)
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": BASE}))
+    code, cap = _cli(capsys, spec, "-o", tmp_path / where, "-q")
+    assert code == 2 and cap.err.count("\n") == 1
+    assert cap.err.startswith(f"rocesim: error: {tmp_path / where}: {reason}")
+
+
+def test_a_full_disk_fails_the_run_with_the_reason(tmp_path, monkeypatch):
+    import builtins
+    import errno
+    out = str(tmp_path / "out")
+    real_open = builtins.open
+
+    def full_disk(path, mode="r", *args, **kw):
+        if any(c in mode for c in "wax") and str(path).startswith(out):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, mode, *args, **kw)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    run = sweep.expand({"base": BASE}).runs[0]
+    outcome = job.run_one(run, out)
+    assert outcome["state"] == job.FAILED and "No space left on device" in outcome["error"]
+    assert not os.path.exists(os.path.join(out, run.name)) and os.listdir(os.path.join(out, job.INCOMPLETE)) == []
+
+
+def test_the_lock_is_gone_when_the_index_cannot_be_written(tmp_path, monkeypatch):
+    from rocesim.sweep import index
+
+    def cannot(*args, **kw):
+        raise PermissionError(13, "Permission denied", "index.csv")
+
+    monkeypatch.setattr(index, "write", cannot)
+    out = str(tmp_path / "out")
+    with pytest.raises(ScenarioError) as e:
+        sweep.run_runs(sweep.expand({"base": BASE}), out, processes=1, progress=False)
+    assert e.value.key == os.path.join(out, "index.csv") and "Permission denied" in e.value.reason
+    assert "1 done now" in e.value.reason
+    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))

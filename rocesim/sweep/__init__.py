@@ -3,10 +3,12 @@
     from rocesim import sweep
     report = sweep.run("sweeps/example.yaml", "out/example", processes=2)
 
-`spec` reads a sweep file into named runs, `job` runs one into its folder all or
-nothing, `local` is the process pool of this machine, `cluster` the Dask one,
-`progress` the progress line and `index` the table of results.  A rerun of the same
-sweep runs exactly the runs that are missing or failed.
+`spec` reads a sweep file into named runs, `provenance` loads and checks them and says
+what each is made from, `job` runs one into its folder all or nothing, `local` is the
+process pool of this machine, `cluster` the Dask one, `progress` the progress line and
+`index` the table of results.  Every run is checked before any starts.  A rerun of the
+same sweep runs exactly the runs that are missing or failed, and refuses finished runs
+made from something other than what it now asks (stale) unless told to run them again.
 """
 from __future__ import annotations
 
@@ -16,12 +18,15 @@ import signal
 import threading
 from dataclasses import dataclass
 
+from rocesim.errors import ScenarioError
 from rocesim.sweep import index, job
 from rocesim.sweep.local import Interrupted
 from rocesim.sweep.progress import Progress
+from rocesim.sweep.provenance import StaleRuns, check, stored
 from rocesim.sweep.spec import Run, Sweep, expand, load, run_name
 
-__all__ = ["run", "run_runs", "load", "expand", "run_name", "Run", "Sweep", "Report", "Interrupted"]
+__all__ = ["run", "run_runs", "check", "load", "expand", "run_name", "Run", "Sweep", "Report", "Interrupted",
+           "StaleRuns"]
 
 
 @dataclass
@@ -32,44 +37,59 @@ class Report:
     failed: int
     interrupted: int = 0    # the signal that stopped the sweep, 0 if none
     index: list = None      # paths of the index files
+    stale: int = 0          # finished runs not current at the end (their inputs changed while the sweep ran)
 
 
 def run(sweep_file, outdir: str, processes: int = 2, scheduler=None, progress: bool = True,
-        stream=None, interval_s: float = 5.0) -> Report:
+        stream=None, interval_s: float = 5.0, rerun_stale: bool = False) -> Report:
     """Run a sweep file's missing and failed runs into `outdir`; see `run_runs`."""
-    return run_runs(load(sweep_file), outdir, processes, scheduler, progress, stream, interval_s)
+    return run_runs(load(sweep_file), outdir, processes, scheduler, progress, stream, interval_s, rerun_stale)
 
 
 def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progress: bool = True,
-             stream=None, interval_s: float = 5.0) -> Report:
-    """Run the runs of `sw` that have no complete folder in `outdir`.
+             stream=None, interval_s: float = 5.0, rerun_stale: bool = False) -> Report:
+    """Run the runs of `sw` that have no complete and current folder in `outdir`.
 
+    Every run's scenario is loaded and checked first (`check`): the first mistake is one
+    ScenarioError naming the run and the key, and nothing is created.  Finished runs made
+    from another scenario or other files than the sweep now resolves (or by a rocesim
+    that recorded nothing) raise StaleRuns before anything starts, unless `rerun_stale`.
     `scheduler`: None for worker processes on this machine (`processes` of them), or a
     Dask scheduler address (`tcp://host:8786`), `"local"` for a Dask LocalCluster of
     `processes` workers, or a `distributed.Client`.  Returns a Report; on Ctrl-C or
     SIGTERM the report's `interrupted` is the signal (runs finished so far are kept).
+    A run whose folder cannot be written fails with the reason; the sweep goes on.
     """
-    os.makedirs(outdir, exist_ok=True)
+    digests = check(sw.runs)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise ScenarioError(outdir, f"cannot create the output folder: {e.strerror or e}") from None
     with job.sweep_lock(outdir):
-        return _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s)
+        return _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, interval_s, rerun_stale)
 
 
-def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) -> Report:
+def _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, interval_s, rerun_stale) -> Report:
+    states = {r.name: job.state(outdir, r.name, digests[r.name]) for r in sw.runs}
+    stale = [r.name for r in sw.runs if states[r.name] == job.STALE]
+    if stale and not rerun_stale:
+        with contextlib.suppress(OSError):       # start nothing, but let the index no longer show them as current
+            index.write(outdir, sw.runs, sw.param_names, digests)
+        unrecorded = [n for n in stale if stored(os.path.join(outdir, n)) is None]
+        raise StaleRuns(outdir, [n for n in stale if n not in unrecorded], unrecorded)
     job.clean_incomplete(outdir)
-    states = {r.name: job.state(outdir, r.name) for r in sw.runs}
     todo = [r for r in sw.runs if states[r.name] != job.DONE]
     skipped = len(sw.runs) - len(todo)
     bar = Progress(len(sw.runs), skipped, stream, interval_s, enabled=progress)
-    retried = sum(states[r.name] == job.FAILED for r in todo)
-    if retried:
-        bar.message(f"[sweep] running again {retried} failed run(s)")
+    for st, what in ((job.FAILED, "failed"), (job.STALE, "stale")):
+        again = sum(states[r.name] == st for r in todo)
+        if again:
+            bar.message(f"[sweep] running again {again} {what} run(s)")
     report = Report(len(sw.runs), skipped, 0, 0)
+    outcomes = {}
 
     def on_result(outcome):
-        if outcome["state"] == job.DONE:
-            report.done += 1
-        elif outcome["state"] == job.FAILED:
-            report.failed += 1
+        outcomes[outcome["name"]] = outcome
         bar.result(outcome)
 
     bar.tick(0)
@@ -84,15 +104,25 @@ def _run_locked(sw, outdir, processes, scheduler, progress, stream, interval_s) 
         report.interrupted = int(e.signum)
     with _signals_held(report.interrupted):      # a second Ctrl-C must not cut the index short
         # count what is on disk: a Dask task running when the sweep stopped may still have finished
-        after = [job.state(outdir, r.name) for r in todo]
-        report.done, report.failed = after.count(job.DONE), after.count(job.FAILED)
+        after = {r.name: job.state(outdir, r.name, digests[r.name]) for r in todo}
+        # failures that could not be written into a folder: the outcome alone has their reason
+        unrecorded = {n: o["error"] for n, o in outcomes.items() if o.get("recorded") is False}
+        ended = [job.FAILED if n in unrecorded else s for n, s in after.items()]
+        report.done, report.failed = ended.count(job.DONE), ended.count(job.FAILED)
+        report.stale = ended.count(job.STALE) if not report.interrupted else 0
         bar.done, bar.failed = report.done, report.failed
         bar.close()
         if scheduler is None:                    # every worker is gone: nothing writes there now
             job.clean_incomplete(outdir)
         else:                                    # remote runs may still be writing there
             job.remove_incomplete_if_empty(outdir)
-        report.index = index.write(outdir, sw.runs, sw.param_names)
+        try:
+            report.index = index.write(outdir, sw.runs, sw.param_names, digests, unrecorded)
+        except OSError as e:
+            raise ScenarioError(os.path.join(outdir, "index.csv"),
+                                f"cannot write the index: {e.strerror or e}; the runs' folders are kept "
+                                f"({report.done} done now, {report.failed} failed): run the sweep again to "
+                                f"write it") from None
     return report
 
 

@@ -1,12 +1,15 @@
 """`index.csv`: one row per run of a sweep, its parameters and summary metrics.
 
-Built from the run folders alone (params.json and summary.json), so it is the same
-whichever scheduler ran them, and rebuilt after every sweep.  Also `index.parquet` when
-pyarrow is installed.  Columns (OUTPUTS.md documents them): `run`, `state`, `status`,
+Built from the run folders (summary.json, error.txt, provenance.json), so it is the same
+whichever scheduler ran them, and rebuilt after every sweep; a finished run made from
+something other than what the sweep now asks is listed `stale`, without its metrics, so
+that nothing reading the index (`rocesim table`, `rocesim plot`) shows it as current.
+Also `index.parquet` when pyarrow is installed.  Columns (OUTPUTS.md documents them): `run`, `state`, `status`,
 one column per swept key path (and `seed`), then METRIC_COLUMNS, then `error`.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -82,18 +85,27 @@ def parameter_label(key: str) -> str:
     return f"{last.replace('_', ' ')} of {head}" if head else key.replace("_", " ")
 
 
-def rows(root: str, runs, param_names) -> list[dict]:
-    """A row for every run with a folder (done or failed), in the sweep's order."""
+STALE_REASON = "made from another scenario than the sweep now asks (rerun it with --rerun-stale)"
+
+
+def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[dict]:
+    """A row for every run with a folder (done, failed or stale), in the sweep's order.
+
+    `digests` (name -> what the sweep now resolves, `provenance.check`): a done run made
+    from something else is `stale`, with no metrics.  `unrecorded` (name -> reason): runs
+    that failed without a folder to say so (it could not be written)."""
+    digests, unrecorded = digests or {}, unrecorded or {}
     out = []
     for run in runs:
-        st = job.state(root, run.name)
+        st = job.FAILED if run.name in unrecorded else job.state(root, run.name, digests.get(run.name))
         if st == job.MISSING:
             continue
         d = os.path.join(root, run.name)
-        row = {"run": run.name, "state": st}
+        row = {"run": run.name, "state": st, "status": st}
         for k in param_names:
             v = run.params.get(k)
             row[k] = "" if v is None else (v if k == SCENARIO_KEY else format_value(v))
+        row.update({k: "" for k in METRIC_COLUMNS})
         if st == job.DONE:
             with open(os.path.join(d, "summary.json")) as f:
                 s = json.load(f)
@@ -102,31 +114,44 @@ def rows(root: str, runs, param_names) -> list[dict]:
                 v = s.get(k)
                 row[k] = "" if v is None else v
             row["error"] = ""
+        elif st == job.STALE:
+            row["error"] = STALE_REASON
+        elif run.name in unrecorded:
+            row["error"] = _last_line(unrecorded[run.name] or "")
         else:
             with open(os.path.join(d, job.ERROR_FILE)) as f:
-                lines = [x for x in f.read().splitlines() if x.strip()]
-            row["status"] = "failed"
-            row.update({k: "" for k in METRIC_COLUMNS})
-            row["error"] = lines[-1].strip()[:300] if lines else ""
+                row["error"] = _last_line(f.read())
         out.append(row)
     return out
+
+
+def _last_line(text: str) -> str:
+    """The last non-blank line of an error (a traceback's is the exception), cut at 300 characters."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 def columns(param_names) -> list[str]:
     return ["run", "state", "status", *param_names, *METRIC_COLUMNS, "error"]
 
 
-def write(root: str, runs, param_names) -> list[str]:
-    """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths."""
-    table = rows(root, runs, param_names)
+def write(root: str, runs, param_names, digests=None, unrecorded=None) -> list[str]:
+    """Write index.csv (and index.parquet with pyarrow) atomically; returns the paths.
+    `digests` and `unrecorded` as for `rows`."""
+    table = rows(root, runs, param_names, digests, unrecorded)
     cols = columns(param_names)
     path = os.path.join(root, "index.csv")
     tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, cols)
-        w.writeheader()
-        w.writerows(table)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, cols)
+            w.writeheader()
+            w.writerows(table)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):       # no half-written index left behind
+            os.remove(tmp)
+        raise
     written = [path]
     try:
         import pyarrow as pa

@@ -2,10 +2,13 @@
 
 A run writes into `ROOT/.incomplete/<name>.<pid>` and renames that folder to `ROOT/<name>`
 only when it is complete: finished, or ended by a deadlock, a stall or the stop time
-(its status records which).  A run that raised leaves `ROOT/<name>/error.txt` (and no
-summary.json); an interrupted or killed run leaves nothing but its temporary folder,
-which the next sweep removes.  So a folder with `summary.json` is a result, and
-rerunning a sweep runs exactly the runs without one.
+(its status records which), with `provenance.json` saying what it was made from.  A run
+that raised leaves `ROOT/<name>/error.txt` (and no summary.json); an interrupted or killed
+run leaves nothing but its temporary folder, which the next sweep removes.  A folder that
+cannot be written (permissions, a full disk, a file in the way) fails the run with the
+reason, never the sweep.  So a folder with `summary.json` is a result, current when its
+provenance matches what the sweep now resolves, and rerunning a sweep runs exactly the
+runs without one.
 """
 from __future__ import annotations
 
@@ -15,22 +18,28 @@ import os
 import shutil
 import traceback
 
+from rocesim.sweep import provenance
+
 INCOMPLETE = ".incomplete"
 PARAMS_FILE = "params.json"
 ERROR_FILE = "error.txt"
 LOCK_FILE = ".lock"
 
-DONE, FAILED, MISSING = "done", "failed", "missing"
+DONE, FAILED, MISSING, STALE = "done", "failed", "missing", "stale"
 
 
-def state(root: str, name: str) -> str:
-    """`done` (summary.json and no error.txt), `failed` (error.txt) or `missing`."""
+def state(root: str, name: str, digest: str | None = None) -> str:
+    """`done` (summary.json and no error.txt), `failed` (error.txt) or `missing`; given the
+    `digest` the sweep now resolves for the run (`provenance.check`), a done run whose
+    provenance.json records another one, or none, is `stale`."""
     d = os.path.join(root, name)
     if os.path.isfile(os.path.join(d, ERROR_FILE)):
         return FAILED
-    if os.path.isfile(os.path.join(d, "summary.json")):
-        return DONE
-    return MISSING
+    if not os.path.isfile(os.path.join(d, "summary.json")):
+        return MISSING
+    if digest is not None and provenance.stored(d) != digest:
+        return STALE
+    return DONE
 
 
 def status(summary: dict) -> str:
@@ -47,84 +56,141 @@ def status(summary: dict) -> str:
 def run_one(run, root: str) -> dict:
     """Run `run` (a spec.Run) into `root/<name>`; returns {name, state, status, error}.
 
-    Never raises for a failure of the run itself: the traceback goes to error.txt.
-    """
-    from rocesim import scenario as sc
+    Never raises for a failure of the run (the traceback goes to error.txt) nor of the
+    file system (the reason is in `error`, and in error.txt if that can be written; if
+    not, the outcome says `recorded: False`)."""
     tmp = os.path.join(root, INCOMPLETE, f"{run.name}.{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
+    try:
+        _fresh(tmp)
+        outcome = _run_into(run, tmp)
+        if outcome["state"] != MISSING:
+            place(tmp, os.path.join(root, run.name))
+        return outcome
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return record_failure(root, run, f"cannot write the run's folder: {_os_reason(e)}")
+
+
+def _run_into(run, tmp: str) -> dict:
+    """Run into the empty folder `tmp`: results and provenance.json, or error.txt; then
+    params.json.  Raises OSError only when even error.txt cannot be written."""
     record = {"name": run.name, "params": run.params, "overrides": list(run.overrides),
               "base": run.base if isinstance(run.base, str) else "inline"}
     try:
-        if isinstance(run.base, str):
-            scn = sc.load(run.base, run.overrides)
-        else:
-            scn = sc.build(sc.apply_overrides(run.base, run.overrides), run.base_dir)
+        scn, made_from = provenance.resolve(run)
         res = scn.sim.run(scn.stop, progress=False, sample_interval=scn.output["sample_interval"],
                           queue_ports=scn.output["queue_ports"])
         if res.summary["interrupted"]:              # never recorded as a result
             shutil.rmtree(tmp, ignore_errors=True)
-            return {"name": run.name, "state": MISSING, "status": "interrupted", "error": None}
+            return _outcome(run, MISSING, "interrupted")
         res.write(tmp, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
+        provenance.write(tmp, made_from)
         record["status"] = status(res.summary)
-        outcome = {"name": run.name, "state": DONE, "status": record["status"], "error": None}
+        outcome = _outcome(run, DONE, record["status"])
     except Exception as e:  # noqa: BLE001 - any failure of one run is recorded, the sweep goes on
-        for f in os.listdir(tmp):              # keep no half-written result beside the error
-            p = os.path.join(tmp, f)
-            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        with open(os.path.join(tmp, ERROR_FILE), "w") as f:
-            f.write(text)
+        _fresh(tmp)                                # keep no half-written result beside the error
+        _write(os.path.join(tmp, ERROR_FILE), "".join(traceback.format_exception(type(e), e, e.__traceback__)))
         record["status"] = "failed"
-        outcome = {"name": run.name, "state": FAILED, "status": "failed", "error": _short(e)}
-    with open(os.path.join(tmp, PARAMS_FILE), "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    place(tmp, os.path.join(root, run.name))
+        outcome = _outcome(run, FAILED, "failed", _short(e))
+    _write(os.path.join(tmp, PARAMS_FILE), json.dumps(record, indent=2) + "\n")
     return outcome
 
 
 def record_failure(root: str, run, reason: str) -> dict:
-    """Record a run whose worker died (killed, crashed) as failed with `reason`."""
+    """Record a run as failed with `reason` (its worker died, its folder cannot be written)
+    and return its outcome.  Never raises: when nothing can be written, the outcome alone
+    carries the reason (and says `recorded: False`)."""
     tmp = os.path.join(root, INCOMPLETE, f"{run.name}.failed")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    with open(os.path.join(tmp, ERROR_FILE), "w") as f:
-        f.write(reason + "\n")
-    with open(os.path.join(tmp, PARAMS_FILE), "w") as f:
-        json.dump({"name": run.name, "params": run.params, "overrides": list(run.overrides),
-                   "status": "failed"}, f, indent=2)
-    place(tmp, os.path.join(root, run.name))
-    return {"name": run.name, "state": FAILED, "status": "failed", "error": reason}
+    outcome = _outcome(run, FAILED, "failed", reason)
+    try:
+        _fresh(tmp)
+        _write(os.path.join(tmp, ERROR_FILE), reason + "\n")
+        _write(os.path.join(tmp, PARAMS_FILE),
+               json.dumps({"name": run.name, "params": run.params, "overrides": list(run.overrides),
+                           "status": "failed"}, indent=2) + "\n")
+        place(tmp, os.path.join(root, run.name))
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        outcome["recorded"] = False
+    return outcome
 
 
 def place(tmp: str, final: str) -> None:
-    """Move a finished temporary folder into place (replacing an earlier failed attempt)."""
-    if os.path.isdir(final):
-        shutil.rmtree(final)
-    os.rename(tmp, final)
+    """Move a finished temporary folder into place.  An earlier attempt there (failed, or
+    stale) is first moved aside and removed after, so `final` holds one or the other."""
+    aside = None
+    if os.path.isdir(final) and not os.path.islink(final):
+        aside = tmp + ".replaced"
+        try:
+            os.rename(final, aside)
+        except OSError as e:                  # name the folder that could not be moved, not where to
+            raise OSError(e.errno, e.strerror, final) from None
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if aside is not None:
+            os.rename(aside, final)               # put the earlier attempt back
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _outcome(run, st: str, status_: str, error: str | None = None) -> dict:
+    return {"name": run.name, "state": st, "status": status_, "error": error}
+
+
+def _fresh(folder: str) -> None:
+    """An empty `folder` (whatever was there removed)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _os_reason(e: OSError) -> str:
+    """`Permission denied: /out/run` from an OSError."""
+    path = e.filename2 if e.filename2 is not None else e.filename
+    return f"{e.strerror or e}: {path}" if path is not None else str(e.strerror or e)
 
 
 @contextlib.contextmanager
 def sweep_lock(root: str):
-    """Hold `root/.lock` for the length of a sweep: a second sweep into the same folder
-    would remove the first one's runs in progress."""
+    """Hold `root/.lock` for the length of a sweep (a second sweep into the same folder
+    would remove the first one's runs in progress), and remove it when the sweep ends."""
     from rocesim.errors import ScenarioError
     try:
         import fcntl
     except ImportError:                       # not POSIX: no lock
         yield
         return
-    with open(os.path.join(root, LOCK_FILE), "w") as f:
+    path = os.path.join(root, LOCK_FILE)
+    while True:
+        try:
+            f = open(path, "w")
+        except OSError as e:
+            raise ScenarioError(root, f"cannot write into the output folder: {_os_reason(e)}") from None
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            f.close()
             raise ScenarioError(root, "another rocesim sweep is writing into this folder; wait for it "
                                       "or use another folder") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+        try:                                  # still the file at `path`, not one a sweep ending removed?
+            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                break
+        except OSError:
+            pass
+        f.close()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):    # removed while held: a sweep that opened it meanwhile retries
+            os.remove(path)
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
 
 
 def clean_incomplete(root: str) -> None:

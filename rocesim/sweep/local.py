@@ -75,7 +75,7 @@ def _worker(conn, parent_pid: int, root: str) -> None:
             return
         try:
             outcome = job.run_one(run, root)
-        except Exception:  # noqa: BLE001 - run_one records run failures; this is the file system failing
+        except Exception:  # noqa: BLE001 - run_one records the run's and the file system's failures; a bug here too
             outcome = job.record_failure(root, run, traceback.format_exc())
         conn.send(outcome)
 

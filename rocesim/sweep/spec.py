@@ -134,11 +134,16 @@ def expand(raw, sweep_dir: str = ".", where: str = "sweep") -> Sweep:
                 try:
                     apply_overrides(base_raw, overrides)         # key paths exist: fail before running
                 except ScenarioError as e:
-                    raise ScenarioError(e.key, f"{e.reason} (run {name})") from None
+                    raise in_run(e, name) from None
                 names[name] = True
                 runs.append(Run(name, ps, base, base_dir, overrides))
     param_names = list(grid) + list(zipped) + (["seed"] if seeds else [])
     return Sweep(where, runs, param_names)
+
+
+def in_run(e: ScenarioError, name: str) -> ScenarioError:
+    """`e` with the run it happened in named (its folder name: its parameters)."""
+    return ScenarioError(e.key, f"{e.reason} (run {name})")
 
 
 def run_name(params: dict) -> str:
@@ -184,13 +189,19 @@ def _lists(d, key) -> dict:
 
 def _base(spec, sweep_dir, key):
     """(base for Run, base_dir, raw mapping) of a scenario path or an inline mapping."""
-    from rocesim.scenario import check_depth, parse_yaml
+    from rocesim.scenario import check_depth
     if isinstance(spec, dict):
         check_depth(spec)
         return spec, sweep_dir, spec
     if not isinstance(spec, str):
         raise ScenarioError(key, f"expected a scenario file path or an inline scenario mapping, got {spec!r}")
     path = os.path.normpath(os.path.join(sweep_dir, spec))
+    return path, os.path.dirname(path), read_scenario(path, key)
+
+
+def read_scenario(path: str, key: str = "base") -> dict:
+    """The mapping of a scenario file (an error keyed `key` when it cannot be read)."""
+    from rocesim.scenario import check_depth, parse_yaml
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -200,4 +211,4 @@ def _base(spec, sweep_dir, key):
     if not isinstance(raw, dict):
         raise ScenarioError(path, "a scenario file must hold a mapping")
     check_depth(raw)
-    return path, os.path.dirname(path), raw
+    return raw

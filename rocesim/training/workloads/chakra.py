@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocesim._textfile import note_read
 from rocesim.memory import iterations_check
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
@@ -171,6 +172,7 @@ def read_chakra_file(path) -> tuple[str, list[ChakraNode]]:
             buf = f.read()
     except OSError as e:
         raise ScenarioError(path, f"cannot read the Chakra trace: {e.strerror or e}") from None
+    note_read(path, buf)                       # a sweep records what its runs were made from
     where = f"{path}:byte"
     if buf[:2] == GZIP_MAGIC:
         try:
