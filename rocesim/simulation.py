@@ -313,6 +313,7 @@ class Simulation:
             # the ACK echoes the INT header: 46 B of headers + INT, at least the ACK size
             ack_int_bytes=max(nic["ack_size"], 46 + nic["int_header"]),
             cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
+            ack_timeout=-1 if nic["ack_timeout"] == "auto" else nic["ack_timeout"],
             ack_prio=0 if nic["ack_high_priority"] else -1,
             selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
             cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"],

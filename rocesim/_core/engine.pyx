@@ -220,6 +220,7 @@ cdef class Core:
         p.cnp_bytes = params["cnp_bytes"]
         p.pause_bytes = params["pause_bytes"]
         p.ack_every = params["ack_every"]
+        p.ack_timeout = params.get("ack_timeout", -1)
         p.ack_prio = params["ack_prio"]
         p.selective_repeat = params["selective_repeat"]
         p.ttl = params["ttl"]
@@ -242,6 +243,8 @@ cdef class Core:
             raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
         if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
             raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
+        if p.ack_timeout < -1:
+            raise ValueError("core params: ack_timeout must be -1 (auto), 0 (none) or a positive number of ps")
         if p.tx_quantum < 0:
             raise ValueError("core params: tx_quantum must be 0 (exact) or a positive number of ps")
         if p.ack_prio >= NPRIO or p.ack_prio < -1:
