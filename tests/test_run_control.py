@@ -1,7 +1,11 @@
 """The run loop returns to Python in slices: progress, stop time, Ctrl-C keeps results."""
+import subprocess
+import sys
+
 import numpy as np
 
 import rocesim.simulation as simulation
+from helpers import same_rocesim_env
 from rocesim import Simulation, topology
 
 
@@ -57,3 +61,27 @@ def test_simulated_time_slices_move_the_progress_line(monkeypatch):
     assert len(coarse) == 1
     assert len(fine) >= 8 * 88 // 20                      # each 88 us flow spans several slices
     assert fine == sorted(fine)
+
+
+def test_a_slice_without_events_is_refused():
+    """events_per_slice <= 0 would return from every slice having done nothing, for ever:
+    refused before the run, naming the argument.  (In a subprocess with a time limit, so a
+    regression fails instead of hanging the suite.)"""
+    code = (
+        "from rocesim import ScenarioError, Simulation, topology\n"
+        "sim = Simulation(topology.star(2, '100Gbps', '1us'))\n"
+        "sim.add_flow(0, 1, 10_000)\n"
+        "for bad in (0, -5, 2.5, True):\n"
+        "    try:\n"
+        "        sim.run(events_per_slice=bad)\n"
+        "        print('ran', bad)\n"
+        "    except ScenarioError as e:\n"
+        "        print(e.key, '|', e.reason)\n"
+        "print(sim.run(events_per_slice=1).summary['flows_completed'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=same_rocesim_env())
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert len(lines) == 5 and lines[-1] == "1"              # one event a slice still finishes
+    assert all(line.startswith("events_per_slice | must be a positive whole number") for line in lines[:4])
+
