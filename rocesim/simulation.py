@@ -501,7 +501,9 @@ class Simulation:
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
 
-        If a scheme written in Python raises, run() raises that exception with the results up to it
+        A run that stalls (flows unfinished and nothing can move them) is searched for the
+        PFC cycles that hold it, whether `deadlock` detection is on or not.  If a scheme
+        written in Python raises, run() raises that exception with the results up to it
         in its `results` attribute.  The flows, dependencies and faults are fixed while it
         runs: adding any from a callback is refused (ScenarioError).
         """
@@ -585,6 +587,9 @@ class Simulation:
         if (status == STOP_EMPTY and not interrupted and failure is None
                 and core.stats()["flows_done"] < self.n_flows):
             stalled = True           # no event left, flows unfinished: nothing will ever move
+        if stalled:
+            # which PFC cycles hold it, detection on or off: one look, now, costs nothing
+            core.deadlocks_at_stall(self.deadlock["threshold"])
         if line is not None:
             line.close(core.stats())
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
