@@ -1,4 +1,5 @@
 """The run loop returns to Python in slices: progress, stop time, Ctrl-C keeps results."""
+import io
 import subprocess
 import sys
 
@@ -6,7 +7,7 @@ import numpy as np
 
 import rocesim.simulation as simulation
 from helpers import same_rocesim_env
-from rocesim import Simulation, topology
+from rocesim import Simulation, run_progress, topology
 
 
 def incast_sim():
@@ -85,3 +86,14 @@ def test_a_slice_without_events_is_refused():
     assert len(lines) == 5 and lines[-1] == "1"              # one event a slice still finishes
     assert all(line.startswith("events_per_slice | must be a positive whole number") for line in lines[:4])
 
+
+def test_progress_shows_time_in_units_that_do_not_round_to_1000():
+    """A time just under a unit boundary (999.9999 us) is written in the next unit: the line
+    of a run stopped at 1 ms reads `sim 1ms of 1ms`, never `1e+03us`."""
+    assert [run_progress.short_time(ps) for ps in (999_999_999, 999_000_000, 10**9, 59_999_999_999_999)] == \
+        ["1ms", "999us", "1ms", "60s"]
+    assert [run_progress.short_number(x) for x in (999_999, 999_499, 2.5e9)] == \
+        ["1M", "999K", "2.5G"]
+    line = run_progress.RunProgress(2, 10**9, stream=io.StringIO())
+    text = line.line(dict(sim_time_ps=999_999_999, flows_done=1, events=999_999))
+    assert text.startswith("[rocesim] sim 1ms of 1ms (100%)  flows 1/2  1M events")
