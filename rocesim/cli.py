@@ -85,8 +85,9 @@ def _exit_status(s) -> int:
               file=sys.stderr)
         return EXIT_DEADLOCK
     if s.get("stalled"):
+        # (a stalled run is searched for PFC cycles whatever `deadlock:` says: none holds it)
         print(f"rocesim: stalled: {s['flows_total'] - s['flows_completed']} flows unfinished and "
-              f"nothing can move them (a deadlock? turn on `deadlock:` detection to see the cycle)",
+              f"nothing can move them, with no PFC deadlock cycle holding them (paused ports: pfc.csv)",
               file=sys.stderr)
         return EXIT_STALLED
     return 0

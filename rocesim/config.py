@@ -164,8 +164,17 @@ NIC = {
     "ack_size": Key(parse_size, "60B", "ACK/NACK bytes on the wire (46B of headers padded to 60B)"),
     "cnp_size": Key(parse_size, "64B", "CNP bytes on the wire"),
     "pause_size": Key(parse_size, "64B", "PFC PAUSE frame bytes on the wire"),
-    "ack_every": Key(integer(1, 255), 1, "the receiver ACKs every N in-order data packets; the ACK "
-                                          "echoes how many of them were ECN-marked"),
+    "ack_every": Key(integer(1, 255), 1, "the receiver ACKs every N in-order data packets (and the last "
+                                          "byte, and at the latest ack_timeout after the first packet "
+                                          "owed); the ACK echoes how many of them were ECN-marked"),
+    "ack_timeout": Key(either("auto", parse_time), "auto",
+                       "with ack_every > 1, the longest the receiver holds an ACK it owes (a coalescing "
+                       "timer from the first packet the ACK covers): a sender whose window holds fewer "
+                       "than ack_every packets gets its ACK then; 'auto' = the time ack_every full "
+                       "data packets take on the receiver's link, so a flow arriving at line rate is "
+                       "still ACKed every ack_every packets (RoCE requesters ask for an ACK with the "
+                       "AckReq bit and responders answer at once: no ACK waits longer than that); 0us = "
+                       "no timer (the HPCC fork's receiver: such a window then stalls for good)"),
     "ack_high_priority": Key(boolean, False,
                              "true: ACK/NACK/CNP in strict-priority queue 0 (never paused); false "
                              "(default): in the flow's data priority, as at the HPCC fork's switches"),

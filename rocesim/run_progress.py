@@ -13,20 +13,34 @@ OFF_TTY_INTERVAL_S = 5.0
 TTY_INTERVAL_S = 0.2
 
 
+def _three_digits(x: float) -> str:
+    """x in three significant digits, never in exponent form: 1.5, 12.3, 950, 1000."""
+    text = f"{x:.3g}"
+    return f"{x:.0f}" if "e" in text else text
+
+
+def _scaled(x: float, units) -> str:
+    """x in the largest of `units` ((symbol, factor) from the largest down; the last one
+    takes anything smaller) it reaches, in three significant digits; a value that rounds up
+    to 1000 of a unit (999.9996us) is written in the next one (1ms), never as 1e+03us."""
+    for k, (unit, f) in enumerate(units):
+        if abs(x) >= f or k == len(units) - 1:
+            text = _three_digits(x / f)
+            if k > 0 and abs(float(text)) >= 1000:
+                unit, f = units[k - 1]
+                text = _three_digits(x / f)
+            return text + unit
+    raise AssertionError("unreachable")
+
+
 def short_number(x: float) -> str:
     """3.4M, 120K, 950."""
-    for unit, f in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(x) >= f:
-            return f"{x / f:.3g}{unit}"
-    return f"{x:.3g}"
+    return _scaled(x, (("G", 1e9), ("M", 1e6), ("K", 1e3), ("", 1)))
 
 
 def short_time(ps: int) -> str:
-    """Simulated time in three significant digits: 1.23ms, 450us, 12ns."""
-    for unit, f in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
-        if ps >= f:
-            return f"{ps / f:.3g}{unit}"
-    return f"{ps}ps"
+    """Simulated time in three significant digits: 1.23ms, 450us, 12ns, 1ms (not 1e+03us)."""
+    return _scaled(ps, (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1)))
 
 
 class RunProgress:

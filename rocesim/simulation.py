@@ -114,6 +114,7 @@ class Simulation:
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
+        self._running = False        # run() is going: the world is the core's, not to be changed
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
 
@@ -134,6 +135,7 @@ class Simulation:
         "2Gbps") caps the flow's sending rate whatever the congestion-control scheme says
         (its NIC paces at the lower of the two); its ideal FCT counts the cap.
         """
+        self._not_running("add_flow")
         key = f"flows[{self.n_flows}]"
         src, dst = self._host(src, f"{key}.src"), self._host(dst, f"{key}.dst")
         if src == dst:
@@ -163,6 +165,7 @@ class Simulation:
 
     def add_compute(self, host, duration, *, after=(), delay=0, start=0, tag=0) -> int:
         """Add a compute step of `duration` on `host` (no packets); returns its id."""
+        self._not_running("add_compute")
         key = f"flows[{self.n_flows}]"
         host = self._host(host, f"{key}.host")
         duration = parse_time(duration, f"{key}.duration", bare_ok=True)
@@ -172,6 +175,7 @@ class Simulation:
 
     def add_flows(self, table, tag=None) -> np.ndarray:
         """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
+        self._not_running("add_flows")
         table.validate(self.topology.n_hosts)
         self._check_sizes(table.size, "traffic", rows=True)
         return self._flows.append(
@@ -183,6 +187,7 @@ class Simulation:
     def add_graph(self, graph) -> int:
         """Append a `rocesim.training.graph.Graph` (flows, compute steps, dependencies); returns the
         id of its node 0 (graph id k becomes flow id offset + k)."""
+        self._not_running("add_graph")
         H = self.topology.n_hosts
         src, dst, size = graph.column("src"), graph.column("dst"), graph.column("size")
         compute, prio = graph.column("compute"), graph.column("prio")
@@ -220,6 +225,7 @@ class Simulation:
         PXN).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
         nodes and its flows).
         """
+        self._not_running("add_collective")
         from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
         from rocesim.training.graph import Graph
         ranks = self.ranks(ranks, "ranks")
@@ -250,6 +256,7 @@ class Simulation:
 
     def add_dependencies(self, children, parents):
         """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""
+        self._not_running("add_dependencies")
         children = np.asarray(children, np.int64)
         parents = np.asarray(parents, np.int64)
         if children.shape != parents.shape:
@@ -291,6 +298,16 @@ class Simulation:
                                      f"cannot be sent at {format_rate(rate)} within the simulator's time horizon "
                                      f"({format_time(MAX_TIME_PS)}): at most {format_size(most)}")
 
+    def _not_running(self, what):
+        """Refuse to change the world while run() is going (a scheme's callback calling
+        add_flow, say): the core took the flows, dependencies and faults when run() began,
+        and the results are read against them."""
+        if self._running:
+            raise ScenarioError(what, "cannot be called while run() is going (from a congestion-control "
+                                      "callback?): the run took its flows and faults when it began; add "
+                                      "them before run(), with a later `start` or parents (`after`) to "
+                                      "have them begin during it")
+
     def _host(self, h, key) -> int:
         H = self.topology.n_hosts
         if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 0 <= h < H:
@@ -315,6 +332,7 @@ class Simulation:
         """Schedule a fault (see `rocesim.faults`): `add_fault("nic_stop", "100us", host=3,
         **{"for": "1ms"})`, `add_fault("link_down", "200us", link=[9, 12], until="1ms")`,
         `add_fault("link_rate", "300us", link=[9, 12], rate="25Gbps")`."""
+        self._not_running("add_fault")
         entry = {**({} if kind is None else {"kind": kind}), **({} if at is None else {"at": at}), **kw}
         f = faults_mod.parse(entry, f"faults[{len(self.faults)}]", self.ports, self.topology.n_hosts)
         self.faults.append(f)
@@ -348,6 +366,7 @@ class Simulation:
             # the ACK echoes the INT header: 46 B of headers + INT, at least the ACK size
             ack_int_bytes=max(nic["ack_size"], 46 + nic["int_header"]),
             cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
+            ack_timeout=-1 if nic["ack_timeout"] == "auto" else nic["ack_timeout"],
             ack_prio=0 if nic["ack_high_priority"] else -1,
             selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
             cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"],
@@ -516,12 +535,24 @@ class Simulation:
         `sample_interval` (e.g. "10us") records flow rates and queues over time
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
+
+        A run that stalls (flows unfinished and nothing can move them) is searched for the
+        PFC cycles that hold it, whether `deadlock` detection is on or not.  If a scheme
+        written in Python raises, run() raises that exception with the results up to it
+        in its `results` attribute.  The flows, dependencies and faults are fixed while it
+        runs: adding any from a callback is refused (ScenarioError).
         """
+        self._not_running("run")
         # without a stop time, the run ends at the time horizon at the latest
         t_stop = MAX_TIME_PS if stop is None else parse_time(stop, "stop", bare_ok=True)
         t_slice = parse_time(slice, "slice", bare_ok=True)
         if t_slice <= 0:
             raise ScenarioError("slice", "must be positive")
+        if (isinstance(events_per_slice, bool) or not isinstance(events_per_slice, (int, np.integer))
+                or events_per_slice <= 0):
+            # (0 would return from every slice without an event: the run would never end)
+            raise ScenarioError("events_per_slice", f"must be a positive whole number of events, "
+                                                    f"got {events_per_slice!r}")
         world, params = self._world()
         core = Core(world, params)
         for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:
@@ -550,9 +581,11 @@ class Simulation:
         line = RunProgress(self.n_flows, None if stop is None else t_stop) if show else None
         wall0, cpu0 = time.perf_counter(), time.process_time()
         interrupted = False
+        failure = None
         status = STOP_EMPTY
         stalled = False
         watch = _StallWatch()
+        self._running = True
         try:
             while True:
                 until = t_stop if sampler is None else min(t_stop, sampler.next)
@@ -583,17 +616,33 @@ class Simulation:
                     break
         except KeyboardInterrupt:
             interrupted = True
-        if status == STOP_EMPTY and not interrupted and core.stats()["flows_done"] < self.n_flows:
+        except Exception as e:      # a scheme written in Python raised (Core.run re-raises it)
+            failure = e
+        finally:
+            self._running = False
+        if (status == STOP_EMPTY and not interrupted and failure is None
+                and core.stats()["flows_done"] < self.n_flows):
             stalled = True           # no event left, flows unfinished: nothing will ever move
+        if stalled:
+            # which PFC cycles hold it, detection on or off: one look, now, costs nothing
+            core.deadlocks_at_stall(self.deadlock["threshold"])
         if line is not None:
             line.close(core.stats())
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu, interrupted=interrupted,
+        res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu,
+                                interrupted=interrupted or failure is not None,
                                 stop_ps=t_stop if status == STOP_TIME else None)
         res.summary["stalled"] = stalled
         res.summary["stopped_at_deadlock"] = status == STOP_DEADLOCK
         if sampler is not None:
             res.samples = sampler.tables(self.ports.node)
+        if failure is not None:
+            # the run is not lost: its results up to the error travel with the exception
+            failure.results = res
+            if hasattr(failure, "add_note"):
+                failure.add_note("rocesim: the run stopped at this error; its results so far are "
+                                 "in this exception's `results`")
+            raise failure
         return res
 
 

@@ -86,3 +86,13 @@ class TouchesFinished(PythonScheme):
             TouchesFinished.seen.append((first.snd_una, first.snd_nxt, first.size, first.rate_bps))
             first.rate_bps = 1
             first.window_bytes = 1
+
+
+class AddsFlows(PythonScheme):
+    """Adds a flow to the simulation (`AddsFlows.sim`) on its first ACK, while `adding`."""
+    sim = None
+    adding = True
+
+    def on_ack(self, flow, ack):
+        if AddsFlows.adding:
+            AddsFlows.sim.add_flow(flow.dst, flow.src, 10_000)

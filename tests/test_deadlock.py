@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from helpers import switch_ring, two_switch_loop
-from rocesim import ScenarioError, Simulation
+from rocesim import ScenarioError, Simulation, topology
 from rocesim.cli import _exit_status
 
 LOOP = lambda a, b: [{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}]  # noqa: E731
@@ -143,3 +143,63 @@ def test_exit_status_and_files(tmp_path, capsys):
     assert _exit_status(stalled) == 4
     assert capsys.readouterr().err.startswith("rocesim: stalled:")
     assert _exit_status(dict(stalled, stalled=False)) == 0
+
+
+def test_a_stall_reports_its_cycle_with_detection_off(tmp_path, capsys):
+    """No timeout under PFC: once the loop is stuck no event is left, and the run stops.  The
+    cycle that holds it is found then, detection off, as the detector finds it at the same
+    freeze; summary, deadlocks.csv and the messages say so (and nothing else)."""
+    t, a, b = two_switch_loop()
+    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=LOOP(a, b))
+    sim.add_flow(0, 1, 1_000_000, rate="40Gbps")
+    res = sim.run()
+    s = res.summary
+    assert s["stalled"] and s["deadlock_detection"] is False and s["deadlock"] is True
+    (c,) = s["deadlock_cycles"]
+    _, on = loop_run("40Gbps", threshold="1s")                 # the detector, at the same freeze
+    (ref,) = on.summary["deadlock_cycles"]
+    for key in ("formed_ns", "priority", "ports", "links", "flows"):
+        assert c[key] == ref[key]
+    assert c["formed_ns"] <= c["detected_ns"] <= ref["detected_ns"]   # found at once, not at a check
+    res.write(tmp_path)
+    rows = (tmp_path / "deadlocks.csv").read_text().splitlines()
+    assert len(rows) == 2 and ",2->3 3->2," in rows[1]
+    for summary, text in ((s, res.describe()), (on.summary, on.describe())):
+        assert "deadlock at priority 3" in text and "held by the deadlock above" in text
+        assert "a PFC deadlock?" not in text
+        assert _exit_status(summary) == 3
+        err = capsys.readouterr().err
+        assert err.startswith("rocesim: deadlock: 1 cycle") and "detection" not in err
+
+
+def test_a_stall_with_timers_ticking_reports_its_cycle_with_detection_off():
+    """The triangle with a (late) timeout: timers keep firing, so events remain; the run ends
+    after a simulated second without progress, and the queues paused for the detector's
+    threshold (1 ms by default) give the cycle."""
+    t = switch_ring(3)
+    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"rto": "10ms"})
+    for h in range(3):
+        sim.add_flow(h, (h + 2) % 3, 5_000_000, path=[h, 3 + h, 3 + (h + 1) % 3, 3 + (h + 2) % 3, (h + 2) % 3])
+    s = sim.run().summary
+    assert s["stalled"] and s["deadlock_detection"] is False
+    (c,) = s["deadlock_cycles"]
+    k = c["links"].index("3->4")
+    assert c["links"][k:] + c["links"][:k] == ["3->4", "4->5", "5->3"]
+    assert c["detected_ns"] - c["formed_ns"] >= 10**9 - 10**7       # stuck a simulated second
+
+
+def test_a_stall_without_a_cycle_says_there_is_none(capsys):
+    """Windows of fewer packets than ack_every and no coalescing timer (the HPCC fork's
+    receiver): the senders wait for ACKs that never come, no queue is paused.  Looked at, no
+    cycle holds the run, and no message suggests turning detection on."""
+    sim = Simulation(topology.star(6, "40Gbps", "1us"), cc="hpcc",
+                     nic={"payload": "4000B", "ack_every": 4, "ack_timeout": "0us"})
+    for h in range(1, 6):
+        sim.add_flow(h, 0, 500_000)
+    res = sim.run()
+    s = res.summary
+    assert s["stalled"] and s["deadlock"] is False and s["deadlock_cycles"] == []
+    assert "no PFC deadlock cycle" in res.describe() and "a PFC deadlock?" not in res.describe()
+    assert _exit_status(s) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("rocesim: stalled:") and "no PFC deadlock cycle" in err and "turn on" not in err

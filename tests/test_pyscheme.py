@@ -115,3 +115,32 @@ def test_a_finished_flows_handle_reads_its_final_state_and_touches_no_other_flow
     assert res.flows["fct_ns"][a] < 200_000                     # done before b starts
     assert pyschemes.TouchesFinished.seen == [(50_000, 50_000, 50_000, 100 * 10**9)]
     assert res.flows["fct_ns"][b] == res.flows["fct_ns"][a]
+
+
+def test_adding_a_flow_from_a_callback_is_refused_and_the_run_is_kept():
+    """A scheme calling sim.add_flow during run(): refused at the call (the run took its flows
+    when it began), the error surfaces from run() with the results so far, and the
+    simulation is unchanged, so it runs again."""
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:AddsFlows")
+    sim.add_flow(1, 2, 100_000)
+    sim.add_flow(2, 0, 100_000, start="1ms")
+    pyschemes.AddsFlows.sim, pyschemes.AddsFlows.adding = sim, True
+    with pytest.raises(ScenarioError) as e:
+        sim.run()
+    assert e.value.key == "add_flow" and "while run() is going" in e.value.reason
+    partial = e.value.results
+    assert partial.summary["interrupted"] and partial.summary["flows_total"] == 2
+    assert partial.summary["flows_completed"] == 0 and partial.flows["delivered_bytes"][0] > 0
+    assert sim.n_flows == 2
+    pyschemes.AddsFlows.adding = False
+    res = sim.run()
+    assert res.summary["flows_completed"] == 2 and not res.summary["interrupted"]
+
+
+def test_an_exception_in_a_callback_keeps_the_results_so_far():
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:Broken")
+    sim.add_flow(1, 2, 100_000)
+    with pytest.raises(ZeroDivisionError) as e:
+        sim.run()
+    assert e.value.results.summary["interrupted"]
+    assert e.value.results.flows["delivered_bytes"][0] >= 3_000        # three ACKs came back

@@ -1,8 +1,13 @@
 """The run loop returns to Python in slices: progress, stop time, Ctrl-C keeps results."""
+import io
+import subprocess
+import sys
+
 import numpy as np
 
 import rocesim.simulation as simulation
-from rocesim import Simulation, topology
+from helpers import same_rocesim_env
+from rocesim import Simulation, run_progress, topology
 
 from helpers import interrupt_on_slice
 
@@ -92,3 +97,38 @@ def test_a_run_ends_at_the_time_horizon_at_the_latest():
     s = sim.run().summary
     assert s["stopped_at_limit"] and s["sim_time_ns"] == MAX_TIME_PS / 1000
     assert s["flows_completed"] == 2
+
+
+def test_a_slice_without_events_is_refused():
+    """events_per_slice <= 0 would return from every slice having done nothing, for ever:
+    refused before the run, naming the argument.  (In a subprocess with a time limit, so a
+    regression fails instead of hanging the suite.)"""
+    code = (
+        "from rocesim import ScenarioError, Simulation, topology\n"
+        "sim = Simulation(topology.star(2, '100Gbps', '1us'))\n"
+        "sim.add_flow(0, 1, 10_000)\n"
+        "for bad in (0, -5, 2.5, True):\n"
+        "    try:\n"
+        "        sim.run(events_per_slice=bad)\n"
+        "        print('ran', bad)\n"
+        "    except ScenarioError as e:\n"
+        "        print(e.key, '|', e.reason)\n"
+        "print(sim.run(events_per_slice=1).summary['flows_completed'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=same_rocesim_env())
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert len(lines) == 5 and lines[-1] == "1"              # one event a slice still finishes
+    assert all(line.startswith("events_per_slice | must be a positive whole number") for line in lines[:4])
+
+
+def test_progress_shows_time_in_units_that_do_not_round_to_1000():
+    """A time just under a unit boundary (999.9999 us) is written in the next unit: the line
+    of a run stopped at 1 ms reads `sim 1ms of 1ms`, never `1e+03us`."""
+    assert [run_progress.short_time(ps) for ps in (999_999_999, 999_000_000, 10**9, 59_999_999_999_999)] == \
+        ["1ms", "999us", "1ms", "60s"]
+    assert [run_progress.short_number(x) for x in (999_999, 999_499, 2.5e9)] == \
+        ["1M", "999K", "2.5G"]
+    line = run_progress.RunProgress(2, 10**9, stream=io.StringIO())
+    text = line.line(dict(sim_time_ps=999_999_999, flows_done=1, events=999_999))
+    assert text.startswith("[rocesim] sim 1ms of 1ms (100%)  flows 1/2  1M events")

@@ -16,6 +16,8 @@ cdef struct DLState:
     int64_t interval
     int64_t threshold
     int32_t stop           # stop the run at the first deadlock
+    int32_t periodic       # checks run every `interval` (detection on); 0: allocated only to
+                           #   look once at a stalled run (deadlock_at_stall, detection off)
     int32_t n_keys         # n_ports * NPRIO: a queue's key is port * NPRIO + prio
     int32_t* cand          # [key] -> candidate index, or -1
     int32_t* nodes         # candidates' keys
@@ -37,4 +39,5 @@ cdef struct DLState:
 
 cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept
 cdef bint deadlock_check(Sim* s) noexcept
+cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept
 cdef void deadlock_free(Sim* s) noexcept

@@ -24,6 +24,10 @@ the threshold at once, so it is not reported.  When no other event is left the n
 frozen for good: any cycle then present is reported whatever the threshold, and the
 detector stops.  The cost is one pass over the ports per check, plus work proportional to
 the queues that have been paused for the threshold (none in a healthy network).
+
+A run that stalls (engine.Core.deadlocks_at_stall: no event left, or nothing delivered for
+a long time) is looked at once, the same way, whether detection is on or off: the state is
+allocated then if it was off (`periodic` 0), and no event is ever scheduled for it.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -32,16 +36,15 @@ from rocesim._core.events cimport ev_push
 from rocesim._core.rng cimport mix64
 
 
-cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept:
-    """Allocate the detector and schedule its first check; 0 on success, -1 out of memory."""
+cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept:
+    """The detector's state, with no check scheduled; NULL if out of memory (what was
+    allocated is in s.deadlock: deadlock_free releases it)."""
     cdef DLState* st = <DLState*> calloc(1, sizeof(DLState))
     cdef int32_t k
     if st == NULL:
-        return -1
+        return NULL
     s.deadlock = st
-    st.interval = interval
     st.threshold = threshold
-    st.stop = stop
     st.n_keys = s.n_ports * NPRIO
     st.cand = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
     st.nodes = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
@@ -52,9 +55,20 @@ cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) n
     st.adj = <int32_t*> malloc(st.adj_cap * sizeof(int32_t))
     if (st.cand == NULL or st.nodes == NULL or st.adj_off == NULL or st.scratch == NULL
             or st.flow_mark == NULL or st.adj == NULL):
-        return -1
+        return NULL
     for k in range(st.n_keys):
         st.cand[k] = NIL
+    return st
+
+
+cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept:
+    """Allocate the detector and schedule its first check; 0 on success, -1 out of memory."""
+    cdef DLState* st = _alloc(s, threshold)
+    if st == NULL:
+        return -1
+    st.interval = interval
+    st.stop = stop
+    st.periodic = 1
     ev_push(s, s.now + interval, EV_DEADLOCK, 0, 0)
     s.n_monitors += 1
     return 0
@@ -276,12 +290,11 @@ cdef int32_t _components(DLState* st, int32_t* comp) noexcept:
     return ncomp
 
 
-cdef bint deadlock_check(Sim* s) noexcept:
-    """One check (an EV_DEADLOCK event).  True when the run should stop (a new deadlock was
-    found and the detector stops at the first)."""
-    cdef DLState* st = <DLState*> s.deadlock
-    cdef bint frozen = s.n_events == s.n_monitors - 1   # no other event: nothing will ever move
-    cdef int32_t i, q, n = 0, c, ncomp, v, k, length, r
+cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept:
+    """Look for deadlocked cycles now (every paused queue holding packets is a candidate when
+    the network is `frozen`, else those paused for the threshold) and record the new ones:
+    how many, or -1 (s.error set) if out of memory."""
+    cdef int32_t i, q, n = 0, c, ncomp, v, k, length, r, found = 0
     cdef uint32_t m
     cdef Port* p
     cdef int32_t* comp
@@ -289,9 +302,6 @@ cdef bint deadlock_check(Sim* s) noexcept:
     cdef int32_t* queue
     cdef int32_t* out
     cdef int32_t* seen
-    cdef bint found = False
-    if st == NULL:
-        return False
     for i in range(s.n_ports):
         p = &s.ports[i]
         m = p.paused_mask & p.q_mask
@@ -326,13 +336,40 @@ cdef bint deadlock_check(Sim* s) noexcept:
                     r = _record(s, st, out, length)
                     if r < 0:
                         s.error = ERR_NOMEM
+                        found = -1
                         break
-                    if r > 0:
-                        found = True
+                    found += r
         for k in range(n):
             st.cand[st.nodes[k]] = NIL
+    return found
+
+
+cdef bint deadlock_check(Sim* s) noexcept:
+    """One check (an EV_DEADLOCK event).  True when the run should stop (a new deadlock was
+    found and the detector stops at the first)."""
+    cdef DLState* st = <DLState*> s.deadlock
+    cdef bint frozen = s.n_events == s.n_monitors - 1   # no other event: nothing will ever move
+    cdef int found
+    if st == NULL:
+        return False
+    found = _scan(s, st, frozen)
     s.n_monitors -= 1
     if not frozen and s.st.flows_done < s.n_flows:
         ev_push(s, s.now + st.interval, EV_DEADLOCK, 0, 0)
         s.n_monitors += 1
-    return found and st.stop
+    return found > 0 and st.stop
+
+
+cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept:
+    """The run has stalled (flows unfinished, nothing moves them): record the cycles that
+    hold it, as a check would, detection on or off.  With no event left (monitors apart)
+    the network is frozen and every paused queue counts; else (timers still tick) those
+    paused for the detector's threshold, or `threshold` when detection is off.  The new
+    cycles' count, or -1 if out of memory."""
+    cdef DLState* st = <DLState*> s.deadlock
+    if st == NULL:
+        st = _alloc(s, threshold)
+        if st == NULL:
+            s.error = ERR_NOMEM
+            return -1
+    return _scan(s, st, s.n_events == s.n_monitors)

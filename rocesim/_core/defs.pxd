@@ -22,8 +22,8 @@ cdef enum:
     ERR_NOMEM = 2          # the heap or the packet pool could not grow
 
 # Event kinds.  The event loop in loop.pyx dispatches on these.  Kinds up to
-# EV_FAULT are work; timers of a flow are work only while it is active; the
-# detector's checks never are (the stall watch looks at the time of the last work).
+# EV_FAULT are work; timers of a flow (EV_RTO .. EV_ACK_TIMER) are work only while it is
+# active; the detector's checks never are (the stall watch looks at the time of the last work).
 cdef enum EventKind:
     EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port,
                            #   arg = that packet (only to prefetch it: the wire's head is the truth)
@@ -33,8 +33,9 @@ cdef enum EventKind:
     EV_FAULT = 4           # a scheduled fault (faults.pyx); target = fault index
     EV_RTO = 5             # retransmission-timeout check; target = flow
     EV_CC_TIMER = 6        # congestion-control timer; target = flow, arg = timer id
-    EV_DEADLOCK = 7        # deadlock detector's check (deadlock.pyx)
-    EV_WATCHDOG = 8        # PFC watchdog poll (watchdog.pyx)
+    EV_ACK_TIMER = 7       # the receiver's ACK-coalescing timer (nic_recv.pyx); target = flow
+    EV_DEADLOCK = 8        # deadlock detector's check (deadlock.pyx)
+    EV_WATCHDOG = 9        # PFC watchdog poll (watchdog.pyx)
 
 cdef enum PacketKind:
     PK_DATA = 0
@@ -239,7 +240,12 @@ cdef struct Qp:
     # receiver
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
+    int32_t ack_held       # the newest of them (pool index), kept until the ACK that covers it
+                           #   goes (the coalescing timer's ACK is built from it); NIL: none
     int64_t rcv_nxt
+    int64_t ack_due        # the owed ACK goes at this time at the latest (the first packet it
+                           #   covers + NetParams.ack_timeout)
+    int64_t ack_timer      # time of the pending EV_ACK_TIMER, or NIL
     int64_t last_cnp       # NIL: none sent yet
     LossState* loss        # allocated on the flow's first loss (loss.pxd), else NULL
 
@@ -300,6 +306,8 @@ cdef struct NetParams:
     int32_t cnp_bytes
     int32_t pause_bytes
     int32_t ack_every
+    int64_t ack_timeout    # ps an ACK may be owed (ack_every > 1): > 0 that time; -1 auto (ack_every
+                           #   full packets at the receiver's link rate); 0 never (the HPCC fork)
     int32_t ack_prio       # priority of ACK/NACK/CNP (0 = strict high priority)
     int32_t selective_repeat
     int32_t ttl

@@ -24,7 +24,7 @@ from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
-from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free
+from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 
@@ -220,6 +220,7 @@ cdef class Core:
         p.cnp_bytes = params["cnp_bytes"]
         p.pause_bytes = params["pause_bytes"]
         p.ack_every = params["ack_every"]
+        p.ack_timeout = params.get("ack_timeout", -1)
         p.ack_prio = params["ack_prio"]
         p.selective_repeat = params["selective_repeat"]
         p.ttl = params["ttl"]
@@ -242,6 +243,8 @@ cdef class Core:
             raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
         if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
             raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
+        if p.ack_timeout < -1:
+            raise ValueError("core params: ack_timeout must be -1 (auto), 0 (none) or a positive number of ps")
         if p.tx_quantum < 0:
             raise ValueError("core params: tx_quantum must be 0 (exact) or a positive number of ps")
         if p.ack_prio >= NPRIO or p.ack_prio < -1:
@@ -473,7 +476,19 @@ cdef class Core:
 
     @property
     def deadlock_detection(self):
-        return self.s.deadlock != NULL
+        """The detector checked the run as it went (not only when it stalled)."""
+        return self.s.deadlock != NULL and (<DLState*> self.s.deadlock).periodic != 0
+
+    def deadlocks_at_stall(self, int64_t threshold_ps):
+        """The run has stalled: record the PFC cycles that hold it (deadlock.pyx), detection on
+        or off; with events still pending, queues paused for `threshold_ps` (or the detector's
+        threshold) count.  Returns how many new cycles were found."""
+        if threshold_ps < 0:
+            raise ValueError("deadlocks_at_stall: threshold must be >= 0")
+        cdef int n = deadlock_at_stall(self.s, threshold_ps)
+        if n < 0 or self.s.error == ERR_NOMEM:
+            raise MemoryError("rocesim core: out of memory for the deadlock analysis")
+        return n
 
     def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
         """Run events up to time `until_ps` (inclusive) or `max_events` events.

@@ -8,7 +8,7 @@ progress and stop cleanly between slices.
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARRIVE, EV_TX,
-                                 EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
+                                 EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_ACK_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
 from rocesim._core.events cimport ev_push, ev_next, ev_pop
 from rocesim._core.qp cimport qp_of
@@ -16,7 +16,7 @@ from rocesim._core.link cimport wire_pop, port_set_paused, __builtin_prefetch
 from rocesim._core.pool cimport pkt_free
 from rocesim._core.switch cimport switch_receive, switch_port_tx
 from rocesim._core.nic_send cimport nic_start_flow, nic_port_tx, nic_rate_changed, sched_update
-from rocesim._core.nic_recv cimport nic_receive
+from rocesim._core.nic_recv cimport nic_receive, nic_ack_timer
 from rocesim._core.nic_timeout cimport nic_rto
 from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_activate
 from rocesim._core.deadlock cimport deadlock_check
@@ -60,7 +60,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
         n += 1
         if ev.kind <= EV_FAULT:
             s.last_work = s.now
-        elif ev.kind <= EV_CC_TIMER and s.flows[ev.target].state == FS_ACTIVE:
+        elif ev.kind <= EV_ACK_TIMER and s.flows[ev.target].state == FS_ACTIVE:
             s.last_work = s.now
         if ev.kind == EV_ARRIVE:
             port = ev.target
@@ -105,6 +105,8 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                 s.cc.on_timer(s, ev.target, ev.arg)
                 nic_rate_changed(s, ev.target, rate)
                 sched_update(s, ev.target)         # the scheme may have moved its window
+        elif ev.kind == EV_ACK_TIMER:
+            nic_ack_timer(s, ev.target, ev.time)
         elif ev.kind == EV_COMPUTE_DONE:
             flow_compute_done(s, ev.target)
         elif ev.kind == EV_FAULT:

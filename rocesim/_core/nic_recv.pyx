@@ -1,20 +1,36 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The NIC's receiver: in-order delivery, ACKs, NACKs and CNPs; the dispatch of arrivals.
 
-In-order data advances rcv_nxt and is ACKed every `ack_every` packets (and always at
-the last byte).  Go-back-N (default): out-of-order data is discarded and answered by a
-NACK carrying rcv_nxt, at most once per `nack_interval` for the same rcv_nxt (the HPCC
-fork's rule, 500 us).  Selective repeat (IRN-style, for lossy RoCE): the receiver keeps
-out-of-order packets and NACKs each one with its sequence (a SACK).  Duplicates are
-ACKed (so a lost final ACK is recovered by the timeout).  ECN-marked data makes the
-receiver send a CNP, at most once per `cnp_interval` per flow, when the scheme asks for
-CNPs (DCQCN).  Data of a flow whose sender is already done (a late duplicate: the queue
-pair is gone, and everything was received) is answered by an ACK of the whole flow.
+In-order data advances rcv_nxt and is ACKed every `ack_every` packets, always at the last
+byte, and, when ACKs are coalesced (ack_every > 1), at the latest `ack_timeout` after the
+first packet the ACK would cover: a coalescing timer, as NICs bound interrupt and ACK
+moderation by a packet count and a time, whichever comes first.  Without it a sender whose
+window holds fewer than `ack_every` packets waits forever for an ACK the receiver never
+sends.  (RoCE/InfiniBand responders hold no ACK the requester waits for: the requester sets
+the BTH AckReq bit on the last packet of each message and every 2**log_ack_req_freq packets
+(mlx5's QP context; Linux rxe every 64 packets, with a 128-packet window), and the
+responder answers it at once.  The HPCC ns-3 fork ACKs every L2_ACK_INTERVAL bytes or at a
+chunk's end, with no timer: its ReceiverCheckSeq stalls the same way.)  The timer is one
+EV_ACK_TIMER per flow, pending only while an ACK is or was just owed, and the ACK it sends
+is built from the newest packet it covers, kept (`Qp.ack_held`) until then: the same ACK,
+echoed timestamp and INT records included, that the next packet would have triggered.
+With ack_every = 1 nothing is ever owed and the timer never runs.
+
+Go-back-N (default): out-of-order data is discarded and answered by a NACK carrying
+rcv_nxt, at most once per `nack_interval` for the same rcv_nxt (the HPCC fork's rule,
+500 us).  Selective repeat (IRN-style, for lossy RoCE): the receiver keeps out-of-order
+packets and NACKs each one with its sequence (a SACK).  Duplicates are ACKed (so a lost
+final ACK is recovered by the timeout).  ECN-marked data makes the receiver send a CNP, at
+most once per `cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
+flow whose sender is already done (a late duplicate: the queue pair is gone, and
+everything was received) is answered by an ACK of the whole flow.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP)
-from rocesim._core.link cimport q_push
+from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
+                                 EV_ACK_TIMER)
+from rocesim._core.link cimport q_push, wire_time
+from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
 from rocesim._core.qp cimport qp_of
@@ -66,14 +82,72 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
 
 
 cdef inline void _ack_unacked(Sim* s, int32_t i, Qp* fl) noexcept:
-    """ACK the in-order packets received since the last ACK (packet i the newest)."""
-    cdef int32_t covered = fl.unacked, marked = fl.unacked_marked
+    """ACK the in-order packets received since the last ACK (packet i the newest); the
+    packet kept for the coalescing timer goes back to the pool (unless it is i)."""
+    cdef int32_t covered = fl.unacked, marked = fl.unacked_marked, held = fl.ack_held
     fl.unacked = 0
     fl.unacked_marked = 0
+    fl.ack_held = NIL
     _send_ctrl(s, i, PK_ACK, covered, marked)
+    if held != NIL and held != i:
+        pkt_free(s, held)
 
 
-cdef inline void _on_data(Sim* s, int32_t i) noexcept:
+cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept:
+    """How long host's receiver may owe an ACK: NetParams.ack_timeout, or (auto) the time
+    `ack_every` full data packets take on its link.  At line rate the ack_every-th packet
+    arrives (ack_every - 1) packet times after the first, so the count always wins and the
+    ACKs are those of ack_every alone; a sender that stops (its window full) gets its ACK
+    no later than ack_every packets at line rate would have brought it."""
+    if s.p.ack_timeout >= 0:
+        return s.p.ack_timeout
+    return s.p.ack_every * wire_time(s, s.p.mtu + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0),
+                                     s.ports[s.hosts[host].port].rate_bps)
+
+
+cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept:
+    """In-order packet i is not ACKed yet: keep it, the newest, for the timer's ACK (the
+    one kept before goes back to the pool), and on the first packet owed start the timer
+    (one EV_ACK_TIMER per flow: a pending one due no later is re-armed when it fires).
+    True when i is kept."""
+    cdef int64_t t = _ack_timeout(s, s.flows[f].dst)
+    if t <= 0:
+        return False                            # no timer (nic.ack_timeout: 0)
+    if fl.ack_held != NIL:
+        pkt_free(s, fl.ack_held)
+    fl.ack_held = i
+    if fl.unacked == 1:
+        fl.ack_due = s.now + t
+        if fl.ack_timer == NIL or fl.ack_timer > fl.ack_due:
+            fl.ack_timer = fl.ack_due
+            ev_push(s, fl.ack_due, EV_ACK_TIMER, f, 0)
+    return True
+
+
+cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept:
+    """Flow f's coalescing timer, an EV_ACK_TIMER due at t: ACK what is owed if it is due,
+    else wait for when it is."""
+    cdef Qp* fl
+    cdef int32_t held
+    if s.flows[f].qp == NIL:
+        return                                  # done: nothing is owed
+    fl = qp_of(s, f)
+    if fl.ack_timer != t:
+        return                                  # superseded by an earlier one
+    fl.ack_timer = NIL
+    if fl.unacked == 0 or fl.ack_held == NIL:
+        return                                  # ACKed meanwhile
+    if s.now < fl.ack_due:
+        fl.ack_timer = fl.ack_due               # owed since later than this timer was set for
+        ev_push(s, fl.ack_due, EV_ACK_TIMER, f, 0)
+        return
+    held = fl.ack_held
+    _ack_unacked(s, held, fl)
+    pkt_free(s, held)
+
+
+cdef inline bint _on_data(Sim* s, int32_t i) noexcept:
+    """Data packet i reached its receiver.  True when the receiver keeps it (_owe_ack)."""
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
     cdef Flow* rec = &s.flows[f]
@@ -84,7 +158,7 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
     cdef LossState* sk
     if rec.qp == NIL:
         _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate of a finished flow
-        return
+        return False
     fl = qp_of(s, f)
     if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
         fl.last_cnp = s.now
@@ -109,10 +183,12 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
                 flow_delivered(s, f)
         elif fl.unacked >= s.p.ack_every:
             _ack_unacked(s, i, fl)
+        else:
+            return _owe_ack(s, f, fl, i)        # (never with ack_every = 1)
     elif pk.seq > fl.rcv_nxt:
         sk = loss_of(s, fl)
         if sk == NULL:
-            return                              # out of memory: the loop stops on s.error
+            return False                        # out of memory: the loop stops on s.error
         if s.p.selective_repeat:
             set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // mtu)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
@@ -122,13 +198,15 @@ cdef inline void _on_data(Sim* s, int32_t i) noexcept:
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
     else:
         _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # duplicate: re-ACK what we have
+    return False
 
 
 cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept:
     """Packet i has fully arrived at the NIC of `host` (PAUSE frames excepted)."""
     cdef int32_t kind = s.pkts[i].kind
     if kind == PK_DATA:
-        _on_data(s, i)
+        if _on_data(s, i):
+            return                              # kept until the ACK that covers it
     elif kind == PK_CNP:
         nic_on_cnp(s, i)
     else:

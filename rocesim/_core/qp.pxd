@@ -16,6 +16,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, Qp, LossRec, NIL, ERR_NOMEM
 from rocesim._core.loss cimport loss_free
+from rocesim._core.pool cimport pkt_free
 from rocesim._core.growth cimport room_for_one
 
 cdef enum:
@@ -79,6 +80,8 @@ cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
     memset(qp, 0, s.qp_stride)
     qp.flow = f
     qp.next_free = NIL
+    qp.ack_held = NIL
+    qp.ack_timer = NIL
     s.flows[f].qp = q
     s.qp_used += 1
     if s.qp_used > s.qp_peak:
@@ -104,6 +107,9 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     if q == NIL:
         return
     qp = qp_at(s, q)
+    if qp.ack_held != NIL:           # (the last byte's ACK releases it: left only by a cut run)
+        pkt_free(s, qp.ack_held)
+        qp.ack_held = NIL
     if qp.loss != NULL and (qp.loss.retx_bytes or qp.loss.n_timeouts):
         _log_losses(s, f, qp)
     loss_free(qp)

@@ -21,8 +21,9 @@ Files written by `Results.write(outdir)`:
 * `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
   flows_completed, sim_time_ns, wall_s and more; `deadlock` (true/false) and
   `deadlock_cycles` (formed_ns, detected_ns, priority, switches, ports, links, flows).
-* `deadlocks.csv` with deadlock detection on: one row per cycle found (cycle, formed_ns,
-  detected_ns, priority, length, switches, ports, links, flows; lists space-separated).
+* `deadlocks.csv` with deadlock detection on, or a cycle found when the run stalled: one
+  row per cycle found (cycle, formed_ns, detected_ns, priority, length, switches, ports,
+  links, flows; lists space-separated).
 * `fct.txt` with `hpcc_fct=True`: the HPCC ns-3 fork's FCT format (`sip dip sport
   dport size start_ns fct_ns standalone_fct_ns`), so its analysis scripts run on ours.
 """
@@ -171,8 +172,15 @@ class Results:
                          f"{' '.join(c['links'])} (flows {' '.join(map(str, c['flows'][:10]))}"
                          f"{' ...' if len(c['flows']) > 10 else ''})")
         if s.get("stalled"):
-            lines.append("stalled: flows are unfinished and nothing can move them (no event left, or "
-                         "nothing delivered for a simulated second; a PFC deadlock? see pfc.csv); stopped")
+            n = s["flows_total"] - s["flows_completed"]
+            unfinished = f"{n} flow{'s' if n != 1 else ''}"
+            if s.get("deadlock"):
+                lines.append(f"stalled: {unfinished} unfinished, held by the deadlock above; stopped")
+            else:
+                # the stall was searched for PFC cycles (Simulation.run), detection on or off
+                lines.append(f"stalled: {unfinished} unfinished and nothing can move them (no event "
+                             "left, or nothing delivered for a simulated second), with no PFC deadlock "
+                             "cycle holding them (paused ports: pfc.csv); stopped")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
         elif s.get("stopped_at_limit") and s["flows_completed"] < s["flows_total"]:
@@ -198,7 +206,7 @@ class Results:
                                     end_ns=np.array([np.nan if f["end_ns"] is None else f["end_ns"] for f in fs]),
                                     target=np.array([f["target"] for f in fs], object),
                                     detail=np.array([f["detail"] for f in fs], object))
-        if self.summary.get("deadlock_detection"):
+        if self.summary.get("deadlock_detection") or self.summary.get("deadlock_cycles"):
             tables["deadlocks"] = deadlock_table(self.summary["deadlock_cycles"])
         if self.collectives is not None:
             tables["collectives"] = self.collectives
