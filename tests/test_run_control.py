@@ -6,10 +6,8 @@ import sys
 import numpy as np
 
 import rocesim.simulation as simulation
-from helpers import same_rocesim_env
+from helpers import interrupt_on_slice, same_rocesim_env
 from rocesim import Simulation, run_progress, topology
-
-from helpers import interrupt_on_slice
 
 
 def incast_sim():
