@@ -102,7 +102,15 @@ def _check(args) -> int:
     return 0
 
 
+def _existing_folders(paths) -> None:
+    """Refuse, before reading anything, a folder argument that names no folder."""
+    for path in paths:
+        if not os.path.isdir(path):
+            raise ScenarioError(path, "not a folder" if os.path.exists(path) else "no such folder")
+
+
 def _plot(args) -> int:
+    _existing_folders(args.outdirs)
     sweep_dir = len(args.outdirs) == 1 and os.path.isfile(os.path.join(args.outdirs[0], "index.csv"))
     try:
         if sweep_dir:
@@ -154,6 +162,7 @@ def _sweep(args) -> int:
 
 def _table(args) -> int:
     from rocesim.sweep.table import markdown
+    _existing_folders([args.sweep_dir])
     split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
     try:
         text = markdown(args.sweep_dir, args.metric or None, split(args.rows), args.cols)

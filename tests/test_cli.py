@@ -219,9 +219,24 @@ def test_plot_two_runs(tmp_path, capsys):
 
 
 def test_plot_errors(tmp_path, capsys):
-    assert main(["plot", str(tmp_path / "missing")]) == 2
+    assert main(["plot", str(tmp_path)]) == 2                          # a folder, but no run's
     err = capsys.readouterr().err
     assert err.startswith("rocesim: error: ") and "holds no flows.csv or flows.parquet" in err
+
+
+@pytest.mark.parametrize("command", ["plot", "table"])
+def test_plot_and_table_name_a_missing_folder(tmp_path, capsys, command):
+    _, a = run(tmp_path, None, "--no-plot", out="a")
+    capsys.readouterr()
+    missing, a_file = tmp_path / "nonexist", a / "flows.csv"
+    assert main([command, str(missing)]) == 2
+    assert capsys.readouterr().err == f"rocesim: error: {missing}: no such folder\n"
+    assert main([command, str(a_file)]) == 2
+    assert capsys.readouterr().err == f"rocesim: error: {a_file}: not a folder\n"
+    if command == "plot":                                              # every folder is checked first
+        assert main(["plot", str(a), str(missing), "-o", str(tmp_path / "x.png")]) == 2
+        assert capsys.readouterr().err == f"rocesim: error: {missing}: no such folder\n"
+        assert not (tmp_path / "x.png").exists()
 
 
 # --- errors ------------------------------------------------------------------------------------
