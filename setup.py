@@ -27,6 +27,7 @@ from setuptools.modified import newer_group
 
 CORE = Path("rocesim") / "_core"
 JOBS = os.cpu_count() or 1
+# a change here (or to the compile flags) is not seen as a change: delete rocesim/_core/*.c then
 DIRECTIVES = {"language_level": 3, "boundscheck": False, "wraparound": False,
               "cdivision": True, "initializedcheck": False}
 
@@ -67,8 +68,8 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         built = self.get_ext_fullpath(ext.name)
         in_place = self.get_ext_filename(self.get_ext_fullname(ext.name))   # relative to this folder
-        if (not self.force and built != os.path.abspath(in_place) and os.path.exists(in_place)
-                and not newer_group(list(ext.sources) + list(ext.depends), in_place)):
+        fresh = os.path.exists(in_place) and not newer_group(list(ext.sources) + list(ext.depends), in_place)
+        if fresh and not self.force and os.path.abspath(built) != os.path.abspath(in_place):
             self.mkpath(os.path.dirname(built))
             self.copy_file(in_place, built)
             return
