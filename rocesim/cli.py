@@ -225,20 +225,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     scenario_help = "scenario YAML file (`rocesim keys` lists its keys)"
     set_help = "override a scenario key (value in YAML syntax); repeatable"
-    done = (0, 2, 130)
+    plain = (0, 2, 130)                                  # commands that neither run nor sweep
     r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130), "run a YAML scenario and write results", _run)
-    r.add_argument("scenario", help=scenario_help)
+    r.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     r.add_argument("-o", "--output", required=True, help="output folder (new or empty; see --force)")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
     r.add_argument("--no-plot", action="store_true", help="write no figures")
     r.add_argument("--force", action="store_true",
                    help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
-    c = command("check", done, "check a scenario without running it", _check)
-    c.add_argument("scenario", help=scenario_help)
+    c = command("check", plain, "check a scenario without running it", _check)
+    c.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
-    pl = command("plot", done, "plot result folders (FCT slowdown by size, training) side by side, "
-                               "or a sweep folder (a metric against a swept parameter, a heatmap)", _plot)
+    pl = command("plot", plain, "plot result folders (FCT slowdown by size, training) side by side, "
+                                "or a sweep folder (a metric against a swept parameter, a heatmap)", _plot)
     pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",
                     help="a `rocesim run` output folder (several: on one figure), or one sweep folder")
     pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--heatmap", nargs=2, metavar=("X", "Y"), help="sweep: a heatmap over two swept parameters")
     sw = command("sweep", (0, 1, 2, 130, 143),
                  "run a sweep file: a base scenario over a grid of parameters and seeds", _sweep)
-    sw.add_argument("sweep", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
+    sw.add_argument("sweep", metavar="SWEEP", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
     sw.add_argument("-o", "--output", required=True, help="output folder (a folder per run, index.csv)")
     sw.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="runs at a time (default: half the cores)")
@@ -258,18 +258,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run on a Dask cluster: tcp://HOST:8786, or 'local' for a LocalCluster of -j workers")
     sw.add_argument("--dry-run", action="store_true", help="list the runs and their state, run nothing")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    tb = command("table", done, "a markdown table of a sweep folder's index.csv (means over seeds)", _table)
+    tb = command("table", plain, "a markdown table of a sweep folder's index.csv (means over seeds)", _table)
     tb.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a `rocesim sweep` output folder")
     tb.add_argument("--metric", action="append", default=[], help="an index.csv metric; repeatable "
                     "(default: slowdown p50, p95, p99, or the iteration time of training sweeps)")
     tb.add_argument("--rows", help="swept parameters of the rows, comma-separated (default: all but seed)")
     tb.add_argument("--cols", help="a swept parameter whose values become columns (one metric)")
     tb.add_argument("-o", "--output", help="also write the table to this file")
-    sch = command("schemes", done, "list congestion-control schemes and their parameters", _schemes)
+    sch = command("schemes", plain, "list congestion-control schemes and their parameters", _schemes)
     sch.add_argument("name", nargs="?", metavar="NAME",
                     help="only this scheme (or 'package.module:Class', a scheme written in Python)")
-    k = command("keys", done, "list every scenario key: sections, topology and traffic kinds, settings "
-                              "with defaults, workload presets", _keys)
+    k = command("keys", plain, "list every scenario key: sections, topology and traffic kinds, settings "
+                               "with defaults, workload presets", _keys)
     k.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
     return p
 
