@@ -6,7 +6,7 @@ import os
 import sys
 
 from rocesim import config
-from rocesim.cc import builtin_schemes
+from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
 
 
@@ -72,6 +72,15 @@ def _run(args) -> int:
 
 EXIT_DEADLOCK = 3     # the run found a PFC deadlock
 EXIT_STALLED = 4      # flows unfinished and nothing could move them (no deadlock found)
+EXIT_CODES = {        # every exit status of the command; each command's --help lists its own
+    0: "ok",
+    1: "some sweep runs failed (error.txt in their folders); the same command retries them",
+    2: "input error (usage, scenario, file or folder), named in one line on stderr",
+    EXIT_DEADLOCK: "the run found a PFC deadlock",
+    EXIT_STALLED: "the run stalled: flows unfinished and nothing could move them",
+    130: "interrupted (Ctrl-C); what had finished is kept",
+    143: "the sweep was stopped by SIGTERM; finished runs are kept, the same command resumes",
+}
 
 
 def _exit_status(s) -> int:
@@ -103,7 +112,15 @@ def _check(args) -> int:
     return 0
 
 
+def _existing_folders(paths) -> None:
+    """Refuse, before reading anything, a folder argument that names no folder."""
+    for path in paths:
+        if not os.path.isdir(path):
+            raise ScenarioError(path, "not a folder" if os.path.exists(path) else "no such folder")
+
+
 def _plot(args) -> int:
+    _existing_folders(args.outdirs)
     sweep_dir = len(args.outdirs) == 1 and os.path.isfile(os.path.join(args.outdirs[0], "index.csv"))
     try:
         if sweep_dir:
@@ -164,6 +181,7 @@ def _sweep(args) -> int:
 
 def _table(args) -> int:
     from rocesim.sweep.table import markdown
+    _existing_folders([args.sweep_dir])
     split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
     try:
         text = markdown(args.sweep_dir, args.metric or None, split(args.rows), args.cols)
@@ -179,7 +197,8 @@ def _table(args) -> int:
 
 
 def _schemes(args) -> int:
-    for s in builtin_schemes().values():
+    schemes = [get_scheme(args.name, "rocesim schemes")] if args.name else builtin_schemes().values()
+    for s in schemes:
         print(f"{s.name}: {s.doc}")
         for name, default, doc in config.describe(s.params):
             print(f"    {name} (default {default}): {doc}")
@@ -193,38 +212,55 @@ def _keys(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def _exit_status_help(codes) -> str:
+    return "exit status:\n" + "\n".join(f"  {code:<4} {EXIT_CODES[code]}" for code in codes)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; every argument has a help line and every command lists its exit status."""
     from rocesim import __version__
-    p = argparse.ArgumentParser(prog="rocesim", description=__doc__)
+    from rocesim.keys import SECTIONS
+    raw = argparse.RawDescriptionHelpFormatter          # keeps the exit status table's lines
+    p = argparse.ArgumentParser(prog="rocesim", description=__doc__, formatter_class=raw,
+                                epilog=_exit_status_help(sorted(EXIT_CODES)))
     p.add_argument("--version", action="version", version=f"rocesim {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run a YAML scenario and write results")
-    r.add_argument("scenario")
-    r.add_argument("-o", "--output", required=True, help="output folder")
-    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override a scenario key (value in YAML syntax); repeatable")
-    r.add_argument("--no-plot", action="store_true", help="do not write slowdown.png")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           help="`rocesim COMMAND --help` describes one")
+
+    def command(name, codes, summary, func):
+        c = sub.add_parser(name, help=summary, description=summary, formatter_class=raw,
+                           epilog=_exit_status_help(codes))
+        c.set_defaults(func=func)
+        return c
+
+    scenario_help = "scenario YAML file (`rocesim keys` lists its keys)"
+    set_help = "override a scenario key (value in YAML syntax); repeatable"
+    plain = (0, 2, 130)                                  # commands that neither run nor sweep
+    r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130), "run a YAML scenario and write results", _run)
+    r.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
+    r.add_argument("-o", "--output", required=True, help="output folder (new or empty; see --force)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
+    r.add_argument("--no-plot", action="store_true", help="write no figures")
     r.add_argument("--force", action="store_true",
                    help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
-    r.set_defaults(func=_run)
-    c = sub.add_parser("check", help="check a scenario without running it")
-    c.add_argument("scenario")
-    c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
-    c.set_defaults(func=_check)
-    pl = sub.add_parser("plot", help="plot result folders (FCT slowdown by size, training) side by side, "
-                                     "or a sweep folder (a metric against a swept parameter, a heatmap)")
-    pl.add_argument("outdirs", nargs="+")
+    c = command("check", plain, "check a scenario without running it", _check)
+    c.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
+    c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
+    pl = command("plot", plain, "plot result folders (FCT slowdown by size, training) side by side, "
+                                "or a sweep folder (a metric against a swept parameter, a heatmap)", _plot)
+    pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",
+                    help="a `rocesim run` output folder (several: on one figure), or one sweep folder")
     pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
-    pl.add_argument("--bins", type=int, default=20)
+    pl.add_argument("--bins", type=int, default=20, help="flow-size bins of the slowdown figure (default: 20)")
     pl.add_argument("--metric", help="sweep: an index.csv metric (default: iteration_mean_ns for training "
                                      "sweeps, else slowdown_p99)")
     pl.add_argument("--x", help="sweep: the swept parameter on the x axis (default: the first but cc.scheme)")
     pl.add_argument("--by", help="sweep: a line per value of this parameter (default: cc.scheme)")
     pl.add_argument("--heatmap", nargs=2, metavar=("X", "Y"), help="sweep: a heatmap over two swept parameters")
-    pl.set_defaults(func=_plot)
-    sw = sub.add_parser("sweep", help="run a sweep file: a base scenario over a grid of parameters and seeds")
-    sw.add_argument("sweep", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
+    sw = command("sweep", (0, 1, 2, 130, 143),
+                 "run a sweep file: a base scenario over a grid of parameters and seeds", _sweep)
+    sw.add_argument("sweep", metavar="SWEEP", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
     sw.add_argument("-o", "--output", required=True, help="output folder (a folder per run, index.csv)")
     sw.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="runs at a time (default: half the cores)")
@@ -237,21 +273,24 @@ def main(argv=None) -> int:
                     help="run again the finished runs made from another scenario or other input files than "
                          "the sweep now asks (by default the sweep refuses to start)")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    sw.set_defaults(func=_sweep)
-    tb = sub.add_parser("table", help="a markdown table of a sweep folder's index.csv (means over seeds)")
-    tb.add_argument("sweep_dir")
+    tb = command("table", plain, "a markdown table of a sweep folder's index.csv (means over seeds)", _table)
+    tb.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a `rocesim sweep` output folder")
     tb.add_argument("--metric", action="append", default=[], help="an index.csv metric; repeatable "
                     "(default: slowdown p50, p95, p99, or the iteration time of training sweeps)")
     tb.add_argument("--rows", help="swept parameters of the rows, comma-separated (default: all but seed)")
     tb.add_argument("--cols", help="a swept parameter whose values become columns (one metric)")
     tb.add_argument("-o", "--output", help="also write the table to this file")
-    tb.set_defaults(func=_table)
-    sub.add_parser("schemes", help="list congestion-control schemes and their parameters").set_defaults(func=_schemes)
-    from rocesim.keys import SECTIONS
-    k = sub.add_parser("keys", help="list every scenario key: sections, topology and traffic kinds, settings "
-                                    "with defaults, workload presets")
+    sch = command("schemes", plain, "list congestion-control schemes and their parameters", _schemes)
+    sch.add_argument("name", nargs="?", metavar="NAME",
+                    help="only this scheme (or 'package.module:Class', a scheme written in Python)")
+    k = command("keys", plain, "list every scenario key: sections, topology and traffic kinds, settings "
+                               "with defaults, workload presets", _keys)
     k.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
-    k.set_defaults(func=_keys)
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
     try:
         return args.func(args)

@@ -1,4 +1,5 @@
 """Tests for the `rocesim` command (rocesim.cli): run, check, plot, schemes, keys, errors."""
+import argparse
 import csv
 import json
 import os
@@ -9,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import rocesim
-
+from helpers import same_rocesim_env
 from rocesim import config
-from rocesim.cli import main
+from rocesim.cc import builtin_schemes
+from rocesim.cli import EXIT_CODES, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -184,6 +185,27 @@ def test_schemes(capsys):
     assert lines[1].startswith("    window (default none): bytes in flight per flow")
 
 
+def test_schemes_name_prints_that_scheme_alone(capsys):
+    hpcc = builtin_schemes()["hpcc"]
+    assert main(["schemes", "hpcc"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"hpcc: {hpcc.doc}"] + [f"    {name} (default {default}): {doc}"
+                                             for name, default, doc in config.describe(hpcc.params)]
+    assert len(lines) > 3 and lines[1].startswith("    eta (default 0.95): ")
+    assert main(["schemes", "pyschemes:FixedRate"]) == 0            # a scheme written in Python
+    assert capsys.readouterr().out.splitlines() == ["pyschemes:FixedRate: Every flow sends at one fixed rate.",
+                                                     "    rate (default 10Gbps): the rate"]
+
+
+def test_schemes_unknown_name_lists_the_known_ones(capsys):
+    assert main(["schemes", "hpc"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"rocesim: error: rocesim schemes: unknown scheme 'hpc'; "
+                                   f"available: {', '.join(builtin_schemes())}")
+
+
 def test_keys(capsys):
     assert main(["keys"]) == 0
     out = capsys.readouterr().out
@@ -219,9 +241,24 @@ def test_plot_two_runs(tmp_path, capsys):
 
 
 def test_plot_errors(tmp_path, capsys):
-    assert main(["plot", str(tmp_path / "missing")]) == 2
+    assert main(["plot", str(tmp_path)]) == 2                          # a folder, but no run's
     err = capsys.readouterr().err
     assert err.startswith("rocesim: error: ") and "holds no flows.csv or flows.parquet" in err
+
+
+@pytest.mark.parametrize("command", ["plot", "table"])
+def test_plot_and_table_name_a_missing_folder(tmp_path, capsys, command):
+    _, a = run(tmp_path, None, "--no-plot", out="a")
+    capsys.readouterr()
+    missing, a_file = tmp_path / "nonexist", a / "flows.csv"
+    assert main([command, str(missing)]) == 2
+    assert capsys.readouterr().err == f"rocesim: error: {missing}: no such folder\n"
+    assert main([command, str(a_file)]) == 2
+    assert capsys.readouterr().err == f"rocesim: error: {a_file}: not a folder\n"
+    if command == "plot":                                              # every folder is checked first
+        assert main(["plot", str(a), str(missing), "-o", str(tmp_path / "x.png")]) == 2
+        assert capsys.readouterr().err == f"rocesim: error: {missing}: no such folder\n"
+        assert not (tmp_path / "x.png").exists()
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -261,6 +298,43 @@ def test_missing_and_unreadable_scenario_files(tmp_path, capsys):
     assert "must hold a mapping" in capsys.readouterr().err
 
 
+def _commands(parser):
+    """(name, parser) of the command and of every subcommand, depth first."""
+    yield parser.prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _commands(sub)
+
+
+def test_every_argument_and_command_has_help():
+    commands = dict(_commands(build_parser()))
+    assert set(commands) == {"rocesim"} | {f"rocesim {c}" for c in
+                                           ("run", "check", "plot", "sweep", "table", "schemes", "keys")}
+    for prog, parser in commands.items():
+        for action in parser._actions:
+            assert action.help and action.help != argparse.SUPPRESS, f"{prog}: {action.dest} has no help"
+            for choice in getattr(action, "_choices_actions", []):       # the subcommands' one-liners
+                assert choice.help, f"{prog} {choice.dest} has no help"
+
+
+@pytest.mark.parametrize("command, codes", [
+    ([], sorted(EXIT_CODES)),
+    (["run"], [0, 2, 3, 4, 130]),
+    (["sweep"], [0, 1, 2, 130, 143]),
+    (["check"], [0, 2, 130]), (["plot"], [0, 2, 130]), (["table"], [0, 2, 130]),
+    (["schemes"], [0, 2, 130]), (["keys"], [0, 2, 130]),
+])
+def test_help_lists_the_exit_status(capsys, command, codes):
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    table = out[out.index("\nexit status:\n") + len("\nexit status:\n"):].splitlines()
+    assert table == [f"  {code:<4} {EXIT_CODES[code]}" for code in codes]
+    assert {0, 1, 2, 3, 4, 130, 143} == set(EXIT_CODES)
+
+
 def test_usage_errors():
     with pytest.raises(SystemExit) as info:
         main(["run", "x.yaml"])                                        # -o is required
@@ -272,9 +346,7 @@ def test_usage_errors():
 
 def test_python_m_rocesim(tmp_path):
     """The real command line: exit codes, stdout and stderr of `python -m rocesim`."""
-    # the package the tests import (installed or in place), not necessarily the source tree
-    here = os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    env = same_rocesim_env()     # the package the tests import (installed or in place)
     bad = write_scenario(tmp_path, scenario(traffic=[{"kind": "incast", "senders": [1, 7], "receiver": 0,
                                                       "size": "1KB"}]), "bad.yaml")
     good = write_scenario(tmp_path, scenario(), "good.yaml")

@@ -8,15 +8,26 @@ import subprocess
 import sys
 import textwrap
 
+import rocesim
+from helpers import same_rocesim_env
+from rocesim._core import engine
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_child(code):
-    """Run `code` in a fresh interpreter (tests folder on the path); its stdout."""
+    """Run `code` in a fresh interpreter, with the tests folder on the path, that imports the
+    rocesim these tests import, not whichever it would find by itself (an editable install
+    of another clone, an unbuilt source folder); its stdout."""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, cwd=TESTS, timeout=120)
+                          text=True, cwd=TESTS, timeout=120, env=same_rocesim_env())
     assert proc.returncode == 0, f"child exited {proc.returncode}: {proc.stderr[-2000:]}"
     return proc.stdout
+
+
+def test_children_import_the_rocesim_under_test():
+    out = run_child("import rocesim, rocesim._core.engine as e; print(rocesim.__file__); print(e.__file__)")
+    assert out.splitlines() == [rocesim.__file__, engine.__file__]
 
 
 def test_python_scheme_handles_stay_valid_after_the_run():

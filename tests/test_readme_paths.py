@@ -44,3 +44,19 @@ def test_no_readme_path_is_ignored_by_git():
     if res.returncode == 128:
         pytest.skip("not a git checkout")
     assert res.stdout.split() == [], "README paths hidden by .gitignore"
+
+
+def _readme_top_commands():
+    """The README's first two commands: install and quickstart, install and test."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        blocks = re.findall(r"```bash\n(.*?)\n```", f.read(), re.S)
+    return blocks[0], blocks[1]
+
+
+def test_ci_runs_the_readme_test_command_and_both_install_alike():
+    quickstart, tests = _readme_top_commands()
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        assert tests in f.read().splitlines()
+    # the tests check the commands run from the clone's root against the install they run on:
+    # the quickstart's must be the same kind (editable, so that those commands work after it)
+    assert quickstart.startswith("pip install -e . && ") and tests.startswith("pip install -e \".[test]\" && ")
