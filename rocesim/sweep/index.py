@@ -119,10 +119,23 @@ def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[di
         elif run.name in unrecorded:
             row["error"] = _last_line(unrecorded[run.name] or "")
         else:
-            with open(os.path.join(d, job.ERROR_FILE)) as f:
-                row["error"] = _last_line(f.read())
+            row["error"] = _error_line(d)
         out.append(row)
     return out
+
+
+def _error_line(folder: str) -> str:
+    """A failed run's error in one line: params.json's `error` (the exception, without the
+    notes a traceback may end with), else the last line of error.txt."""
+    try:
+        with open(os.path.join(folder, job.PARAMS_FILE)) as f:
+            error = json.load(f).get("error")
+        if isinstance(error, str) and error:
+            return error[:300]
+    except (OSError, ValueError, AttributeError):
+        pass
+    with open(os.path.join(folder, job.ERROR_FILE)) as f:
+        return _last_line(f.read())
 
 
 def _last_line(text: str) -> str:

@@ -90,8 +90,8 @@ def _run_into(run, tmp: str) -> dict:
     except Exception as e:  # noqa: BLE001 - any failure of one run is recorded, the sweep goes on
         _fresh(tmp)                                # keep no half-written result beside the error
         _write(os.path.join(tmp, ERROR_FILE), "".join(traceback.format_exception(type(e), e, e.__traceback__)))
-        record["status"] = "failed"
-        outcome = _outcome(run, FAILED, "failed", _short(e))
+        record["status"], record["error"] = "failed", _short(e)
+        outcome = _outcome(run, FAILED, "failed", record["error"])
     _write(os.path.join(tmp, PARAMS_FILE), json.dumps(record, indent=2) + "\n")
     return outcome
 
