@@ -39,7 +39,8 @@ def _refuse_unbuilt(missing: str) -> None:
 
 
 try:
-    from rocesim import topology, traffic
+    from rocesim import traffic
+    from rocesim.network import topology
     from rocesim.errors import ScenarioError
     from rocesim.results import Results
     from rocesim.simulation import Simulation

@@ -17,7 +17,7 @@ def lines(section: str | None = None):
     """Yield `name = default` lines, each followed by an indented description."""
     from rocesim import config
     from rocesim import scenario as sc
-    from rocesim.faults import DOCS
+    from rocesim.network.faults import DOCS
     from rocesim.training.workloads.llm import LLM_PRESETS
     from rocesim.training.workloads.presets import PRESETS
 

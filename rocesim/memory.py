@@ -1,36 +1,114 @@
-"""The memory guard: a topology and its traffic are refused before anything big is built
-when their estimated memory (`rocesim.topology.memory_estimate`) exceeds a limit (by
-default 75% of the machine's memory; `limits.memory` in YAML, `memory_limit` in
-`Simulation`).  The same guard serves the YAML loader, the Python API and the workload
+"""The memory model and guard: a topology and its traffic are refused before anything big
+is built when their estimated memory (`memory_estimate`) exceeds a limit (by default 75%
+of the machine's memory; `limits.memory` in YAML, `memory_limit` in `Simulation`).  The same guard serves the YAML loader, the Python API and the workload
 generators, which check their whole run once its first iteration is built."""
 from __future__ import annotations
 
-from rocesim import topology as topo_mod
+import os
+
 from rocesim.errors import ScenarioError
 
 
+# --- the memory model ----------------------------------------------------------------
+
+# Bytes the current implementation holds, per item (measured with getrusage on fat trees
+# k=16/24 and stars of 3000/6000 hosts, then rounded up):
+MEMORY_PER_NODE = 256
+"""Topology lists, the core's Host/Switch structs, per-node arrays."""
+MEMORY_PER_PORT = 1024
+"""The core's Port struct (about 560 B), per-port numpy arrays and result counters."""
+MEMORY_PER_ROUTE_CELL = 32
+"""Per (switch port, host) pair: routing.build_routes compares dense int32 hop-distance
+matrices [switch ports x hosts] and keeps boolean masks and the ECMP entries (18-30 B
+measured)."""
+MEMORY_PER_NODE_HOST = 4
+"""Per (node, host) pair: the int32 hop-distance matrix of routing._host_distances."""
+MEMORY_PER_SWITCH_HOST = 16
+"""Per (switch, host) pair: route_off/route_cnt (int32) in Python and in the core."""
+MEMORY_PER_FLOW = 352
+"""Per flow or compute step, at the worst: the core's 64-byte record, the Python flow columns
+and the result arrays, and a queue pair and a packet if every flow is in flight at once
+(a 1024-rank all-to-all of one-packet flows without congestion control: 1 M flows, 386 MB
+peak, 45 MB of it before any flow)."""
+
+DEFAULT_MEMORY_LIMIT_FALLBACK = 16 * 10**9
+"""The memory limit when the machine's physical memory cannot be read."""
+
+
+def memory_estimate(n_hosts: int, n_switches: int, n_links: int, n_flows: int = 0) -> int:
+    """Bytes a simulation of this size needs, estimated before anything is built.
+
+    With ``H`` hosts, ``S`` switches, ``L`` links (``P = 2 L`` ports, of which
+    ``P - H`` are switch ports, since every host has one link) and ``F`` flows::
+
+        256 (H + S) + 1024 P + 32 (P - H) H + 4 (H + S) H + 16 S H + 640 F
+
+    The ``(P - H) H`` term dominates for large fabrics: routing tables are built from
+    dense [switch port x host] arrays. The figure is an upper-end estimate of the peak
+    (exact for fat trees to about 10%, twice the peak for a star).
+    """
+    hosts, switches, links, flows = (max(int(n), 0) for n in (n_hosts, n_switches, n_links, n_flows))
+    ports = 2 * links
+    switch_ports = max(ports - hosts, 0)
+    nodes = hosts + switches
+    return (
+        MEMORY_PER_NODE * nodes
+        + MEMORY_PER_PORT * ports
+        + MEMORY_PER_ROUTE_CELL * switch_ports * hosts
+        + MEMORY_PER_NODE_HOST * nodes * hosts
+        + MEMORY_PER_SWITCH_HOST * switches * hosts
+        + MEMORY_PER_FLOW * flows
+    )
+
+
+def default_memory_limit() -> int:
+    """75% of the machine's physical memory (``os.sysconf``), or 16 GB if unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return DEFAULT_MEMORY_LIMIT_FALLBACK
+    if not isinstance(total, int) or total <= 0:
+        return DEFAULT_MEMORY_LIMIT_FALLBACK
+    return total * 3 // 4
+
+
+def approx_bytes(n: int) -> str:
+    """A byte count for messages, to about two significant figures: ``"3.1 TB"``."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB", "EB"):
+        if value < 1000 or unit == "EB":
+            break
+        value /= 1000
+    if unit == "B":
+        return f"{int(value)} B"
+    return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+
+# --- the guard -------------------------------------------------------------------------
+
 class MemoryLimit:
     """Refuses, before anything big is built, a topology and traffic whose estimated
-    memory (`rocesim.topology.memory_estimate`) exceeds `limit` bytes."""
+    memory (`memory_estimate`) exceeds `limit` bytes."""
 
     def __init__(self, limit: int | None = None, configured: bool = False, setting: str = "limits.memory: {}"):
-        self.limit = topo_mod.default_memory_limit() if limit is None else limit
+        self.limit = default_memory_limit() if limit is None else limit
         self.configured = configured
         self.setting = setting           # how the user raises it, "{}" the size
         self.shape = (0, 0, 0)
 
     def _over(self, need) -> str:
         where = "" if self.configured else " (75% of this machine's memory)"
-        text = (f"needs about {topo_mod.approx_bytes(need)}; the limit is "
-                f"{topo_mod.approx_bytes(self.limit)}{where}")
-        physical = topo_mod.default_memory_limit() * 4 // 3
+        text = (f"needs about {approx_bytes(need)}; the limit is "
+                f"{approx_bytes(self.limit)}{where}")
+        physical = default_memory_limit() * 4 // 3
         if need > physical:
-            return text + f", and this machine has {topo_mod.approx_bytes(physical)}"
+            return text + f", and this machine has {approx_bytes(physical)}"
         return text + f" (set `{self.setting.format(_raise_to(need))}` to raise it)"
 
     def topology(self, key, what, hosts, switches, links):
         """Check a topology of this size, from its parameters, before it is built."""
-        need = topo_mod.memory_estimate(hosts, switches, links)
+        need = memory_estimate(hosts, switches, links)
         if need > self.limit:
             plural = "" if switches == 1 else "es"
             raise ScenarioError(key, f"{what} ({hosts:,} hosts, {switches:,} switch{plural}) {self._over(need)}")
@@ -38,7 +116,7 @@ class MemoryLimit:
 
     def flows(self, key, what, existing, more):
         """Check that `more` flows on top of `existing` fit with the topology."""
-        need = topo_mod.memory_estimate(*self.shape, existing + more)
+        need = memory_estimate(*self.shape, existing + more)
         if need > self.limit:
             raise ScenarioError(key, f"{what}: about {int(more):,} flows on {self.shape[0]:,} hosts "
                                      f"{self._over(need)}")

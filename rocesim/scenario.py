@@ -19,7 +19,7 @@ Every mistake raises one `ScenarioError` naming the key path (`traffic[1].load`)
 the reason.  Sizes, rates and times need explicit units.  Relative file paths are
 read from the scenario file's folder.  Nesting deeper than `MAX_DEPTH` levels, text
 that is not UTF-8, and a topology or traffic whose estimated memory
-(`rocesim.topology.memory_estimate`) exceeds `limits.memory` are refused up front.
+(`rocesim.memory.memory_estimate`) exceeds `limits.memory` are refused up front.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
-from rocesim import topology as topo_mod
+from rocesim.network import topology as topo_mod
 from rocesim import traffic as tr
 from rocesim._textfile import decode_utf8, read_text
 from rocesim.memory import MemoryLimit
@@ -261,10 +261,10 @@ def build_topology(d, base_dir=".", key="topology", memory=None):
 
 
 def build_platform(d, base_dir=".", key="topology", memory=None):
-    """A `rocesim.platform.Platform` from the scenario's `topology:` mapping: multi-GPU
+    """A `rocesim.network.platform.Platform` from the scenario's `topology:` mapping: multi-GPU
     servers for `rail_optimized`, `rail_only`, and `leaf_spine`/`fat_tree`/`clos3` with
     `gpus_per_server`; otherwise one rank per host.  `memory` as for `build_topology`."""
-    from rocesim import platform as pf
+    from rocesim.network import platform as pf
     _mapping(d, key)
     kind = _kind(d, key, _TOPOLOGIES, "topology")
     memory = MemoryLimit() if memory is None else memory
@@ -298,7 +298,7 @@ SERVER_KEYS = ("gpus_per_server", "nics_per_server", "scale_up")
 
 def _scale_up(v, key):
     """`scale_up: {rate, delay, kind}`: each GPU's rate per direction and a hop's latency."""
-    from rocesim.platform import SCALE_UP_KINDS, ScaleUp
+    from rocesim.network.platform import SCALE_UP_KINDS, ScaleUp
     if v is None:
         return None
     _keys(v, key, ("rate", "delay"), ("kind",))
@@ -315,7 +315,7 @@ def _server_shape(d, key, memory, what):
 
 
 def _rail_optimized(d, key, memory):
-    from rocesim import platform as pf
+    from rocesim.network import platform as pf
     _kind_keys(d, key, TOPOLOGY_KEYS, "rail_optimized")
     servers = _server_shape(d, key, memory, "rail_optimized")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
@@ -329,7 +329,7 @@ def _rail_optimized(d, key, memory):
 
 
 def _rail_only(d, key, memory):
-    from rocesim import platform as pf
+    from rocesim.network import platform as pf
     _kind_keys(d, key, TOPOLOGY_KEYS, "rail_only")
     servers = _server_shape(d, key, memory, "rail_only")
     rate, delay = _link(d["nic_link"], f"{key}.nic_link")
@@ -340,7 +340,7 @@ def _rail_only(d, key, memory):
 def _astra_sim(d, key, memory, base_dir):
     """`{kind: astra_sim, path: network.yml, scale_up_dims: 1}`: an ASTRA-sim 2.0 network
     file as the equivalent rail_only / rail_optimized platform (rocesim/astra_network.py)."""
-    from rocesim.astra_network import to_topology
+    from rocesim.network.astra_network import to_topology
     _kind_keys(d, key, TOPOLOGY_KEYS, "astra_sim")
     path = _path(base_dir, d["path"], f"{key}.path")
     network = parse_yaml(read_text(path), path)

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim import config, routing
-from rocesim import faults as faults_mod
+from rocesim import config
+
+from rocesim.network import routing
+from rocesim.network import faults as faults_mod
 from rocesim.cc import Context, get_scheme
 from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
 from rocesim.errors import ScenarioError
@@ -63,9 +65,9 @@ class Simulation:
 
     Parameters
     ----------
-    topology : rocesim.topology.Topology or rocesim.platform.Platform
-        Hosts 0..H-1 and switches; see `rocesim.topology` for builders.  A `Platform`
-        (multi-GPU servers, `rocesim.platform`) makes its NICs the hosts and its GPUs the
+    topology : rocesim.network.topology.Topology or rocesim.network.platform.Platform
+        Hosts 0..H-1 and switches; see `rocesim.network.topology` for builders.  A `Platform`
+        (multi-GPU servers, `rocesim.network.platform`) makes its NICs the hosts and its GPUs the
         ranks of collectives and workloads; with a plain topology, rank = host.
     switch, nic : dict, optional
         Settings as in the YAML `switch:` and `nic:` sections (`rocesim keys` lists
@@ -89,7 +91,7 @@ class Simulation:
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
                  routes=None, seed=1, deadlock=None, memory_limit=None):
-        from rocesim.platform import Platform
+        from rocesim.network.platform import Platform
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
         topology.validate()
@@ -101,15 +103,15 @@ class Simulation:
         self.seed = seed
         self.scheme = get_scheme(cc)
         self.cc_params = self.scheme.resolve_params(cc_params)
-        self.switch = config.resolve(config.SWITCH, switch, "switch")
+        self.switch = config.SWITCH.resolve(switch, "switch")
         if isinstance(nic, dict) or nic is None:      # the scheme's NIC defaults, unless set
             nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
-        self.nic = config.resolve(config.NIC, nic, "nic")
+        self.nic = config.NIC.resolve(nic, "nic")
         self.deadlock = config.resolve_deadlock(deadlock)
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
-        self.faults = []             # rocesim.faults.Fault, in the order added
+        self.faults = []             # rocesim.network.faults.Fault, in the order added
         self.collectives = []        # CollectiveRecord of every collective added
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
@@ -329,7 +331,7 @@ class Simulation:
     # --- faults -------------------------------------------------------------------------
 
     def add_fault(self, kind=None, at=None, **kw):
-        """Schedule a fault (see `rocesim.faults`): `add_fault("nic_stop", "100us", host=3,
+        """Schedule a fault (see `rocesim.network.faults`): `add_fault("nic_stop", "100us", host=3,
         **{"for": "1ms"})`, `add_fault("link_down", "200us", link=[9, 12], until="1ms")`,
         `add_fault("link_rate", "300us", link=[9, 12], rate="25Gbps")`."""
         self._not_running("add_fault")

@@ -1,5 +1,5 @@
 """Small topologies and closed forms shared by the physics tests."""
-from rocesim import topology
+from rocesim.network import topology
 
 HDR, MTU, ACK = 48, 1000, 60
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from rocesim import ScenarioError, scenario
-from rocesim.astra_network import to_topology
+from rocesim.network.astra_network import to_topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

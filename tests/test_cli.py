@@ -218,7 +218,7 @@ def test_keys(capsys):
     assert "switch.buffer = 32MB" in lines and "nic.payload = 1000B" in lines
     assert "switch.pfc.priorities = [1, 2, 3, 4, 5, 6, 7]" in lines
     assert "switch.pfc.enabled = True" in lines
-    from rocesim.faults import DOCS
+    from rocesim.network.faults import DOCS
     n_fault_keys = sum(len(rows) for rows in DOCS.values())
     assert "faults[].nic_stop.for = forever" in lines
     assert sum(line.startswith("faults[]") for line in lines) == n_fault_keys

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation
-from rocesim import platform as pf
-from rocesim.platform import ScaleUp
+from rocesim.network import platform as pf
+from rocesim.network.platform import ScaleUp
 from rocesim.training.dimensions import chunk_orders
 
 MIB = 1024 * 1024

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocesim import scenario as sc
-from rocesim import simulation
-from rocesim import topology as topo_mod
+from rocesim import memory, simulation
+from rocesim.network import topology as topo_mod
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
 
@@ -187,11 +187,11 @@ def test_memory_estimate_formula():
     assert (H, S, L) == (128, 80, 384)
     P = 2 * L
     expected = 256 * (H + S) + 1024 * P + 32 * (P - H) * H + 4 * (H + S) * H + 16 * S * H + 352 * 10
-    assert topo_mod.memory_estimate(H, S, L, 10) == expected
+    assert memory.memory_estimate(H, S, L, 10) == expected
     for k in (4, 8):
         t = topo_mod.fat_tree(k, "1Gbps", "1us")
         assert topo_mod.shape("fat_tree", k=k) == (t.n_hosts, t.n_switches, t.n_links)
-    assert topo_mod.default_memory_limit() > 0
+    assert memory.default_memory_limit() > 0
 
 
 @pytest.mark.parametrize("topology, key, words", [
@@ -264,7 +264,8 @@ def test_workload_with_absurd_iterations_refused_after_one(model, monkeypatch):
 
 def test_python_api_refuses_a_topology_too_big_before_building_it(monkeypatch):
     """`Simulation(topology.fat_tree(64))` failed after 50 s with numpy's MemoryError."""
-    from rocesim import Simulation, routing
+    from rocesim import Simulation
+    from rocesim.network import routing
     monkeypatch.setattr(routing, "build_ports", lambda *a: pytest.fail("the network was built"))
     topo = topo_mod.fat_tree(16, "100Gbps", "1us")              # about 170 MB
     with pytest.raises(ScenarioError) as e:

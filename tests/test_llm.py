@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation, scenario, topology
-from rocesim import platform as pf
-from rocesim.platform import ScaleUp
+from rocesim.network import platform as pf
+from rocesim.network.platform import ScaleUp
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.llm import LLM, add_llm_training, gpt, mixtral, schedule
 

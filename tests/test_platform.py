@@ -11,8 +11,8 @@ import pytest
 
 from helpers import ser_ps
 from rocesim import ScenarioError, Simulation, scenario, topology
-from rocesim import platform as pf
-from rocesim.platform import ScaleUp
+from rocesim.network import platform as pf
+from rocesim.network.platform import ScaleUp
 
 B, D = 200e9, 0.5e-6
 ALPHA = 2 * D + ser_ps(1048, 200 * 10**9) * 1e-12

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from helpers import ser_ps
-from rocesim import ScenarioError, Simulation, routing, topology
+from rocesim import ScenarioError, Simulation, topology
+from rocesim.network import routing
 
 US = 10**6
 

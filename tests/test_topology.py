@@ -1,4 +1,4 @@
-"""Tests for rocesim.topology."""
+"""Tests for rocesim.network.topology."""
 
 from collections import Counter
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rocesim.errors import ScenarioError
-from rocesim.topology import (
+from rocesim.network.topology import (
     Topology,
     clos3,
     dumbbell,

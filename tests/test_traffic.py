@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rocesim.errors import ScenarioError
-from rocesim.topology import Topology, from_hpcc_file, star
+from rocesim.network.topology import Topology, from_hpcc_file, star
 from rocesim.traffic import (
     DEFAULT_DPORT,
     DEFAULT_PRIO,

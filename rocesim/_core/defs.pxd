@@ -404,7 +404,7 @@ cdef struct Sim:
     LossRec* losses        # flows done with retransmissions or timeouts (their counts)
     int64_t n_losses
     int64_t cap_losses
-    # routing (rocesim.routing.RouteTables): (switch, destination class) -> equal-cost
+    # routing (rocesim.network.routing.RouteTables): (switch, destination class) -> equal-cost
     # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
     int32_t* route_class   # [dst host]: its destination class
     int32_t n_route_classes

@@ -79,7 +79,7 @@ cdef void* _aligned_zeroed(size_t nbytes):
 
 
 def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_class):
-    """Validated routing tables (see rocesim.routing.RouteTables): the destination class
+    """Validated routing tables (see rocesim.network.routing.RouteTables): the destination class
     of each host (default: one class per host), the class count, and the CSR arrays."""
     if route_class is None:
         route_class = np.arange(H, dtype=np.int32)

@@ -4,7 +4,7 @@
 The table holds, per (switch, destination class), the equal-cost egress ports
 (after any per-switch overrides the scenario set); the hosts behind one ToR share a
 class, and at that ToR the group is 'direct' (cnt -1): the port towards the host
-itself (rocesim.routing.RouteTables).  ECMP picks one by a hash of the
+itself (rocesim.network.routing.RouteTables).  ECMP picks one by a hash of the
 flow's 5-tuple mixed with the switch's seed, so a flow keeps one path and two
 switches do not make correlated choices (as the HPCC fork hashes with a
 per-switch seed).  Data packets of a flow with an explicit path follow it; its

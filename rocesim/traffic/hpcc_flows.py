@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .._textfile import Line, declared_records, read_lines
 from ..errors import ScenarioError
-from ..topology import Topology
+from ..network.topology import Topology
 from ..units import parse_time
 from ._args import MAX_PRIO
 from .flowtable import FlowTable

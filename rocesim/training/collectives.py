@@ -1,6 +1,6 @@
 """Collective operations as dependency graphs of flows (all-reduce, all-to-all, ...).
 
-A collective on ranks r_0..r_{p-1} (GPUs of a `rocesim.platform.Platform`; on a plain
+A collective on ranks r_0..r_{p-1} (GPUs of a `rocesim.network.platform.Platform`; on a plain
 topology, hosts) becomes flows with data dependencies: a
 rank forwards data only after the data it depends on has arrived.  Every message is
 split into `chunks` pieces that pipeline through the steps; the chunks of one
@@ -15,7 +15,7 @@ of which each rank sends size/p to every rank including itself, so (p-1)/p of it
 the rank; broadcast/reduce: the buffer).
 
 On a multi-GPU platform a transfer between GPUs of one server crosses the scale-up
-domain as a fluid transfer (compute-like nodes, see `rocesim.platform`), one between
+domain as a fluid transfer (compute-like nodes, see `rocesim.network.platform`), one between
 servers is a flow between the GPUs' NICs; with `pxn` (and always on a rail-only fabric)
 a transfer to another rail is forwarded through the GPU on the destination's rail.
 
@@ -108,13 +108,13 @@ class _Transfers:
     """
 
     def __init__(self, g, ranks, chunks, prio, cid, iteration, tag, platform=None, pxn=False):
-        from rocesim.platform import Platform
+        from rocesim.network.platform import Platform
         self.g, self.ranks, self.C = g, np.asarray(ranks, np.int64), chunks
         self.platform = platform
         self.pxn = pxn
         if platform is None:              # plain hosts: rank = host
             n = int(self.ranks.max()) + 1 if self.ranks.size else 1
-            from rocesim.topology import Topology
+            from rocesim.network.topology import Topology
             self.platform = Platform(Topology(n), n)
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
         # the last scale-up send of each GPU (rank id): a GPU's port carries one send (or one
@@ -433,7 +433,7 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
                    job="", closed_form=True) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
-    `ranks` are GPU ranks of `platform` (a `rocesim.platform.Platform`; None: ranks are
+    `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
     hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.

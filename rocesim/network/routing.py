@@ -46,7 +46,7 @@ class Ports:
 
 
 def build_ports(topo) -> Ports:
-    """Number the ports of `topo` (a validated `rocesim.topology.Topology`)."""
+    """Number the ports of `topo` (a validated `rocesim.network.topology.Topology`)."""
     n_links = topo.n_links
     node = np.empty(2 * n_links, np.int32)
     node[0::2] = topo.link_a

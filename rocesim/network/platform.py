@@ -1,6 +1,6 @@
 """Training platforms: servers of several GPUs with a scale-up domain, NICs on a RoCE fabric.
 
-A :class:`Platform` puts ranks (GPUs) on a :class:`~rocesim.topology.Topology` whose hosts
+A :class:`Platform` puts ranks (GPUs) on a :class:`~rocesim.network.topology.Topology` whose hosts
 are NICs. A server has ``G`` GPUs and ``N`` NICs (``N`` divides ``G``; GPU ``g`` of a server
 uses its NIC ``g * N // G``); ranks are numbered server-major (rank ``s*G + g`` is GPU ``g``
 of server ``s``) and so are NICs (host ``s*N + n``). NIC ``n`` of every server is on rail
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim import topology as topo_mod
+from rocesim.network import topology as topo_mod
 from rocesim.errors import ScenarioError
 from rocesim.units import format_rate, format_time, parse_rate, parse_time
 
