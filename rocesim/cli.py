@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from rocesim import config
+from rocesim.settings import Section
 from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
 
@@ -200,8 +200,8 @@ def _schemes(args) -> int:
     schemes = [get_scheme(args.name, "rocesim schemes")] if args.name else builtin_schemes().values()
     for s in schemes:
         print(f"{s.name}: {s.doc}")
-        for name, default, doc in config.describe(s.params):
-            print(f"    {name} (default {default}): {doc}")
+        for name, accepts, default, doc in Section("", **s.params).describe():
+            print(f"    {name} (default {default}): {doc}; {accepts}")
     return 0
 
 

@@ -8,7 +8,6 @@ RoCE results come from), except where a comment says otherwise.
 """
 from __future__ import annotations
 
-from rocesim.errors import ScenarioError
 from rocesim.settings import (Boolean, Choice, Custom, Integer, Legacy, ListOf, Number, Section, Setting, Size,
                               Time, Word)
 from rocesim.units import parse_rate, parse_size
@@ -17,7 +16,8 @@ DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority co
 DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
 AUTO_RTO = 10**9                          # nic.rto: auto on lossy priorities: 1 ms (in ps)
 
-PRIORITIES = ListOf(Integer(1, 7), "priorities 1..7", as_set=True)
+PRIORITY = Integer(1, 7, "a data priority 1..7 (0 is the control queue)")
+PRIORITIES = ListOf(PRIORITY, "priorities 1..7", as_set=True)
 
 
 def _per_rate_size(v, key):
@@ -47,7 +47,7 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
                         "frames + a round trip at line rate); a size below the worst case is refused"),
         "reserve": Setting(Size(), "4KiB", "private buffer per (ingress port, priority)"),
         "resume_offset": Setting(Size(), "3KiB", "XON when shared use is this far below the threshold"),
-        "bounce_priority": Setting(Word("none") | Word("next") | Integer(1, 7), "none",
+        "bounce_priority": Setting(Word("none") | Word("next") | PRIORITY, "none",
                                "deadlock avoidance: a data packet that comes down from an upper-layer "
                                "switch and goes up again (against up-down routing: after a failure or "
                                "a stale route) moves to the 'next' priority (Tagger-style, a lossless "
@@ -145,6 +145,10 @@ def resolve_deadlock(given, where="deadlock") -> dict:
     return DEADLOCK.resolve(given, where)
 
 
+SEED = Setting(Integer(0, 2**63 - 1), 1, "seeds ECMP hashing, ECN marking and the traffic's random draws: the "
+                                         "same seed gives the same run, bit for bit")
+
+
 # --- parser functions of the congestion-control declarations (rocesim/_core/cc_*.pyx) ----------
 # (kept only until the schemes declare their parameters as data in the core; see rocesim.cc)
 
@@ -175,3 +179,4 @@ def either(word, parse_other):
 def resolve(spec, given, where: str) -> dict:
     """A dict of Settings (a scheme's parameters) resolved as a Section."""
     return (spec if isinstance(spec, Section) else Section("", **spec)).resolve(given, where)
+

@@ -129,11 +129,3 @@ def _raise_to(need) -> str:
     if gb >= 10_000:
         unit, value = "TB", -(-gb // 1000)
     return f"{value}{unit}"
-
-
-def iterations_check(sim, key, what, nodes_of_one, iterations) -> None:
-    """After a workload's first iteration (`nodes_of_one` flows and compute steps), refuse
-    it under `key` if all `iterations` of it would not fit `sim.memory`."""
-    if iterations > 1:
-        sim.memory.flows(key, f"{iterations:,} iterations of {what}", sim.n_flows, nodes_of_one * iterations)
-

@@ -73,9 +73,9 @@ class Boolean(Type):
 class Integer(Type):
     """An integer in [lo, hi] (a float or a boolean is refused, never rounded)."""
 
-    def __init__(self, lo: int = 0, hi: int | None = None):
+    def __init__(self, lo: int = 0, hi: int | None = None, text: str | None = None):
         self.lo, self.hi = lo, hi
-        self.text = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
+        self.text = text or (f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}")
 
     def parse(self, v, key):
         if isinstance(v, bool) or not isinstance(v, int) or v < self.lo or (self.hi is not None and v > self.hi):
@@ -100,16 +100,17 @@ class Number(Type):
 
 
 class _Quantity(Type):
-    """A size, rate or time with its unit, at least `lo` (in base units)."""
+    """A size, rate or time with its unit, at least `lo` (in base units); `bare_ok`: a
+    number without a unit is in base units (the Python API's ints)."""
 
-    def __init__(self, noun, parser, example, lo=0, hi=None, lo_text=None):
-        self.parser, self.lo, self.hi = parser, lo, hi
+    def __init__(self, noun, parser, example, lo=0, hi=None, lo_text=None, bare_ok=False):
+        self.parser, self.lo, self.hi, self.bare_ok = parser, lo, hi, bare_ok
         bound = "" if lo == 0 and hi is None else f" ({lo_text or 'at least ' + str(lo)}"
         bound += (f", at most {format_size(hi)}" if hi is not None else "") + (")" if bound else "")
         self.text = f"a {noun} with its unit, e.g. {example}{bound}"
 
     def parse(self, v, key):
-        x = self.parser(v, key)
+        x = self.parser(v, key, bare_ok=self.bare_ok)
         if x < self.lo:
             raise ScenarioError(key, "must be positive, got " + show(v) if self.lo == 1
                                 else f"must be at least {self.lo}, got {show(v)}")
@@ -123,14 +124,15 @@ def Size(lo: int = 0, hi: int | None = None) -> Type:
     return _Quantity("size", parse_size, "32MB", lo, hi, "positive" if lo == 1 else f"at least {lo}B")
 
 
-def Rate() -> Type:
+def Rate(bare_ok: bool = False) -> Type:
     """Bits per second: `100Gbps` (always positive)."""
-    return _Quantity("rate", parse_rate, "100Gbps")
+    return _Quantity("rate", parse_rate, "100Gbps", bare_ok=bare_ok)
 
 
-def Time(positive: bool = False) -> Type:
+def Time(positive: bool = False, bare_ok: bool = False) -> Type:
     """Picoseconds: `1us`, `0.5ms`."""
-    return _Quantity("time", parse_time, "1us", 1 if positive else 0, None, "positive" if positive else None)
+    return _Quantity("time", parse_time, "1us", 1 if positive else 0, None, "positive" if positive else None,
+                     bare_ok)
 
 
 class Choice(Type):
@@ -213,7 +215,7 @@ class ListOf(Type):
     def parse(self, v, key):
         if not isinstance(v, (list, tuple)) or not v:
             raise ScenarioError(key, f"expected {self.text}, got {show(v)}")
-        out = [self.item.parse(x, key) for x in v]
+        out = [self.item.parse(x, f"{key}[{i}]") for i, x in enumerate(v)]
         return tuple(sorted(set(out))) if self.as_set else out
 
 
@@ -234,11 +236,14 @@ class Ids(Type):
 
 
 class Text(Type):
-    text = "a string"
+    """A string (`what` names it in messages: "a scheme name")."""
+
+    def __init__(self, what: str = "a string"):
+        self.text = what
 
     def parse(self, v, key):
         if not isinstance(v, str):
-            raise ScenarioError(key, f"expected a string, got {show(v)}")
+            raise ScenarioError(key, f"expected {self.text}, got {show(v)}")
         return v
 
 
@@ -314,14 +319,14 @@ def keys_of(d, key: str, allowed, required=()) -> dict:
     for k in d:
         if k not in allowed:
             raise ScenarioError(f"{key}.{k}" if key else str(k),
-                                f"unknown key; valid keys here: {', '.join(map(str, allowed))}")
+                                f"unknown key; valid keys here: {', '.join(sorted(map(str, allowed)))}")
     for k in required:
         if k not in d:
             raise ScenarioError(f"{key}.{k}" if key else k, "missing (required)")
     return d
 
 
-class Section:
+class Section(Type):
     """A mapping of settings (and nested sections), e.g. `switch`, `switch.pfc`.
 
     `resolve(given, key)` returns every setting's value, the user's or the default, parsed;
@@ -330,6 +335,15 @@ class Section:
     def __init__(self, doc: str = "", **entries):
         self.doc = doc
         self.entries: dict[str, Setting | Section] = entries
+
+    @property
+    def text(self) -> str:
+        """What the section accepts, as a type: a mapping of its keys."""
+        return "a mapping {" + ", ".join(self.entries) + "}"
+
+    def parse(self, v, key) -> dict:
+        """A Section is also a Type: a nested mapping such as a link's {rate, delay}."""
+        return self.resolve(v, key)
 
     @classmethod
     def of(cls, doc: str, entries: dict) -> "Section":

@@ -14,7 +14,6 @@ the results so far.  Nothing here runs per packet.
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,16 +23,16 @@ from rocesim import config
 from rocesim.network import routing
 from rocesim.network import faults as faults_mod
 from rocesim.cc import Context, get_scheme
-from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME, Core
+from rocesim._core.engine import STOP_DEADLOCK, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.memory import MemoryLimit
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
+from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
 from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
-
-NEVER = np.iinfo(np.int64).max
-
 
 @dataclass
 class _FlowColumns:
@@ -97,10 +96,8 @@ class Simulation:
         topology.validate()
         self.memory = _memory_limit(memory_limit)
         self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ScenarioError("seed", f"expected a non-negative integer, got {seed!r}")
         self.topology = topology
-        self.seed = seed
+        self.seed = config.SEED.parse(seed, "seed")
         self.scheme = get_scheme(cc)
         self.cc_params = self.scheme.resolve_params(cc_params)
         self.switch = config.SWITCH.resolve(switch, "switch")
@@ -228,21 +225,42 @@ class Simulation:
         nodes and its flows).
         """
         self._not_running("add_collective")
-        from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
-        from rocesim.training.graph import Graph
         ranks = self.ranks(ranks, "ranks")
         g = Graph()
         rec = add_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
-                             parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio,
-                             cid=len(self.collectives), start=parse_time(start, "start", bare_ok=True),
-                             group_size=group_size, platform=self.platform, pxn=pxn, job=job)
-        offset = self.add_graph(g)
-        rec = rec.shifted(offset)
+                             parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio, cid=0,
+                             start=parse_time(start, "start", bare_ok=True), group_size=group_size,
+                             platform=self.platform, pxn=pxn, job=job)
+        rec, = self.add_workload(TrainingGraph(g, [rec], 0, job)).collectives
         after = np.asarray(list(after), np.int64)
         if after.size:
             self.add_dependencies(np.repeat(rec.start_nodes, after.size), np.tile(after, rec.start_nodes.size))
-        self.collectives.append(rec)
         return rec
+
+    def add_workload(self, workload) -> "TrainingInfo":
+        """Add what a workload generator made (a `rocesim.training.graph.TrainingGraph`: its
+        graph, collectives, iterations and job): the graph's iteration and collective ids
+        become this simulation's; returns their global ids."""
+        self._not_running("add_workload")
+        first_iteration, first_collective = len(self.iterations), len(self.collectives)
+        workload.graph.offset_ids(first_iteration, first_collective)
+        offset = self.add_graph(workload.graph)
+        collectives = [r.shifted(offset, first_collective) for r in workload.collectives]
+        iterations = list(range(first_iteration, first_iteration + workload.iterations))
+        self.collectives.extend(collectives)
+        self.iterations.extend(iterations)
+        self.iteration_jobs.update({i: workload.job for i in iterations})
+        return TrainingInfo(iterations, collectives)
+
+    def workload_check(self, what: str, nodes: int) -> None:
+        """Refuse a workload of `nodes` flows and compute steps that would not fit the memory
+        limit (the generators call it once their first iteration is built)."""
+        self.memory.flows("iterations", what, self.n_flows, nodes)
+
+    def flow_column(self, name: str, dtype, default=0) -> np.ndarray:
+        """One column of every flow added so far (src, dst, size, start, prio, tag, dport,
+        collective, iteration, compute, delay, rate_limit), as a numpy array."""
+        return self._flows.column(name, dtype, default)
 
     def ranks(self, ranks="all", key="ranks") -> np.ndarray:
         """`ranks` ("all" or a list of GPU ranks) checked against the platform, as an array."""
@@ -342,9 +360,10 @@ class Simulation:
 
     # --- the world as arrays -----------------------------------------------------------
 
-    def _world(self) -> tuple[dict, dict]:
-        """Everything the core needs: the network arrays plus the flows added so far."""
-        return {**self._network, **self._flow_arrays()}, self._params
+    def _world(self, flows=True) -> tuple[dict, dict]:
+        """Everything the core needs: the network arrays plus the flows added so far (none
+        with `flows=False`)."""
+        return {**self._network, **self._flow_arrays(self._flows if flows else _FlowColumns())}, self._params
 
     def _network_arrays(self) -> tuple[dict, dict]:
         topo, ports, sw, nic = self.topology, self.ports, self.switch, self.nic
@@ -480,8 +499,10 @@ class Simulation:
             raise ScenarioError("switch.ecn.kmax", "must not be below kmin")
         return dict(port_kmin=kmin, port_kmax=kmax, port_pmax=pmax)
 
-    def _flow_arrays(self) -> dict:
-        fl = self._flows
+    def _flow_arrays(self, fl) -> dict:
+        """The flows `fl` (a _FlowColumns), their paths and dependencies as the core's
+        arrays; dependencies on flows that do not exist and data flows between islands
+        (rail-only) are refused."""
         F = fl.n
         path_off = np.full(F, -1, np.int32)
         path_ports = []
@@ -555,12 +576,56 @@ class Simulation:
             # (0 would return from every slice without an event: the run would never end)
             raise ScenarioError("events_per_slice", f"must be a positive whole number of events, "
                                                     f"got {events_per_slice!r}")
+        interval = None
+        if sample_interval is not None:
+            interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
+            if interval <= 0:
+                raise ScenarioError("output.sample_interval", "must be positive")
+        core, world = self._build_core()
+        sampler = None if interval is None else Sampler(core, interval, self.n_flows, self.ports, queue_ports)
+        show = sys.stderr.isatty() if progress is None else progress
+        loop = RunLoop(core, t_stop, t_slice, events_per_slice, sampler=sampler,
+                       reroutes=faults_mod.route_updates(self.faults, self.ports), set_routes=self._set_routes,
+                       progress=RunProgress(self.n_flows, None if stop is None else t_stop) if show else None,
+                       n_flows=self.n_flows, deadlock_threshold=self.deadlock["threshold"])
+        self._running = True
+        try:
+            end = loop.run()
+        finally:
+            self._running = False
+        res = Results.from_core(self, core, world, wall_s=end.wall_s, cpu_s=end.cpu_s,
+                                interrupted=end.interrupted or end.failure is not None,
+                                stop_ps=t_stop if end.status == STOP_TIME else None)
+        res.summary["stalled"] = end.stalled
+        res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
+        if sampler is not None:
+            res.samples = sampler.tables(self.ports.node)
+        if end.failure is not None:
+            # the run is not lost: its results up to the error travel with the exception
+            end.failure.results = res
+            if hasattr(end.failure, "add_note"):
+                end.failure.add_note("rocesim: the run stopped at this error; its results so far are "
+                                     "in this exception's `results`")
+            raise end.failure
+        return res
+
+    def check(self) -> None:
+        """The cross-parameter checks the core would otherwise make first when run() builds
+        it: the scheme's parameters finalized against the network (a Swift `fs_min_cwnd`
+        above `fs_max_cwnd`, say).  The YAML loader calls it, so `rocesim check` refuses
+        what `run` would."""
+        core = Core(*self._world(flows=False))
+        self.scheme.finalize(dict(self.cc_params), self._scheme_context(core))
+
+    def _build_core(self):
+        """The core with the world in it, the scheme finalized and installed, and the PFC
+        deadlock detector, the watchdog and the faults set; returns (core, the network
+        arrays the results still read)."""
         world, params = self._world()
         core = Core(world, params)
         for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:
             del world[name]               # in the core now (the results read the Simulation's columns)
-        ctx = self._scheme_context(core)
-        self.cc_final = self.scheme.finalize(dict(self.cc_params), ctx)
+        self.cc_final = self.scheme.finalize(dict(self.cc_params), self._scheme_context(core))
         core.install_scheme(self.scheme.load_module(), self.scheme.install_params(self.cc_final),
                             needs_cnp=self.scheme.cnp_needed(self.cc_final))
         if self.deadlock["enabled"]:
@@ -572,99 +637,12 @@ class Simulation:
                                  0 if wd["action"] == "drop" else 1)
         if self.faults:
             core.set_faults(*faults_mod.core_schedule(self.faults, self.pfc_headroom_needed()[self.ports.host_port]))
-        reroutes = faults_mod.route_updates(self.faults, self.ports)
-        sampler = None
-        if sample_interval is not None:
-            interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
-            if interval <= 0:
-                raise ScenarioError("output.sample_interval", "must be positive")
-            sampler = Sampler(core, interval, self.n_flows, self.ports, queue_ports)
-        show = sys.stderr.isatty() if progress is None else progress
-        line = RunProgress(self.n_flows, None if stop is None else t_stop) if show else None
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        interrupted = False
-        failure = None
-        status = STOP_EMPTY
-        stalled = False
-        watch = _StallWatch()
-        self._running = True
-        try:
-            while True:
-                until = t_stop if sampler is None else min(t_stop, sampler.next)
-                reroute_at = reroutes[0][0] if reroutes else NEVER
-                until = min(until, reroute_at)
-                nxt = core.next_event_ps
-                slice_end = min(until, nxt + t_slice) if nxt >= 0 else until
-                status = core.run(slice_end, events_per_slice)
-                if status == STOP_TIME and slice_end < until:
-                    status = STOP_EVENTS                 # only the slice ended: carry on
-                if line is not None:
-                    line.update(core.stats())
-                if status != STOP_EMPTY and watch.stalled(core.stats()):
-                    stalled = True
-                    break
-                hit = False
-                if status == STOP_TIME and until == reroute_at:
-                    # the routing tables converge after a link went down or came back up
-                    tables = routing.build_routes(self.ports, self._overrides, reroutes.pop(0)[1])
-                    core.set_routes(tables.group_off, tables.group_cnt, tables.ports, tables.host_class)
-                    hit = True
-                if sampler is not None and status == STOP_TIME and until == sampler.next:
-                    sampler.take(until)
-                    hit = True
-                if hit and until < t_stop:
-                    continue
-                if status in (STOP_EMPTY, STOP_TIME, STOP_DEADLOCK):
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-        except Exception as e:      # a scheme written in Python raised (Core.run re-raises it)
-            failure = e
-        finally:
-            self._running = False
-        if (status == STOP_EMPTY and not interrupted and failure is None
-                and core.stats()["flows_done"] < self.n_flows):
-            stalled = True           # no event left, flows unfinished: nothing will ever move
-        if stalled:
-            # which PFC cycles hold it, detection on or off: one look, now, costs nothing
-            core.deadlocks_at_stall(self.deadlock["threshold"])
-        if line is not None:
-            line.close(core.stats())
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        res = Results.from_core(self, core, world, wall_s=wall, cpu_s=cpu,
-                                interrupted=interrupted or failure is not None,
-                                stop_ps=t_stop if status == STOP_TIME else None)
-        res.summary["stalled"] = stalled
-        res.summary["stopped_at_deadlock"] = status == STOP_DEADLOCK
-        if sampler is not None:
-            res.samples = sampler.tables(self.ports.node)
-        if failure is not None:
-            # the run is not lost: its results up to the error travel with the exception
-            failure.results = res
-            if hasattr(failure, "add_note"):
-                failure.add_note("rocesim: the run stopped at this error; its results so far are "
-                                 "in this exception's `results`")
-            raise failure
-        return res
+        return core, world
 
-
-class _StallWatch:
-    """Ends a run that can make no more progress: no flow finished and no byte delivered
-    for `limit_ps` of simulated time (a PFC deadlock, or flows a scheme never lets send),
-    while only timers keep the clock moving.  Checked between slices, so it costs nothing."""
-
-    limit_ps = 10**12          # one simulated second
-
-    def __init__(self):
-        self.mark = None
-        self.since = 0
-
-    def stalled(self, st) -> bool:
-        key = (st["flows_done"], st["data_bytes_delivered"])
-        if key != self.mark:
-            self.mark, self.since = key, st["sim_time_ps"]
-            return False
-        return st["sim_time_ps"] - self.since >= self.limit_ps
+    def _set_routes(self, core, alive_ports) -> None:
+        """The routing tables converged after a link went down or came back up."""
+        tables = routing.build_routes(self.ports, self._overrides, alive_ports)
+        core.set_routes(tables.group_off, tables.group_cnt, tables.ports, tables.host_class)
 
 
 def _memory_limit(limit) -> MemoryLimit:

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from helpers import same_rocesim_env
-from rocesim import config
 from rocesim.cc import builtin_schemes
 from rocesim.cli import EXIT_CODES, build_parser, main
+from rocesim.settings import Section
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -189,12 +189,12 @@ def test_schemes_name_prints_that_scheme_alone(capsys):
     hpcc = builtin_schemes()["hpcc"]
     assert main(["schemes", "hpcc"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"hpcc: {hpcc.doc}"] + [f"    {name} (default {default}): {doc}"
-                                             for name, default, doc in config.describe(hpcc.params)]
+    assert lines == [f"hpcc: {hpcc.doc}"] + [f"    {name} (default {default}): {doc}; {accepts}"
+                                             for name, accepts, default, doc in Section("", **hpcc.params).describe()]
     assert len(lines) > 3 and lines[1].startswith("    eta (default 0.95): ")
     assert main(["schemes", "pyschemes:FixedRate"]) == 0            # a scheme written in Python
     assert capsys.readouterr().out.splitlines() == ["pyschemes:FixedRate: Every flow sends at one fixed rate.",
-                                                     "    rate (default 10Gbps): the rate"]
+                                                     "    rate (default 10Gbps): the rate; see its meaning"]
 
 
 def test_schemes_unknown_name_lists_the_known_ones(capsys):
@@ -206,23 +206,36 @@ def test_schemes_unknown_name_lists_the_known_ones(capsys):
                                    f"available: {', '.join(builtin_schemes())}")
 
 
-def test_keys(capsys):
+def test_keys_prints_every_declared_setting_and_nothing_else(capsys):
+    """`rocesim keys` is generated whole from the declarations (rocesim.settings): each
+    setting's line is its key and default, then its meaning and what it accepts."""
+    from rocesim.keys import SECTIONS, lines
     assert main(["keys"]) == 0
-    out = capsys.readouterr().out
-    lines = out.splitlines()
-    names = [line.split(" = ")[0] for line in lines if line.startswith(("switch.", "nic.", "deadlock."))]
-    expected = [n for n, _, _ in config.describe(config.SWITCH, "switch.")] + \
-        [n for n, _, _ in config.describe(config.NIC, "nic.")] + \
-        [n for n, _, _ in config.describe(config.DEADLOCK, "deadlock.")]
-    assert names == expected
-    assert "switch.buffer = 32MB" in lines and "nic.payload = 1000B" in lines
-    assert "switch.pfc.priorities = [1, 2, 3, 4, 5, 6, 7]" in lines
-    assert "switch.pfc.enabled = True" in lines
-    from rocesim.network.faults import DOCS
-    n_fault_keys = sum(len(rows) for rows in DOCS.values())
-    assert "faults[].nic_stop.for = forever" in lines
-    assert sum(line.startswith("faults[]") for line in lines) == n_fault_keys
-    assert len(lines) % 2 == 0 and all(line.startswith("    ") for line in lines[1::2])  # meaning below each key
+    out = capsys.readouterr().out.splitlines()
+    assert out == list(lines())
+    keys = [line.strip() for line in out if not line.lstrip().startswith(("    ",)) and not line.startswith("    ")]
+    declared = set()
+    for name, (decl, prefix) in SECTIONS.items():
+        kinds = getattr(decl, "kinds", None)
+        for section in (kinds.values() if kinds else [decl]):
+            rows = section.describe(prefix) if name != "scenario" else \
+                [(k, e.type.text, e.default, e.doc) for k, e in section.items()]
+            declared |= {row[0] for row in rows}
+    printed = {line.split(" = ")[0].split(" (")[0] for line in keys if "kind = " not in line
+               and not line.startswith("traffic[].model (workload)") and not line.startswith("traffic[].params.")
+               and not line.startswith("traffic[].flows[].")}
+    assert printed == declared
+    assert "switch.buffer = 32MB" in out and "nic.payload = 1000B" in out
+    assert "switch.pfc.priorities = [1, 2, 3, 4, 5, 6, 7]" in out
+    assert "  faults[].for (optional)" in out and "  topology.gpus_per_server (optional)" in out
+    assert "  traffic[].params.batch_time_us = 26700" in out
+    meaning = out[out.index("nic.payload = 1000B") + 1]
+    assert meaning.startswith("    payload bytes per data packet") and "a size with its unit" in meaning
+    collective = "\n".join(out)
+    for op in ("allreduce", "alltoall", "broadcast") + ("halving_doubling", "double_binary_tree", "pairwise"):
+        assert op in collective                     # the collective ops and their algorithms are listed
+    assert main(["keys", "output"]) == 0
+    assert "switch." not in capsys.readouterr().out
 
 
 # --- plot ----------------------------------------------------------------------------------
@@ -266,7 +279,7 @@ def test_plot_and_table_name_a_missing_folder(tmp_path, capsys, command):
 
 @pytest.mark.parametrize("raw, extra, message", [
     (scenario(traffic=[{"kind": "cdf", "distribution": "websearch", "load": 2, "duration": "1ms"}]), [],
-     "traffic[0].load: expected a number in (0.0, 1.0], got 2"),
+     "traffic[0].load: expected a number in (0, 1], got 2"),
     (scenario(bogus=1), [], "bogus: unknown key; valid keys here:"),
     (scenario(routes=[{"switch": 3, "dst": 0, "next": 7}]), [], "routes[0].next: node 7 is not a neighbour of switch 3"),
     (scenario(), ["--set", "seed"], "--set seed: expected key.path=value"),

@@ -67,28 +67,6 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"rocesim {rocesim.__version__}"
 
 
-def test_keys_covers_every_section(capsys):
-    from rocesim.training.workloads.llm import LLM_PRESETS
-    from rocesim.training.workloads.presets import PRESETS
-    assert cli.main(["keys"]) == 0
-    out = capsys.readouterr().out
-    for kind in sc.TOPOLOGY_KEYS:
-        assert f"topology.kind = {kind}\n" in out
-    for kind in sc.TRAFFIC_KINDS:
-        assert f"traffic[].kind = {kind}\n" in out
-    for name in list(PRESETS) + list(LLM_PRESETS):
-        assert f"traffic[].model (workload) = {name}\n" in out
-    assert "    params: batch_time_us=26700" in out
-    for name in sc.OUTPUT:
-        assert f"output.{name} = " in out
-    for prefix in ("output.sample_interval", "limits.memory", "switch.buffer", "nic.payload", "deadlock.enabled",
-                   "faults[].nic_stop.at", "cc.scheme", "routes[]", "scenario keys: "):
-        assert prefix in out
-    assert "    required: hosts, link; optional: (none)" in out                      # star
-    assert cli.main(["keys", "output"]) == 0
-    assert "switch." not in capsys.readouterr().out
-
-
 def test_a_run_without_plots_does_not_import_matplotlib(tmp_path):
     code = ("import sys; from rocesim import cli; "
             f"rc = cli.main(['run', {_scenario(tmp_path)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']); "

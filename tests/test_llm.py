@@ -7,7 +7,7 @@ from rocesim import ScenarioError, Simulation, scenario, topology
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
 from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.llm import LLM, add_llm_training, gpt, mixtral, schedule
+from rocesim.training.workloads.llm import LLM, LLM_PRESETS, add_llm_training, schedule
 
 SU = ScaleUp(3600 * 10**9, 10**6)
 
@@ -61,7 +61,7 @@ def platform(servers=8, gpus=8, **kw):
 
 def test_gpt_and_mixtral_presets_run_on_64_gpus():
     sim = Simulation(platform())
-    model, dims = gpt(layers=4, hidden=256, seq=256, micro_batches=2)
+    model, dims = LLM_PRESETS["gpt"].make(dict(layers=4, hidden=256, seq=256, micro_batches=2))
     add_llm_training(sim, model, range(64), 1, Parallelism.for_ranks(64, **dims), job="gpt")
     res = sim.run()
     assert res.summary["flows_completed"] == res.summary["flows_total"]
@@ -72,7 +72,7 @@ def test_gpt_and_mixtral_presets_run_on_64_gpus():
     assert set(c["job"]) == {"gpt"} and list(res.iterations["job"]) == ["gpt"]
     # TP stays inside servers: every network flow is a pipeline or a data-parallel transfer
     sim = Simulation(platform())
-    model, dims = mixtral(layers=4, hidden=256, ffn=512, seq=256, micro_batches=2)
+    model, dims = LLM_PRESETS["mixtral"].make(dict(layers=4, hidden=256, ffn=512, seq=256, micro_batches=2))
     dims.update(tp=2, ep=4)
     add_llm_training(sim, model, range(64), 1, Parallelism.for_ranks(64, **dims))
     res = sim.run()
@@ -83,10 +83,10 @@ def test_gpt_and_mixtral_presets_run_on_64_gpus():
     assert model.source and "Jiang" in model.source
 
 
-@pytest.mark.parametrize("preset", [gpt, mixtral])
+@pytest.mark.parametrize("preset", ["gpt", "mixtral"])
 def test_presets_build_at_256_gpus(preset):
     sim = Simulation(platform(32, 8, servers_per_pod=16))
-    model, dims = preset()
+    model, dims = LLM_PRESETS[preset].make()
     add_llm_training(sim, model, range(256), 1, Parallelism.for_ranks(256, **dims))
     assert sim.n_flows > 0
 
@@ -132,7 +132,7 @@ def test_two_jobs_share_a_fabric(tmp_path):
     ({"parallelism": {"order": "tp-dp"}}, "traffic[0].parallelism.order"),
     ({"pipeline": "zb"}, "traffic[0].pipeline"),
     ({"pxn": "yes"}, "traffic[0].pxn"),
-    ({"params": {"heads": 3}}, "traffic[0].params"),
+    ({"params": {"heads": 3}}, "traffic[0].params.heads"),
     ({"job": ""}, "traffic[0].job"),
 ])
 def test_llm_yaml_errors(change, key):

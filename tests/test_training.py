@@ -125,7 +125,7 @@ def test_yaml_workload_and_collective(tmp_path):
 @pytest.mark.parametrize("entry,key", [
     ({"kind": "workload", "model": "gpt9"}, "traffic[0].model"),
     ({"kind": "workload", "model": "dlrm", "algorithms": {"alltoall": "ring"}}, "traffic[0].algorithms.alltoall"),
-    ({"kind": "workload", "model": "dlrm", "params": {"layers": 3}}, "traffic[0].model"),
+    ({"kind": "workload", "model": "dlrm", "params": {"layers": 3}}, "traffic[0].params.layers"),
     ({"kind": "workload", "model": "dlrm", "iterations": 0}, "traffic[0].iterations"),
     ({"kind": "workload", "model": {"astra_sim": "missing.txt"}}, "traffic[0].model.astra_sim"),
     ({"kind": "collective", "op": "allreduce", "algorithm": "direct", "size": "1MB"}, "traffic[0].algorithm"),

@@ -23,26 +23,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocesim.errors import ScenarioError
-from rocesim.units import parse_rate, parse_time
+from rocesim.settings import REQUIRED, Custom, Kinds, Rate, Section, Setting, Time, Word, show
 
 # the core's fault kinds (rocesim/_core/faults.pxd)
 F_NIC_STOP, F_NIC_RESUME, F_LINK_DOWN, F_LINK_UP, F_LINK_RATE = range(5)
 
-KEYS = {
-    "nic_stop": (("kind", "host", "at"), ("for",)),
-    "link_down": (("kind", "link", "at"), ("until", "reroute_after")),
-    "link_rate": (("kind", "link", "at", "rate"), ()),
-}
+AT = Setting(Time(bare_ok=True), REQUIRED, "when it happens")
+LINK = Setting(Custom("[a, b]: the two nodes a link joins"), REQUIRED, "the link (both directions)")
 
-DOCS = {        # for `rocesim keys`: (key, default, meaning) per kind
-    "nic_stop": [("host", "required", "the host whose NIC stops draining its receive side (it pauses its link)"),
-                 ("at", "required", "when"), ("for", "forever", "how long; it resumes after")],
-    "link_down": [("link", "required", "[a, b]: the nodes the link joins (both directions go down)"),
-                  ("at", "required", "when"), ("until", "never", "when it comes back up"),
-                  ("reroute_after", "0us", "routes are recomputed this long after each change; 'never': stale")],
-    "link_rate": [("link", "required", "[a, b]: the nodes the link joins (both directions)"),
-                  ("at", "required", "when"), ("rate", "required", "the new rate")],
-}
+FAULTS = Kinds(
+    "fault",
+    "faults scheduled in the run (times as `1us`, or picoseconds from the Python API)",
+    nic_stop=Section("the host's NIC stops draining its receive side: it pauses its link (a PFC storm)",
+                     host=Setting(Custom("a host id"), REQUIRED, "the host"), at=AT,
+                     **{"for": Setting(Time(positive=True, bare_ok=True), None,
+                                       "how long before it resumes (default: forever)")}),
+    link_down=Section("both directions of a link go down; packets on it and queued for it are lost",
+                      link=LINK, at=AT, until=Setting(Time(bare_ok=True), None, "when it comes back (default never)"),
+                      reroute_after=Setting(Word("never") | Time(bare_ok=True), "0us",
+                                            "routes are recomputed this long after each change; 'never': stale")),
+    link_rate=Section("both directions of a link run at a new rate", link=LINK, at=AT,
+                      rate=Setting(Rate(bare_ok=True), REQUIRED, "the new rate")),
+)
 
 
 @dataclass
@@ -70,49 +72,33 @@ class Fault:
 
 
 def parse(d, key, ports, n_hosts) -> Fault:
-    """One fault entry (a mapping) checked against the network's ports."""
-    if not isinstance(d, dict):
-        raise ScenarioError(key, f"expected a mapping with kind and at, got {d!r}")
-    kind = d.get("kind")
-    if kind not in KEYS:
-        what = "missing (required)" if kind is None else f"unknown fault {kind!r}"
-        raise ScenarioError(f"{key}.kind", f"{what}; valid kinds: {', '.join(KEYS)}")
-    required, optional = KEYS[kind]
-    for k in d:
-        if k not in required + optional:
-            raise ScenarioError(f"{key}.{k}", f"unknown key for {kind}; valid: {', '.join(required + optional)}")
-    for k in required:
-        if k not in d:
-            raise ScenarioError(f"{key}.{k}", "missing (required)")
-    f = Fault(kind=kind, at=parse_time(d["at"], f"{key}.at", bare_ok=True))
+    """One fault entry (a mapping, checked against FAULTS) on the network's ports."""
+    kind, v = FAULTS.resolve(d, key)
+    f = Fault(kind=kind, at=v["at"])
     if kind == "nic_stop":
-        h = d["host"]
+        h = v["host"]
         if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < n_hosts:
-            raise ScenarioError(f"{key}.host", f"{h!r} is not a host; hosts are 0..{n_hosts - 1}")
+            raise ScenarioError(f"{key}.host", f"{show(h)} is not a host; hosts are 0..{n_hosts - 1}")
         f.host = h
-        if d.get("for") is not None:
-            dur = parse_time(d["for"], f"{key}.for", bare_ok=True)
-            if dur <= 0:
-                raise ScenarioError(f"{key}.for", "must be positive (leave it out: forever)")
-            f.end = f.at + dur
+        if v["for"] is not None:
+            f.end = f.at + v["for"]
         return f
-    link = d["link"]
+    link = v["link"]
     if (not isinstance(link, (list, tuple)) or len(link) != 2
             or not all(isinstance(n, int) and not isinstance(n, bool) for n in link)):
-        raise ScenarioError(f"{key}.link", f"expected [a, b], two node ids, got {link!r}")
+        raise ScenarioError(f"{key}.link", f"expected [a, b], two node ids, got {show(link)}")
     f.link = (int(link[0]), int(link[1]))
     f.port = ports.between(*f.link)
     if f.port < 0:
         raise ScenarioError(f"{key}.link", f"nodes {link[0]} and {link[1]} are not linked")
     if kind == "link_rate":
-        f.rate = parse_rate(d["rate"], f"{key}.rate", bare_ok=True)
+        f.rate = v["rate"]
         return f
-    if d.get("until") is not None:
-        f.end = parse_time(d["until"], f"{key}.until", bare_ok=True)
+    if v["until"] is not None:
+        f.end = v["until"]
         if f.end <= f.at:
             raise ScenarioError(f"{key}.until", "must be after `at`")
-    ra = d.get("reroute_after", 0)
-    f.reroute_after = None if ra == "never" else parse_time(ra, f"{key}.reroute_after", bare_ok=True)
+    f.reroute_after = None if v["reroute_after"] == "never" else v["reroute_after"]
     return f
 
 

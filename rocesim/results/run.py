@@ -89,15 +89,15 @@ class Results:
             slowdown = fct / ideal
         F = len(fct)
         flows = dict(
-            flow_id=np.arange(F), src=sim._flows.column("src", np.int32), dst=sim._flows.column("dst", np.int32),
-            size_bytes=sim._flows.column("size", np.int64), start_ns=start_ns,
+            flow_id=np.arange(F), src=sim.flow_column("src", np.int32), dst=sim.flow_column("dst", np.int32),
+            size_bytes=sim.flow_column("size", np.int64), start_ns=start_ns,
             fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
-            prio=sim._flows.column("prio", np.int32), tag=sim._flows.column("tag", np.int32),
-            dport=sim._flows.column("dport", np.int32, 100),
-            collective=sim._flows.column("collective", np.int64, -1),
-            iteration=sim._flows.column("iteration", np.int64, -1),
+            prio=sim.flow_column("prio", np.int32), tag=sim.flow_column("tag", np.int32),
+            dport=sim.flow_column("dport", np.int32, 100),
+            collective=sim.flow_column("collective", np.int64, -1),
+            iteration=sim.flow_column("iteration", np.int64, -1),
             retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-            is_compute=sim._flows.column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
+            is_compute=sim.flow_column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
         pa = core.port_arrays()
         ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],

@@ -65,6 +65,23 @@ DEFAULT_ALGORITHM = {"allreduce": "ring", "reducescatter": "ring", "allgather": 
                      "alltoall": "direct", "broadcast": "ring", "reduce": "ring"}
 
 
+def flow_count_estimate(op, algorithm, ranks, chunks) -> int:
+    """About how many flows and compute steps a collective adds, an upper end (for the
+    memory check): chunks x ranks x (steps + 4), where steps is ranks - 1 for ring-like and
+    direct algorithms (twice that for all-reduce, and twice again for ring_bidir),
+    2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce."""
+    p = max(int(ranks), 2)
+    if op in ("broadcast", "reduce"):
+        steps = 1
+    elif algorithm == "halving_doubling":
+        steps = 2 * max(1, (p - 1).bit_length())
+    elif algorithm == "double_binary_tree":
+        steps = 4
+    else:
+        steps = (p - 1) * (2 if op == "allreduce" else 1) * (2 if algorithm == "ring_bidir" else 1)
+    return chunks * p * (steps + 4)
+
+
 @dataclass
 class CollectiveRecord:
     """What a collective became in the graph (graph-local ids until added to a Simulation)."""
@@ -79,8 +96,9 @@ class CollectiveRecord:
     flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     job: str = ""              # the job (workload) it belongs to, if any
 
-    def shifted(self, offset: int) -> "CollectiveRecord":
-        return CollectiveRecord(self.id, self.op, self.algorithm, self.ranks, self.size,
+    def shifted(self, offset: int, ids: int = 0) -> "CollectiveRecord":
+        """The record once its graph's node ids start at `offset` and collective ids at `ids`."""
+        return CollectiveRecord(self.id + ids, self.op, self.algorithm, self.ranks, self.size,
                                 self.start_nodes + offset, self.done_nodes + offset, self.flows + offset,
                                 self.job)
 

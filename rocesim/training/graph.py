@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass, field
+
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 
 
@@ -56,6 +58,13 @@ class Graph:
         if c.size:
             self._edges.append((c.ravel().copy(), p.ravel().copy()))
 
+    def offset_ids(self, iteration: int, collective: int) -> None:
+        """Add `iteration` and `collective` to the nodes' non-negative iteration and
+        collective ids (local to the graph until it joins a Simulation)."""
+        for name, offset in (("iteration", iteration), ("collective", collective)):
+            for chunk in self._cols[name]:
+                chunk[chunk >= 0] += offset
+
     def column(self, name) -> np.ndarray:
         parts = self._cols[name]
         return np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name])
@@ -64,3 +73,23 @@ class Graph:
         if not self._edges:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return (np.concatenate([c for c, _ in self._edges]), np.concatenate([p for _, p in self._edges]))
+
+
+@dataclass
+class TrainingGraph:
+    """What a workload adds to a Simulation (`Simulation.add_workload`): its graph, its
+    collectives (records with graph-local node ids and ids 0, 1, ...), how many iterations
+    it runs (the graph's iteration ids 0..iterations-1) and its job's name."""
+
+    graph: Graph
+    collectives: list
+    iterations: int
+    job: str = ""
+
+
+@dataclass
+class TrainingInfo:
+    """The ids (global, once added) of what a workload added: its iterations and collectives."""
+
+    iterations: list[int] = field(default_factory=list)
+    collectives: list = field(default_factory=list)

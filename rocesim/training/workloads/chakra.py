@@ -46,11 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim._textfile import note_read
-from rocesim.memory import iterations_check
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph
+from rocesim.training.graph import Graph, TrainingGraph
 from rocesim.training.workloads import _protowire as pw
 
 INVALID_NODE, METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, \
@@ -427,16 +426,22 @@ class _Plan:
         return r, trace.ranks[r][u - self.base[r]]
 
 
-def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
-               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0) -> list[int]:
-    """Run `iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i]).
+def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, **options) -> list[int]:
+    """Add `iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i])
+    to `sim` (options as `chakra_graph`'s); returns the iteration ids."""
+    return sim.add_workload(chakra_graph(trace, ranks, iterations, check=sim.workload_check, **options)).iterations
+
+
+def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
+                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None) -> TrainingGraph:
+    """`iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i]), as job
+    `job`; `check(what, nodes)` may refuse the whole run after its first iteration.
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
     Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces and
     priority `prio`, as do the flows of send/recv pairs; roots start at `start` (ps); every
-    node gets `tag`.  Returns the iteration ids (also appended to `sim.iterations`); the
-    collectives are appended to `sim.collectives`.
+    node gets `tag`.
     """
     if not isinstance(trace, ChakraTrace):
         raise ScenarioError("trace", f"expected a ChakraTrace (from read_chakra), got {type(trace).__name__}")
@@ -453,13 +458,12 @@ def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithm
     _check_deadlock(trace, plan)
     g = Graph()
     records = []
-    ids = [len(sim.iterations) + i for i in range(int(iterations))]
     busy = np.flatnonzero(np.diff(plan.base) > 0)          # ranks with nodes
     total = int(plan.base[-1])
     prev_exit = None
-    for k, it in enumerate(ids):
-        if k == 1:
-            iterations_check(sim, "iterations", "the Chakra trace", g.n, len(ids))
+    for it in range(int(iterations)):
+        if it == 1 and check is not None:
+            check(f"{iterations:,} iterations of the Chakra trace", g.n * iterations)
         entry = np.full(total, -1, np.int64)     # what a node's parents release
         exit_ = np.full(total, -1, np.int64)     # what its children wait for
         if plan.steps.size:
@@ -471,8 +475,8 @@ def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithm
                 entry[coll.nodes] = exit_[coll.nodes] = join
                 continue
             rec = add_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
-                                 chunks=chunks, prio=prio, cid=len(sim.collectives) + len(records), iteration=it,
-                                 tag=tag, start=start)
+                                 chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
+                                 job=job)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes
@@ -488,10 +492,7 @@ def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, *, algorithm
             g.depend(barrier[plan.rank_of[plan.sinks]], prev_exit[plan.sinks])
             g.depend(entry[plan.roots], barrier[plan.rank_of[plan.roots]])
         prev_exit = exit_
-    offset = sim.add_graph(g)
-    sim.collectives.extend(rec.shifted(offset) for rec in records)
-    sim.iterations.extend(ids)
-    return ids
+    return TrainingGraph(g, records, int(iterations), job)
 
 
 def _plan(trace: ChakraTrace) -> _Plan:

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim.memory import iterations_check
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
+from rocesim.settings import Section
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective, add_sendrecv
-from rocesim.training.graph import Graph
+from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.model import TrainingInfo
+from rocesim.training.workloads.presets import TFLOPS, Preset, count
 
 BYTES = 2          # bf16
 
@@ -76,8 +76,8 @@ class LLM:
         return attn, mlp
 
 
-def gpt(layers: int = 24, hidden: int = 2304, seq: int = 2048, micro_batch: int = 1, micro_batches: int = 8,
-        tp: int = 8, pp: int = 4, cp: int = 1, tflops: float = 150.0) -> tuple[LLM, dict]:
+def gpt(layers: int, hidden: int, seq: int, micro_batch: int, micro_batches: int, tp: int, pp: int, cp: int,
+        tflops: float) -> tuple[LLM, dict]:
     """A GPT-style dense LLM with Megatron TP x PP x DP.
 
     Defaults: the 1.7B-parameter model of Narayanan et al. (SC 2021, Table 1: 24 layers,
@@ -90,9 +90,8 @@ def gpt(layers: int = 24, hidden: int = 2304, seq: int = 2048, micro_batch: int 
     return model, dict(tp=tp, pp=pp, cp=cp)
 
 
-def mixtral(layers: int = 8, hidden: int = 1024, ffn: int = 3584, seq: int = 4096, micro_batch: int = 1,
-            micro_batches: int = 4, experts: int = 8, top_k: int = 2, tp: int = 1, pp: int = 4, ep: int = 8,
-            cp: int = 1, tflops: float = 150.0) -> tuple[LLM, dict]:
+def mixtral(layers: int, hidden: int, ffn: int, seq: int, micro_batch: int, micro_batches: int, experts: int,
+            top_k: int, tp: int, pp: int, ep: int, cp: int, tflops: float) -> tuple[LLM, dict]:
     """A Mixtral-style sparse MoE LLM: 8 experts per layer, 2 of them per token, SwiGLU
     experts and grouped-query attention with 8 key/value heads for 32 query heads
     (Jiang et al. 2024, "Mixtral of Experts", Table 1: 32 layers, hidden 4096, MLP 14336,
@@ -106,7 +105,22 @@ def mixtral(layers: int = 8, hidden: int = 1024, ffn: int = 3584, seq: int = 409
     return model, dict(tp=tp, pp=pp, ep=ep, cp=cp)
 
 
-LLM_PRESETS = {"gpt": gpt, "mixtral": mixtral}
+LLM_PRESETS = {
+    "gpt": Preset(gpt, Section(
+        "a dense GPT (Megatron-LM's 1.7B model, Narayanan et al. 2021)",
+        layers=count(24, "Transformer layers"), hidden=count(2304, "hidden size"), seq=count(2048, "sequence length"),
+        micro_batch=count(1, "micro-batch size"), micro_batches=count(8, "micro-batches per iteration"),
+        tp=count(8, "default tensor parallelism"), pp=count(4, "default pipeline stages"),
+        cp=count(1, "default context parallelism"), tflops=TFLOPS)),
+    "mixtral": Preset(mixtral, Section(
+        "a Mixtral-style MoE (Jiang et al. 2024) at a quarter of 8x7B's width and depth",
+        layers=count(8, "Transformer layers"), hidden=count(1024, "hidden size"), ffn=count(3584, "expert MLP width"),
+        seq=count(4096, "sequence length"), micro_batch=count(1, "micro-batch size"),
+        micro_batches=count(4, "micro-batches per iteration"), experts=count(8, "experts per layer"),
+        top_k=count(2, "experts per token"), tp=count(1, "default tensor parallelism"),
+        pp=count(4, "default pipeline stages"), ep=count(8, "default expert parallelism"),
+        cp=count(1, "default context parallelism"), tflops=TFLOPS)),
+}
 SCHEDULES = ("1f1b", "gpipe")
 
 
@@ -122,10 +136,18 @@ def schedule(kind: str, stage: int, stages: int, micro_batches: int) -> list[tup
     return ops + [("B", j) for j in range(m - warm, m)]
 
 
-def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None,
-                     chunks=1, prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b",
-                     pxn=False) -> TrainingInfo:
-    """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`."""
+def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:
+    """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
+    (options as `llm_graph`'s)."""
+    return sim.add_workload(llm_graph(sim.platform, model, ranks, iterations, par, check=sim.workload_check,
+                                      **options))
+
+
+def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
+              prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=False,
+              check=None) -> TrainingGraph:
+    """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
+    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration."""
     ranks = np.asarray(ranks, np.int64)
     if par.size != ranks.size:
         raise ScenarioError("parallelism", f"tp x cp x dp x pp = {par.size} is not the job's {ranks.size} ranks")
@@ -138,12 +160,11 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     algorithms = {**DEFAULT_ALGORITHM, **(algorithms or {})}
-    hosts = sim.platform.host_of(ranks)
+    hosts = platform.host_of(ranks)
     coords = par.coords()
     stage_of = coords["pp"]
     g = Graph()
     records = []
-    info = TrainingInfo()
     tpcp = par.tp * par.cp
     tokens = model.micro_batch * model.seq
     act = tokens * model.hidden * BYTES                       # one micro-batch's activations
@@ -174,15 +195,15 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
             if members.size < 2:
                 continue
             rec = add_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
-                                 prio=prio, cid=len(sim.collectives) + len(records), iteration=it, tag=tag,
-                                 platform=sim.platform, pxn=pxn, job=job)
+                                 prio=prio, cid=len(records), iteration=it, tag=tag,
+                                 platform=platform, pxn=pxn, job=job)
             after(rec.start_nodes, last[members])
             last[members] = rec.done_nodes
             records.append(rec)
 
     def sendrecv(src, dst, size, it):
-        rec = add_sendrecv(g, ranks[src], ranks[dst], int(size), platform=sim.platform, prio=prio,
-                           cid=len(sim.collectives) + len(records), iteration=it, tag=tag, chunks=chunks,
+        rec = add_sendrecv(g, ranks[src], ranks[dst], int(size), platform=platform, prio=prio,
+                           cid=len(records), iteration=it, tag=tag, chunks=chunks,
                            pxn=pxn, job=job)
         k = src.size
         after(rec.start_nodes[:k], last[src])
@@ -215,11 +236,9 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
 
     stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
     boundary = act // tpcp                                          # per rank, per micro-batch
-    for i in range(iterations):
-        if i == 1:
-            iterations_check(sim, "iterations", f"{model.name} training", g.n, iterations)
-        it = len(sim.iterations) + i
-        info.iterations.append(it)
+    for it in range(iterations):
+        if it == 1 and check is not None:
+            check(f"{iterations:,} iterations of {model.name} training", g.n * iterations)
         arrived = {}                                                # (kind, stage, j) -> receiver nodes
         plans = [schedule(pipeline, s, par.pp, model.micro_batches) for s in range(par.pp)]
         cursor = [0] * par.pp
@@ -256,12 +275,6 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
             collective("edp", s, "allreduce", expert_grad * BYTES // par.tp, it, algorithms.get("gradients"))
             if model.optimizer_us > 0:
                 compute(stage_ranks[s], int(model.optimizer_us * 1e6), it)
-    end = g.compute(hosts, 0, iteration=info.iterations[-1], tag=tag)
+    end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
     after(end, last)
-    offset = sim.add_graph(g)
-    for rec in records:
-        sim.collectives.append(rec.shifted(offset))
-    info.collectives = sim.collectives[-len(records):] if records else []
-    sim.iterations.extend(info.iterations)
-    sim.iteration_jobs.update({i: job for i in info.iterations})
-    return info
+    return TrainingGraph(g, records, iterations, job)

@@ -24,15 +24,14 @@ MODEL in one model-parallel group.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim.memory import iterations_check
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph
+from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
 COMM_OPS = ("allreduce", "allgather", "alltoall", "reducescatter")
@@ -74,14 +73,6 @@ class Workload:
             raise ScenarioError("layers", "a workload needs at least one layer")
 
 
-@dataclass
-class TrainingInfo:
-    """Ids (global, after adding) of what `add_training` built."""
-
-    iterations: list[int] = field(default_factory=list)
-    collectives: list = field(default_factory=list)
-
-
 def groups(parallelism: str, n: int, mp_size: int) -> dict[str, np.ndarray]:
     """Rank-index groups, one row per group: {'dp': ..., 'mp': ..., 'all': [[0..n-1]]}."""
     idx = np.arange(n)
@@ -107,19 +98,26 @@ def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
     return "dp" if phase == "wg" else "mp"
 
 
-def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
-                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="") -> TrainingInfo:
+def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> TrainingInfo:
     """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
-    platform; on a plain topology, hosts) to `sim`, as job `job`."""
+    platform; on a plain topology, hosts) to `sim` (options as `training_graph`'s)."""
+    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations,
+                                           check=sim.workload_check, **options))
+
+
+def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
+                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None) -> TrainingGraph:
+    """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
+    as job `job`; `check(what, nodes)` (e.g. `Simulation.workload_check`) may refuse the
+    whole run once its first iteration is built."""
     ranks = np.asarray(ranks, np.int64)
-    hosts = sim.platform.host_of(ranks)
+    hosts = platform.host_of(ranks)
     n = ranks.size
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     algorithms = {**DEFAULT_ALGORITHM, **(algorithms or {})}
     grp = groups(workload.parallelism, n, workload.mp_size)
     g = Graph()
-    info = TrainingInfo()
     records = []
     last_compute = np.full(n, -1, np.int64)        # per rank: the previous compute node
     pending_wg: dict[int, np.ndarray] = {}         # layer -> per rank: what its next forward waits for
@@ -139,19 +137,16 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
             if members.size < 2:
                 done[members] = trigger[members]
                 continue
-            cid = len(sim.collectives) + len(records)
             rec = add_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
-                                 prio=prio, cid=cid, iteration=it, tag=tag, platform=sim.platform, job=job)
+                                 prio=prio, cid=len(records), iteration=it, tag=tag, platform=platform, job=job)
             g.depend(rec.start_nodes, trigger[members])
             done[members] = rec.done_nodes
             records.append(rec)
         return done
 
-    for i in range(iterations):
-        if i == 1:
-            iterations_check(sim, "iterations", f"workload {workload.name or 'layers'}", g.n, iterations)
-        it = len(sim.iterations) + i
-        info.iterations.append(it)
+    for it in range(iterations):
+        if it == 1 and check is not None:
+            check(f"{iterations:,} iterations of workload {workload.name or 'layers'}", g.n * iterations)
         after_fwd = ()
         for li, layer in enumerate(workload.layers):
             waits = after_fwd + ((pending_wg.pop(li),) if li in pending_wg else ())
@@ -178,13 +173,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, *, algorithms=
             compute(0, it, after_bwd)
     # the last iteration ends when its weight gradients are exchanged
     if pending_wg:
-        end = g.compute(hosts, 0, iteration=info.iterations[-1], tag=tag)
+        end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
         for done in pending_wg.values():
             g.depend(end, done)
-    offset = sim.add_graph(g)
-    for rec in records:
-        sim.collectives.append(rec.shifted(offset))
-    info.collectives = sim.collectives[-len(records):] if records else []
-    sim.iterations.extend(info.iterations)
-    sim.iteration_jobs.update({i: job for i in info.iterations})
-    return info
+    return TrainingGraph(g, records, iterations, job)

@@ -7,13 +7,17 @@ forward : input-gradient : weight-gradient = 1 : 1 : 1 as ASTRA-sim's examples d
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from rocesim.errors import ScenarioError
+from rocesim.settings import Integer, Number, Section, Setting
 from rocesim.training.workloads.model import Comm, Layer, Workload
 
 US = 10**6       # ps
 
 
-def resnet50(batch_time_us: float = 26_700) -> Workload:
+def resnet50(batch_time_us: float) -> Workload:
     """ResNet-50, data parallel: one gradient all-reduce per stage, overlapped with backward.
 
     Gradient sizes: fp32 gradients of torchvision's ResNet-50 (25.6 M parameters) per
@@ -32,8 +36,7 @@ def resnet50(batch_time_us: float = 26_700) -> Workload:
     return Workload("resnet50", "DATA", layers, source="He et al. 2016; NVIDIA DL Examples (V100, AMP)")
 
 
-def transformer(layers: int = 8, hidden: int = 2048, seq: int = 2048, micro_batch: int = 1, tp: int = 8,
-                tflops: float = 150.0) -> Workload:
+def transformer(layers: int, hidden: int, seq: int, micro_batch: int, tp: int, tflops: float) -> Workload:
     """A GPT-style Transformer with Megatron tensor parallelism (tp) and data parallelism.
 
     Per layer (Shoeybi et al. 2019; Narayanan et al., SC 2021): the attention and the
@@ -57,7 +60,7 @@ def transformer(layers: int = 8, hidden: int = 2048, seq: int = 2048, micro_batc
                     source="Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021), GPT-3 1.3B-like layer")
 
 
-def dlrm(local_batch: int = 2048, tables: int = 26, dim: int = 128) -> Workload:
+def dlrm(local_batch: int, tables: int, dim: int) -> Workload:
     """DLRM (Naumov et al. 2019): model-parallel embeddings exchanged by all-to-all,
     data-parallel MLPs all-reduced.
 
@@ -79,14 +82,50 @@ def dlrm(local_batch: int = 2048, tables: int = 26, dim: int = 128) -> Workload:
     return Workload("dlrm", "DATA", layers, source="Naumov et al. 2019; Mudigere et al. 2022")
 
 
-PRESETS = {"resnet50": resnet50, "transformer": transformer, "dlrm": dlrm}
+@dataclass(frozen=True)
+class Preset:
+    """A built-in model: the function that builds it from its parameters, and their
+    declaration (names, types, defaults, meanings; `rocesim keys` lists them)."""
+
+    build: Callable
+    params: Section
+
+    def make(self, given=None, key: str = "params"):
+        """The model, from the user's `params` mapping (defaults for the rest)."""
+        return self.build(**self.params.resolve(given, key))
 
 
-def preset(name: str, key: str = "model", **kwargs) -> Workload:
+def count(default: int, doc: str) -> Setting:
+    """A positive whole-number parameter of a model, at most a million (so that a preset
+    cannot overflow or run away)."""
+    return Setting(Integer(1, 10**6), default, doc)
+
+
+def amount(default: float, doc: str) -> Setting:
+    """A positive real parameter of a model, at most 1e12."""
+    return Setting(Number(0.0, 1e12), default, doc)
+
+
+TFLOPS = amount(150.0, "effective TFLOP/s per GPU (about half of an A100's 312)")
+
+PRESETS = {
+    "resnet50": Preset(resnet50, Section(
+        "ResNet-50, data parallel (He et al. 2016; NVIDIA DL Examples)",
+        batch_time_us=amount(26_700, "one iteration on one GPU, in us (~1,200 images/s per V100 at batch 32)"))),
+    "transformer": Preset(transformer, Section(
+        "a GPT-style Transformer, Megatron tensor + data parallel",
+        layers=count(8, "Transformer layers"), hidden=count(2048, "hidden size"), seq=count(2048, "sequence length"),
+        micro_batch=count(1, "micro-batch size"), tp=count(8, "tensor-parallel group size"), tflops=TFLOPS)),
+    "dlrm": Preset(dlrm, Section(
+        "DLRM: embedding all-to-all, MLP all-reduce (Naumov et al. 2019)",
+        local_batch=count(2048, "samples per GPU"), tables=count(26, "embedding tables (sparse features)"),
+        dim=count(128, "embedding dimension"))),
+}
+
+
+def preset(name: str, key: str = "model", **params) -> Workload:
+    """The layer model `name` (a key of PRESETS) with `params` (the others at their defaults)."""
     if name not in PRESETS:
         raise ScenarioError(key, f"unknown model {name!r}; presets: {', '.join(PRESETS)}, "
                                  "or {astra_sim: file} / {chakra: prefix}")
-    try:
-        return PRESETS[name](**kwargs)
-    except TypeError as e:
-        raise ScenarioError(key, f"bad preset parameters: {e}") from None
+    return PRESETS[name].make(params, key.rsplit(".", 1)[0] + ".params" if "." in key else "params")

@@ -1,0 +1,108 @@
+"""The run loop: the core runs in slices of simulated time, and between two slices Python
+moves the progress line, takes samples, installs rerouted tables, watches for a stall
+and lets Ctrl-C end the run with the results so far.  Nothing here runs per packet.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME
+
+NEVER = 2**63 - 1
+
+
+@dataclass
+class RunEnd:
+    """How a run ended: the core's last status, and whether it stalled, was interrupted
+    (Ctrl-C) or failed (a scheme written in Python raised `failure`)."""
+
+    status: int
+    stalled: bool = False
+    interrupted: bool = False
+    failure: BaseException | None = None
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+
+class RunLoop:
+    """One run of `core` to `t_stop` in slices of `t_slice` (or `events_per_slice` events).
+
+    `reroutes`: (time, alive ports) when the routing tables change, applied by
+    `set_routes(core, alive)`; `sampler` takes samples at its times; `progress` (a
+    RunProgress or None) is updated after every slice."""
+
+    def __init__(self, core, t_stop, t_slice, events_per_slice, *, sampler=None, reroutes=(), set_routes=None,
+                 progress=None, n_flows=0, deadlock_threshold=0):
+        self.core, self.t_stop, self.t_slice, self.events_per_slice = core, t_stop, t_slice, events_per_slice
+        self.sampler, self.reroutes, self.set_routes = sampler, list(reroutes), set_routes
+        self.progress, self.n_flows, self.deadlock_threshold = progress, n_flows, deadlock_threshold
+
+    def run(self) -> RunEnd:
+        core = self.core
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        end = RunEnd(STOP_EMPTY)
+        try:
+            end.status, end.stalled = self._slices()
+        except KeyboardInterrupt:
+            end.interrupted = True
+        except Exception as e:      # a scheme written in Python raised (Core.run re-raises it)
+            end.failure = e
+        if (end.status == STOP_EMPTY and not end.interrupted and end.failure is None
+                and core.stats()["flows_done"] < self.n_flows):
+            end.stalled = True       # no event left, flows unfinished: nothing will ever move
+        if end.stalled:
+            # which PFC cycles hold it, detection on or off: one look, now, costs nothing
+            core.deadlocks_at_stall(self.deadlock_threshold)
+        if self.progress is not None:
+            self.progress.close(core.stats())
+        end.wall_s, end.cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+        return end
+
+    def _slices(self) -> tuple[int, bool]:
+        """(the core's status when the run ended, whether it stalled)."""
+        core, sampler, t_stop = self.core, self.sampler, self.t_stop
+        watch = StallWatch()
+        while True:
+            until = t_stop if sampler is None else min(t_stop, sampler.next)
+            reroute_at = self.reroutes[0][0] if self.reroutes else NEVER
+            until = min(until, reroute_at)
+            nxt = core.next_event_ps
+            slice_end = min(until, nxt + self.t_slice) if nxt >= 0 else until
+            status = core.run(slice_end, self.events_per_slice)
+            if status == STOP_TIME and slice_end < until:
+                status = STOP_EVENTS                 # only the slice ended: carry on
+            if self.progress is not None:
+                self.progress.update(core.stats())
+            if status != STOP_EMPTY and watch.stalled(core.stats()):
+                return status, True
+            hit = False
+            if status == STOP_TIME and until == reroute_at:
+                self.set_routes(core, self.reroutes.pop(0)[1])
+                hit = True
+            if sampler is not None and status == STOP_TIME and until == sampler.next:
+                sampler.take(until)
+                hit = True
+            if hit and until < t_stop:
+                continue
+            if status in (STOP_EMPTY, STOP_TIME, STOP_DEADLOCK):
+                return status, False
+
+
+class StallWatch:
+    """Ends a run that can make no more progress: no flow finished and no byte delivered
+    for `limit_ps` of simulated time (a PFC deadlock, or flows a scheme never lets send),
+    while only timers keep the clock moving.  Checked between slices, so it costs nothing."""
+
+    limit_ps = 10**12          # one simulated second
+
+    def __init__(self):
+        self.mark = None
+        self.since = 0
+
+    def stalled(self, st) -> bool:
+        key = (st["flows_done"], st["data_bytes_delivered"])
+        if key != self.mark:
+            self.mark, self.since = key, st["sim_time_ps"]
+            return False
+        return st["sim_time_ps"] - self.since >= self.limit_ps

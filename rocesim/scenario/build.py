@@ -1,0 +1,117 @@
+"""A whole scenario: its top-level keys declared (`SCENARIO`), checked, and built into a
+`Simulation` and the run's settings (stop time, outputs) before anything runs."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+
+from rocesim import config
+from rocesim.errors import ScenarioError
+from rocesim.memory import MemoryLimit
+from rocesim.network.faults import FAULTS
+from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Section, Setting, Size, Text, Time, keys_of, show)
+from rocesim.simulation import Simulation
+from rocesim.scenario.topology_kinds import TOPOLOGY, build_platform
+from rocesim.scenario.traffic_kinds import TRAFFIC, add_traffic
+from rocesim.scenario.yaml_file import apply_overrides, check_depth, read
+
+OUTPUT = Section(
+    "what a run writes besides flows.csv, ports.csv and summary.json (OUTPUTS.md)",
+    flows_format=Setting(Choice("csv", "parquet"), "csv", "flows.csv, or flows.parquet (needs pyarrow)"),
+    hpcc_fct=Setting(Boolean(), False, "also write fct.txt in the HPCC ns-3 fork's format"),
+    plot=Setting(Boolean(), True, "draw the figures"),
+    sample_interval=Setting(Time(positive=True), None, "write rates.csv and queues.csv sampled at this interval"),
+    queue_ports=Setting(Custom("'all' or a list of port ids (ports.csv lists them)"), "all",
+                        "the ports whose queues are sampled"),
+)
+LIMITS = Section("limits checked before anything is built",
+                 memory=Setting(Size(1), None, "the most memory the topology and flows may need, estimated before "
+                                               "building (default: 75% of this machine's memory)"))
+CC = Section("congestion control",
+             scheme=Setting(Text("a scheme name"), REQUIRED, "the scheme: a built-in one (`rocesim schemes` lists them and their "
+                                            "parameters) or package.module:Class, a scheme written in Python"),
+             params=Setting(Custom("a mapping of the scheme's parameters (`rocesim schemes NAME`)"), None,
+                            "the scheme's parameters, by the paper's symbols"))
+
+SCENARIO = Section(
+    "a scenario file (YAML)",
+    name=Setting(Text(), "", "a name for the run (default: the file's)"),
+    seed=config.SEED,
+    stop=Setting(Time(), None, "simulated-time limit (default: until every flow is done)"),
+    topology=Setting(Custom("a mapping with a kind (topology kinds below)"), REQUIRED, "the network"),
+    switch=Setting(config.SWITCH, None, "switch settings (below)"),
+    nic=Setting(config.NIC, None, "NIC settings (below)"),
+    cc=Setting(CC, None, "congestion control (default: {scheme: none})"),
+    routes=Setting(Custom("a list of {switch, dst, next}"), None,
+                   "per-switch next-hop overrides (loops and cyclic buffer dependencies on purpose)"),
+    traffic=Setting(Custom("a non-empty list of entries with a kind (traffic kinds below)"), REQUIRED, "the traffic"),
+    output=Setting(OUTPUT, None, "outputs"),
+    limits=Setting(LIMITS, None, "limits"),
+    deadlock=Setting(Custom("true, false, or a mapping of deadlock settings (below)"), None,
+                     "PFC deadlock detection"),
+    faults=Setting(Custom("a list of entries with a kind (fault kinds below)"), None, "scheduled faults"),
+)
+"""The top-level keys; `rocesim keys` lists them, then the nested declarations: TOPOLOGY,
+TRAFFIC, config.SWITCH, config.NIC, config.DEADLOCK, CC, OUTPUT, LIMITS, FAULTS."""
+
+NESTED = {"topology": TOPOLOGY, "traffic": TRAFFIC, "faults": FAULTS}
+
+
+@dataclass
+class Scenario:
+    """A checked scenario: the simulation to run and how to write its output."""
+
+    sim: Simulation
+    stop: int | None
+    output: dict
+    name: str = ""
+    raw: dict = field(default_factory=dict)
+
+
+def build(raw: dict, base_dir=".") -> Scenario:
+    """Check a scenario mapping and build its Simulation (nothing runs yet)."""
+    check_depth(raw)
+    keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
+    top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k) for k in ("name", "seed", "stop")}
+    memory = _memory(LIMITS.resolve(raw.get("limits"), "limits"))
+    platform = build_platform(raw["topology"], base_dir, memory=memory)
+    cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
+    sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
+                     cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
+                     deadlock=raw.get("deadlock"), memory_limit=memory)
+    add_traffic(sim, raw["traffic"], top["seed"], base_dir, memory=memory)
+    faults = raw.get("faults") or []
+    if not isinstance(faults, list):
+        raise ScenarioError("faults", f"expected a list of {{kind, at, ...}}, got {show(faults)}")
+    for i, f in enumerate(faults):
+        if not isinstance(f, dict):
+            raise ScenarioError(f"faults[{i}]", f"expected a mapping with kind and at, got {show(f)}")
+        sim.add_fault(**{str(k): v for k, v in f.items()})
+    output = _output(raw.get("output"), n_ports=len(sim.ports.node))
+    return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw)
+
+
+def load(path, overrides=()) -> Scenario:
+    """Read, override (`key.path=value` strings, values in YAML syntax), check and build."""
+    raw = apply_overrides(read(path), overrides)
+    return build(raw, os.path.dirname(os.path.abspath(path)))
+
+
+def _memory(limits) -> MemoryLimit:
+    return MemoryLimit() if limits["memory"] is None else MemoryLimit(limits["memory"], configured=True)
+
+
+def _output(d, key="output", n_ports=0) -> dict:
+    out = OUTPUT.resolve(d, key)
+    qp = out["queue_ports"]
+    if qp == "all":
+        out["queue_ports"] = None
+    elif (not isinstance(qp, list) or not qp
+          or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < n_ports for p in qp)):
+        raise ScenarioError(f"{key}.queue_ports", f"expected 'all' or a list of port ids 0..{n_ports - 1} "
+                                                  "(ports.csv lists them)")
+    if out["flows_format"] == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ScenarioError(f"{key}.flows_format", "'parquet' needs pyarrow (pip install 'rocesim[parquet]'); "
+                                                   "or use csv")
+    return out

@@ -1,0 +1,153 @@
+"""The scenario's `{kind: workload}` traffic entries: a model (a layer-model preset, an LLM
+preset, an ASTRA-sim 1.0 file or Chakra traces) on a job's ranks, for some iterations.
+
+The ranks are `ranks`, or `gpus` placed `packed` or `spread` on free servers; jobs hold
+disjoint ranks and name their rows of iterations.csv and collectives.csv (`job`).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
+from rocesim.errors import ScenarioError
+from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, resolve_path,
+                              show)
+from rocesim.training import workloads
+from rocesim.training.collectives import ALGORITHMS
+from rocesim.training.jobs import PLACEMENTS, place
+from rocesim.training.parallelism import Parallelism
+from rocesim.training.workloads.astra import read_astra_sim
+from rocesim.training.workloads.chakra import add_chakra, read_chakra
+from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
+from rocesim.training.workloads.presets import PRESETS
+
+# per-operation algorithms a workload may choose, and the workload roles that map to an op
+ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
+LLM_ONLY = ("parallelism", "pipeline", "pxn")
+
+WORKLOAD = Section(
+    "a training workload: iterations of a model's compute and communication on a job's ranks",
+    model=Setting(Custom(f"a preset ({', '.join([*PRESETS, *LLM_PRESETS])}), {{astra_sim: file}} or "
+                         "{chakra: prefix} (files prefix.<rank>.et)"), REQUIRED, "the model"),
+    params=Setting(Custom("a mapping of the preset's parameters (listed below)"), None, "the preset's parameters"),
+    ranks=Setting(Custom("'all' or a list of ranks"), None, "the job's ranks (default all; or gpus and placement)"),
+    gpus=Setting(Integer(1), None, "the job's size in GPUs, instead of ranks"),
+    placement=Setting(Choice(*PLACEMENTS), None, "where `gpus` go: the lowest free servers (packed, the "
+                                                 "default) or evenly spaced ones (spread)"),
+    job=Setting(Text(), None, "its name in iterations.csv and collectives.csv (default job<index>)"),
+    iterations=Setting(Integer(1), 1, "training iterations"),
+    algorithms=Setting(Custom("{op: algorithm} for " + ", ".join([*ALGORITHMS, *ROLES])), None,
+                       "collective algorithms by operation (moe_alltoall, gradients: LLM roles)"),
+    chunks=Setting(Integer(1), 1, "pieces each collective is cut into"),
+    prio=Setting(PRIORITY, DEFAULT_FLOW_PRIORITY, "the flows' priority"),
+    start=Setting(Time(), "0us", "when the first iteration starts"),
+    clock=Setting(Custom("a frequency, e.g. 1GHz"), "1GHz", "ASTRA-sim files: the clock their cycles count"),
+    parallelism=Setting(Section("{tp, pp, cp, ep, order}: LLM parallelism (dp is what is left)",
+                                tp=Setting(Integer(1), None, "tensor parallelism (default: the preset's)"),
+                                pp=Setting(Integer(1), None, "pipeline stages"),
+                                cp=Setting(Integer(1), None, "context parallelism"),
+                                ep=Setting(Integer(1), None, "expert parallelism"),
+                                order=Setting(Text(), None, "group order, e.g. tp-cp-dp-pp (Megatron-LM's)")),
+                        None, "LLM presets: the parallel groups"),
+    pipeline=Setting(Choice(*SCHEDULES), None, "LLM presets: the pipeline schedule (default 1f1b)"),
+    pxn=Setting(Boolean(), None, "LLM presets: rail-aligned forwarding for the job's collectives (NCCL's PXN; "
+                                 "default false)"),
+)
+
+
+def add_workload(sim, v, key, base_dir, index, ranks_of):
+    """Add a resolved workload entry `v` (WORKLOAD) to `sim`; `ranks_of(value, key)` reads
+    a ranks list against the platform."""
+    model = v["model"]
+    llm = isinstance(model, str) and model in LLM_PRESETS
+    given = [k for k in LLM_ONLY if v[k] is not None]
+    if given and not llm:
+        raise ScenarioError(f"{key}.{given[0]}", f"only the LLM presets ({', '.join(LLM_PRESETS)}) take it")
+    ranks, job = _job_ranks(sim, v, key, index, ranks_of)
+    common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
+                  start=v["start"], tag=index, job=job)
+    if llm:
+        return _llm(sim, v, key, model, ranks, common)
+    if isinstance(model, str):
+        if model not in PRESETS:
+            raise ScenarioError(f"{key}.model", f"unknown model {model!r}; presets: "
+                                                f"{', '.join([*PRESETS, *LLM_PRESETS])}, or {{astra_sim: file}} / "
+                                                "{chakra: prefix}")
+        wl = PRESETS[model].make(v["params"], f"{key}.params")
+    elif isinstance(model, dict) and set(model) == {"astra_sim"}:
+        wl = read_astra_sim(resolve_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"),
+                            _hertz(v["clock"], f"{key}.clock"))
+    elif isinstance(model, dict) and set(model) == {"chakra"}:
+        if sim.platform.gpus_per_server > 1:
+            raise ScenarioError(f"{key}.model.chakra", "Chakra traces run on one rank per host; use a topology "
+                                                       "without gpus_per_server")
+        prefix = model["chakra"]
+        if not isinstance(prefix, str):
+            raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
+        prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, v["iterations"], **common)
+        return
+    else:
+        raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file} or {chakra: prefix}")
+    workloads.add_training(sim, wl, ranks, v["iterations"], **common)
+
+
+def _algorithms(algos, key) -> dict:
+    if algos is None:
+        return {}
+    if not isinstance(algos, dict):
+        raise ScenarioError(f"{key}.algorithms", f"expected a mapping {{op: algorithm}}, got {show(algos)}")
+    for op, alg in algos.items():
+        valid = ALGORITHMS.get(ROLES.get(op, op)) if isinstance(op, str) else None
+        if valid is None or not (isinstance(alg, str) and alg in valid):
+            raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(valid or ())} "
+                                                          f"for an op in {', '.join([*ALGORITHMS, *ROLES])}")
+    return algos
+
+
+def _llm(sim, v, key, name, ranks, common):
+    """An LLM preset with `params`, `parallelism` (dp is what is left), `pipeline`, `pxn`."""
+    model, dims = LLM_PRESETS[name].make(v["params"], f"{key}.params")
+    par = v["parallelism"] or {}
+    dims.update({k: x for k, x in par.items() if x is not None})
+    add_llm_training(sim, model, ranks, v["iterations"], Parallelism.for_ranks(len(ranks), **dims),
+                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), **common)
+
+
+def _job_ranks(sim, v, key, index, ranks_of):
+    """A workload's ranks (`ranks`, or `gpus` and `placement`) and job name, disjoint from
+    every other workload's."""
+    taken = np.zeros(sim.platform.n_ranks, bool)
+    for r in sim.job_ranks.values():
+        taken[r] = True
+    if v["gpus"] is not None:
+        if v["ranks"] is not None:
+            raise ScenarioError(f"{key}.gpus", "give ranks or gpus (with placement), not both")
+        ranks = place(sim.platform, v["gpus"], v["placement"] or "packed", taken, f"{key}.gpus")
+    else:
+        if v["placement"] is not None:
+            raise ScenarioError(f"{key}.placement", "placement chooses the ranks of `gpus`; it needs gpus")
+        ranks = ranks_of("all" if v["ranks"] is None else v["ranks"], f"{key}.ranks")
+        if taken[ranks].any():
+            raise ScenarioError(f"{key}.ranks", f"rank {int(ranks[taken[ranks]][0])} already runs another job; "
+                                                "jobs need disjoint ranks")
+    job = f"job{index}" if v["job"] is None else v["job"]
+    if not job or job in sim.job_ranks:
+        raise ScenarioError(f"{key}.job", f"expected a name no other workload uses, got {show(job)}")
+    sim.job_ranks[job] = ranks
+    return ranks, job
+
+
+def _hertz(v, key) -> float:
+    if isinstance(v, str):
+        for unit, f in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)):
+            if v.strip().endswith(unit):
+                try:
+                    hz = float(v.strip()[:-len(unit)]) * f
+                except ValueError:
+                    break
+                if hz > 0:
+                    return hz
+    raise ScenarioError(key, f"expected a clock frequency such as 1GHz, got {show(v)}")
