@@ -105,6 +105,7 @@ def _exit_status(s) -> int:
 def _check(args) -> int:
     from rocesim import scenario as sc
     scn = sc.load(args.scenario, args.set)
+    scn.sim.check()
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
           f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}")
     if scn.sim.platform.kind != "hosts":

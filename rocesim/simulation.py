@@ -26,12 +26,15 @@ from rocesim.cc import Context, get_scheme
 from rocesim._core.engine import STOP_DEADLOCK, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.memory import MemoryLimit
+from rocesim.network.platform import Platform
+from rocesim.network.topology import Topology
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
+from rocesim.settings import show
 from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
 
 @dataclass
@@ -90,7 +93,9 @@ class Simulation:
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
                  routes=None, seed=1, deadlock=None, memory_limit=None):
-        from rocesim.network.platform import Platform
+        if not isinstance(topology, (Platform, Topology)):
+            raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
+                                            f"(rocesim.network.platform), got {show(topology)}")
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
         topology.validate()
@@ -277,8 +282,9 @@ class Simulation:
     def add_dependencies(self, children, parents):
         """Make each `children[i]` wait for `parents[i]` (arrays of flow ids)."""
         self._not_running("add_dependencies")
-        children = np.asarray(children, np.int64)
-        parents = np.asarray(parents, np.int64)
+        self._not_running("add_dependencies")
+        children, parents = (_flow_ids(ids, name, self.n_flows) for ids, name in ((children, "children"),
+                                                                                  (parents, "parents")))
         if children.shape != parents.shape:
             raise ScenarioError("dependencies", "children and parents must have the same length")
         self._flows.edges.append((children, parents))
@@ -643,6 +649,18 @@ class Simulation:
         """The routing tables converged after a link went down or came back up."""
         tables = routing.build_routes(self.ports, self._overrides, alive_ports)
         core.set_routes(tables.group_off, tables.group_cnt, tables.ports, tables.host_class)
+
+
+def _flow_ids(ids, key: str, n: int) -> np.ndarray:
+    """`ids` as flow ids: whole numbers (never rounded) of flows that exist, 0..n-1."""
+    a = np.asarray(ids)
+    if a.dtype == bool or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise ScenarioError(key, f"expected flow ids (whole numbers), got {show(ids)}")
+    a = a.astype(np.int64).ravel()
+    bad = a[(a < 0) | (a >= n)]
+    if bad.size:
+        raise ScenarioError(key, f"{int(bad[0])} is not a flow id; flows are 0..{n - 1}")
+    return a
 
 
 def _memory_limit(limit) -> MemoryLimit:

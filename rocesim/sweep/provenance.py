@@ -59,6 +59,7 @@ def resolve(run):
     asked = copy.deepcopy(raw)                            # as asked, whatever building does to raw
     with recording_reads() as read:
         scn = sc.build(raw, run.base_dir)
+        scn.sim.check()
     files = {os.path.relpath(p, run.base_dir): h for p, h in read.items()}
     files.update(_scheme_module(scn.sim.scheme))
     scenario = canonical(asked)                           # after the build: only a checked scenario

@@ -151,6 +151,8 @@ class FlowTable:
             ),
             (self.src == self.dst, "src and dst are both {src}; a flow needs two different hosts"),
             (self.size <= 0, "size {size} B must be at least 1 byte"),
+            ((self.prio < 1) | (self.prio > 7), "prio {prio}: data flows use priorities 1..7 (0 is the control "
+                                                "queue)"),
             (self.start < 0, "start {start} ps must not be negative"),
             (self.start > MAX_TIME_PS, "start {start} ps is after the simulator's time horizon "
                                        f"({MAX_TIME_PS} ps, a million seconds)"),
