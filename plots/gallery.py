@@ -39,7 +39,7 @@ def main(argv=None) -> int:
             return 1
     from rocesim.results.plot import plot_slowdown, plot_training
     from rocesim.results import read_csv
-    from rocesim.results.sweep_plot import plot_heatmap, plot_sweep
+    from rocesim.sweep.plot import plot_heatmap, plot_sweep
     docs = args.docs
     written = [
         plot_sweep(fct, os.path.join(docs, "p99_vs_load.png"), metric="slowdown_p99", x="traffic[0].load"),

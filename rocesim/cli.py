@@ -5,7 +5,12 @@ import argparse
 import os
 import sys
 
+from rocesim import __version__, sweep
+from rocesim import scenario as sc
+from rocesim.keys import SECTIONS, lines
 from rocesim.settings import Section
+from rocesim.sweep import job
+from rocesim.sweep.table import markdown
 from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
 
@@ -39,7 +44,6 @@ def _empty_output(outdir: str, force: bool) -> None:
 
 
 def _run(args) -> int:
-    from rocesim import scenario as sc
     scn = sc.load(args.scenario, args.set)
     _empty_output(args.output, args.force)
     if not args.quiet:
@@ -103,7 +107,6 @@ def _exit_status(s) -> int:
 
 
 def _check(args) -> int:
-    from rocesim import scenario as sc
     scn = sc.load(args.scenario, args.set)
     scn.sim.check()
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
@@ -125,7 +128,7 @@ def _plot(args) -> int:
     sweep_dir = len(args.outdirs) == 1 and os.path.isfile(os.path.join(args.outdirs[0], "index.csv"))
     try:
         if sweep_dir:
-            from rocesim.results.sweep_plot import plot_heatmap, plot_sweep
+            from rocesim.sweep.plot import plot_heatmap, plot_sweep
             if args.heatmap:
                 print(plot_heatmap(args.outdirs[0], *args.heatmap, out_path=args.output, metric=args.metric))
             else:
@@ -148,10 +151,8 @@ def _plot(args) -> int:
 
 def _sweep(args) -> int:
     import signal
-    from rocesim import sweep
     sw = sweep.load(args.sweep)
     if args.dry_run:
-        from rocesim.sweep import job
         digests = sweep.check(sw.runs)            # every run loads and checks, or exit 2
         states = [job.state(args.output, r.name, digests[r.name]) for r in sw.runs]
         for r, st in zip(sw.runs, states):
@@ -181,7 +182,6 @@ def _sweep(args) -> int:
 
 
 def _table(args) -> int:
-    from rocesim.sweep.table import markdown
     _existing_folders([args.sweep_dir])
     split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
     try:
@@ -207,7 +207,6 @@ def _schemes(args) -> int:
 
 
 def _keys(args) -> int:
-    from rocesim.keys import lines
     for line in lines(args.section):
         print(line)
     return 0
@@ -219,8 +218,6 @@ def _exit_status_help(codes) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line; every argument has a help line and every command lists its exit status."""
-    from rocesim import __version__
-    from rocesim.keys import SECTIONS
     raw = argparse.RawDescriptionHelpFormatter          # keeps the exit status table's lines
     p = argparse.ArgumentParser(prog="rocesim", description=__doc__, formatter_class=raw,
                                 epilog=_exit_status_help(sorted(EXIT_CODES)))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rocesim import cli
-from rocesim.results import plot, sweep_plot
+from rocesim.results import axes, plot
+from rocesim.sweep import plot as sweep_plot
 from rocesim.sweep import index
 
 
@@ -76,8 +77,8 @@ def test_rocesim_plot_on_a_sweep_folder(tmp_path, kept_figures, capsys):
 def test_iteration_time_bars_that_differ_by_2_percent_do_not_start_at_zero(kept_figures):
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2)
-    plot.zoomed_bars(a, ["none", "hpcc"], [29.7, 30.3])
-    plot.zoomed_bars(b, ["none", "timely"], [16.2, 23.6])
+    axes.zoomed_bars(a, ["none", "hpcc"], [29.7, 30.3])
+    axes.zoomed_bars(b, ["none", "timely"], [16.2, 23.6])
     lo, hi = a.get_ylim()
     assert 28.5 < lo < 29.7 and hi > 30.3
     assert any("does not start at 0" in t.get_text() for t in a.texts)

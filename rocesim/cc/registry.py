@@ -11,6 +11,7 @@ import pkgutil
 from functools import lru_cache
 
 from rocesim import _core
+from rocesim.cc.python import python_scheme
 from rocesim.cc.scheme import Scheme
 from rocesim.errors import ScenarioError
 
@@ -33,7 +34,6 @@ def get_scheme(name, key: str = "cc.scheme") -> Scheme:
     if not isinstance(name, str):
         raise ScenarioError(key, f"expected a scheme name, got {name!r}; available: {', '.join(schemes)}")
     if ":" in name:
-        from rocesim.cc.python import python_scheme
         return python_scheme(name, key)
     if name not in schemes:
         raise ScenarioError(key, f"unknown scheme {name!r}; available: {', '.join(schemes)}, "

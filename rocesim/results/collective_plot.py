@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from rocesim.results.metrics import bandwidths_gbps
-from rocesim.results.plot import plain_axis, plt, size_axis
+from rocesim.results.axes import plain_axis, plt, size_axis
 
 MARKERS = "os^Dv<>p"
 

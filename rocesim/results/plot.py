@@ -8,76 +8,18 @@ from __future__ import annotations
 import json
 import os
 
-import matplotlib
 import matplotlib.patches
-import matplotlib.ticker
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from rocesim.results.metrics import background_mask, slowdown_by_size  # noqa: E402
-from rocesim.results import read_csv, read_flows_csv  # noqa: E402
+from rocesim.results.axes import plain_axis, plt, size_axis, zoomed_bars
+from rocesim.results.collective_plot import plot_collectives
+from rocesim.results.metrics import background_mask, slowdown_by_size
+from rocesim.results.run import read_csv
+from rocesim.results.timeline_plot import plot_timeline
 
 STYLES = {50: ":", 95: "--", 99: "-"}
 MARKERS = {50: "o", 95: "s", 99: "^"}      # p95 and p99 differ in marker and line, not colour alone
 EMPTY_TEXT = "no finished data flows in this run"
-
-
-def _size_text(b, _pos=None) -> str:
-    """Bytes as 1KB, 20KB, 1.5MB."""
-    for unit, f in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if b >= f:
-            return f"{b / f:g}{unit}"
-    return f"{b:g}B"
-
-
-def plain_axis(axis, log=False) -> None:
-    """Plain numbers on an axis (2, 5, 10, 200 rather than 10^0 and 2x10^2)."""
-    if log:
-        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:g}"))
-
-
-def size_axis(axis) -> None:
-    """A log axis of flow sizes labelled 1KB, 10KB, 1MB."""
-    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_text))
-    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-
-
-TRUNCATED = "axis does not start at 0"
-
-
-def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> None:
-    """A bar per label with its value written on it (and, with `spread`, a (low, high)
-    pair per bar, an error bar from low to high).  When the bars differ by less than a
-    fifth of the tallest, the axis starts near the shortest (and says it does not start at
-    zero), so that a 2% difference is visible."""
-    heights = np.asarray(heights, float)
-    x = np.arange(len(labels))
-    ax.bar(x, np.nan_to_num(heights), color=colors or [f"C{k % 10}" for k in range(len(labels))], alpha=0.7)
-    lo, hi = heights, heights
-    if spread is not None:
-        lo, hi = (np.asarray(v, float) for v in zip(*spread))
-        ok = ~np.isnan(heights)
-        ax.errorbar(x[ok], heights[ok], yerr=[heights[ok] - lo[ok], hi[ok] - heights[ok]], fmt="none",
-                    ecolor="0.2", capsize=4, lw=1)
-    ax.set_xticks(x, labels, rotation=30 if max(map(len, map(str, labels)), default=0) > 6 else 0, ha="right")
-    ok = ~np.isnan(heights)
-    if ok.any():
-        low, high = np.nanmin(lo[ok]), np.nanmax(hi[ok])
-        if ok.sum() > 1 and low > 0 and (high - low) < 0.2 * high:
-            pad = max(high - low, 0.01 * high)
-            ax.set_ylim(low - 1.5 * pad, high + 0.8 * pad)
-            ax.text(0.01, 0.99, TRUNCATED, transform=ax.transAxes, ha="left", va="top",
-                    fontsize=7, color="0.35")
-        for k, h in enumerate(heights):
-            if not np.isnan(h):
-                ax.annotate(f"{h:.4g}", (k, hi[k] if spread is not None else h), ha="center", va="bottom",
-                            fontsize=7, xytext=(0, 2), textcoords="offset points")
-    plain_axis(ax.yaxis)
 
 
 def _load_run(outdir):
@@ -85,7 +27,7 @@ def _load_run(outdir):
     flows_csv = os.path.join(outdir, "flows.csv")
     flows_pq = os.path.join(outdir, "flows.parquet")
     if os.path.isfile(flows_csv):
-        flows = read_flows_csv(flows_csv)
+        flows = read_csv(flows_csv)
     elif os.path.isfile(flows_pq):
         import pyarrow.parquet as pq
         table = pq.read_table(flows_pq)
@@ -299,12 +241,10 @@ def plot_dirs(outdirs, out_path=None, n_bins=20):
     colls = [(label, read_csv(os.path.join(d, "collectives.csv"))) for (label, _), d in zip(runs, outdirs)
              if os.path.isfile(os.path.join(d, "collectives.csv"))]
     if colls:
-        from rocesim.results.collective_plot import plot_collectives
         written.append(plot_collectives(colls, _beside(slow_path, out_path, outdirs[0], "collectives")))
     for d in outdirs[:1]:                      # the first run's rates and queues over time
         rates, queues = (os.path.join(d, f) for f in ("rates.csv", "queues.csv"))
         if os.path.isfile(rates) or os.path.isfile(queues):
-            from rocesim.results.timeline_plot import plot_timeline
             written.append(plot_timeline(read_csv(rates) if os.path.isfile(rates) else None,
                                          read_csv(queues) if os.path.isfile(queues) else None,
                                          _beside(slow_path, out_path, d, "timeline"), title=f"{runs[0][0]}: rates and queues"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rocesim.results.plot import plain_axis, plt
+from rocesim.results.axes import plain_axis, plt
 
 MAX_LINES = 8
 

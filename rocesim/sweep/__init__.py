@@ -19,7 +19,8 @@ import threading
 from dataclasses import dataclass
 
 from rocesim.errors import ScenarioError
-from rocesim.sweep import index, job
+import rocesim.sweep.index as index
+import rocesim.sweep.job as job
 from rocesim.sweep.local import Interrupted
 from rocesim.sweep.progress import Progress
 from rocesim.sweep.provenance import StaleRuns, check, stored

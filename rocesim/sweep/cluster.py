@@ -19,7 +19,7 @@ import signal
 import time
 
 from rocesim.errors import ScenarioError
-from rocesim.sweep import job
+import rocesim.sweep.job as job
 from rocesim.sweep.local import POLL_S, Interrupted, catch_stop_signals
 
 

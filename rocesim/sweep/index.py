@@ -15,7 +15,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from rocesim.sweep import job
+import rocesim.sweep.job as job
+from rocesim.results.run import read_csv
 from rocesim.sweep.spec import SCENARIO_KEY, format_value
 
 @dataclass(frozen=True)
@@ -182,7 +183,6 @@ def write(root: str, runs, param_names, digests=None, unrecorded=None) -> list[s
 
 def read(root: str) -> dict:
     """index.csv of a sweep folder as columns (numbers as floats, the rest as strings)."""
-    from rocesim.results import read_csv
     path = os.path.join(root, "index.csv")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{root} holds no index.csv (is it a sweep folder?)")

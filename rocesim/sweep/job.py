@@ -18,7 +18,8 @@ import os
 import shutil
 import traceback
 
-from rocesim.sweep import provenance
+import rocesim.sweep.provenance as provenance
+from rocesim.errors import ScenarioError
 
 INCOMPLETE = ".incomplete"
 PARAMS_FILE = "params.json"
@@ -160,7 +161,6 @@ def _os_reason(e: OSError) -> str:
 def sweep_lock(root: str):
     """Hold `root/.lock` for the length of a sweep (a second sweep into the same folder
     would remove the first one's runs in progress), and remove it when the sweep ends."""
-    from rocesim.errors import ScenarioError
     try:
         import fcntl
     except ImportError:                       # not POSIX: no lock

@@ -20,7 +20,7 @@ import traceback
 from collections import deque
 from multiprocessing.connection import wait
 
-from rocesim.sweep import job
+import rocesim.sweep.job as job
 
 POLL_S = 0.2           # how often the parent looks at its workers (and the progress line)
 

@@ -19,6 +19,9 @@ import json
 import os
 import sys
 
+from rocesim import __version__
+from rocesim import scenario as sc
+from rocesim._textfile import recording_reads
 from rocesim.errors import ScenarioError
 from rocesim.sweep.spec import in_run, read_scenario
 
@@ -51,9 +54,6 @@ def resolve(run):
     """(Scenario, record) of a spec.Run: its scenario loaded and checked (nothing runs), and
     what it is made from, `{sha256, rocesim, base_dir, files, scenario}`.  Raises the
     scenario's ScenarioError."""
-    from rocesim import __version__
-    from rocesim import scenario as sc
-    from rocesim._textfile import recording_reads
     raw = run.base if isinstance(run.base, dict) else read_scenario(run.base)
     raw = sc.apply_overrides(raw, run.overrides)          # a copy
     asked = copy.deepcopy(raw)                            # as asked, whatever building does to raw

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from rocesim._textfile import decode_utf8
 from rocesim.errors import ScenarioError
+from rocesim.scenario import apply_overrides, check_depth, parse_yaml
 
 SWEEP_KEYS = ("base", "grid", "zip", "seeds", "set")
 SCENARIO_KEY = "scenario"
@@ -64,7 +65,6 @@ class Sweep:
 
 def load(path) -> Sweep:
     """Read and expand a sweep file; every mistake is one ScenarioError naming the key."""
-    from rocesim.scenario import parse_yaml
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -76,7 +76,6 @@ def load(path) -> Sweep:
 
 def expand(raw, sweep_dir: str = ".", where: str = "sweep") -> Sweep:
     """The runs of a sweep mapping (`sweep_dir`: where relative paths are read from)."""
-    from rocesim.scenario import apply_overrides
     if not isinstance(raw, dict):
         raise ScenarioError(where, "a sweep file must hold a mapping with base:, grid:, zip:, seeds:")
     unknown = [k for k in raw if k not in SWEEP_KEYS]
@@ -189,7 +188,6 @@ def _lists(d, key) -> dict:
 
 def _base(spec, sweep_dir, key):
     """(base for Run, base_dir, raw mapping) of a scenario path or an inline mapping."""
-    from rocesim.scenario import check_depth
     if isinstance(spec, dict):
         check_depth(spec)
         return spec, sweep_dir, spec
@@ -201,7 +199,6 @@ def _base(spec, sweep_dir, key):
 
 def read_scenario(path: str, key: str = "base") -> dict:
     """The mapping of a scenario file (an error keyed `key` when it cannot be read)."""
-    from rocesim.scenario import check_depth, parse_yaml
     try:
         with open(path, "rb") as f:
             data = f.read()

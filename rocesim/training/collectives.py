@@ -51,6 +51,10 @@ import numpy as np
 
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
+from rocesim.network.platform import Platform
+from rocesim.network.topology import Topology
+from rocesim.training.chunks import split_bytes, split_bytes_each
+from rocesim.training.dimensions import multidim_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
@@ -103,18 +107,6 @@ class CollectiveRecord:
                                 self.job)
 
 
-def split_bytes(total: int, parts: int) -> np.ndarray:
-    """`parts` integer sizes that add up to `total`, as equal as possible."""
-    edges = (np.int64(total) * np.arange(parts + 1, dtype=np.int64)) // parts
-    return np.diff(edges)
-
-
-def split_bytes_each(totals: np.ndarray, parts: int) -> np.ndarray:
-    """`split_bytes(totals[k], parts)` for every k at once: shape (parts, len(totals))."""
-    edges = (np.asarray(totals, np.int64)[None, :] * np.arange(parts + 1, dtype=np.int64)[:, None]) // parts
-    return np.diff(edges, axis=0)
-
-
 class _Transfers:
     """Adds transfers (chunks in order) for one collective on a platform.
 
@@ -126,13 +118,11 @@ class _Transfers:
     """
 
     def __init__(self, g, ranks, chunks, prio, cid, iteration, tag, platform=None, pxn=False):
-        from rocesim.network.platform import Platform
         self.g, self.ranks, self.C = g, np.asarray(ranks, np.int64), chunks
         self.platform = platform
         self.pxn = pxn
         if platform is None:              # plain hosts: rank = host
             n = int(self.ranks.max()) + 1 if self.ranks.size else 1
-            from rocesim.network.topology import Topology
             self.platform = Platform(Topology(n), n)
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
         # the last scale-up send of each GPU (rank id): a GPU's port carries one send (or one
@@ -506,7 +496,6 @@ def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW
     elif algorithm == "halving_doubling":
         _halving_doubling(t, op, p, size)
     elif per_dimension:
-        from rocesim.training.dimensions import multidim_allreduce
         multidim_allreduce(t, size, chunks, algorithm, _ring)
     elif algorithm == "double_binary_tree":
         half = split_bytes(size, 2)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocesim.errors import ScenarioError
+from rocesim.training.chunks import split_bytes
 
 __all__ = ["Dimension", "platform_dimensions", "chunk_orders", "multidim_allreduce", "POLICIES"]
 
@@ -160,7 +161,6 @@ def multidim_allreduce(t, m, chunks, policy, ring):
     """All-reduce of `m` bytes on the ranks of `t` in `chunks` chunks, dimension orders by
     `policy`; `ring(t, op, p, m, ready, order)` builds one ring stage (collectives._ring).
     Returns each chunk's order."""
-    from rocesim.training.collectives import split_bytes
     dims = platform_dimensions(t)
     p = t.ranks.size
     chunk_bytes = [int(b) for b in split_bytes(m, chunks) if b > 0]

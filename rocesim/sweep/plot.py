@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-from rocesim.results.plot import TRUNCATED, plain_axis, plt, zoomed_bars
-from rocesim.sweep import index
+from rocesim.results.axes import TRUNCATED, plain_axis, plt, zoomed_bars
+import rocesim.sweep.index as index
 from rocesim.sweep.index import default_metrics, parameter_label, read_done
 
 def _values(rows, key):

@@ -1,0 +1,71 @@
+"""What every rocesim figure shares: matplotlib without a screen, plain numbers on axes,
+flow sizes as 1KB/10MB, bars that zoom in on small differences and say so.
+
+Only the figure modules import this (and so matplotlib), never the simulator.
+"""
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+__all__ = ["plt", "plain_axis", "size_axis", "zoomed_bars", "TRUNCATED"]
+
+
+def _size_text(b, _pos=None) -> str:
+    """Bytes as 1KB, 20KB, 1.5MB."""
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= f:
+            return f"{b / f:g}{unit}"
+    return f"{b:g}B"
+
+
+def plain_axis(axis, log=False) -> None:
+    """Plain numbers on an axis (2, 5, 10, 200 rather than 10^0 and 2x10^2)."""
+    if log:
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:g}"))
+
+
+def size_axis(axis) -> None:
+    """A log axis of flow sizes labelled 1KB, 10KB, 1MB."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_text))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+TRUNCATED = "axis does not start at 0"
+
+
+def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> None:
+    """A bar per label with its value written on it (and, with `spread`, a (low, high)
+    pair per bar, an error bar from low to high).  When the bars differ by less than a
+    fifth of the tallest, the axis starts near the shortest (and says it does not start at
+    zero), so that a 2% difference is visible."""
+    heights = np.asarray(heights, float)
+    x = np.arange(len(labels))
+    ax.bar(x, np.nan_to_num(heights), color=colors or [f"C{k % 10}" for k in range(len(labels))], alpha=0.7)
+    lo, hi = heights, heights
+    if spread is not None:
+        lo, hi = (np.asarray(v, float) for v in zip(*spread))
+        ok = ~np.isnan(heights)
+        ax.errorbar(x[ok], heights[ok], yerr=[heights[ok] - lo[ok], hi[ok] - heights[ok]], fmt="none",
+                    ecolor="0.2", capsize=4, lw=1)
+    ax.set_xticks(x, labels, rotation=30 if max(map(len, map(str, labels)), default=0) > 6 else 0, ha="right")
+    ok = ~np.isnan(heights)
+    if ok.any():
+        low, high = np.nanmin(lo[ok]), np.nanmax(hi[ok])
+        if ok.sum() > 1 and low > 0 and (high - low) < 0.2 * high:
+            pad = max(high - low, 0.01 * high)
+            ax.set_ylim(low - 1.5 * pad, high + 0.8 * pad)
+            ax.text(0.01, 0.99, TRUNCATED, transform=ax.transAxes, ha="left", va="top",
+                    fontsize=7, color="0.35")
+        for k, h in enumerate(heights):
+            if not np.isnan(h):
+                ax.annotate(f"{h:.4g}", (k, hi[k] if spread is not None else h), ha="center", va="bottom",
+                            fontsize=7, xytext=(0, 2), textcoords="offset points")
+    plain_axis(ax.yaxis)
