@@ -76,10 +76,10 @@ from rocesim.training.graph import Graph
 from rocesim.training.collectives import add_collective
 g = Graph()
 t0 = time.process_time()
-add_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)
+append_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)
 t1 = time.process_time()
 n_a2a = g.n
-add_collective(g, "allreduce", "halving_doubling", range({hd}), 64 * 2**20)
+append_collective(g, "allreduce", "halving_doubling", range({hd}), 64 * 2**20)
 out = dict(alltoall_ranks={a2a}, alltoall_nodes=n_a2a, alltoall_cpu_s=t1 - t0,
            hd_ranks={hd}, hd_cpu_s=time.process_time() - t1, edges=int(g.edges()[0].size))
 """)

@@ -9,7 +9,7 @@ from rocesim import __version__, sweep
 from rocesim import scenario as sc
 from rocesim.keys import SECTIONS, lines
 from rocesim.settings import Section
-from rocesim.sweep import job
+from rocesim.sweep import run_folder
 from rocesim.sweep.table import markdown
 from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
@@ -154,11 +154,11 @@ def _sweep(args) -> int:
     sw = sweep.load(args.sweep)
     if args.dry_run:
         digests = sweep.check(sw.runs)            # every run loads and checks, or exit 2
-        states = [job.state(args.output, r.name, digests[r.name]) for r in sw.runs]
+        states = [run_folder.state(args.output, r.name, digests[r.name]) for r in sw.runs]
         for r, st in zip(sw.runs, states):
             print(f"{st:8} {r.name}")
-        if job.STALE in states:
-            print(f"rocesim: {states.count(job.STALE)} finished run(s) are stale (made from another scenario, "
+        if run_folder.STALE in states:
+            print(f"rocesim: {states.count(run_folder.STALE)} finished run(s) are stale (made from another scenario, "
                   f"or by a rocesim that recorded none); a sweep refuses them unless --rerun-stale", file=sys.stderr)
         return 0
     rep = sweep.run_runs(sw, args.output, processes=args.jobs, scheduler=args.scheduler, progress=not args.quiet,

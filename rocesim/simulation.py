@@ -30,7 +30,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
@@ -232,7 +232,7 @@ class Simulation:
         self._not_running("add_collective")
         ranks = self.ranks(ranks, "ranks")
         g = Graph()
-        rec = add_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
+        rec = append_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
                              parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio, cid=0,
                              start=parse_time(start, "start", bare_ok=True), group_size=group_size,
                              platform=self.platform, pxn=pxn, job=job)

@@ -73,14 +73,14 @@ def test_scale_up_fluid_model_is_exact_and_close_to_the_packet_model():
 @pytest.mark.parametrize("kind", ["switch", "mesh", "ring"])
 @pytest.mark.parametrize("op,algorithm", [("allreduce", "ring"), ("allgather", "ring"), ("alltoall", "direct")])
 def test_in_server_closed_form_equals_the_step_by_step_fluid_model(kind, op, algorithm):
-    from rocesim.training.collectives import add_collective
+    from rocesim.training.collectives import append_collective
     from rocesim.training.graph import Graph
     one = pf.on_topology(topology.star(8, "200Gbps", "0.5us"), 8, ScaleUp(1600 * 10**9, 10**6, kind))
     times = []
     for closed in (True, False):
         sim = Simulation(one)
         g = Graph()
-        rec = add_collective(g, op, algorithm, np.arange(8), 4 * MIB, platform=one, closed_form=closed)
+        rec = append_collective(g, op, algorithm, np.arange(8), 4 * MIB, platform=one, closed_form=closed)
         sim.collectives.append(rec.shifted(sim.add_graph(g)))
         res = sim.run()
         times.append(res.collectives["duration_ns"][0])

@@ -18,7 +18,7 @@ import yaml
 import rocesim
 from rocesim import sweep
 from rocesim.errors import ScenarioError
-from rocesim.sweep import job
+from rocesim.sweep import run_folder
 from helpers import same_rocesim_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,13 +110,13 @@ def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
     stamps = {n: os.path.getmtime(os.path.join(out, n, "summary.json")) for n in names}
     import shutil
     shutil.rmtree(os.path.join(out, names[1]))                              # missing
-    with open(os.path.join(out, names[4], job.ERROR_FILE), "w") as f:       # failed earlier
+    with open(os.path.join(out, names[4], run_folder.ERROR_FILE), "w") as f:       # failed earlier
         f.write("boom\n")
-    assert [job.state(out, n) for n in names].count(job.DONE) == 4
+    assert [run_folder.state(out, n) for n in names].count(run_folder.DONE) == 4
     rep = sweep.run_runs(sw, out, processes=2, progress=False)
     assert (rep.skipped, rep.done, rep.failed) == (4, 2, 0)
     for n in names:
-        assert job.state(out, n) == job.DONE
+        assert run_folder.state(out, n) == run_folder.DONE
         if n not in (names[1], names[4]):
             assert os.path.getmtime(os.path.join(out, n, "summary.json")) == stamps[n]
     rows = _index(out)
@@ -124,7 +124,7 @@ def test_rerun_runs_exactly_the_missing_and_failed_runs(tmp_path):
     assert {r["status"] for r in rows} == {"ok"}
     assert {r["cc.scheme"] for r in rows} == {"none", "dctcp", "hpcc"}
     assert all(float(r["slowdown_p99"]) >= float(r["slowdown_p50"]) >= 1.0 for r in rows)
-    with open(os.path.join(out, names[0], job.PARAMS_FILE)) as f:
+    with open(os.path.join(out, names[0], run_folder.PARAMS_FILE)) as f:
         assert json.load(f)["params"] == {"cc.scheme": "none", "seed": 1}
 
 
@@ -227,7 +227,7 @@ def _interrupt(proc, out, sig, at_least):
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)], "a worker outlived the sweep"
     for d in os.listdir(out):                  # only complete runs, nothing partial
-        if d not in ("index.csv", "index.parquet", job.LOCK_FILE):
+        if d not in ("index.csv", "index.parquet", run_folder.LOCK_FILE):
             assert os.path.isfile(os.path.join(out, d, "summary.json")), d
             with open(os.path.join(out, d, "summary.json")) as f:
                 assert json.load(f)["interrupted"] is False
@@ -319,12 +319,12 @@ def test_a_second_sweep_into_the_same_folder_is_refused(tmp_path):
     out = str(tmp_path / "out")
     os.makedirs(out)
     sw = sweep.expand({"base": BASE, "seeds": [1]})
-    with job.sweep_lock(out):
+    with run_folder.sweep_lock(out):
         with pytest.raises(ScenarioError) as e:
             sweep.run_runs(sw, out, processes=1, progress=False)
         assert "another rocesim sweep" in str(e.value)
     assert sweep.run_runs(sw, out, processes=1, progress=False).done == 1
-    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))          # a finished sweep leaves no lock
+    assert not os.path.exists(os.path.join(out, run_folder.LOCK_FILE))          # a finished sweep leaves no lock
 
 
 def test_the_readme_sweep_example_expands():
@@ -526,13 +526,13 @@ needs_permissions = pytest.mark.skipif(not _permissions_bind_us(), reason="root 
 def _readonly_failed_run(out, name):
     """An earlier failed attempt whose folder cannot be written (only for a user not root)."""
     os.makedirs(out / name)
-    (out / name / job.ERROR_FILE).write_text("boom\n")
+    (out / name / run_folder.ERROR_FILE).write_text("boom\n")
     os.chmod(out / name, 0o555)
 
 
 BLOCKERS = {   # (make a folder unwritable, which runs it fails)
     "a file in a run's place": (lambda out, names: (out / names[1]).write_text("in the way"), [1]),
-    "a file in .incomplete's place": (lambda out, names: (out / job.INCOMPLETE).write_text("in the way"), [0, 1, 2]),
+    "a file in .incomplete's place": (lambda out, names: (out / run_folder.INCOMPLETE).write_text("in the way"), [0, 1, 2]),
     "a read-only run folder": (lambda out, names: _readonly_failed_run(out, names[1]), [1]),
 }
 
@@ -563,7 +563,7 @@ def test_a_folder_that_cannot_be_written_fails_its_run_and_the_sweep_goes_on(tmp
             assert rows[n]["state"] == "failed" and rows[n]["error"] in reason
         else:
             assert rows[n]["state"] == "done"
-    assert not (out / job.LOCK_FILE).exists()
+    assert not (out / run_folder.LOCK_FILE).exists()
 
 
 @pytest.mark.parametrize("where, reason", [
@@ -593,9 +593,9 @@ def test_a_full_disk_fails_the_run_with_the_reason(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "open", full_disk)
     run = sweep.expand({"base": BASE}).runs[0]
-    outcome = job.run_one(run, out)
-    assert outcome["state"] == job.FAILED and "No space left on device" in outcome["error"]
-    assert not os.path.exists(os.path.join(out, run.name)) and os.listdir(os.path.join(out, job.INCOMPLETE)) == []
+    outcome = run_folder.run_one(run, out)
+    assert outcome["state"] == run_folder.FAILED and "No space left on device" in outcome["error"]
+    assert not os.path.exists(os.path.join(out, run.name)) and os.listdir(os.path.join(out, run_folder.INCOMPLETE)) == []
 
 
 def test_the_lock_is_gone_when_the_index_cannot_be_written(tmp_path, monkeypatch):
@@ -610,4 +610,4 @@ def test_the_lock_is_gone_when_the_index_cannot_be_written(tmp_path, monkeypatch
         sweep.run_runs(sweep.expand({"base": BASE}), out, processes=1, progress=False)
     assert e.value.key == os.path.join(out, "index.csv") and "Permission denied" in e.value.reason
     assert "1 done now" in e.value.reason
-    assert not os.path.exists(os.path.join(out, job.LOCK_FILE))
+    assert not os.path.exists(os.path.join(out, run_folder.LOCK_FILE))

@@ -7,7 +7,7 @@ from rocesim.errors import ScenarioError
 from rocesim.network.topology import Topology, from_hpcc_file, star
 from rocesim.traffic import (
     DEFAULT_DPORT,
-    DEFAULT_PRIO,
+    DEFAULT_FLOW_PRIORITY,
     FB_HADOOP,
     WEBSEARCH,
     FlowSizeCDF,
@@ -43,7 +43,7 @@ def test_flow_table_dtypes_and_defaults():
     assert len(flows) == 2
     assert flows.src.dtype == np.int32 and flows.dst.dtype == np.int32
     assert flows.size.dtype == np.int64 and flows.start.dtype == np.int64
-    assert flows.prio.dtype == np.uint8 and flows.prio.tolist() == [DEFAULT_PRIO] * 2
+    assert flows.prio.dtype == np.uint8 and flows.prio.tolist() == [DEFAULT_FLOW_PRIORITY] * 2
     assert flows.dport.dtype == np.int32 and flows.dport.tolist() == [DEFAULT_DPORT] * 2
     assert flows.tag.dtype == np.int32 and flows.tag.tolist() == [0, 0]
     assert table([0], [1], prio=5, tag=[7]).prio.tolist() == [5]

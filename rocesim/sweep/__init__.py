@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rocesim.errors import ScenarioError
 import rocesim.sweep.index as index
-import rocesim.sweep.job as job
+import rocesim.sweep.run_folder as run_folder
 from rocesim.sweep.local import Interrupted
 from rocesim.sweep.progress import Progress
 from rocesim.sweep.provenance import StaleRuns, check, stored
@@ -66,23 +66,23 @@ def run_runs(sw: Sweep, outdir: str, processes: int = 2, scheduler=None, progres
         os.makedirs(outdir, exist_ok=True)
     except OSError as e:
         raise ScenarioError(outdir, f"cannot create the output folder: {e.strerror or e}") from None
-    with job.sweep_lock(outdir):
+    with run_folder.sweep_lock(outdir):
         return _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, interval_s, rerun_stale)
 
 
 def _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, interval_s, rerun_stale) -> Report:
-    states = {r.name: job.state(outdir, r.name, digests[r.name]) for r in sw.runs}
-    stale = [r.name for r in sw.runs if states[r.name] == job.STALE]
+    states = {r.name: run_folder.state(outdir, r.name, digests[r.name]) for r in sw.runs}
+    stale = [r.name for r in sw.runs if states[r.name] == run_folder.STALE]
     if stale and not rerun_stale:
         with contextlib.suppress(OSError):       # start nothing, but let the index no longer show them as current
             index.write(outdir, sw.runs, sw.param_names, digests)
         unrecorded = [n for n in stale if stored(os.path.join(outdir, n)) is None]
         raise StaleRuns(outdir, [n for n in stale if n not in unrecorded], unrecorded)
-    job.clean_incomplete(outdir)
-    todo = [r for r in sw.runs if states[r.name] != job.DONE]
+    run_folder.clean_incomplete(outdir)
+    todo = [r for r in sw.runs if states[r.name] != run_folder.DONE]
     skipped = len(sw.runs) - len(todo)
     bar = Progress(len(sw.runs), skipped, stream, interval_s, enabled=progress)
-    for st, what in ((job.FAILED, "failed"), (job.STALE, "stale")):
+    for st, what in ((run_folder.FAILED, "failed"), (run_folder.STALE, "stale")):
         again = sum(states[r.name] == st for r in todo)
         if again:
             bar.message(f"[sweep] running again {again} {what} run(s)")
@@ -105,18 +105,18 @@ def _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, int
         report.interrupted = int(e.signum)
     with _signals_held(report.interrupted):      # a second Ctrl-C must not cut the index short
         # count what is on disk: a Dask task running when the sweep stopped may still have finished
-        after = {r.name: job.state(outdir, r.name, digests[r.name]) for r in todo}
+        after = {r.name: run_folder.state(outdir, r.name, digests[r.name]) for r in todo}
         # failures that could not be written into a folder: the outcome alone has their reason
         unrecorded = {n: o["error"] for n, o in outcomes.items() if o.get("recorded") is False}
-        ended = [job.FAILED if n in unrecorded else s for n, s in after.items()]
-        report.done, report.failed = ended.count(job.DONE), ended.count(job.FAILED)
-        report.stale = ended.count(job.STALE) if not report.interrupted else 0
+        ended = [run_folder.FAILED if n in unrecorded else s for n, s in after.items()]
+        report.done, report.failed = ended.count(run_folder.DONE), ended.count(run_folder.FAILED)
+        report.stale = ended.count(run_folder.STALE) if not report.interrupted else 0
         bar.done, bar.failed = report.done, report.failed
         bar.close()
         if scheduler is None:                    # every worker is gone: nothing writes there now
-            job.clean_incomplete(outdir)
+            run_folder.clean_incomplete(outdir)
         else:                                    # remote runs may still be writing there
-            job.remove_incomplete_if_empty(outdir)
+            run_folder.remove_incomplete_if_empty(outdir)
         try:
             report.index = index.write(outdir, sw.runs, sw.param_names, digests, unrecorded)
         except OSError as e:

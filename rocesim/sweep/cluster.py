@@ -1,6 +1,6 @@
 """The same runs on a Dask distributed cluster (`pip install "rocesim[dask]"`).
 
-Every task is `job.run_one(run, outdir)`: the worker writes the run's folder into the
+Every task is `run_folder.run_one(run, outdir)`: the worker writes the run's folder into the
 shared output path exactly as a local worker does (temporary folder, renamed when
 complete), so `outdir` must be the same path on every worker (a shared file system).
 Start a cluster with
@@ -19,7 +19,7 @@ import signal
 import time
 
 from rocesim.errors import ScenarioError
-import rocesim.sweep.job as job
+import rocesim.sweep.run_folder as run_folder
 from rocesim.sweep.local import POLL_S, Interrupted, catch_stop_signals
 
 
@@ -56,7 +56,7 @@ def run_dask(runs, outdir: str, scheduler, workers: int, on_result, on_tick=lamb
     futures = {}
     try:
         slots = max(1, sum(client.nthreads().values()))
-        futures = {client.submit(job.run_one, r, outdir, key=f"rocesim-{r.name}-{id(r)}", pure=False): r
+        futures = {client.submit(run_folder.run_one, r, outdir, key=f"rocesim-{r.name}-{id(r)}", pure=False): r
                    for r in runs}
         remaining = set(futures)
         while remaining:
@@ -68,7 +68,7 @@ def run_dask(runs, outdir: str, scheduler, workers: int, on_result, on_tick=lamb
                 if f.status == "finished":
                     on_result(f.result())
                 else:
-                    on_result(job.record_failure(outdir, run, f"the Dask task failed: {f.exception()!r}"))
+                    on_result(run_folder.record_failure(outdir, run, f"the Dask task failed: {f.exception()!r}"))
             on_tick(min(len(remaining), slots))
     except (KeyboardInterrupt, Interrupted) as e:
         signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 
-import rocesim.sweep.job as job
+import rocesim.sweep.run_folder as run_folder
 from rocesim.results.run import read_csv
 from rocesim.sweep.spec import SCENARIO_KEY, format_value
 
@@ -98,8 +98,8 @@ def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[di
     digests, unrecorded = digests or {}, unrecorded or {}
     out = []
     for run in runs:
-        st = job.FAILED if run.name in unrecorded else job.state(root, run.name, digests.get(run.name))
-        if st == job.MISSING:
+        st = run_folder.FAILED if run.name in unrecorded else run_folder.state(root, run.name, digests.get(run.name))
+        if st == run_folder.MISSING:
             continue
         d = os.path.join(root, run.name)
         row = {"run": run.name, "state": st, "status": st}
@@ -107,15 +107,15 @@ def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[di
             v = run.params.get(k)
             row[k] = "" if v is None else (v if k == SCENARIO_KEY else format_value(v))
         row.update({k: "" for k in METRIC_COLUMNS})
-        if st == job.DONE:
+        if st == run_folder.DONE:
             with open(os.path.join(d, "summary.json")) as f:
                 s = json.load(f)
-            row["status"] = job.status(s)
+            row["status"] = run_folder.status(s)
             for k in METRIC_COLUMNS:
                 v = s.get(k)
                 row[k] = "" if v is None else v
             row["error"] = ""
-        elif st == job.STALE:
+        elif st == run_folder.STALE:
             row["error"] = STALE_REASON
         elif run.name in unrecorded:
             row["error"] = _last_line(unrecorded[run.name] or "")
@@ -129,13 +129,13 @@ def _error_line(folder: str) -> str:
     """A failed run's error in one line: params.json's `error` (the exception, without the
     notes a traceback may end with), else the last line of error.txt."""
     try:
-        with open(os.path.join(folder, job.PARAMS_FILE)) as f:
+        with open(os.path.join(folder, run_folder.PARAMS_FILE)) as f:
             error = json.load(f).get("error")
         if isinstance(error, str) and error:
             return error[:300]
     except (OSError, ValueError, AttributeError):
         pass
-    with open(os.path.join(folder, job.ERROR_FILE)) as f:
+    with open(os.path.join(folder, run_folder.ERROR_FILE)) as f:
         return _last_line(f.read())
 
 

@@ -20,7 +20,7 @@ import traceback
 from collections import deque
 from multiprocessing.connection import wait
 
-import rocesim.sweep.job as job
+import rocesim.sweep.run_folder as run_folder
 
 POLL_S = 0.2           # how often the parent looks at its workers (and the progress line)
 
@@ -74,9 +74,9 @@ def _worker(conn, parent_pid: int, root: str) -> None:
         if run is None:
             return
         try:
-            outcome = job.run_one(run, root)
+            outcome = run_folder.run_one(run, root)
         except Exception:  # noqa: BLE001 - run_one records the run's and the file system's failures; a bug here too
-            outcome = job.record_failure(root, run, traceback.format_exc())
+            outcome = run_folder.record_failure(root, run, traceback.format_exc())
         conn.send(outcome)
 
 
@@ -132,7 +132,7 @@ def run_local(runs, root: str, processes: int, on_result, on_tick=lambda running
                     code = w.proc.exitcode
                     reason = (f"the worker process died (killed by {signal.Signals(-code).name})"
                               if code is not None and code < 0 else f"the worker process died (exit code {code})")
-                    outcome = job.record_failure(root, run, reason)
+                    outcome = run_folder.record_failure(root, run, reason)
                     workers[workers.index(w)] = _Worker(ctx, root)
                 w.run = None
                 on_result(outcome)

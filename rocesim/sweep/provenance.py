@@ -6,7 +6,7 @@ parameters applied) in a canonical form, and every file its loading read (flow, 
 topology, workload and trace files, through `rocesim._textfile.recording_reads`; and a
 Python scheme's module), each by its SHA-256.  The digest of the two identifies the run:
 its worker stores it in the run's `provenance.json`, and a later sweep compares it with
-what the sweep resolves now (`job.state`).  File paths enter the digest relative to the
+what the sweep resolves now (`run_folder.state`).  File paths enter the digest relative to the
 scenario's folder, so a project moved as a whole keeps its runs current.  The rocesim
 version is recorded for the reader and left out of the digest (a sweep cannot tell whether
 another version would give other results).

@@ -7,14 +7,14 @@ result.
 
 from .distributions import FB_HADOOP, WEBSEARCH, FlowSizeCDF, builtin
 from .explicit import explicit_flows
-from .flowtable import DEFAULT_DPORT, DEFAULT_PRIO, FlowTable
+from .flowtable import DEFAULT_DPORT, DEFAULT_FLOW_PRIORITY, FlowTable
 from .hpcc_flows import hpcc_flow_file, write_hpcc_flow_file
 from .patterns import incast, permutation, repeated_incast
 from .poisson import poisson_cdf
 
 __all__ = [
     "FlowTable",
-    "DEFAULT_PRIO",
+    "DEFAULT_FLOW_PRIORITY",
     "DEFAULT_DPORT",
     "FlowSizeCDF",
     "WEBSEARCH",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..errors import ScenarioError
 from ..units import parse_size, parse_time
 from ._args import host_id, priority
-from .flowtable import DEFAULT_PRIO, FlowTable
+from .flowtable import DEFAULT_FLOW_PRIORITY, FlowTable
 
 __all__ = ["explicit_flows"]
 
@@ -59,7 +59,7 @@ def explicit_flows(
         columns["dst"].append(host_id(fields["dst"], f"{where}.dst"))
         columns["size"].append(parse_size(fields["size"], f"{where}.size", bare_ok=True))
         columns["start"].append(parse_time(fields["start"], f"{where}.start", bare_ok=True))
-        columns["prio"].append(priority(fields.get("prio", DEFAULT_PRIO), f"{where}.prio"))
+        columns["prio"].append(priority(fields.get("prio", DEFAULT_FLOW_PRIORITY), f"{where}.prio"))
     if not columns["src"]:
         return FlowTable.empty()
     return FlowTable(**columns)

@@ -7,13 +7,12 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..config import DEFAULT_FLOW_PRIORITY
 from ..errors import ScenarioError
 from ..units import MAX_TIME_PS
 
-__all__ = ["FlowTable", "DEFAULT_PRIO", "DEFAULT_DPORT"]
+__all__ = ["FlowTable", "DEFAULT_FLOW_PRIORITY", "DEFAULT_DPORT"]
 
-DEFAULT_PRIO = 3
-"""Priority (802.1p class) of flows that do not name one; HPCC's default data class."""
 
 DEFAULT_DPORT = 100
 """Destination port of flows that do not name one, as in HPCC's generated flow files."""
@@ -27,7 +26,7 @@ _DTYPES: dict[str, type[np.integer]] = {
     "dport": np.int32,
     "tag": np.int32,
 }
-_DEFAULTS = {"prio": DEFAULT_PRIO, "dport": DEFAULT_DPORT, "tag": 0}
+_DEFAULTS = {"prio": DEFAULT_FLOW_PRIORITY, "dport": DEFAULT_DPORT, "tag": 0}
 
 
 def _integer_column(value: object, name: str, length: int | None) -> np.ndarray:
@@ -63,7 +62,7 @@ class FlowTable:
 
     Columns: ``src`` and ``dst`` host ids (int32), ``size`` in bytes (int64), ``start``
     in picoseconds (int64), ``prio`` the 802.1p priority (uint8, default
-    :data:`DEFAULT_PRIO`), ``dport`` the destination port used when exporting to HPCC
+    :data:`DEFAULT_FLOW_PRIORITY`), ``dport`` the destination port used when exporting to HPCC
     (int32, default :data:`DEFAULT_DPORT`), and ``tag`` (int32, default 0), the index of
     the traffic entry that produced the flow. The constructor converts its arguments to
     these dtypes; ``prio``, ``dport`` and ``tag`` may be scalars.

@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import ScenarioError
 from ..units import parse_size, parse_time
 from ._args import host_id, host_ids, priority
-from .flowtable import DEFAULT_PRIO, FlowTable
+from .flowtable import DEFAULT_FLOW_PRIORITY, FlowTable
 
 __all__ = ["incast", "permutation", "repeated_incast"]
 
@@ -30,7 +30,7 @@ def incast(
     receiver: int,
     size: int | str,
     start: int | str,
-    prio: int = DEFAULT_PRIO,
+    prio: int = DEFAULT_FLOW_PRIORITY,
 ) -> FlowTable:
     """Every sender sends one flow of ``size`` bytes to ``receiver`` at time ``start``.
 
@@ -65,7 +65,7 @@ def permutation(
     size: int | str,
     start: int | str,
     rng: np.random.Generator,
-    prio: int = DEFAULT_PRIO,
+    prio: int = DEFAULT_FLOW_PRIORITY,
 ) -> FlowTable:
     """Each host sends one flow to another host, and each host receives exactly one.
 
@@ -86,7 +86,7 @@ def repeated_incast(
     duration_ps: int | str,
     rng: np.random.Generator,
     start_ps: int | str = 0,
-    prio: int = DEFAULT_PRIO,
+    prio: int = DEFAULT_FLOW_PRIORITY,
 ) -> FlowTable:
     """Incast events at Poisson times: each one, ``n_senders`` random hosts send ``size``
     bytes to one random receiver, all at the event's time.

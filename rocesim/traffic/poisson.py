@@ -8,7 +8,7 @@ from ..errors import ScenarioError
 from ..units import parse_rate, parse_time
 from ._args import host_ids, positive_number, priority
 from .distributions import FlowSizeCDF, builtin
-from .flowtable import DEFAULT_PRIO, FlowTable
+from .flowtable import DEFAULT_FLOW_PRIORITY, FlowTable
 
 __all__ = ["poisson_cdf"]
 
@@ -43,7 +43,7 @@ def poisson_cdf(
     cdf: FlowSizeCDF | str,
     rng: np.random.Generator,
     start_ps: int | str = 0,
-    prio: int = DEFAULT_PRIO,
+    prio: int = DEFAULT_FLOW_PRIORITY,
 ) -> FlowTable:
     """Flows arriving at every host as independent Poisson processes.
 

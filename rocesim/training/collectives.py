@@ -436,7 +436,7 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
-def add_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
+def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
                    iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
                    job="", closed_form=True) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).

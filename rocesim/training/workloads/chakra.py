@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim._textfile import note_read
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph
@@ -474,7 +474,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
                 join = g.compute(ranks[0], 0, iteration=it, tag=tag, start=start)
                 entry[coll.nodes] = exit_[coll.nodes] = join
                 continue
-            rec = add_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
+            rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
                                  job=job)
             records.append(rec)

@@ -34,7 +34,7 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective, add_sendrecv
+from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.presets import TFLOPS, Preset, count
@@ -194,7 +194,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         for members in by_stage[dim][s]:
             if members.size < 2:
                 continue
-            rec = add_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
+            rec = append_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
                                  prio=prio, cid=len(records), iteration=it, tag=tag,
                                  platform=platform, pxn=pxn, job=job)
             after(rec.start_nodes, last[members])

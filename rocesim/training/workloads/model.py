@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
@@ -137,7 +137,7 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
             if members.size < 2:
                 done[members] = trigger[members]
                 continue
-            rec = add_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
+            rec = append_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
                                  prio=prio, cid=len(records), iteration=it, tag=tag, platform=platform, job=job)
             g.depend(rec.start_nodes, trigger[members])
             done[members] = rec.done_nodes
