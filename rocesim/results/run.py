@@ -1,31 +1,10 @@
 """Results of a run: per-flow numpy arrays, per-port counters, a summary, and their files.
 
-Files written by `Results.write(outdir)`:
-
-* `flows.csv` (or `flows.parquet` with `flows_format="parquet"` and pyarrow installed):
-  flow_id, src, dst, size_bytes, start_ns, fct_ns, ideal_fct_ns, slowdown, rx_fct_ns,
-  prio, tag, retx_bytes, timeouts.  Times in ns (exact to the ps: three decimals);
-  fct_ns and slowdown are empty for flows that did not finish.
-* `pfc.csv`: per (port, priority) that was paused: the pause time of the port's
-  transmitter (ns) and the PAUSE frames its peer sent.
-* `pfc_timeline.csv`: every pause interval: port, node, peer (the node that sent the
-  PAUSE), priority, pause_start_ns, pause_end_ns (empty if still paused at the end);
-  ordered by start; written when there was any pause.
-* `rates.csv` and `queues.csv` when sampled (`output.sample_interval`): time_ns,
-  flow_id, rate_bps (the sender's rate), throughput_bps (delivered in the last
-  interval); time_ns, node, port, queue_bytes (egress, all priorities).
-* `ports.csv`: per port, node, peer_node, rate_bps, tx_bytes, tx_packets, drops,
-  pauses_sent, ecn_marks, the PFC watchdog's detections, restorations and drops, and
-  pause time (ns) summed over priorities.
-* `faults.csv` when faults were scheduled: fault, kind, at_ns, end_ns, target, detail.
-* `summary.json`: events, link_crossings, drops, pfc_pauses, flows_total,
-  flows_completed, sim_time_ns, wall_s and more; `deadlock` (true/false) and
-  `deadlock_cycles` (formed_ns, detected_ns, priority, switches, ports, links, flows).
-* `deadlocks.csv` with deadlock detection on, or a cycle found when the run stalled: one
-  row per cycle found (cycle, formed_ns, detected_ns, priority, length, switches, ports,
-  links, flows; lists space-separated).
-* `fct.txt` with `hpcc_fct=True`: the HPCC ns-3 fork's FCT format (`sip dip sport
-  dport size start_ns fct_ns standalone_fct_ns`), so its analysis scripts run on ours.
+`Results.from_core` reads a finished (or stopped) run from the core and the Simulation's
+public state; `Results.write(outdir)` writes flows.csv (or flows.parquet), ports.csv,
+pfc.csv, summary.json, and when there is something in them pfc_timeline.csv, rates.csv,
+queues.csv, faults.csv, deadlocks.csv, collectives.csv, iterations.csv and fct.txt.
+OUTPUTS.md documents every file and column (tests/test_outputs_doc.py keeps it true).
 """
 from __future__ import annotations
 
