@@ -4,6 +4,9 @@ Build a `Simulation` from a `topology`, add flows (or whole traffic patterns fro
 `rocesim.traffic`), run it, and read `Results` as numpy arrays; or describe the same
 in a YAML scenario and use `rocesim run`.
 """
+import os
+import sys
+
 __version__ = "0.1.0"
 __all__ = ["Simulation", "Results", "ScenarioError", "topology", "traffic", "__version__"]
 
@@ -15,8 +18,6 @@ class CoreNotBuilt(ImportError):
 
 def _refuse_unbuilt(missing: str) -> None:
     """Raise CoreNotBuilt saying what to do; uncaught, it prints as that one line."""
-    import os
-    import sys
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     if os.path.isfile(os.path.join(root, "setup.py")):          # Python found a clone's source folder

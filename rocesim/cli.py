@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from rocesim import __version__, sweep
@@ -150,7 +151,6 @@ def _plot(args) -> int:
 
 
 def _sweep(args) -> int:
-    import signal
     sw = sweep.load(args.sweep)
     if args.dry_run:
         digests = sweep.check(sw.runs)            # every run loads and checks, or exit 2

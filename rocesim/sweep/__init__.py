@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from rocesim.errors import ScenarioError
 import rocesim.sweep.index as index
 import rocesim.sweep.run_folder as run_folder
-from rocesim.sweep.local import Interrupted
+from rocesim.sweep.local import Interrupted, run_local
 from rocesim.sweep.progress import Progress
 from rocesim.sweep.provenance import StaleRuns, check, stored
 from rocesim.sweep.spec import Run, Sweep, expand, load, run_name
@@ -96,7 +96,6 @@ def _run_locked(sw, outdir, digests, processes, scheduler, progress, stream, int
     bar.tick(0)
     try:
         if scheduler is None:
-            from rocesim.sweep.local import run_local
             run_local(todo, outdir, max(1, processes), on_result, bar.tick)
         else:
             from rocesim.sweep.cluster import run_dask

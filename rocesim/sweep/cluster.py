@@ -15,6 +15,7 @@ started here is closed, and its runs with it).
 """
 from __future__ import annotations
 
+import logging
 import signal
 import time
 
@@ -32,7 +33,6 @@ def _client(scheduler, workers: int):
     if isinstance(scheduler, distributed.Client):
         return scheduler, None, False
     if scheduler == "local":
-        import logging
         logging.getLogger("distributed").setLevel(logging.ERROR)     # no warnings about cancelled runs
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.ERROR)

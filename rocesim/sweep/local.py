@@ -10,6 +10,7 @@ thread that watches the parent's pid everywhere.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import signal
@@ -45,7 +46,6 @@ def catch_stop_signals(handler) -> dict:
 def _die_with_parent(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
             libc = ctypes.CDLL(None, use_errno=True)
             PR_SET_PDEATHSIG = 1
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -18,6 +18,11 @@ import os
 import shutil
 import traceback
 
+try:
+    import fcntl
+except ImportError:                           # not POSIX: sweeps run without a lock
+    fcntl = None
+
 import rocesim.sweep.provenance as provenance
 from rocesim.errors import ScenarioError
 
@@ -161,9 +166,7 @@ def _os_reason(e: OSError) -> str:
 def sweep_lock(root: str):
     """Hold `root/.lock` for the length of a sweep (a second sweep into the same folder
     would remove the first one's runs in progress), and remove it when the sweep ends."""
-    try:
-        import fcntl
-    except ImportError:                       # not POSIX: no lock
+    if fcntl is None:                         # not POSIX: no lock
         yield
         return
     path = os.path.join(root, LOCK_FILE)
