@@ -48,35 +48,12 @@ class Results:
 
     @classmethod
     def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stop_ps):
+        """The results of `sim`'s run in `core`; `world` holds the network arrays, `stop_ps`
+        the stop time if the run reached it."""
         st = core.stats()
-        stopped_at_limit = stop_ps is not None
-        fa = core.flow_arrays()
-        # the picosecond arrays go as soon as their columns exist (a million flows: 8 MB each)
-        start_ps = fa.pop("start_ps")
-        finish_ps, ideal_ps, rx_ps = fa.pop("finish_ps"), fa.pop("ideal_fct_ps"), fa.pop("rx_finish_ps")
-        fct = np.where(finish_ps >= 0, (finish_ps - start_ps) / PS_PER_NS, np.nan)
-        done = finish_ps >= 0
-        del finish_ps
-        ideal = np.where(ideal_ps >= 0, ideal_ps / PS_PER_NS, np.nan)
-        rx = np.where(rx_ps >= 0, (rx_ps - start_ps) / PS_PER_NS, np.nan)
         # the stop time when the run hit it, else the last event that did something
-        end_ps = stop_ps if stopped_at_limit else st["last_activity_ps"]
-        # a flow due after the run ended never started (the core gives when it was due)
-        start_ns = np.where((start_ps >= 0) & (start_ps <= end_ps), start_ps / PS_PER_NS, np.nan)
-        del ideal_ps, rx_ps, start_ps
-        with np.errstate(invalid="ignore", divide="ignore"):
-            slowdown = fct / ideal
-        F = len(fct)
-        flows = dict(
-            flow_id=np.arange(F), src=sim.flow_column("src", np.int32), dst=sim.flow_column("dst", np.int32),
-            size_bytes=sim.flow_column("size", np.int64), start_ns=start_ns,
-            fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
-            prio=sim.flow_column("prio", np.int32), tag=sim.flow_column("tag", np.int32),
-            dport=sim.flow_column("dport", np.int32, 100),
-            collective=sim.flow_column("collective", np.int64, -1),
-            iteration=sim.flow_column("iteration", np.int64, -1),
-            retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-            is_compute=sim.flow_column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
+        end_ps = stop_ps if stop_ps is not None else st["last_activity_ps"]
+        flows = _flow_columns(sim, core.flow_arrays(), end_ps)
         pa = core.port_arrays()
         ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
@@ -85,7 +62,6 @@ class Results:
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
                      paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
                      watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"])
-        data = ~flows["is_compute"]
         summary = dict(
             scheme=sim.scheme.name, seed=sim.seed, hosts=sim.topology.n_hosts,
             switches=sim.topology.n_switches, topology=sim.topology.name,
@@ -93,8 +69,9 @@ class Results:
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
             data_packets_sent=st["data_packets_sent"],
-            retx_bytes=st["retx_bytes"], flows_total=int(F), flows_completed=int(done.sum()),
-            data_flows=int(data.sum()), data_bytes_delivered=st["data_bytes_delivered"],
+            retx_bytes=st["retx_bytes"], flows_total=len(flows["fct_ns"]),
+            flows_completed=int((~np.isnan(flows["fct_ns"])).sum()),
+            data_flows=int((~flows["is_compute"]).sum()), data_bytes_delivered=st["data_bytes_delivered"],
             sim_time_ns=end_ps / PS_PER_NS,
             wall_s=round(wall_s, 4),
             cpu_s=round(cpu_s, 4),
@@ -104,7 +81,7 @@ class Results:
             time_errors=st["time_errors"], link_drops=st["link_drops"], watchdog_drops=st["watchdog_drops"],
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
-            stopped_at_limit=bool(stopped_at_limit))
+            stopped_at_limit=stop_ps is not None)
         cycles = [_cycle_record(r, world) for r in core.deadlock_records()]
         summary.update(deadlock_detection=bool(core.deadlock_detection), deadlock=bool(cycles),
                        deadlock_cycles=cycles)
@@ -118,7 +95,7 @@ class Results:
                                     pause_end_ns=np.where(tl["end_ps"] >= 0, tl["end_ps"] / PS_PER_NS,
                                                           np.nan)))
         res.collectives = _collective_table(sim.collectives, flows)
-        res.iterations = _iteration_table(flows, getattr(sim, "iteration_jobs", {}))
+        res.iterations = _iteration_table(flows, sim.iteration_jobs)
         summary.update(class_summary(flows, res.collectives, res.iterations))
         return res
 
@@ -284,6 +261,32 @@ def _class_lines(s) -> list[str]:
             text += f", mean {s['iteration_mean_ns'] / 1e6:.3f} ms  p99 {s['iteration_p99_ns'] / 1e6:.3f} ms"
         lines.append(text)
     return lines
+
+
+def _flow_columns(sim, fa, end_ps) -> dict:
+    """flows.csv's columns (and a few more) from the core's per-flow arrays `fa` and the
+    Simulation's flow columns; times in ns.  The picosecond arrays are dropped as soon as
+    their columns exist (a million flows: 8 MB each)."""
+    start_ps = fa.pop("start_ps")
+    finish_ps, ideal_ps, rx_ps = fa.pop("finish_ps"), fa.pop("ideal_fct_ps"), fa.pop("rx_finish_ps")
+    fct = np.where(finish_ps >= 0, (finish_ps - start_ps) / PS_PER_NS, np.nan)
+    del finish_ps
+    ideal = np.where(ideal_ps >= 0, ideal_ps / PS_PER_NS, np.nan)
+    rx = np.where(rx_ps >= 0, (rx_ps - start_ps) / PS_PER_NS, np.nan)
+    # a flow due after the run ended never started (the core gives when it was due)
+    start_ns = np.where((start_ps >= 0) & (start_ps <= end_ps), start_ps / PS_PER_NS, np.nan)
+    del ideal_ps, rx_ps, start_ps
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slowdown = fct / ideal
+    column = sim.flow_column
+    return dict(
+        flow_id=np.arange(len(fct)), src=column("src", np.int32), dst=column("dst", np.int32),
+        size_bytes=column("size", np.int64), start_ns=start_ns,
+        fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
+        prio=column("prio", np.int32), tag=column("tag", np.int32), dport=column("dport", np.int32, 100),
+        collective=column("collective", np.int64, -1), iteration=column("iteration", np.int64, -1),
+        retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
+        is_compute=column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
 
 
 def _cycle_record(r, world) -> dict:
