@@ -234,3 +234,30 @@ def test_finalize_errors_name_the_key_path(name, params, key):
     with pytest.raises(ScenarioError) as e:
         sim.run()
     assert e.value.key == key
+
+
+def test_a_declaration_becomes_the_scheme_it_describes():
+    """What the registry makes of each optional part: defaults, needs, ECN spec, NIC defaults."""
+    def finalize(p, ctx):
+        if p["k"] > ctx.host_rate_bps:
+            raise declare.ParamError("k", "too big")
+        return declare.fill(p, dict(w=ctx.max_bdp_bytes))
+
+    plain = registry.scheme_of(dict(name="x", doc="d", params=()), "rocesim._core.cc_none")
+    assert (plain.params, plain.needs_int, plain.cnp_needed({}), plain.nic_defaults({})) == ({}, False, False, {})
+    assert plain.ecn_defaults(100 * 10**9) == (400_000, 1_600_000, 0.2)           # the fork's RED
+    s = registry.scheme_of(dict(
+        name="y", doc="one line", params=(("k", ("rate",), "1Gbps", "a rate"), ("w", ("size", "auto"), "auto", "")),
+        finalize=finalize, needs_int=True, needs_cnp=lambda p: p["k"] > 5, ecn=("step", 10_000),
+        nic_defaults=lambda p: {"ack_every": 2}), "rocesim._core.cc_none")
+    assert [(n, k.default, k.doc) for n, k in s.params.items()] == [("k", "1Gbps", "a rate"), ("w", "auto", "")]
+    params = s.resolve_params({"w": "2KB"})
+    assert params == {"k": 10**9, "w": 2000} and s.needs_int and s.cnp_needed(params)
+    assert s.ecn_defaults(40 * 10**9) == (40_000, 40_000, 1.0) and s.nic_defaults(params) == {"ack_every": 2}
+    ctx = declare.Context(host_rate_bps=10**10, max_base_rtt_ps=10**6, max_bdp_bytes=1250)
+    assert s.finalize(s.resolve_params(None), ctx) == {"k": 10**9, "w": 1250}
+    with pytest.raises(ScenarioError) as e:
+        s.finalize(s.resolve_params({"k": "20Gbps"}), ctx)
+    assert (e.value.key, e.value.reason) == ("cc.params.k", "too big")
+    assert registry.scheme_of(dict(name="z", doc="", params=(), nic_defaults={"ttl": 9}),
+                              "rocesim._core.cc_none").nic_defaults({}) == {"ttl": 9}
