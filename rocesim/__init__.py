@@ -39,13 +39,16 @@ def _refuse_unbuilt(missing: str) -> None:
     raise error from None
 
 
+# the compiled modules (setup.py): the core, and the results' CSV cells
+_COMPILED = ("rocesim._core.", "rocesim.results._csv_cells")
+
 try:
     from rocesim import traffic
     from rocesim.network import topology
     from rocesim.errors import ScenarioError
+    from rocesim.simulation import Simulation       # before Results: a missing build names the core
     from rocesim.results import Results
-    from rocesim.simulation import Simulation
 except ModuleNotFoundError as e:
-    if not (e.name or "").startswith("rocesim._core."):
+    if not (e.name or "").startswith(_COMPILED):
         raise
     _refuse_unbuilt(e.name)

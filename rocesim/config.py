@@ -8,7 +8,7 @@ RoCE results come from), except where a comment says otherwise.
 """
 from __future__ import annotations
 
-from rocesim.settings import (Boolean, Choice, Custom, Integer, Legacy, ListOf, Number, Section, Setting, Size,
+from rocesim.settings import (Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
                               Time, Word)
 from rocesim.units import parse_rate, parse_size
 
@@ -147,36 +147,3 @@ def resolve_deadlock(given, where="deadlock") -> dict:
 
 SEED = Setting(Integer(0, 2**63 - 1), 1, "seeds ECMP hashing, ECN marking and the traffic's random draws: the "
                                          "same seed gives the same run, bit for bit")
-
-
-# --- parser functions of the congestion-control declarations (rocesim/_core/cc_*.pyx) ----------
-# (kept only until the schemes declare their parameters as data in the core; see rocesim.cc)
-
-def Key(parse, default, doc) -> Setting:
-    """A scheme parameter: a parser function `parse(value, key)`, its default and meaning."""
-    return Setting(Legacy(parse), default, doc)
-
-
-boolean = Boolean().parse
-
-
-def integer(lo, hi):
-    return Integer(lo, hi).parse
-
-
-def number(lo, hi):
-    return Number(lo, hi, closed=True).parse
-
-
-def choice(*options):
-    return Choice(*options).parse
-
-
-def either(word, parse_other):
-    return (Word(word) | Legacy(parse_other)).parse
-
-
-def resolve(spec, given, where: str) -> dict:
-    """A dict of Settings (a scheme's parameters) resolved as a Section."""
-    return (spec if isinstance(spec, Section) else Section("", **spec)).resolve(given, where)
-

@@ -4,9 +4,11 @@
 A scheme fills a `CCOps` (defs.pxd) through its module's `install(core, params)`
 function: callbacks for flow start, ACK (with ECN echo, RTT sample and
 INT records), NACK, CNP, timeout and its own timers.  It steers a flow only by
-writing `Flow.rate_bps` (pacing) and `Flow.window` (bytes in flight, 0 = none);
-the NIC reads both before every packet.  Its per-flow state (`flow_state_size` bytes,
-zeroed at the flow's start) sits beside the flow's queue pair: `qp.cc_flow_state(s, f)`.
+writing its queue pair's `Qp.rate_bps` (pacing) and `Qp.window` (bytes in flight,
+0 = none); the NIC reads both before every packet.  Its per-flow state
+(`flow_state_size` bytes, zeroed at the flow's start) sits beside the flow's queue pair:
+`qp.cc_flow_state(s, f)`.  Its parameters, defaults and needs are its module's
+`DECLARATION` (declare.py says how), which `install` turns into its parameter struct.
 """
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport calloc, free

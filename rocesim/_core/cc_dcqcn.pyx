@@ -34,24 +34,31 @@ a CNP or a cut needs it, the decrease check is an event only when a CNP is pendi
 and the increase timer keeps one event in the heap however often cuts restart it, so
 a DCQCN flow costs events only while it is being cut or recovering.
 """
+cimport cython
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport pow
 from rocesim._core.defs cimport Sim, Qp, AckInfo, NIL
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_timer
+from rocesim._core.declare import G100, RED_FORK, check_fields, declared_values, fill, window_bytes
 
 cdef enum:
     TIMER_DEC = 1
     TIMER_INC = 2
 
+cdef enum:                      # DcqcnParams.notify: its index in DECLARATION's choice
+    NOTIFY_ACK = 0              # the fork: an ACK of a CE-marked packet is a CNP
+    NOTIFY_CNP = 1              # the paper: CNP packets (nic_recv.pyx)
 
-cdef struct DcqcnParams:
-    int32_t notify_by_ack       # the fork: an ACK of a CE-marked packet is a CNP
+
+cdef struct DcqcnParams:        # DECLARATION's parameters (end of file), by the same names
+    int32_t preset              # (finalize chose the other values from it)
+    int32_t notify              # NOTIFY_ACK or NOTIFY_CNP
     double g
     int64_t t_alpha
     int64_t t_dec
-    int64_t t_inc
-    int64_t byte_counter
+    int64_t t                   # the rate-increase timer T
+    int64_t b                   # the byte counter B, 0 = off
     int32_t f
     int32_t clamp
     double rai
@@ -137,10 +144,10 @@ cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
 
 
 cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
-    x.inc_due = s.now + st.p.t_inc
+    x.inc_due = s.now + st.p.t
     if not x.inc_armed:
         x.inc_armed = 1
-        cc_timer(s, f, st.p.t_inc, TIMER_INC)
+        cc_timer(s, f, st.p.t, TIMER_INC)
 
 
 cdef void _cnp(Sim* s, int32_t f) noexcept:
@@ -225,36 +232,29 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     paper's byte counter, an increase event per B bytes acknowledged since the cut."""
     cdef DcqcnState* st = _st(s)
     cdef DcqcnFlow* x
-    if st.p.notify_by_ack and a.ecn:
+    if st.p.notify == NOTIFY_ACK and a.ecn:
         _cnp(s, f)
-    if st.p.byte_counter <= 0 or st.p.t_dec > 0:
+    if st.p.b <= 0 or st.p.t_dec > 0:
         return
     x = <DcqcnFlow*> cc_flow_state(s, f)
     if x.alpha_mark == NIL or x.rc >= qp_of(s, f).line_rate:
         return
-    while qp_of(s, f).snd_una - x.bytes_mark >= st.p.byte_counter:
-        x.bytes_mark += st.p.byte_counter
+    while qp_of(s, f).snd_una - x.bytes_mark >= st.p.b:
+        x.bytes_mark += st.p.b
         x.b_stage += 1
         _increase(s, f, st, x)
 
 
-
 def install(core, params):
-    """Set up DCQCN on the simulation of `core` (an engine.Core) (params already resolved, in bps/ps/bytes)."""
+    """Set up DCQCN on the simulation of `core` (an engine.Core): `params` are DECLARATION's,
+    finalized (in bps, ps and bytes)."""
     cdef Sim* s = sim_of(core)
+    cdef DcqcnParams p = declared_values(DECLARATION, params)
+    check_fields(DECLARATION, p)
+    if p.t_alpha <= 0:
+        raise ValueError("dcqcn: t_alpha must be positive")     # a divisor (_alpha_catch_up)
     cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState))
-    st.p.notify_by_ack = params["notify"] == "ack"
-    st.p.g = params["g"]
-    st.p.t_alpha = params["t_alpha"]
-    st.p.t_dec = params["t_dec"]
-    st.p.t_inc = params["t"]
-    st.p.byte_counter = params["b"]
-    st.p.f = params["f"]
-    st.p.clamp = params["clamp"]
-    st.p.rai = params["rai"]
-    st.p.rhai = params["rhai"]
-    st.p.min_rate = params["min_rate"]
-    st.p.window = params["window"]
+    st.p = p
     cc_install(s, st, sizeof(DcqcnFlow))
     s.cc.on_start = _start
     s.cc.on_cnp = _cnp
@@ -262,69 +262,67 @@ def install(core, params):
     s.cc.on_ack = _ack
 
 
-# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+# --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------
 
-from rocesim.config import Key, boolean, choice, integer, number
-from rocesim.cc.scheme import red_ecn, window_bytes, G100, POSITIVE_TIME, RATE, SIZE, Scheme, TIME, auto, fill, window
+with cython.cdivision(False):    # Python's division here: under cdivision, C's 1 / 256 is 0
+    DCQCN_PRESETS = {
+        # the HPCC fork's run.py at NIC rate bw: AI 5*bw/25, HAI 50*bw/25 Mb/s, 1 us alpha,
+        # 4 us decrease check, 300 us timer, F 1, g 1/256, min rate 1 Gb/s at any rate; every
+        # ACK of a CE-marked packet carries the CNP flag (rdma-hw.cc ReceiveUdp), no CNP packets
+        "mellanox": dict(notify="ack", g=1 / 256, t_alpha=1_000_000, t_dec=4_000_000,
+                         t=300_000_000, b=0, f=1, rai=20e6 / G100, rhai=200e6 / G100, min_rate=1e9,
+                         clamp=False),
+        # SIGCOMM 2015, Table/Sec. 5 (at 40 Gb/s): g 1/256, K = T = 55 us, B 10 MB, F 5,
+        # R_AI 40 Mb/s, the hyper step taken as 10 R_AI; the notification point sends a CNP
+        # packet at most once per 50 us per flow (nic.cnp_interval)
+        "paper": dict(notify="cnp", g=1 / 256, t_alpha=55_000_000, t_dec=0, t=55_000_000,
+                      b=10_000_000, f=5, rai=40e6 / 40e9, rhai=400e6 / 40e9, min_rate=1e8 / 40e9,
+                      clamp=True),
+    }
+    _PER_BPS = {"mellanox": ("rai", "rhai"), "paper": ("rai", "rhai", "min_rate")}
 
-DCQCN_PRESETS = {
-    # the HPCC fork's run.py at NIC rate bw: AI 5*bw/25, HAI 50*bw/25 Mb/s, 1 us alpha,
-    # 4 us decrease check, 300 us timer, F 1, g 1/256, min rate 1 Gb/s at any rate; every
-    # ACK of a CE-marked packet carries the CNP flag (rdma-hw.cc ReceiveUdp), no CNP packets
-    "mellanox": dict(notify="ack", g=1 / 256.0, t_alpha=1_000_000, t_dec=4_000_000,
-                     t=300_000_000, b=0, f=1, rai=20e6 / G100, rhai=200e6 / G100, min_rate=1e9,
-                     clamp=False),
-    # SIGCOMM 2015, Table/Sec. 5 (at 40 Gb/s): g 1/256, K = T = 55 us, B 10 MB, F 5,
-    # R_AI 40 Mb/s, the hyper step taken as 10 R_AI; the notification point sends a CNP
-    # packet at most once per 50 us per flow (nic.cnp_interval)
-    "paper": dict(notify="cnp", g=1 / 256.0, t_alpha=55_000_000, t_dec=0, t=55_000_000,
-                  b=10_000_000, f=5, rai=40e6 / 40e9, rhai=400e6 / 40e9, min_rate=1e8 / 40e9,
-                  clamp=True),
-}
-_PER_BPS = {"mellanox": ("rai", "rhai"), "paper": ("rai", "rhai", "min_rate")}
+    def _dcqcn_finalize(p, ctx):
+        d = dict(DCQCN_PRESETS[p["preset"]])
+        for k in _PER_BPS[p["preset"]]:            # stored per bps of host rate
+            d[k] = d[k] * ctx.host_rate_bps
+        p = fill(p, d)
+        p["window"] = window_bytes(p["window"], ctx)
+        return p
 
+    def _dcqcn_ecn(params):
+        """The paper's RED at 40 Gb/s (Kmin 5 KB, Kmax 200 KB, Pmax 1%), restated per 25 Gb/s
+        as "red" takes it; else the fork's."""
+        if params.get("preset") == "paper":
+            return ("red", 5_000 * 25 / 40, 200_000 * 25 / 40, 0.01)
+        return RED_FORK
 
-def _dcqcn_finalize(p, ctx):
-    d = dict(DCQCN_PRESETS[p["preset"]])
-    for k in _PER_BPS[p["preset"]]:            # stored per bps of host rate
-        d[k] = d[k] * ctx.host_rate_bps
-    p = fill(p, d)
-    p["window"] = window_bytes(p["window"], ctx)
-    return p
-
-
-_PAPER_ECN = red_ecn(5_000 * 25 / 40.0, 200_000 * 25 / 40.0, 0.01)  # the paper's at 40 Gb/s:
-_FORK_ECN = red_ecn()                                                # Kmin 5 KB, Kmax 200 KB, Pmax 1%
-
-
-def _dcqcn_ecn(rate_bps, params):
-    return (_PAPER_ECN if params.get("preset") == "paper" else _FORK_ECN)(rate_bps, params)
-
-
-SCHEME = Scheme(
-    "dcqcn", __name__,
-    "DCQCN (Zhu et al. 2015): ECN -> CNP -> multiplicative decrease, timer-driven recovery",
-    {
-        "preset": Key(choice("mellanox", "paper"), "mellanox",
-                      "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
-        "notify": Key(auto(choice("ack", "cnp")), "auto",
-                      "how congestion reaches the sender: 'ack' (mellanox: every ACK of a CE-marked "
-                      "packet is a CNP, the fork's) or 'cnp' (paper: CNP packets, at most one per "
-                      "nic.cnp_interval per flow)"),
-        "g": Key(auto(number(0, 1)), "auto", "alpha EWMA gain (1/256)"),
-        "t_alpha": Key(POSITIVE_TIME, "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
-        "t_dec": Key(TIME, "auto", "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
-        "t": Key(POSITIVE_TIME, "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
-        "b": Key(SIZE, "auto", "byte counter B; 0 = off (paper 10MB, mellanox off)"),
-        "f": Key(auto(integer(0, 1000)), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
-        "rai": Key(RATE, "auto", "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
-        "rhai": Key(RATE, "auto", "hyper increase R_HAI (mellanox 200Mbps per 100G, paper 10 R_AI)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (mellanox 1Gbps, the fork's; paper 0.25% of line rate)"),
-        "clamp": Key(auto(boolean), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
-        "window": Key(window, "none", "'bdp' for 'DCQCN+win' (the largest BDP between two hosts, "
-                                      "scaled by Rc / line rate as the fork's VAR_WIN), or a size"),
-    },
-    finalize=_dcqcn_finalize,
-    needs_cnp=lambda p: p["notify"] == "cnp",
-    ecn=_dcqcn_ecn,
-)
+    DECLARATION = dict(
+        name="dcqcn",
+        doc="DCQCN (Zhu et al. 2015): ECN -> CNP -> multiplicative decrease, timer-driven recovery",
+        params=(
+            ("preset", ("choice", ("mellanox", "paper")), "mellanox",
+             "defaults of the other parameters: 'mellanox' (HPCC ns-3 fork) or 'paper' (SIGCOMM 2015)"),
+            ("notify", ("choice", ("ack", "cnp"), "auto"), "auto",
+             "how congestion reaches the sender: 'ack' (mellanox: every ACK of a CE-marked "
+             "packet is a CNP, the fork's) or 'cnp' (paper: CNP packets, at most one per "
+             "nic.cnp_interval per flow)"),
+            ("g", ("number", 0, 1, "auto"), "auto", "alpha EWMA gain (1/256)"),
+            ("t_alpha", ("positive_time", "auto"), "auto", "alpha update period (mellanox 1us, paper K = 55us)"),
+            ("t_dec", ("time", "auto"), "auto",
+             "rate-decrease check period; 0 = cut on every CNP (mellanox 4us, paper 0)"),
+            ("t", ("positive_time", "auto"), "auto", "rate-increase timer T (mellanox 300us, paper 55us)"),
+            ("b", ("size", "auto"), "auto", "byte counter B; 0 = off (paper 10MB, mellanox off)"),
+            ("f", ("integer", 0, 1000, "auto"), "auto", "fast-recovery steps F (mellanox 1, paper 5)"),
+            ("rai", ("rate", "auto"), "auto",
+             "additive increase R_AI (mellanox 20Mbps per 100G, paper 40Mbps per 40G)"),
+            ("rhai", ("rate", "auto"), "auto", "hyper increase R_HAI (mellanox 200Mbps per 100G, paper 10 R_AI)"),
+            ("min_rate", ("rate", "auto"), "auto",
+             "lowest rate (mellanox 1Gbps, the fork's; paper 0.25% of line rate)"),
+            ("clamp", ("boolean", "auto"), "auto", "set Rt = Rc on every cut (paper true, mellanox false)"),
+            ("window", ("window",), "none", "'bdp' for 'DCQCN+win' (the largest BDP between two hosts, "
+                                            "scaled by Rc / line rate as the fork's VAR_WIN), or a size"),
+        ),
+        finalize=_dcqcn_finalize,
+        needs_cnp=lambda p: p["notify"] == "cnp",
+        ecn=_dcqcn_ecn,
+    )

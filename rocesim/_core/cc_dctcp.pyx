@@ -14,18 +14,24 @@ link rate, as run.py sets it), and carry a window (default: the largest BDP betw
 hosts, the fork's HAS_WIN with GLOBAL_T) scaled by rate / line rate (its VAR_WIN).  `mode: window` is the TCP-like original: the window starts at one
 BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
+cimport cython
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
+from rocesim._core.declare import ParamError, check_fields, declared_values, fill, window_bytes
+
+cdef enum:                     # DctcpParams.mode: its index in DECLARATION's choice
+    MODE_RATE = 0
+    MODE_WINDOW = 1
 
 
-cdef struct DctcpParams:
+cdef struct DctcpParams:       # DECLARATION's parameters (end of file), by the same names
     double g
+    int32_t mode               # MODE_RATE or MODE_WINDOW
     double rai
     double min_rate
     int64_t window             # bytes at line rate (rate mode: scaled by rate / line rate)
-    int32_t window_mode
 
 
 cdef struct DctcpFlow:
@@ -46,7 +52,7 @@ cdef struct DctcpState:
 cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept:
     cdef Qp* fl = qp_of(s, f)
     cdef int64_t bdp = st.p.window
-    if st.p.window_mode:
+    if st.p.mode == MODE_WINDOW:
         fl.window = <int64_t> x.cwnd if x.cwnd >= 1 else 1
         fl.rate_bps = fl.line_rate
     else:
@@ -103,44 +109,39 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     _apply(s, f, st, x)
 
 
-
 def install(core, params):
-    """Set up DCTCP (params resolved: g, rai bps, min_rate bps, mode)."""
+    """Set up DCTCP: `params` are DECLARATION's, finalized (rai and min_rate in bps, window in bytes)."""
     cdef Sim* s = sim_of(core)
+    cdef DctcpParams p = declared_values(DECLARATION, params)
+    check_fields(DECLARATION, p)
     cdef DctcpState* st = <DctcpState*> cc_new_state(s, sizeof(DctcpState))
-    st.p.g = params["g"]
-    st.p.rai = params["rai"]
-    st.p.min_rate = params["min_rate"]
-    st.p.window = params["window"]
-    st.p.window_mode = params["mode"] == "window"
+    st.p = p
     cc_install(s, st, sizeof(DctcpFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 
 
-# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+# --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------
 
-from rocesim.config import Key, choice, number
-from rocesim.cc.scheme import step_ecn, RATE, Scheme, auto, fill, window, window_bytes
-from rocesim.errors import ScenarioError
+with cython.cdivision(False):    # Python's division here: under cdivision, C's 1 / 256 is 0
+    def _dctcp_finalize(p, ctx):
+        p = fill(p, dict(rai=615e6, min_rate=1e9))       # run.py: constants at any link rate
+        p["window"] = window_bytes(p["window"], ctx)
+        if p["mode"] == "window" and p["window"] <= 0:
+            raise ParamError("window", "mode 'window' needs a window ('bdp' or a size)")
+        return p
 
-def _dctcp_finalize(p, ctx):
-    p = fill(p, dict(rai=615e6, min_rate=1e9))       # run.py: constants at any link rate
-    p["window"] = window_bytes(p["window"], ctx)
-    if p["mode"] == "window" and p["window"] <= 0:
-        raise ScenarioError("cc.params.window", "mode 'window' needs a window ('bdp' or a size)")
-    return p
-
-
-SCHEME = Scheme(
-    "dctcp", __name__,
-    "DCTCP (Alizadeh et al. 2010): ECN step at K, cut by alpha/2 once per window",
-    {
-        "g": Key(number(0, 1), 1 / 16.0, "alpha EWMA gain"),
-        "mode": Key(choice("rate", "window"), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
-        "rai": Key(RATE, "auto", "rate mode: additive increase per window (615Mbps, the fork's)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
-        "window": Key(window, "bdp", "window at line rate: 'bdp' (the largest BDP between two "
-                                     "hosts, as the fork), a size, or 'none' (rate mode only)"),
-    },
-    finalize=_dctcp_finalize, ecn=step_ecn(30_000))
+    DECLARATION = dict(
+        name="dctcp",
+        doc="DCTCP (Alizadeh et al. 2010): ECN step at K, cut by alpha/2 once per window",
+        params=(
+            ("g", ("number", 0, 1), 1 / 16, "alpha EWMA gain"),
+            ("mode", ("choice", ("rate", "window")), "rate", "'rate' (HPCC fork's RDMA variant) or 'window'"),
+            ("rai", ("rate", "auto"), "auto", "rate mode: additive increase per window (615Mbps, the fork's)"),
+            ("min_rate", ("rate", "auto"), "auto", "lowest rate (1Gbps, the fork's)"),
+            ("window", ("window",), "bdp", "window at line rate: 'bdp' (the largest BDP between two "
+                                           "hosts, as the fork), a size, or 'none' (rate mode only)"),
+        ),
+        finalize=_dctcp_finalize,
+        ecn=("step", 30_000),                    # K = 30 KB per 10 Gb/s of port rate
+    )

@@ -20,14 +20,16 @@ react").  As in the fork, the previous-hop record and the EWMA advance on every 
 T is the base RTT (the fork uses the largest in the network), W starts at one BDP
 (line rate x T), W never exceeds it nor drops below min_rate x T.
 """
+cimport cython
 from libc.stdint cimport int64_t, int32_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport Sim, Qp, AckInfo, IntHop, MAX_INT_HOPS
 from rocesim._core.qp cimport qp_of, cc_flow_state
-from rocesim._core.cc cimport sim_of, cc_new_state, cc_install, cc_free_state
+from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
+from rocesim._core.declare import G100, check_fields, declared_values, fill
 
 
-cdef struct HpccParams:
+cdef struct HpccParams:      # DECLARATION's parameters (end of file), by the same names
     double eta
     int32_t max_stage
     double wai               # bytes
@@ -116,47 +118,42 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
         x.last_update_seq = fl.snd_nxt
 
 
-
 def install(core, params):
-    """Set up HPCC (params resolved: eta, max_stage, wai bytes, t ps, min_rate bps)."""
+    """Set up HPCC: `params` are DECLARATION's, finalized (t in ps, wai in bytes, min_rate in bps)."""
     cdef Sim* s = sim_of(core)
-    cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState))
-    st.p.eta = params["eta"]
-    st.p.max_stage = params["max_stage"]
-    st.p.wai = params["wai"]
-    st.p.t = params["t"]
-    st.p.min_rate = params["min_rate"]
-    if st.p.t <= 0:
-        cc_free_state(st)
+    cdef HpccParams p = declared_values(DECLARATION, params)
+    check_fields(DECLARATION, p)
+    if p.t <= 0:
         raise ValueError("hpcc: T must be positive")
+    cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState))
+    st.p = p
     cc_install(s, st, sizeof(HpccFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 
 
-# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+# --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------
 
-from rocesim.config import Key, integer, number
-from rocesim.cc.scheme import G100, POSITIVE_TIME, RATE, SIZE, Scheme, auto, fill, window
+with cython.cdivision(False):    # Python's division here: under cdivision, C's 1 / 256 is 0
+    def _hpcc_finalize(p, ctx):
+        p = fill(p, dict(t=ctx.max_base_rtt_ps or 10_000_000,
+                         min_rate=1e9))          # the fork: 1 Gb/s at any link rate
+        if p["wai"] == "auto":   # W_AI equivalent to 40 Mb/s per 100G of host rate over T
+            p["wai"] = 40e6 * ctx.host_rate_bps / G100 * p["t"] / 8e12
+        return p
 
-def _hpcc_finalize(p, ctx):
-    t = ctx.max_base_rtt_ps or 10_000_000
-    d = dict(t=t, min_rate=1e9)                  # the fork: 1 Gb/s at any link rate
-    p = fill(p, d)
-    if p["wai"] == "auto":   # W_AI equivalent to 40 Mb/s per 100G of host rate over T
-        p["wai"] = 40e6 * ctx.host_rate_bps / G100 * p["t"] / 8e12
-    return p
-
-
-SCHEME = Scheme(
-    "hpcc", __name__,
-    "HPCC (Li et al. 2019): INT-driven window, inflight kept near eta of capacity",
-    {
-        "eta": Key(number(0.01, 1.0), 0.95, "target utilization"),
-        "max_stage": Key(integer(0, 1000), 0, "additive-increase stages before a multiplicative "
-                                               "update (0 as in the paper's simulations)"),
-        "wai": Key(SIZE, "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
-        "t": Key(POSITIVE_TIME, "auto", "base RTT T (auto: the largest idle RTT between two hosts, as the fork)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
-    },
-    finalize=_hpcc_finalize, needs_int=True)
+    DECLARATION = dict(
+        name="hpcc",
+        doc="HPCC (Li et al. 2019): INT-driven window, inflight kept near eta of capacity",
+        params=(
+            ("eta", ("number", 0.01, 1.0), 0.95, "target utilization"),
+            ("max_stage", ("integer", 0, 1000), 0,
+             "additive-increase stages before a multiplicative update (0 as in the paper's simulations)"),
+            ("wai", ("size", "auto"), "auto", "additive increase W_AI (auto: 40 Mb/s per 100G over T)"),
+            ("t", ("positive_time", "auto"), "auto",
+             "base RTT T (auto: the largest idle RTT between two hosts, as the fork)"),
+            ("min_rate", ("rate", "auto"), "auto", "lowest rate (1Gbps, the fork's)"),
+        ),
+        finalize=_hpcc_finalize,
+        needs_int=True,
+    )

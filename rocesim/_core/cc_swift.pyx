@@ -15,23 +15,25 @@ after `retx_reset` timeouts in a row.  cwnd stays in [min_cwnd, max_cwnd]; below
 packet the flow keeps one packet in flight and is paced at cwnd packets per RTT.
 Only the fabric window is modelled (no endpoint delay); flows start with one BDP.
 """
+cimport cython
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport sqrt
 from rocesim._core.defs cimport Sim, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.flows cimport flow_base_rtt
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
+from rocesim._core.declare import ParamError, check_fields, declared_values, fill
 
 
-cdef struct SwiftParams:
-    double ai
-    double beta
-    double max_mdf
+cdef struct SwiftParams:      # DECLARATION's parameters (end of file), by the same names
     double base_target        # ps
     double h                  # ps per hop
     double fs_range           # ps
-    double fs_a
-    double fs_b
+    double fs_min_cwnd        # packets
+    double fs_max_cwnd
+    double ai
+    double beta
+    double max_mdf
     double min_cwnd           # packets
     double max_cwnd
     int32_t retx_reset
@@ -47,6 +49,8 @@ cdef struct SwiftFlow:
 
 cdef struct SwiftState:
     SwiftParams p
+    double fs_a               # flow scaling: fs = fs_a / sqrt(cwnd) + fs_b (from p.fs_*)
+    double fs_b
 
 
 cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept:
@@ -90,7 +94,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     cdef double before = x.cwnd, delay = <double> a.rtt, target, fs, acked
     x.retx = 0
     x.rtt = delay
-    fs = p.fs_a / sqrt(x.cwnd) + p.fs_b
+    fs = st.fs_a / sqrt(x.cwnd) + st.fs_b
     if fs > p.fs_range:
         fs = p.fs_range
     if fs < 0:
@@ -129,22 +133,15 @@ cdef void _timeout(Sim* s, int32_t f) noexcept:
     _apply(s, f, &st.p, x, before)
 
 
-
 def install(core, params):
-    """Set up Swift (params resolved: times in ps, windows in packets)."""
+    """Set up Swift: `params` are DECLARATION's, finalized (times in ps, windows in packets)."""
     cdef Sim* s = sim_of(core)
+    cdef SwiftParams p = declared_values(DECLARATION, params)
+    check_fields(DECLARATION, p)
     cdef SwiftState* st = <SwiftState*> cc_new_state(s, sizeof(SwiftState))
-    st.p.ai = params["ai"]
-    st.p.beta = params["beta"]
-    st.p.max_mdf = params["max_mdf"]
-    st.p.base_target = params["base_target"]
-    st.p.h = params["h"]
-    st.p.fs_range = params["fs_range"]
-    st.p.fs_a = st.p.fs_range / (1 / sqrt(params["fs_min_cwnd"]) - 1 / sqrt(params["fs_max_cwnd"]))
-    st.p.fs_b = -st.p.fs_a / sqrt(params["fs_max_cwnd"])
-    st.p.min_cwnd = params["min_cwnd"]
-    st.p.max_cwnd = params["max_cwnd"]
-    st.p.retx_reset = params["retx_reset"]
+    st.p = p
+    st.fs_a = p.fs_range / (1 / sqrt(p.fs_min_cwnd) - 1 / sqrt(p.fs_max_cwnd))
+    st.fs_b = -st.fs_a / sqrt(p.fs_max_cwnd)
     cc_install(s, st, sizeof(SwiftFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
@@ -152,37 +149,33 @@ def install(core, params):
     s.cc.on_timeout = _timeout
 
 
-# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+# --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------
 
-from rocesim.config import Key, integer, number
-from rocesim.cc.scheme import POSITIVE_TIME, Scheme, TIME, auto, fill, window
-from rocesim.errors import ScenarioError
-from rocesim.units import parse_time
+with cython.cdivision(False):    # Python's division here: under cdivision, C's 1 / 256 is 0
+    def _swift_finalize(p, ctx):
+        base = p["base_target"]
+        p = fill(p, dict(h=base / 6.55, fs_range=5 * base))
+        if not 0 < p["fs_min_cwnd"] < p["fs_max_cwnd"]:
+            raise ParamError("fs_min_cwnd", "needs 0 < fs_min_cwnd < fs_max_cwnd")
+        if not 0 < p["min_cwnd"] <= p["max_cwnd"]:
+            raise ParamError("min_cwnd", "needs 0 < min_cwnd <= max_cwnd")
+        return p
 
-def _swift_finalize(p, ctx):
-    base = p["base_target"]
-    p = fill(p, dict(h=base / 6.55, fs_range=5 * base))
-    if not 0 < p["fs_min_cwnd"] < p["fs_max_cwnd"]:
-        raise ScenarioError("cc.params.fs_min_cwnd", "needs 0 < fs_min_cwnd < fs_max_cwnd")
-    if not 0 < p["min_cwnd"] <= p["max_cwnd"]:
-        raise ScenarioError("cc.params.min_cwnd", "needs 0 < min_cwnd <= max_cwnd")
-    return p
-
-
-SCHEME = Scheme(
-    "swift", __name__,
-    "Swift (Kumar et al. 2020): delay-target AIMD on a window, target scaled by hops and flows",
-    {
-        "base_target": Key(parse_time, "25us", "target RTT before scaling (the paper's 100G setting)"),
-        "h": Key(TIME, "auto", "target added per switch hop (auto: base_target / 6.55, htsim's)"),
-        "fs_range": Key(POSITIVE_TIME, "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
-        "fs_min_cwnd": Key(number(1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
-        "fs_max_cwnd": Key(number(1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
-        "ai": Key(number(0, 1e6), 1.0, "additive increase, packets per RTT"),
-        "beta": Key(number(0, 1), 0.8, "multiplicative decrease per unit of relative excess delay"),
-        "max_mdf": Key(number(0, 1), 0.5, "largest multiplicative decrease at once"),
-        "min_cwnd": Key(number(1e-9, 1e9), 0.001, "smallest window, packets (below 1: paced)"),
-        "max_cwnd": Key(number(1e-9, 1e9), 1000.0, "largest window, packets"),
-        "retx_reset": Key(integer(1, 1000), 5, "timeouts in a row that reset cwnd to min_cwnd"),
-    },
-    finalize=_swift_finalize)
+    DECLARATION = dict(
+        name="swift",
+        doc="Swift (Kumar et al. 2020): delay-target AIMD on a window, target scaled by hops and flows",
+        params=(
+            ("base_target", ("time",), "25us", "target RTT before scaling (the paper's 100G setting)"),
+            ("h", ("time", "auto"), "auto", "target added per switch hop (auto: base_target / 6.55, htsim's)"),
+            ("fs_range", ("positive_time", "auto"), "auto", "largest flow-scaling addition (auto: 5 x base_target)"),
+            ("fs_min_cwnd", ("number", 1e-6, 1e6), 0.1, "cwnd (packets) at which flow scaling is fs_range"),
+            ("fs_max_cwnd", ("number", 1e-6, 1e6), 100.0, "cwnd (packets) at which flow scaling is 0"),
+            ("ai", ("number", 0, 1e6), 1.0, "additive increase, packets per RTT"),
+            ("beta", ("number", 0, 1), 0.8, "multiplicative decrease per unit of relative excess delay"),
+            ("max_mdf", ("number", 0, 1), 0.5, "largest multiplicative decrease at once"),
+            ("min_cwnd", ("number", 1e-9, 1e9), 0.001, "smallest window, packets (below 1: paced)"),
+            ("max_cwnd", ("number", 1e-9, 1e9), 1000.0, "largest window, packets"),
+            ("retx_reset", ("integer", 1, 1000), 5, "timeouts in a row that reset cwnd to min_cwnd"),
+        ),
+        finalize=_swift_finalize,
+    )

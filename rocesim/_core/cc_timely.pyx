@@ -11,30 +11,32 @@ Then, with prev the previous sample:
 
     rtt_diff = (1 - alpha) rtt_diff + alpha (new_rtt - prev_rtt)
     gradient = rtt_diff / min_rtt
-    new_rtt < t_low:   rate += delta
-    new_rtt > t_high:  rate *= 1 - beta (1 - t_high / new_rtt)
+    new_rtt < tlow:    rate += delta
+    new_rtt > thigh:   rate *= 1 - beta (1 - thigh / new_rtt)
     gradient <= 0:     rate += N delta  (N = 5 after five increases in a row, else 1)
     otherwise:         rate *= 1 - beta gradient
 
 clamped to [min_rate, line rate].  As in the HPCC fork, the count of increases in a row
 covers both increase branches, and the first sample only sets prev_rtt.
 """
+cimport cython
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
+from rocesim._core.declare import G100, check_fields, declared_values, fill
 
 
-cdef struct TimelyParams:
+cdef struct TimelyParams:     # DECLARATION's parameters (end of file), by the same names
     double alpha
     double beta
-    double t_low
-    double t_high
-    double min_rtt
-    double delta
-    double min_rate
-    int64_t segment           # bytes per completion event; 0: once per window (the fork)
+    double tlow               # ps
+    double thigh              # ps
+    double min_rtt            # ps
+    double delta              # bps
     int32_t hai_after
+    int64_t segment           # bytes per completion event; 0: once per window (the fork)
+    double min_rate           # bps
 
 
 cdef struct TimelyFlow:
@@ -81,12 +83,12 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     x.rtt_diff = (1 - p.alpha) * x.rtt_diff + p.alpha * (rtt - x.prev_rtt)
     x.prev_rtt = rtt
     gradient = x.rtt_diff / p.min_rtt
-    if rtt < p.t_low or (rtt <= p.t_high and gradient <= 0):
+    if rtt < p.tlow or (rtt <= p.thigh and gradient <= 0):
         x.rate += p.delta * (5 if x.increases >= p.hai_after else 1)
         x.increases += 1
     else:
-        if rtt > p.t_high:
-            x.rate *= 1 - p.beta * (1 - p.t_high / rtt)
+        if rtt > p.thigh:
+            x.rate *= 1 - p.beta * (1 - p.thigh / rtt)
         else:
             x.rate *= 1 - p.beta * gradient if p.beta * gradient < 1 else 0
         x.increases = 0
@@ -97,53 +99,43 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     fl.rate_bps = <int64_t> x.rate
 
 
-
 def install(core, params):
-    """Set up TIMELY (params resolved: times in ps, rates in bps, segment in bytes)."""
+    """Set up TIMELY: `params` are DECLARATION's, finalized (times in ps, rates in bps, segment in bytes)."""
     cdef Sim* s = sim_of(core)
+    cdef TimelyParams p = declared_values(DECLARATION, params)
+    check_fields(DECLARATION, p)
     cdef TimelyState* st = <TimelyState*> cc_new_state(s, sizeof(TimelyState))
-    st.p.alpha = params["alpha"]
-    st.p.beta = params["beta"]
-    st.p.t_low = params["tlow"]
-    st.p.t_high = params["thigh"]
-    st.p.min_rtt = params["min_rtt"]
-    st.p.delta = params["delta"]
-    st.p.min_rate = params["min_rate"]
-    st.p.segment = params["segment"]
-    st.p.hai_after = params["hai_after"]
+    st.p = p
     cc_install(s, st, sizeof(TimelyFlow))
     s.cc.on_start = _start
     s.cc.on_ack = _ack
 
 
-# --- declaration: parameters, defaults and needs (discovered by rocesim.cc.registry) ---
+# --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------
 
-from rocesim.config import Key, either, integer, number
-from rocesim.cc.scheme import G100, RATE, Scheme, auto, fill, positive
-from rocesim.units import parse_size, parse_time
+with cython.cdivision(False):    # Python's division here: under cdivision, C's 1 / 256 is 0
+    def _timely_finalize(p, ctx):
+        scale = ctx.host_rate_bps / G100
+        # the HPCC fork at NIC rate bw: AI bw Mb/s (100 Mb/s at 100G), HAI 5x; min rate 1 Gb/s
+        p = fill(p, dict(delta=100e6 * scale, min_rate=1e9))
+        p["segment"] = 0 if p["segment"] == "window" else p["segment"]
+        return p
 
-def _timely_finalize(p, ctx):
-    scale = ctx.host_rate_bps / G100
-    # the HPCC fork at NIC rate bw: AI bw Mb/s (100 Mb/s at 100G), HAI 5x; min rate 1 Gb/s
-    p = fill(p, dict(delta=100e6 * scale, min_rate=1e9))
-    p["segment"] = 0 if p["segment"] == "window" else p["segment"]
-    return p
-
-
-SCHEME = Scheme(
-    "timely", __name__,
-    "TIMELY (Mittal et al. 2015): rate from the RTT gradient",
-    {
-        "alpha": Key(number(0, 1), 0.875, "EWMA weight of the newest RTT difference"),
-        "beta": Key(number(0, 1), 0.8, "multiplicative decrease factor"),
-        "tlow": Key(parse_time, "50us", "below this RTT always increase"),
-        "thigh": Key(parse_time, "500us", "above this RTT always decrease"),
-        "min_rtt": Key(positive(parse_time), "20us", "normalizes the gradient"),
-        "delta": Key(RATE, "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
-        "hai_after": Key(integer(1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
-        "segment": Key(either("window", positive(parse_size)), "window",
-                       "one rate update per window of data ('window', the HPCC fork's) or per "
-                       "this many bytes acknowledged (the paper's completion events, 16-64KB)"),
-        "min_rate": Key(RATE, "auto", "lowest rate (1Gbps, the fork's)"),
-    },
-    finalize=_timely_finalize)
+    DECLARATION = dict(
+        name="timely",
+        doc="TIMELY (Mittal et al. 2015): rate from the RTT gradient",
+        params=(
+            ("alpha", ("number", 0, 1), 0.875, "EWMA weight of the newest RTT difference"),
+            ("beta", ("number", 0, 1), 0.8, "multiplicative decrease factor"),
+            ("tlow", ("time",), "50us", "below this RTT always increase"),
+            ("thigh", ("time",), "500us", "above this RTT always decrease"),
+            ("min_rtt", ("positive_time",), "20us", "normalizes the gradient"),
+            ("delta", ("rate", "auto"), "auto", "additive increase (100 Mb/s per 100G, as the HPCC fork)"),
+            ("hai_after", ("integer", 1, 1000), 5, "increases in a row before steps of 5 delta (HAI)"),
+            ("segment", ("positive_size", "window"), "window",
+             "one rate update per window of data ('window', the HPCC fork's) or per "
+             "this many bytes acknowledged (the paper's completion events, 16-64KB)"),
+            ("min_rate", ("rate", "auto"), "auto", "lowest rate (1Gbps, the fork's)"),
+        ),
+        finalize=_timely_finalize,
+    )

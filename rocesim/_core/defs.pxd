@@ -48,7 +48,7 @@ cdef enum PacketKind:
 cdef enum SchedState:      # a flow in its host's active set (active_set.pxd)
     SCHED_BLOCKED = 0      # nothing to send or window full
     SCHED_READY = 1        # may send now: its bit is set in Host.ready_bits
-    SCHED_PACED = 2        # may send at Flow.paced_at: in the host's paced heap
+    SCHED_PACED = 2        # may send at Qp.paced_at: in the host's paced heap
 
 cdef enum FlowPhase:
     FS_WAITING = 0         # not yet started (start time or parents pending)

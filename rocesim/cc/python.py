@@ -25,31 +25,29 @@ import importlib
 import os
 import sys
 
-from rocesim import config
 from rocesim.cc.scheme import Scheme
-from rocesim.config import Key
 from rocesim.errors import ScenarioError
-from rocesim.units import parse_rate, parse_size, parse_time
+from rocesim.settings import Number, Rate, Setting, Size, Time
 
 
 def rate(default, doc=""):
     """A rate parameter (value in bit/s after parsing, e.g. "100Mbps")."""
-    return Key(parse_rate, default, doc)
+    return Setting(Rate(), default, doc)
 
 
 def size(default, doc=""):
     """A size parameter (bytes after parsing, e.g. "16KB")."""
-    return Key(parse_size, default, doc)
+    return Setting(Size(), default, doc)
 
 
 def time(default, doc=""):
     """A time parameter (picoseconds after parsing, e.g. "10us")."""
-    return Key(parse_time, default, doc)
+    return Setting(Time(), default, doc)
 
 
 def number(default, doc=""):
     """A plain number parameter."""
-    return Key(config.number(float("-inf"), float("inf")), default, doc)
+    return Setting(Number(float("-inf"), float("inf"), closed=True), default, doc)
 
 
 class PythonScheme:

@@ -3,8 +3,9 @@
 `write_csv` writes what Python's `csv.writer` would, byte for byte (CRLF line ends,
 fields quoted only when they must be), with rocesim's cell formats: integers in
 decimal, booleans 1/0, floats as ``"%.3f"`` without a trailing ``.000``, NaN as an
-empty cell.  The lines are built by `rocesim._core.csv_cells` a block of rows at a
-time, so 10 million flows take seconds instead of minutes.
+empty cell.  The lines are built in C by `rocesim.results._csv_cells` (a Cython module
+beside this one) a block of rows at a time, so 10 million flows take seconds instead of
+minutes.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import io
 
 import numpy as np
 
-from rocesim._core.csv_cells import format_rows
+from rocesim.results._csv_cells import format_rows
 
 BLOCK_ROWS = 1 << 18           # rows formatted at once (bounds the working memory)
 _INT, _FLOAT, _BOOL, _TEXT = 0, 1, 2, 3

@@ -1,5 +1,5 @@
-# cython: language_level=3
-"""CSV lines of numeric columns, formatted in C (rocesim.results.csv_text).
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""CSV lines of numeric columns, formatted in C: the engine of rocesim.results.csv_text.
 
 Cells: int64 in decimal; bool (uint8) as 1/0; float64 as C's "%.3f" (correctly rounded,
 as Python's) without a trailing ".000", NaN as an empty cell; text columns as bytes the
