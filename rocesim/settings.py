@@ -281,16 +281,6 @@ class Custom(Type):
         return self._parse(v, key) if self._parse else v
 
 
-class Legacy(Type):
-    """A parser function `parse(value, key)` as a type (scheme parameters are declared so)."""
-
-    def __init__(self, parse, text: str = "see its meaning"):
-        self._parse, self.text = parse, text
-
-    def parse(self, v, key):
-        return self._parse(v, key)
-
-
 # --- settings, sections, kinds -------------------------------------------------------------------
 
 @dataclass(frozen=True)

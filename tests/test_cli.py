@@ -194,7 +194,7 @@ def test_schemes_name_prints_that_scheme_alone(capsys):
     assert len(lines) > 3 and lines[1].startswith("    eta (default 0.95): ")
     assert main(["schemes", "pyschemes:FixedRate"]) == 0            # a scheme written in Python
     assert capsys.readouterr().out.splitlines() == ["pyschemes:FixedRate: Every flow sends at one fixed rate.",
-                                                     "    rate (default 10Gbps): the rate; see its meaning"]
+                                                     "    rate (default 10Gbps): the rate; a rate with its unit, e.g. 100Gbps"]
 
 
 def test_schemes_unknown_name_lists_the_known_ones(capsys):

@@ -198,16 +198,16 @@ def test_choices_reach_c_as_the_option_they_name():
 
 # --- the vocabulary and the registry ---------------------------------------------------------
 
-def test_every_type_tag_has_a_parser_with_its_words():
-    assert set(registry.PARSERS) == set(declare.TYPE_ARGS)
-    parse = registry.parser(("size", "auto", "window"))
+def test_every_type_tag_has_a_settings_type_with_its_words():
+    assert set(registry.TYPES) == set(declare.TYPE_ARGS)
+    parse = registry.setting_type(("size", "auto", "window")).parse
     assert parse("auto", "k") == "auto" and parse("window", "k") == "window" and parse("2KB", "k") == 2000
     with pytest.raises(ScenarioError, match="k"):
         parse("often", "k")
-    assert registry.parser(("choice", ("ack", "cnp"), "auto"))("cnp", "k") == "cnp"
+    assert registry.setting_type(("choice", ("ack", "cnp"), "auto")).parse("cnp", "k") == "cnp"
     with pytest.raises(ScenarioError):
-        registry.parser(("positive_time",))("0us", "k")
-    assert registry.parser(("window",))("bdp", "k") == declare.WINDOW_BDP
+        registry.setting_type(("positive_time",)).parse("0us", "k")
+    assert registry.setting_type(("window",)).parse("bdp", "k") == declare.WINDOW_BDP
 
 
 @pytest.mark.parametrize("bad,match", [
