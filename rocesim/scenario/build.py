@@ -29,7 +29,7 @@ LIMITS = Section("limits checked before anything is built",
                  memory=Setting(Size(1), None, "the most memory the topology and flows may need, estimated before "
                                                "building (default: 75% of this machine's memory)"))
 CC = Section("congestion control",
-             scheme=Setting(Text("a scheme name"), REQUIRED, "the scheme: a built-in one (`rocesim schemes` lists them and their "
+             scheme=Setting(Text("a scheme name"), REQUIRED, "the scheme (none when `cc:` is left out): a built-in one (`rocesim schemes` lists them and their "
                                             "parameters) or package.module:Class, a scheme written in Python"),
              params=Setting(Custom("a mapping of the scheme's parameters (`rocesim schemes NAME`)"), None,
                             "the scheme's parameters, by the paper's symbols"))
