@@ -1,5 +1,10 @@
-"""Small topologies and closed forms shared by the physics tests."""
+"""Set-up shared by the test folders: paths, small topologies and closed forms."""
+from pathlib import Path
+
 from rocesim.network import topology
+
+TESTS = Path(__file__).resolve().parent      # this folder: helpers.py, pyschemes.py, chakra_writer.py
+ROOT = TESTS.parent                          # the repository
 
 HDR, MTU, ACK = 48, 1000, 60
 

@@ -1,14 +1,11 @@
 """Congestion-control schemes written in Python: same events, same effects, own rules."""
-import os
-
 import numpy as np
 import pytest
 import pyschemes
-from helpers import ser_ps
+from helpers import ROOT, ser_ps
 from rocesim import ScenarioError, Simulation, scenario, topology
 
 US = 10**6
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_python_rate_is_obeyed_exactly():

@@ -5,17 +5,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import same_rocesim_env
+from helpers import ROOT, same_rocesim_env
 from rocesim.cc import builtin_schemes
 from rocesim.cli import EXIT_CODES, build_parser, main
 from rocesim.settings import Section
 
-ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
 REQUIRED_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns", "slowdown")
 REQUIRED_SUMMARY = ("events", "link_crossings", "drops", "pfc_pauses", "flows_total", "flows_completed",

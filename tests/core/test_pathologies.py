@@ -8,9 +8,8 @@ import pytest
 
 from rocesim import scenario as sc
 from rocesim.results.metrics import paused_links
-from helpers import same_rocesim_env
+from helpers import ROOT, same_rocesim_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCEN = os.path.join(ROOT, "scenarios", "pathologies")
 
 

@@ -4,10 +4,10 @@ import json
 import os
 import re
 
+from helpers import ROOT
 from rocesim import cli
 from rocesim.sweep import index
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # a scenario that writes every file: training, sampling, faults, deadlock detection, pauses
 EVERYTHING = """

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT
+
 TOP = ("rocesim/", "scenarios/", "sweeps/", "plots/", "docs/", "tests/", "benchmarks/", "validation/",
        "examples/", ".ci/")
 

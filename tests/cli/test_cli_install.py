@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import rocesim
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 UNDER_TEST = Path(rocesim.__file__).resolve().parent
 
 

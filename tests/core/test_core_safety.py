@@ -3,16 +3,13 @@
 Each case runs in a child interpreter, so that a regression shows as a failed test
 (with the child's exit status) instead of killing the test session.
 """
-import os
 import subprocess
 import sys
 import textwrap
 
 import rocesim
-from helpers import same_rocesim_env
+from helpers import TESTS, same_rocesim_env
 from rocesim._core import engine
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_child(code):

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
+from helpers import ROOT
 from rocesim import ScenarioError, scenario
 from rocesim.network.astra_network import to_topology
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def network(kinds, npus, gbs, ns):

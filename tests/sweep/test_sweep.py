@@ -19,9 +19,8 @@ import rocesim
 from rocesim import sweep
 from rocesim.errors import ScenarioError
 from rocesim.sweep import run_folder
-from helpers import same_rocesim_env
+from helpers import ROOT, same_rocesim_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 BASE = {"topology": {"kind": "star", "hosts": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
         "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "100KB"},

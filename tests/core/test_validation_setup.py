@@ -4,9 +4,9 @@ import os
 
 import pytest
 
+from helpers import ROOT
 from rocesim import scenario
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _compare():
