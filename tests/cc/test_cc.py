@@ -80,6 +80,13 @@ def test_dcqcn_window_variant_bounds_inflight():
     assert res.summary["drops"] == 0
 
 
+def test_dcqcn_zero_periods_are_refused_before_running():
+    for name in ("t_alpha", "t"):
+        with pytest.raises(ScenarioError) as e:
+            Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", cc_params={name: "0us"})
+        assert e.value.key == f"cc.params.{name}" and "positive" in e.value.reason
+
+
 # --- DCTCP ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["rate", "window"])

@@ -1,5 +1,6 @@
-"""Lossy RoCE: without PFC and with a small buffer, packets drop and every flow still
-completes, by go-back-N with NACKs and the timeout, or by selective repeat."""
+"""Loss recovery: without PFC and with a small buffer, packets drop and every flow still
+completes, by go-back-N with NACKs and the timeout, or by selective repeat; the timeout
+runs from each send."""
 import pytest
 
 from rocesim import Simulation, topology
@@ -61,3 +62,11 @@ def test_lossless_priorities_never_drop_while_lossy_ones_do():
     assert res.flows["retx_bytes"][lossless].sum() == 0
     assert res.flows["retx_bytes"][lossy].sum() > 0
     assert res.summary["drops"] > 0 and res.summary["pfc_pauses"] > 0
+
+
+def test_no_spurious_timeout_after_an_idle_gap():
+    """A slowly paced flow sends one packet per ~2 ms: its timeout must run from each send."""
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:Paced")
+    f = sim.add_flow(1, 2, 5_000)
+    res = sim.run()
+    assert res.flows["timeouts"][f] == 0 and res.summary["retx_bytes"] == 0

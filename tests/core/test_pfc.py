@@ -195,3 +195,34 @@ def test_headroom_below_the_worst_case_is_refused():
     assert e.value.key == "switch.pfc.headroom" and "after a PAUSE" in e.value.reason
     # lossy runs do not care
     Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"enabled": False, "headroom": "20KB"}})
+
+
+def test_pfc_frames_are_counted_once():
+    sim = Simulation(topology.star(5, "100Gbps", "1us"), switch={"buffer": "2MB"})
+    for h in (1, 2, 3, 4):
+        sim.add_flow(h, 0, 2_000_000)
+    res = sim.run()
+    s = res.summary
+    # on a star every data packet and every ACK crosses two links; PFC frames cross one
+    frames = s["link_crossings"] - 2 * (s["data_packets_sent"] + s["acks"])
+    assert s["pfc_pauses"] > 0
+    assert s["pfc_pauses"] + s["pfc_resumes"] == frames
+    assert res.ports["pauses_sent"].sum() == s["pfc_pauses"]
+
+
+def test_several_lossless_priorities_never_drop():
+    sim = Simulation(topology.star(9, "100Gbps", "1us"), switch={"buffer": "400KB"})
+    for h in range(1, 9):
+        for prio in (3, 4):
+            sim.add_flow(h, 0, 300_000, prio=prio)
+    res = sim.run()
+    assert res.summary["drops"] == 0 and res.summary["retx_bytes"] == 0
+    assert res.summary["flows_completed"] == 16
+
+
+def test_pfc_alpha_shift_rounds_up_like_the_fork():
+    t = topology.leaf_spine(2, 1, 2, "40Gbps", "1us", "100Gbps", "1us")
+    net = Simulation(t)._network
+    rate, shift = net["port_rate_bps"], net["port_pfc_shift"]
+    assert set(shift[rate == 40_000_000_000]) == {3}
+    assert set(shift[rate == 100_000_000_000]) == {1}     # 100/40 = 2.5: two halvings

@@ -60,3 +60,19 @@ def test_check_refuses_what_run_would(tmp_path, capsys):
     raw["cc"]["params"]["fs_min_cwnd"] = 1
     path.write_text(yaml.safe_dump(raw))
     assert main(["check", str(path)]) == 0
+
+
+def test_payload_is_bounded():
+    with pytest.raises(ScenarioError) as e:
+        Simulation(topology.star(3, "100Gbps", "1us"), nic={"payload": "1.2MB"})
+    assert e.value.key == "nic.payload"
+
+
+def test_a_refused_flow_leaves_nothing_behind():
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    sim = Simulation(t)
+    with pytest.raises(ScenarioError):
+        sim.add_flow(0, 13, 1000, path=[0, 16, 32, 13])
+    with pytest.raises(ScenarioError):
+        sim.add_flow(0, 13, 1000, after=[7])
+    assert sim.n_flows == 0

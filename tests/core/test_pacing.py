@@ -1,4 +1,4 @@
-"""Per-flow rate limit: the NIC paces at min(scheme rate, limit), whatever the scheme says."""
+"""NIC pacing: a flow runs at min(scheme rate, its rate limit), and a new rate takes effect at once."""
 import pytest
 
 from helpers import ser_ps
@@ -53,3 +53,11 @@ def test_rate_in_yaml_flows_and_its_errors():
     with pytest.raises(ScenarioError) as e:
         Simulation(topology.star(3, "100Gbps", "1us")).add_flow(1, 2, 1000, rate=0)
     assert e.value.key == "flows[0].rate"
+
+
+def test_a_rate_increase_takes_effect_at_once():
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:SlowThenFast")
+    f = sim.add_flow(1, 2, 100_000)
+    res = sim.run()
+    # the first packet's 838 us gap at 10 Mb/s is re-timed at line rate when the rate changes
+    assert res.flows["fct_ns"][f] < res.flows["ideal_fct_ns"][f] + 12_000
