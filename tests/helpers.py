@@ -8,6 +8,13 @@ ROOT = TESTS.parent                          # the repository
 
 HDR, MTU, ACK = 48, 1000, 60
 
+# the smallest scenario file a command runs: a 3-to-1 incast of 100 KB on a star, no figures
+TINY = """
+topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
+traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 100KB}]
+output: {plot: false}
+"""
+
 
 def ser_ps(nbytes, rate_bps):
     """Serialization time in ps, rounded up (the core's convention)."""

@@ -1,4 +1,4 @@
-"""Tests for the `rocesim` command (rocesim.cli): run, check, plot, schemes, keys, errors."""
+"""The `rocesim` command (rocesim.cli): run, check, plot, schemes, keys, --version, errors."""
 import argparse
 import csv
 import json
@@ -9,7 +9,8 @@ import sys
 import pytest
 import yaml
 
-from helpers import ROOT, same_rocesim_env
+from helpers import ROOT, TINY, same_rocesim_env
+from rocesim import cli
 from rocesim.cc import builtin_schemes
 from rocesim.cli import EXIT_CODES, build_parser, main
 from rocesim.settings import Section
@@ -36,8 +37,9 @@ def scenario(**top):
 
 
 def write_scenario(tmp_path, raw, name="s.yaml"):
+    """`raw` (a mapping, or the text of a scenario file) written as tmp_path/name; its path."""
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    path.write_text(raw if isinstance(raw, str) else yaml.safe_dump(raw, sort_keys=False))
     return str(path)
 
 
@@ -156,6 +158,39 @@ def test_parquet_output(tmp_path, capsys):
         assert "rocesim: error: output.flows_format: 'parquet' needs pyarrow" in capsys.readouterr().err
     else:
         assert code == 0 and (out / "flows.parquet").is_file() and not (out / "flows.csv").exists()
+
+
+def test_run_refuses_a_non_empty_folder_and_force_starts_from_an_empty_one(tmp_path, capsys):
+    scn, out = write_scenario(tmp_path, TINY), tmp_path / "out"
+    out.mkdir()
+    (out / "training.png").write_bytes(b"stale")                   # left by an earlier run
+    assert cli.main(["run", scn, "-o", str(out), "-q"]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert os.listdir(out) == ["training.png"]
+    assert cli.main(["run", scn, "-o", str(out), "-q", "--force"]) == 0
+    assert "training.png" not in os.listdir(out) and "summary.json" in os.listdir(out)
+    (out / "notes.txt").write_text("mine")                          # never deleted, even with --force
+    assert cli.main(["run", scn, "-o", str(out), "-q", "--force"]) == 2
+    assert "did not write" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    import rocesim
+    assert capsys.readouterr().out.strip() == f"rocesim {rocesim.__version__}"
+
+
+def test_a_run_without_plots_does_not_import_matplotlib(tmp_path):
+    code = ("import sys; from rocesim import cli; "
+            f"rc = cli.main(['run', {write_scenario(tmp_path, TINY)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']); "
+            "assert rc == 0; print(sorted(m for m in sys.modules if m.startswith('matplotlib')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=same_rocesim_env(),
+                         cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "[]"
 
 
 # --- check, schemes, keys ----------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """The run loop returns to Python in slices: progress, stop time, Ctrl-C keeps results."""
 import io
+import re
 import subprocess
 import sys
 
 import numpy as np
 
 import rocesim.simulation as simulation
-from helpers import interrupt_on_slice, same_rocesim_env
+from helpers import TINY, interrupt_on_slice, same_rocesim_env
 from rocesim import Simulation, run_progress, topology
+from rocesim import scenario as sc
 
 
 def incast_sim():
@@ -130,3 +132,22 @@ def test_progress_shows_time_in_units_that_do_not_round_to_1000():
     line = run_progress.RunProgress(2, 10**9, stream=io.StringIO())
     text = line.line(dict(sim_time_ps=999_999_999, flows_done=1, events=999_999))
     assert text.startswith("[rocesim] sim 1ms of 1ms (100%)  flows 1/2  1M events")
+
+
+def test_single_run_progress_is_plain_lines_off_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(run_progress, "OFF_TTY_INTERVAL_S", 0.0)     # a line per slice
+    scn = sc.build(sc.parse_yaml(TINY.replace("100KB", "2MB"), "t") | {"stop": "300us"})
+    scn.sim.run(scn.stop, progress=True, slice="50us")
+    err = capsys.readouterr().err                                   # pytest's stderr is no terminal
+    assert "\r" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) >= 4
+    assert all(re.fullmatch(r"\[rocesim\] sim \S+ of 300us \(\d+%\)  flows \d+/3  \S+ events at \S+/s  "
+                            r"elapsed \d+s", line) for line in lines), lines
+    assert lines[-1].startswith("[rocesim] sim 300us of 300us (100%)")
+
+
+def test_short_numbers():
+    assert [run_progress.short_number(x) for x in (950, 12_345, 3_400_000, 2.5e9)] == ["950", "12.3K", "3.4M", "2.5G"]
+    assert [run_progress.short_time(ps) for ps in (12_000, 450_000_000, 1_234_567_890, 10**12)] == \
+        ["12ns", "450us", "1.23ms", "1s"]
