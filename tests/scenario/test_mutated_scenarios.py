@@ -1,7 +1,6 @@
 """Hostile input: every malformed scenario or input file gets one ScenarioError (printed by
 the CLI as `rocesim: error: <key>: <reason>`), before the core starts, never a traceback."""
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -13,8 +12,8 @@ from rocesim import memory, simulation
 from rocesim.network import topology as topo_mod
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 LINK = {"rate": "100Gbps", "delay": "1us"}
 
 
