@@ -1,6 +1,11 @@
-"""Set-up shared by the test folders: paths, small topologies and closed forms."""
+"""Set-up shared by the test folders: paths, small topologies and scenarios, closed forms."""
 from pathlib import Path
 
+import pytest
+
+from rocesim import scenario as sc
+from rocesim.cli import main
+from rocesim.errors import ScenarioError
 from rocesim.network import topology
 
 TESTS = Path(__file__).resolve().parent      # this folder: helpers.py, pyschemes.py, chakra_writer.py
@@ -14,6 +19,38 @@ topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
 traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 100KB}]
 output: {plot: false}
 """
+LINK = {"rate": "100Gbps", "delay": "1us"}
+
+
+def small_scenario(**top):
+    """A tiny valid scenario (a mapping): 4 hosts on one switch (node 4), a 2-to-1 incast of
+    10 KB; `top` replaces its top-level keys."""
+    raw = {"seed": 1, "topology": {"kind": "star", "hosts": 4, "link": dict(LINK)},
+           "traffic": [{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "10KB"}]}
+    raw.update(top)
+    return raw
+
+
+def scenario_error(raw, base_dir=".") -> ScenarioError:
+    """The ScenarioError that building the scenario `raw` raises (it must raise one)."""
+    with pytest.raises(ScenarioError) as info:
+        sc.build(raw, str(base_dir))
+    return info.value
+
+
+def cli_error(capsys, *argv) -> str:
+    """What `rocesim ARGV` prints when it refuses: exit 2 and one line `rocesim: error: ...`."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rocesim: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def write_file(tmp_path, name, data: bytes) -> str:
+    """`data` written as tmp_path/name; its path."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
 
 
 def ser_ps(nbytes, rate_bps):

@@ -4,28 +4,14 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import LINK, scenario_error, small_scenario
 from rocesim import scenario as sc
-from rocesim import simulation
 from rocesim.errors import ScenarioError
 from rocesim.traffic import FB_HADOOP, WEBSEARCH
 
 US = 10**6
 MS = 10**9
 G100 = 100 * 10**9
-LINK = {"rate": "100Gbps", "delay": "1us"}
-
-
-def base(**top):
-    """A tiny valid scenario: 4 hosts on one switch (node 4), a 2-to-1 incast."""
-    raw = {
-        "seed": 1,
-        "topology": {"kind": "star", "hosts": 4, "link": dict(LINK)},
-        "traffic": [{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "10KB"}],
-    }
-    raw.update(top)
-    return raw
-
-
 def flows_of(sim):
     """The flows added to a Simulation so far, as numpy columns (there is no public view yet)."""
     cols = {name: sim._flows.column(name, dtype) for name, dtype in
@@ -34,16 +20,10 @@ def flows_of(sim):
     return cols
 
 
-def error(raw, base_dir="."):
-    with pytest.raises(ScenarioError) as info:
-        sc.build(raw, str(base_dir))
-    return info.value
-
-
 def mutate(path, value=None, delete=False):
-    """A function that sets (or deletes) raw[path[0]][path[1]]... in a copy of base()."""
+    """A function that sets (or deletes) raw[path[0]][path[1]]... in a copy of small_scenario()."""
     def make():
-        raw = base()
+        raw = small_scenario()
         node = raw
         for step in path[:-1]:
             node = node[step]
@@ -56,11 +36,11 @@ def mutate(path, value=None, delete=False):
 
 
 def traffic(*entries, **top):
-    return lambda: base(traffic=list(entries), **top)
+    return lambda: small_scenario(traffic=list(entries), **top)
 
 
 def topology(**topo):
-    return lambda: base(topology=topo)
+    return lambda: small_scenario(topology=topo)
 
 
 T0 = ["traffic", 0]
@@ -258,17 +238,16 @@ ERRORS = [
     ("path-not-a-list", traffic({"kind": "flows", "flows": [dict(FLOW, path="0-4-1")]}),
      "traffic[0].flows[0].path", "list of node ids [src, switch, ..., dst]"),
     ("path-not-connected",
-     lambda: base(topology={"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1, "link": LINK},
-                  traffic=[{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "1KB", "path": [0, 2, 3, 1]}]}]),
+     lambda: small_scenario(
+         topology={"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1, "link": LINK},
+         traffic=[{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "1KB", "path": [0, 2, 3, 1]}]}]),
      "traffic[0].flows[0].path", "nodes 2 and 3 are not linked"),
 ]
 
 
 @pytest.mark.parametrize("make, key, reason", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
-def test_scenario_error(make, key, reason, tmp_path, monkeypatch):
-    # nothing may run: building a scenario must not create the packet core
-    monkeypatch.setattr(simulation, "Core", lambda *a, **k: pytest.fail("the core was created"))
-    e = error(make(), tmp_path)
+def test_scenario_error(make, key, reason, tmp_path, no_core):
+    e = scenario_error(make(), tmp_path)
     assert e.key == key
     assert reason in e.reason
     assert str(e) == f"{key}: {e.reason}"
@@ -276,72 +255,72 @@ def test_scenario_error(make, key, reason, tmp_path, monkeypatch):
 
 def test_flow_errors_name_the_flow_within_its_entry():
     # flows of earlier entries must not shift the index in the key (flows[1], not flows[3])
-    raw = base(traffic=[{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "1KB"},
-                        {"kind": "flows", "flows": [FLOW, dict(FLOW, src=2, dst=2)]}])
-    e = error(raw)
+    raw = small_scenario(traffic=[{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "1KB"},
+                                  {"kind": "flows", "flows": [FLOW, dict(FLOW, src=2, dst=2)]}])
+    e = scenario_error(raw)
     assert (e.key, e.reason) == ("traffic[1].flows[1].dst", "a flow needs two different hosts, got 2 -> 2")
     raw["traffic"][1]["flows"][1] = dict(FLOW, path=[0, 4, 3])
-    assert error(raw).key == "traffic[1].flows[1].path"
+    assert scenario_error(raw).key == "traffic[1].flows[1].path"
 
 
 def test_the_first_mistake_is_reported():
-    raw = base(bogus=1)
+    raw = small_scenario(bogus=1)
     raw["traffic"][0]["receiver"] = 99
-    assert error(raw).key == "bogus"
+    assert scenario_error(raw).key == "bogus"
     del raw["bogus"]
     raw["traffic"].insert(0, {"kind": "permutation", "size": "1XB"})
-    assert error(raw).key == "traffic[0].size"
+    assert scenario_error(raw).key == "traffic[0].size"
 
 
 def test_bad_cdf_file_is_keyed_by_file_and_line(tmp_path):
     (tmp_path / "bad.cdf").write_text("0 0\n1000 50\n500 100\n")
-    e = error(base(traffic=[dict(CDF, distribution="bad.cdf")]), tmp_path)
+    e = scenario_error(small_scenario(traffic=[dict(CDF, distribution="bad.cdf")]), tmp_path)
     assert e.key == f"{tmp_path / 'bad.cdf'}:3"
     assert "sizes must not decrease" in e.reason
 
 
 def test_bad_hpcc_flow_file_lines(tmp_path):
     (tmp_path / "flows.txt").write_text("1\n0 4 3 100 1000 0\n")      # node 4 is the switch
-    e = error(base(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
+    e = scenario_error(small_scenario(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
     assert e.key == f"{tmp_path / 'flows.txt'}:2"
     assert "dst 4 is a switch" in e.reason
     (tmp_path / "flows.txt").write_text("1\n0 1 0 100 1000 0\n")      # priority 0 is the control queue
-    e = error(base(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
+    e = scenario_error(small_scenario(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
     assert e.key == "traffic[0].path"
     assert "priority 0" in e.reason and "1..7" in e.reason
     (tmp_path / "flows.txt").write_text("2\n0 1 3 100 1000 0\n")
-    e = error(base(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
+    e = scenario_error(small_scenario(traffic=[{"kind": "hpcc_flow_file", "path": "flows.txt"}]), tmp_path)
     assert "declares 2 flows but the file has 1" in e.reason
 
 
 def test_parquet_without_pyarrow_is_an_error_before_running(monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "pyarrow", None)                # as if not installed
-    e = error(base(output={"flows_format": "parquet"}))
+    e = scenario_error(small_scenario(output={"flows_format": "parquet"}))
     assert e.key == "output.flows_format"
     assert "pyarrow" in e.reason
 
 
 def test_output_defaults_and_values():
     none = {"sample_interval": None, "queue_ports": None}
-    assert sc.build(base()).output == {"flows_format": "csv", "hpcc_fct": False, "plot": True, **none}
-    out = sc.build(base(output={"hpcc_fct": True, "plot": False})).output
+    assert sc.build(small_scenario()).output == {"flows_format": "csv", "hpcc_fct": False, "plot": True, **none}
+    out = sc.build(small_scenario(output={"hpcc_fct": True, "plot": False})).output
     assert out == {"flows_format": "csv", "hpcc_fct": True, "plot": False, **none}
-    out = sc.build(base(output={"sample_interval": "10us", "queue_ports": [0, 1]})).output
+    out = sc.build(small_scenario(output={"sample_interval": "10us", "queue_ports": [0, 1]})).output
     assert out["sample_interval"] == 10 * US and out["queue_ports"] == [0, 1]
     for bad, key in (({"sample_interval": 10}, "output.sample_interval"),
                      ({"sample_interval": "0us"}, "output.sample_interval"),
                      ({"queue_ports": [10**6]}, "output.queue_ports"),
                      ({"queue_ports": "some"}, "output.queue_ports")):
         with pytest.raises(ScenarioError) as e:
-            sc.build(base(output=bad))
+            sc.build(small_scenario(output=bad))
         assert e.value.key == key
-    assert sc.build(base(output=None)).output["plot"] is True
+    assert sc.build(small_scenario(output=None)).output["plot"] is True
 
 
 def test_build_returns_settings():
-    scn = sc.build(base(name="tiny", stop="25us", seed=7, switch={"buffer": "4MB", "pfc": {"enabled": False}},
-                        nic={"payload": "500B"}, cc={"scheme": "none", "params": {"window": "bdp"}}))
+    scn = sc.build(small_scenario(name="tiny", stop="25us", seed=7, switch={"buffer": "4MB", "pfc": {"enabled": False}},
+                                  nic={"payload": "500B"}, cc={"scheme": "none", "params": {"window": "bdp"}}))
     assert scn.name == "tiny" and scn.stop == 25 * US
     sim = scn.sim
     assert sim.seed == 7
@@ -349,7 +328,7 @@ def test_build_returns_settings():
     assert sim.switch["ecn"]["enabled"] is True                        # defaults fill the rest
     assert sim.nic["payload"] == 500 and sim.nic["header"] == 48
     assert sim.cc_params == {"window": -1}
-    assert sc.build(base()).stop is None
+    assert sc.build(small_scenario()).stop is None
 
 
 # --- loading files ------------------------------------------------------------------------
@@ -383,7 +362,7 @@ def test_load_reads_relative_files_from_the_scenario_folder(tmp_path, monkeypatc
     folder = tmp_path / "scn"
     folder.mkdir()
     (folder / "sizes.cdf").write_text("1000 0\n3000 1\n")              # fractions, not percents
-    (folder / "s.yaml").write_text(yaml.safe_dump(base(traffic=[dict(CDF, distribution="sizes.cdf")])))
+    (folder / "s.yaml").write_text(yaml.safe_dump(small_scenario(traffic=[dict(CDF, distribution="sizes.cdf")])))
     monkeypatch.chdir(tmp_path)                                        # not the scenario's folder
     size = flows_of(sc.load("scn/s.yaml").sim)["size"]
     assert size.size > 0 and size.min() >= 1000 and size.max() <= 3000
@@ -391,7 +370,7 @@ def test_load_reads_relative_files_from_the_scenario_folder(tmp_path, monkeypatc
 
 def test_load_applies_overrides(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(base()))
+    path.write_text(yaml.safe_dump(small_scenario()))
     scn = sc.load(path, ["traffic[0].size=2MB", "topology.hosts=6", "traffic[0].senders=all"])
     assert scn.sim.topology.n_hosts == 6
     fl = flows_of(scn.sim)
@@ -436,7 +415,7 @@ def test_topology_kinds(topo, hosts, switches, links, tmp_path):
     t = sc.build_topology(topo, str(tmp_path))
     assert (t.n_hosts, t.n_switches, t.n_links) == (hosts, switches, links)
     # and in a whole scenario
-    scn = sc.build(base(topology=topo, traffic=[{"kind": "permutation", "size": "1KB"}]), str(tmp_path))
+    scn = sc.build(small_scenario(topology=topo, traffic=[{"kind": "permutation", "size": "1KB"}]), str(tmp_path))
     assert scn.sim.topology.n_hosts == hosts and scn.sim.n_flows == hosts
 
 
@@ -465,7 +444,7 @@ def test_topology_link_rates():
 
 
 def test_flows_kind():
-    scn = sc.build(base(traffic=[{"kind": "flows", "flows": [
+    scn = sc.build(small_scenario(traffic=[{"kind": "flows", "flows": [
         {"src": 1, "dst": 0, "size": "1MB"},
         {"src": 2, "dst": 3, "size": "1.5KB", "start": "10us", "prio": 5, "path": [2, 4, 3]},
     ]}]))
@@ -482,14 +461,14 @@ def test_flows_kind():
 def test_flows_kind_path_on_a_multipath_fabric():
     topo = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1, "link": LINK}
     # hosts 0, 1; leaves 2, 3; spines 4, 5
-    scn = sc.build(base(topology=topo, traffic=[{"kind": "flows", "flows": [
+    scn = sc.build(small_scenario(topology=topo, traffic=[{"kind": "flows", "flows": [
         {"src": 0, "dst": 1, "size": "1KB", "path": [0, 2, 5, 3, 1]}]}]))
     p = scn.sim.ports
     assert scn.sim._flows.paths[0] == [p.between(2, 5), p.between(5, 3), p.between(3, 1)]
 
 
 def test_incast_kind():
-    scn = sc.build(base(traffic=[
+    scn = sc.build(small_scenario(traffic=[
         {"kind": "incast", "senders": [3, 1], "receiver": 2, "size": "64KiB", "start": "5us", "prio": 6},
         {"kind": "incast", "senders": "all", "receiver": 1, "size": "1KB"},
     ]))
@@ -509,7 +488,7 @@ def test_permutation_kind_is_a_derangement(hosts):
         entry["hosts"] = hosts
     chosen = list(range(8)) if hosts is None else hosts
     for seed in range(5):
-        raw = base(seed=seed, topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[entry])
+        raw = small_scenario(seed=seed, topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[entry])
         fl = flows_of(sc.build(raw).sim)
         assert fl["src"].tolist() == chosen                            # in the order of hosts
         assert sorted(fl["dst"].tolist()) == sorted(chosen)             # each host receives once
@@ -519,7 +498,7 @@ def test_permutation_kind_is_a_derangement(hosts):
 
 def _cdf_flows(dist, load=0.5, duration="2ms", start="0us", hosts=8, seed=1, base_dir=".", **extra):
     entry = {"kind": "cdf", "distribution": dist, "load": load, "duration": duration, "start": start, **extra}
-    raw = base(seed=seed, topology={"kind": "star", "hosts": hosts, "link": LINK}, traffic=[entry])
+    raw = small_scenario(seed=seed, topology={"kind": "star", "hosts": hosts, "link": LINK}, traffic=[entry])
     return flows_of(sc.build(raw, str(base_dir)).sim)
 
 
@@ -554,7 +533,7 @@ def test_cdf_kind_file_and_host_subset(tmp_path):
     (tmp_path / "uniform.txt").write_text("# size percent\n1000 0\n\n3000 100\n")
     entry = {"kind": "cdf", "distribution": {"file": "uniform.txt"}, "load": 0.8, "duration": "1ms",
              "hosts": [1, 4, 6], "prio": 2}
-    raw = base(topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[entry])
+    raw = small_scenario(topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[entry])
     fl = flows_of(sc.build(raw, str(tmp_path)).sim)
     assert set(fl["src"].tolist()) == {1, 4, 6} and set(fl["dst"].tolist()) == {1, 4, 6}
     assert (fl["src"] != fl["dst"]).all()
@@ -580,9 +559,9 @@ HPCC_FLOWS = """\
 def test_hpcc_flow_file_kind_maps_file_ids(tmp_path):
     (tmp_path / "topo.txt").write_text(HPCC_TOPO)
     (tmp_path / "flows.txt").write_text(HPCC_FLOWS)
-    raw = base(topology={"kind": "hpcc_file", "path": "topo.txt"},
-               traffic=[{"kind": "incast", "senders": [1], "receiver": 0, "size": "1KB"},
-                        {"kind": "hpcc_flow_file", "path": "flows.txt"}])
+    raw = small_scenario(topology={"kind": "hpcc_file", "path": "topo.txt"},
+                         traffic=[{"kind": "incast", "senders": [1], "receiver": 0, "size": "1KB"},
+                                  {"kind": "hpcc_flow_file", "path": "flows.txt"}])
     scn = sc.build(raw, str(tmp_path))
     topo = scn.sim.topology
     # file hosts 0, 2, 3, 5 -> 0, 1, 2, 3; file switches 1, 4 -> 4, 5
@@ -598,7 +577,7 @@ def test_hpcc_flow_file_kind_maps_file_ids(tmp_path):
 
 def test_mixed_kinds_and_tags(tmp_path):
     (tmp_path / "sizes.cdf").write_text("100 0\n200 100\n")
-    raw = base(topology={"kind": "star", "hosts": 6, "link": LINK}, traffic=[
+    raw = small_scenario(topology={"kind": "star", "hosts": 6, "link": LINK}, traffic=[
         {"kind": "flows", "flows": [{"src": 0, "dst": 5, "size": "1KB"}, {"src": 5, "dst": 0, "size": "2KB"}]},
         {"kind": "cdf", "distribution": "sizes.cdf", "load": 0.1, "duration": "100us", "start": "1ms"},
         {"kind": "incast", "senders": "all", "receiver": 3, "size": "3KB"},
@@ -619,7 +598,7 @@ def test_mixed_kinds_and_tags(tmp_path):
 
 
 def test_apply_overrides():
-    raw = base(switch=None)
+    raw = small_scenario(switch=None)
     out = sc.apply_overrides(raw, [
         "traffic[0].size=2MB",                  # list index
         "topology.link.rate=40Gbps",            # nested key
@@ -638,14 +617,14 @@ def test_apply_overrides():
     assert out["traffic"][0]["senders"] == [1, 2, 3]
     assert out["output"] == {"plot": False}
     assert out["name"] == "a=b"
-    assert raw == base(switch=None)                                    # the input is not changed
+    assert raw == small_scenario(switch=None)                                    # the input is not changed
     scn = sc.build(out)
     assert scn.sim.switch["pfc"]["enabled"] is False and scn.sim.nic["payload"] == 500
     assert flows_of(scn.sim)["size"].tolist() == [2_000_000] * 3
 
 
 def test_apply_overrides_replaces_a_list_entry():
-    out = sc.apply_overrides(base(), ["traffic[0]={kind: permutation, size: 1KB}"])
+    out = sc.apply_overrides(small_scenario(), ["traffic[0]={kind: permutation, size: 1KB}"])
     assert out["traffic"] == [{"kind": "permutation", "size": "1KB"}]
     assert sc.build(out).sim.n_flows == 4
 
@@ -665,19 +644,19 @@ def test_apply_overrides_replaces_a_list_entry():
     ("seed=[1,", "is not valid YAML"),
 ])
 def test_apply_overrides_errors(item, reason):
-    raw = base()
+    raw = small_scenario()
     with pytest.raises(ScenarioError) as info:
         sc.apply_overrides(raw, [item])
     assert info.value.key == f"--set {item.split('=', 1)[0]}"
     assert reason in info.value.reason
-    assert raw == base()
+    assert raw == small_scenario()
 
 
 # --- seeds --------------------------------------------------------------------------------------
 
 
 def _mixed(seed):
-    return base(seed=seed, topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[
+    return small_scenario(seed=seed, topology={"kind": "star", "hosts": 8, "link": LINK}, traffic=[
         {"kind": "cdf", "distribution": "websearch", "load": 0.5, "duration": "1ms"},
         {"kind": "permutation", "size": "1KB"},
         {"kind": "cdf", "distribution": "fb_hadoop", "load": 0.2, "duration": "1ms"},
@@ -714,7 +693,7 @@ def _run(raw):
 
 
 def _small(seed):
-    return base(seed=seed, topology={"kind": "star", "hosts": 4, "link": LINK}, traffic=[
+    return small_scenario(seed=seed, topology={"kind": "star", "hosts": 4, "link": LINK}, traffic=[
         {"kind": "cdf", "distribution": "fb_hadoop", "load": 0.6, "duration": "20us"},
         {"kind": "incast", "senders": "all", "receiver": 0, "size": "20KB"},
     ], switch={"ecn": {"kmin": "5KB", "kmax": "20KB"}})
@@ -735,7 +714,7 @@ def test_same_seed_same_results():
 @pytest.mark.parametrize("seed", [0, 2, 12345, 2**40])
 def test_run_with_any_seed(seed):
     # regression: the core once computed seed * 0x9E3779B97F4A7C15 without wrapping (OverflowError for seed >= 2)
-    res = _run(base(seed=seed))
+    res = _run(small_scenario(seed=seed))
     assert res.summary["seed"] == seed and res.summary["flows_completed"] == 2
 
 
