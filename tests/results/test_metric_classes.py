@@ -129,18 +129,10 @@ def test_sweep_index_and_table_carry_both_classes(tmp_path, capsys):
     assert head == "| congestion-control scheme | iteration time, mean (ms) | FCT slowdown p99, background flows | runs |"
 
 
-def test_slowdown_figure_of_one_run_draws_background_apart(mixed, tmp_path):
-    import matplotlib.pyplot as plt
-
+def test_slowdown_figure_of_one_run_draws_background_apart(mixed, tmp_path, kept_figures):
     from rocesim.results import plot
-    kept = []
-    close = plt.close
-    plot.plt.close = lambda fig=None: kept.append(fig)
-    try:
-        plot.plot_slowdown([("run", mixed.data_flows())], tmp_path / "s.png")
-    finally:
-        plot.plt.close = close
-    labels = [line.get_label() for line in kept[-1].axes[0].lines]
+    plot.plot_slowdown([("run", mixed.data_flows())], tmp_path / "s.png")
+    labels = [line.get_label() for line in kept_figures[-1].axes[0].lines]
     assert "run: background flows p99" in labels and "run: training flows p99" in labels
 
 

@@ -13,14 +13,6 @@ from rocesim.sweep import plot as sweep_plot
 from rocesim.sweep import index
 
 
-@pytest.fixture
-def kept_figures(monkeypatch):
-    """The figures the plot functions make, kept open (they close them after saving)."""
-    figs = []
-    monkeypatch.setattr(plot.plt, "close", figs.append)
-    return figs
-
-
 def _write_index(root, rows, params):
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, "index.csv"), "w", newline="") as f:
