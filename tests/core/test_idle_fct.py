@@ -8,13 +8,8 @@ import math
 
 import pytest
 
+from helpers import ACK, HDR, MTU, ser_ps
 from rocesim import Simulation, topology
-
-HDR, MTU, ACK = 48, 1000, 60
-
-
-def ser(nbytes, rate_bps):
-    return -(-nbytes * 8 * 10**12 // rate_bps)
 
 
 def packets(size):
@@ -31,13 +26,13 @@ def test_star_single_flow_matches_closed_form(size):
     n, S, L = packets(size)
     # two equal hops: the last packet leaves hop 2 after all n-1 full packets and itself
     if n == 1:
-        last_byte = 2 * ser(L, rate) + 2 * d
+        last_byte = 2 * ser_ps(L, rate) + 2 * d
     else:   # the last packet waits for hop 2 to finish the n-1 full packets before it
-        last_byte = n * ser(S, rate) + ser(L, rate) + 2 * d
-    ack = 2 * (ser(ACK, rate) + d)
-    if n > 1 and ser(L, rate) < ser(ACK, rate):
-        # the last ACK leaves the receiver behind the previous one (sent ser(L) earlier)
-        ack += ser(ACK, rate) - ser(L, rate)
+        last_byte = n * ser_ps(S, rate) + ser_ps(L, rate) + 2 * d
+    ack = 2 * (ser_ps(ACK, rate) + d)
+    if n > 1 and ser_ps(L, rate) < ser_ps(ACK, rate):
+        # the last ACK leaves the receiver behind the previous one (sent ser_ps(L) earlier)
+        ack += ser_ps(ACK, rate) - ser_ps(L, rate)
     assert res.flows["fct_ns"][f] * 1000 == pytest.approx(last_byte + ack, abs=0.5)
     assert res.flows["rx_fct_ns"][f] * 1000 == pytest.approx(last_byte, abs=0.5)
     assert res.flows["slowdown"][f] == 1.0
@@ -54,8 +49,8 @@ def test_bottleneck_in_the_middle():
     r, rb = 100 * 10**9, 25 * 10**9
     # first packet to the bottleneck, all n-1 full packets through it, then the last
     # packet through the bottleneck and the last hop
-    last_byte = ser(S, r) + (n - 1) * ser(S, rb) + ser(L, rb) + ser(L, r) + 4 * 10**6
-    ack = 2 * (ser(ACK, r) + 10**6) + ser(ACK, rb) + 2 * 10**6
+    last_byte = ser_ps(S, r) + (n - 1) * ser_ps(S, rb) + ser_ps(L, rb) + ser_ps(L, r) + 4 * 10**6
+    ack = 2 * (ser_ps(ACK, r) + 10**6) + ser_ps(ACK, rb) + 2 * 10**6
     assert res.flows["fct_ns"][f] * 1000 == pytest.approx(last_byte + ack, abs=0.5)
     assert res.flows["slowdown"][f] == 1.0
 
@@ -70,8 +65,8 @@ def test_fat_tree_inter_pod_with_faster_fabric():
     n, S, L = packets(size)
     r, rf = 100 * 10**9, 400 * 10**9
     # host links are the slowest: all packets through the first, the last one onwards
-    last_byte = n * ser(S, r) + 4 * ser(L, rf) + ser(L, r) + 6 * 10**6
-    ack = 2 * ser(ACK, r) + 4 * ser(ACK, rf) + 6 * 10**6
+    last_byte = n * ser_ps(S, r) + 4 * ser_ps(L, rf) + ser_ps(L, r) + 6 * 10**6
+    ack = 2 * ser_ps(ACK, r) + 4 * ser_ps(ACK, rf) + 6 * 10**6
     assert res.flows["fct_ns"][f] * 1000 == pytest.approx(last_byte + ack, abs=0.5)
     assert res.flows["slowdown"][f] == 1.0
 
@@ -104,7 +99,7 @@ def test_whole_ns_serialization(rate_gbps):
     S = MTU + HDR
     last_byte = 3 * whole_ns(S, rate) + whole_ns(S, rate) + 2 * d
     ack = 2 * (whole_ns(ACK, rate) + d)
-    exact = 4 * ser(S, rate) + 2 * d + 2 * (ser(ACK, rate) + d)
+    exact = 4 * ser_ps(S, rate) + 2 * d + 2 * (ser_ps(ACK, rate) + d)
     assert res.flows["fct_ns"][f] * 1000 == pytest.approx(last_byte + ack, abs=0.5)
     assert res.flows["ideal_fct_ns"][f] * 1000 == pytest.approx(exact, abs=0.5)
     assert res.flows["slowdown"][f] < 1.0
@@ -122,5 +117,5 @@ def test_whole_ns_pacing():
     q = whole_ns
     assert fct["whole_ns"] == pytest.approx((n - 1) * q(S, lim) + 2 * q(S, rate) + 2 * d
                                             + 2 * (q(ACK, rate) + d), abs=0.5)
-    assert fct["exact"] == pytest.approx((n - 1) * ser(S, lim) + 2 * ser(S, rate) + 2 * d
-                                         + 2 * (ser(ACK, rate) + d), abs=0.5)
+    assert fct["exact"] == pytest.approx((n - 1) * ser_ps(S, lim) + 2 * ser_ps(S, rate) + 2 * d
+                                         + 2 * (ser_ps(ACK, rate) + d), abs=0.5)
