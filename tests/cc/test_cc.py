@@ -1,6 +1,7 @@
-"""Congestion-control schemes against the behaviour their papers report, at small scale
-(DCQCN: Zhu et al. SIGCOMM 2015; DCTCP: Alizadeh et al. SIGCOMM 2010; HPCC: Li et al.
-SIGCOMM 2019; TIMELY: Mittal et al. SIGCOMM 2015; Swift: Kumar et al. SIGCOMM 2020)."""
+"""Built-in schemes (rocesim/_core/cc_*.pyx) behave as their papers report, at small scale.
+
+DCQCN: Zhu et al. SIGCOMM 2015; DCTCP: Alizadeh et al. SIGCOMM 2010; HPCC: Li et al. SIGCOMM
+2019; TIMELY: Mittal et al. SIGCOMM 2015; Swift: Kumar et al. SIGCOMM 2020."""
 import numpy as np
 import pytest
 

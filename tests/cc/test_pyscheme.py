@@ -1,4 +1,4 @@
-"""Congestion-control schemes written in Python: same events, same effects, own rules."""
+"""Schemes written in Python (rocesim.cc.python): same events, same effects, own rules."""
 import numpy as np
 import pytest
 import pyschemes

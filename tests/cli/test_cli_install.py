@@ -1,5 +1,4 @@
-"""The README's commands from the clone's root, after its install command (an editable
-install: the core is built in place), and the one line an unbuilt source folder answers with."""
+"""The README's install and commands from the clone's root; an unbuilt source folder's one-line error."""
 import importlib.machinery
 import re
 import shutil

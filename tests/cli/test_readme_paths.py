@@ -1,5 +1,4 @@
-"""Everything the README names in the repository exists: images, links, and the paths it
-cites in backticks (a fresh clone has them; .gitignore hides none of them)."""
+"""Every path the README names (images, links, backticked paths) exists and is not git-ignored."""
 import os
 import re
 import subprocess

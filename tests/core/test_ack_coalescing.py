@@ -1,4 +1,4 @@
-"""Coalesced ACKs (nic.ack_every > 1) and the receiver's coalescing timer (nic.ack_timeout).
+"""The NIC receiver's coalesced ACKs (nic.ack_every) and its coalescing timer (nic.ack_timeout).
 
 The receiver ACKs every `ack_every` in-order packets, the last byte at once, and whatever it
 owes at the latest `ack_timeout` after the first packet the ACK covers.  Without the timer

@@ -1,4 +1,4 @@
-"""No use of the Python API may crash the interpreter: the crash cases found in review.
+"""The core never crashes the interpreter, whatever the Python API does: the cases found in review.
 
 Each case runs in a child interpreter, so that a regression shows as a failed test
 (with the child's exit status) instead of killing the test session.

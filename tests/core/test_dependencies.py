@@ -1,4 +1,4 @@
-"""Flow dependencies (rocesim/_core/flows.pyx): a flow or compute step starts when its parents are done."""
+"""Flow dependencies (rocesim/_core/flows.pyx): a flow starts when its parents are done."""
 import pytest
 
 from rocesim import ScenarioError, Simulation, topology

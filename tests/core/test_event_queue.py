@@ -1,5 +1,6 @@
-"""The event queue (rocesim/_core/events.pxd) releases events in (time, insertion) order,
-whatever mix of near (calendar), same-bucket and far (beyond the calendar) times it holds:
+"""The event queue (rocesim/_core/events.pxd) releases events in (time, insertion) order.
+
+Whatever mix of near (calendar), same-bucket and far (beyond the calendar) times it holds:
 checked against a plain heap of (time, seq)."""
 import heapq
 

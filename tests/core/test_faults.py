@@ -1,4 +1,4 @@
-"""Scheduled faults (NIC stop, link down/up, link rate) and the PFC watchdog."""
+"""Scheduled faults (rocesim/_core/faults.pyx: NIC stop, link down/up, link rate), the PFC watchdog."""
 import numpy as np
 import pytest
 

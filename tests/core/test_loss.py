@@ -1,6 +1,4 @@
-"""Loss recovery: without PFC and with a small buffer, packets drop and every flow still
-completes, by go-back-N with NACKs and the timeout, or by selective repeat; the timeout
-runs from each send."""
+"""Loss recovery without PFC: go-back-N with NACKs, selective repeat, a timeout run from each send."""
 import pytest
 
 from rocesim import Simulation, topology

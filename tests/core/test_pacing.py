@@ -1,4 +1,4 @@
-"""NIC pacing: a flow runs at min(scheme rate, its rate limit), and a new rate takes effect at once."""
+"""NIC pacing: a flow runs at min(scheme rate, rate limit); a new rate takes effect at once."""
 import pytest
 
 from helpers import ser_ps

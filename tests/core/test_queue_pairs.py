@@ -1,5 +1,4 @@
-"""The queue-pair pool: a flow's transport state exists only from its first packet to the
-ACK of its last byte, so memory follows the flows in flight, not the flows of the run."""
+"""The queue-pair pool (rocesim/_core/qp.pxd): a flow holds transport state only while in flight."""
 from rocesim import Simulation, topology
 
 

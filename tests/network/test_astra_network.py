@@ -1,5 +1,7 @@
-"""ASTRA-sim 2.0 network files (topology / npus_count / bandwidth in GB/s / latency in ns per
-dimension, as the ASTRA-sim 2.0 analytical backend's network inputs) imported as platforms."""
+"""ASTRA-sim 2.0 network files imported as platforms (rocesim.network.astra_network).
+
+One entry per dimension of topology, npus_count, bandwidth (GB/s) and latency (ns), as the
+ASTRA-sim 2.0 analytical backend's network inputs."""
 import os
 
 import pytest

@@ -1,7 +1,7 @@
-"""Training platforms: multi-GPU servers, scale-up domains, rail-optimized and rail-only
-fabrics, and hierarchical collectives on them against closed forms in an idle platform.
+"""Training platforms (rocesim.network.platform): multi-GPU servers, scale-up, rail fabrics.
 
-Notation as in test_collectives.py: B the NIC rate, alpha a step's latency on one rail
+Hierarchical collectives on them against closed forms in an idle platform.  Notation as in
+training/test_collectives.py: B the NIC rate, alpha a step's latency on one rail
 (two 0.5 us wires and a packet's serialization at the rail leaf), F = 1108/1000 the wire
 bytes per payload byte when a NIC sends and receives at once; R the scale-up rate per
 GPU and delta its latency (the fluid model: a transfer of b bytes takes delta + b/R).

@@ -1,4 +1,4 @@
-"""Tests for rocesim.network.topology."""
+"""Topologies (rocesim.network.topology): the Topology class, the builders, HPCC topology files."""
 
 from collections import Counter
 from pathlib import Path

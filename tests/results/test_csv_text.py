@@ -1,5 +1,6 @@
-"""flows.csv and the other tables are written in C; the text must be what csv.writer
-with rocesim's cell formats gives ("%.3f" without ".000", NaN empty, bools 1/0)."""
+"""Tables written in C (rocesim.results.csv_text) read exactly as csv.writer writes them.
+
+With rocesim's cell formats: "%.3f" without ".000", NaN empty, bools 1/0."""
 import csv
 
 import numpy as np

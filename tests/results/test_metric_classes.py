@@ -1,7 +1,8 @@
-"""What a researcher reads on a training run with background traffic: every metric means
-one class of what ran (all network flows, background flows, collectives, iterations), in
-summary.json, the terminal, a sweep's index.csv and table, and the figures; a run whose
-stop time comes before its iteration ends reports it unfinished and still exits 0."""
+"""Metrics by class (rocesim.results.metrics): network flows, background, collectives, iterations.
+
+What a researcher reads on a training run with background traffic, in summary.json, the
+terminal, a sweep's index.csv and table, and the figures; a run whose stop time comes
+before its iteration ends reports it unfinished and still exits 0."""
 import json
 import warnings
 

@@ -1,6 +1,7 @@
-"""Figures: sweep plots (metric vs parameter, heatmap) and the frictions of run plots
-(compute steps left out, p95 and p99 distinguishable, plain numbers, empty runs said so,
-bars that differ by 2% not starting at zero)."""
+"""Figures (rocesim.results, rocesim.sweep.plot): sweep plots and the frictions of run plots.
+
+Sweep plots: metric vs parameter, heatmap.  Run plots: compute steps left out, p95 and p99
+distinguishable, plain numbers, empty runs said so, bars that differ by 2% not starting at zero."""
 import csv
 import os
 

@@ -1,4 +1,4 @@
-"""Tests for run results and their files (rocesim.results), metrics and plots."""
+"""Run results (rocesim.results): arrays, flows.csv and Parquet, HPCC fct.txt, slowdown bins, plots."""
 import csv
 import json
 import sys

@@ -1,4 +1,4 @@
-"""Opt-in sampling of rates, throughput and queues."""
+"""Opt-in sampling of rates, throughput and queues (rocesim.results.sampling)."""
 import numpy as np
 import pytest
 

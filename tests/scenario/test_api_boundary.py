@@ -1,5 +1,6 @@
-"""The Python API and YAML check a value once, at the boundary, the same way: nothing the
-API accepts is refused later by the core, and `rocesim check` refuses what `run` would."""
+"""The Python API (rocesim.Simulation) checks a value at the boundary, as YAML does.
+
+Nothing the API accepts is refused later by the core, and `rocesim check` refuses what `run` would."""
 import pytest
 import yaml
 

@@ -1,5 +1,6 @@
-"""The memory guard (rocesim.memory): absurd topologies, traffic, workloads and numbers are
-refused before anything big is built, from YAML and the Python API alike."""
+"""The memory guard (rocesim.memory): absurd sizes are refused before anything big is built.
+
+Topologies, traffic, workloads and numbers, from YAML and the Python API alike."""
 import pytest
 import yaml
 

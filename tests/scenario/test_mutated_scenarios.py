@@ -1,5 +1,4 @@
-"""Property-based: valid scenarios, mutated at random, raise nothing but ScenarioError
-(rocesim.scenario.build), before the core starts."""
+"""Scenarios mutated at random (hypothesis) raise nothing but ScenarioError, before the core starts."""
 import copy
 
 import pytest

@@ -1,4 +1,4 @@
-"""Tests for YAML scenarios (rocesim.scenario): checks, topologies, traffic, --set overrides, seeds."""
+"""YAML scenarios (rocesim.scenario): checks, topologies, traffic, --set overrides, seeds."""
 
 import numpy as np
 import pytest

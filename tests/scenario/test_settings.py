@@ -1,5 +1,4 @@
-"""Declared settings (rocesim.settings) at the boundary: a mapping or list where a name is
-expected, and a workload preset's parameters, are one ScenarioError naming the key."""
+"""Declared settings (rocesim.settings): a wrong name or preset parameter is one error naming its key."""
 import pytest
 import yaml
 

@@ -1,4 +1,4 @@
-"""Tests for rocesim.units and rocesim.errors."""
+"""Units and errors (rocesim.units, rocesim.errors): parsing, formatting, ScenarioError."""
 
 import pickle
 

@@ -1,5 +1,7 @@
-"""Scenario and input files (rocesim.scenario.yaml_file, rocesim._textfile): bytes that are not
-UTF-8, nesting too deep, anchors; each is one ScenarioError naming the file and line or key."""
+"""Scenario and input files (rocesim.scenario.yaml_file): not UTF-8, nested too deep, anchors.
+
+Each is one ScenarioError naming the file and line, or the key (rocesim._textfile reads the
+named text files)."""
 import pytest
 import yaml
 

@@ -1,7 +1,8 @@
-"""Sweeps: expansion and names, every run checked before any starts, all-or-nothing run
-folders, resume (never of a run made from something else), failures of a run or of its
-folder, and stopping with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving
-worker)."""
+"""Sweeps (rocesim.sweep): expansion, checks, run folders, resume, failures, stopping.
+
+Expansion and names, every run checked before any starts, all-or-nothing run folders,
+resume (never of a run made from something else), failures of a run or of its folder, and
+stopping with Ctrl-C or SIGTERM (no traceback, no partial run, no surviving worker)."""
 import contextlib
 import csv
 import hashlib

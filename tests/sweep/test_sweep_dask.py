@@ -1,5 +1,6 @@
-"""The same sweep on a Dask LocalCluster gives the same runs and the same index as the
-local process pool (skipped when distributed is not installed: pip install ".[dask]")."""
+"""Sweeps on Dask (rocesim.sweep.cluster): the same runs and index as the local process pool.
+
+Skipped when distributed is not installed: pip install ".[dask]"."""
 import csv
 import os
 

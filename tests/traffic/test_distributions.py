@@ -1,4 +1,4 @@
-"""Tests for rocesim.traffic.distributions."""
+"""Flow-size distributions (rocesim.traffic.distributions): CDFs, sampling, files."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Repeated incasts at a load (the HPCC paper's 60 x 500 KB at 2% of capacity)."""
+"""Repeated incasts at a load (rocesim.traffic.patterns): the HPCC paper's 60 x 500 KB at 2%."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Tests for the flow table, the traffic generators and the HPCC flow-file format."""
+"""Background traffic (rocesim.traffic): the flow table, the generators, HPCC flow files."""
 
 import numpy as np
 import pytest

@@ -1,9 +1,9 @@
-"""Collectives in an idle network match their closed forms (Thakur et al., "Optimization
-of collective communication operations in MPICH", IJHPCA 2005).
+"""Collectives (rocesim.training.collectives) in an idle network match their closed forms.
 
-On one 200G switch with 0.5 us links, a step's latency alpha is one packet's
-store-and-forward path (two wires and a packet's serialization at the switch).  Every
-byte of payload costs 1048/1000 bytes on the wire, and a rank that receives while it
+The closed forms of Thakur et al., "Optimization of collective communication operations in
+MPICH", IJHPCA 2005.  On one 200G switch with 0.5 us links, a step's latency alpha is one
+packet's store-and-forward path (two wires and a packet's serialization at the switch).
+Every byte of payload costs 1048/1000 bytes on the wire, and a rank that receives while it
 sends also carries a 60-byte ACK per received packet on its uplink: f = 1108/1000 for
 the algorithms where every rank sends and receives at once.
 """

@@ -1,5 +1,6 @@
-"""Multi-dimensional all-reduce (fixed order and Themis-style balancing) and the scale-up
-port that carries one send at a time."""
+"""Multi-dimensional all-reduce (rocesim.training.dimensions): fixed order, Themis balancing.
+
+And the scale-up port that carries one send at a time."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,4 @@
-"""LLM training on platforms: parallel groups, the pipeline schedule against its closed
-form, the GPT and Mixtral presets, and several jobs on one fabric."""
+"""LLM training on platforms (rocesim.training.workloads.llm): groups, pipeline, presets, jobs."""
 import numpy as np
 import pytest
 
