@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from rocesim import Simulation, topology, traffic
+from rocesim.cc import builtin_schemes
 
 QUICK = bool(os.environ.get("ROCESIM_BENCH_QUICK"))
 
@@ -67,7 +68,7 @@ def test_incast_8_to_1(benchmark):
     run_once(benchmark, lambda: incast(8, 500_000 if QUICK else 10_000_000))
 
 
-@pytest.mark.parametrize("cc", ["none", "dcqcn", "hpcc", "timely", "dctcp", "swift"])
+@pytest.mark.parametrize("cc", list(builtin_schemes()))
 def test_hpcc320_websearch_30pct_2ms(benchmark, cc):
     res = run_once(benchmark, lambda: hpcc320_websearch(50 * 10**6 if QUICK else 2 * 10**9, cc))
     assert res.summary["drops"] == 0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation, topology
+from rocesim.cc import builtin_schemes
 
 G = 1e9
 US = 10**6
@@ -143,7 +144,7 @@ def test_swift_delay_settles_near_its_target():
 
 # --- every scheme ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cc", ["none", "dcqcn", "hpcc", "timely", "dctcp", "swift"])
+@pytest.mark.parametrize("cc", list(builtin_schemes()))
 def test_no_drops_with_pfc_and_every_flow_completes(cc):
     sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), cc=cc, switch={"buffer": "2MB"})
     for h in range(1, 16):
@@ -158,8 +159,12 @@ def test_no_drops_with_pfc_and_every_flow_completes(cc):
     assert s["packets_in_use_at_end"] == 0
 
 
-@pytest.mark.parametrize("cc,slowdown", [("dcqcn", 1.0), ("timely", 1.0), ("dctcp", 1.0), ("swift", 1.0),
-                                         ("hpcc", 1 / 0.95)])
+# alone, HPCC settles at eta = 95% of line rate and every other scheme at line rate; `none`,
+# which sets no rate, is test_idle_fct.py's case (its exact FCT)
+IDLE_SLOWDOWN = {cc: 1 / 0.95 if cc == "hpcc" else 1.0 for cc in builtin_schemes() if cc != "none"}
+
+
+@pytest.mark.parametrize("cc,slowdown", list(IDLE_SLOWDOWN.items()))
 def test_idle_single_flow_is_not_slowed_by_its_scheme(cc, slowdown):
     """Alone in the network, every scheme starts at line rate and stays there, except
     HPCC, which backs off to eta = 95% of the link (its target), once it has an RTT of INT."""

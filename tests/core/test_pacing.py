@@ -3,6 +3,7 @@ import pytest
 
 from helpers import ser_ps
 from rocesim import ScenarioError, Simulation, topology
+from rocesim.cc import builtin_schemes
 from rocesim.scenario import build
 
 RATE = 100 * 10**9
@@ -17,15 +18,16 @@ def idle_fct_ps(n_packets, limit_bps, hops=2, delay=US):
     return last_leaves + hops * (ser_ps(FRAME, RATE) + delay) + hops * (ser_ps(ACK, RATE) + delay)
 
 
-@pytest.mark.parametrize("cc", ["none", "dcqcn", "hpcc"])
+@pytest.mark.parametrize("cc", list(builtin_schemes()))
 def test_rate_limited_flow_in_an_idle_network_matches_the_closed_form(cc):
     sim = Simulation(topology.star(4, "100Gbps", "1us"), cc=cc)
     f = sim.add_flow(1, 2, 100_000, rate="10Gbps")
     g = sim.add_flow(0, 3, 100_000)                          # unlimited, on other ports
     res = sim.run()
-    frame = FRAME + (42 if cc == "hpcc" else 0)              # INT header with HPCC
+    with_int = builtin_schemes()[cc].needs_int               # HPCC: INT on data (42 B) and ACKs (88 B)
+    frame = FRAME + (42 if with_int else 0)
     expected = (99 * ser_ps(frame, 10**10) + 2 * (ser_ps(frame, RATE) + US)
-                + 2 * (ser_ps(ACK + (88 - ACK if cc == "hpcc" else 0), RATE) + US))
+                + 2 * (ser_ps(ACK + (88 - ACK if with_int else 0), RATE) + US))
     assert res.flows["fct_ns"][f] * 1000 == pytest.approx(expected, abs=1)
     assert res.flows["slowdown"][f] == pytest.approx(1.0, abs=1e-9)   # the ideal counts the cap
     assert res.flows["fct_ns"][g] < res.flows["fct_ns"][f] / 5
