@@ -74,7 +74,7 @@ def test_generate_collectives(benchmark):
     a2a, hd = (64, 256) if QUICK else (1024, 8192)
     info = run_child(benchmark, f"""
 from rocesim.training.graph import Graph
-from rocesim.training.collectives import add_collective
+from rocesim.training.collectives import append_collective
 g = Graph()
 t0 = time.process_time()
 append_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)
