@@ -4,6 +4,9 @@ schemes `pyschemes:<Class>`, `chakra_writer`), under `pytest` and `python -m pyt
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+pytest.register_assert_rewrite("helpers")      # its asserts explain themselves as a test's do
