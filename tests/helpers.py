@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rocesim import scenario as sc
 from rocesim.cli import main
@@ -44,6 +45,13 @@ def cli_error(capsys, *argv) -> str:
     err = capsys.readouterr().err
     assert err.startswith("rocesim: error: ") and err.count("\n") == 1, err
     return err
+
+
+def write_scenario(tmp_path, raw, name="s.yaml") -> str:
+    """A scenario file tmp_path/name holding `raw` (a mapping, or the file's text); its path."""
+    path = tmp_path / name
+    path.write_text(raw if isinstance(raw, str) else yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
 
 
 def write_file(tmp_path, name, data: bytes) -> str:

@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
-from helpers import ROOT, TINY, same_rocesim_env
+from helpers import ROOT, TINY, same_rocesim_env, write_scenario
 from rocesim import cli
 from rocesim.cc import builtin_schemes
 from rocesim.cli import EXIT_CODES, build_parser, main
@@ -34,13 +33,6 @@ def scenario(**top):
     }
     raw.update(top)
     return raw
-
-
-def write_scenario(tmp_path, raw, name="s.yaml"):
-    """`raw` (a mapping, or the text of a scenario file) written as tmp_path/name; its path."""
-    path = tmp_path / name
-    path.write_text(raw if isinstance(raw, str) else yaml.safe_dump(raw, sort_keys=False))
-    return str(path)
 
 
 def read_rows(path):

@@ -1,8 +1,7 @@
 """The PFC timeline: every pause interval of every (port, priority), always recorded."""
 import numpy as np
-import yaml
 
-from helpers import two_switch_loop
+from helpers import two_switch_loop, write_scenario
 from rocesim import Simulation, topology
 from rocesim.cli import main
 from rocesim.results import read_csv
@@ -54,8 +53,7 @@ def test_cli_writes_the_timeline_plot(tmp_path):
     raw = dict(seed=1, topology={"kind": "star", "hosts": 5, "link": {"rate": "100Gbps", "delay": "1us"}},
                switch={"buffer": "1MB"},
                traffic=[{"kind": "incast", "senders": [1, 2, 3, 4], "receiver": 0, "size": "200KB"}])
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = write_scenario(tmp_path, raw)
     assert main(["run", str(path), "-o", str(tmp_path / "o"), "-q"]) == 0
     assert (tmp_path / "o" / "pfc_timeline.png").read_bytes()[:8] == PNG
     assert (tmp_path / "o" / "pfc_timeline.csv").is_file()

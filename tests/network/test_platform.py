@@ -9,7 +9,7 @@ GPU and delta its latency (the fluid model: a transfer of b bytes takes delta + 
 import numpy as np
 import pytest
 
-from helpers import ser_ps
+from helpers import ser_ps, write_scenario
 from rocesim import ScenarioError, Simulation, scenario, topology
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
@@ -209,11 +209,9 @@ def test_yaml_rank_and_server_key_errors():
 
 
 def test_check_prints_the_platform(tmp_path, capsys):
-    import yaml
     from rocesim.cli import main
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump({"topology": PLATFORM, "traffic": [
-        {"kind": "collective", "op": "allreduce", "algorithm": "hierarchical", "size": "1MB"}]}))
+    path = write_scenario(tmp_path, {"topology": PLATFORM, "traffic": [
+        {"kind": "collective", "op": "allreduce", "algorithm": "hierarchical", "size": "1MB"}]}, "p.yaml")
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "4 servers x 8 GPUs = 32 ranks" in out and "rails: 8" in out and "bisection" in out

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from helpers import interrupt_on_slice, write_scenario
 from rocesim import cli, scenario, sweep
 from rocesim.results import read_csv
 from rocesim.results.metrics import background_mask
@@ -85,9 +86,7 @@ def test_background_only_run_keeps_its_one_slowdown_line():
 def test_a_training_run_stopped_before_its_iteration_ends(tmp_path, capsys):
     """`--set stop=...` before the iteration ends: exit 0, a summary with the iteration
     unfinished, figures of what finished, no numpy warnings, and the terminal says so."""
-    path = tmp_path / "t.yaml"
-    import yaml
-    path.write_text(yaml.safe_dump(TRAINING))
+    path = write_scenario(tmp_path, TRAINING, "t.yaml")
     out = tmp_path / "out"
     with warnings.catch_warnings():
         warnings.simplefilter("error")                  # "All-NaN slice", "Mean of empty slice"
@@ -138,13 +137,9 @@ def test_slowdown_figure_of_one_run_draws_background_apart(mixed, tmp_path, kept
 
 
 def test_ctrl_c_during_a_training_run_exits_130_with_its_results(tmp_path, monkeypatch, capsys):
-    import yaml
-
     import rocesim.simulation as simulation
-    from helpers import interrupt_on_slice
     monkeypatch.setattr(simulation.RunProgress, "update", interrupt_on_slice(3, []))
-    path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(TRAINING))
+    path = write_scenario(tmp_path, TRAINING, "t.yaml")
     out = tmp_path / "out"
     assert cli.main(["run", str(path), "-o", str(out)]) == 130
     s = json.loads((out / "summary.json").read_text())

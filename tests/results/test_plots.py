@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from helpers import write_scenario
 from rocesim import cli
 from rocesim.results import axes, plot
 from rocesim.sweep import plot as sweep_plot
@@ -147,8 +148,7 @@ def test_timeline_draws_the_busiest_flows_and_ports(tmp_path, kept_figures):
 
 
 def test_rocesim_plot_draws_collectives_and_timeline(tmp_path, capsys):
-    scn = tmp_path / "s.yaml"
-    scn.write_text("""
+    scn = write_scenario(tmp_path, """
 topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
 traffic: [{kind: collective, op: allreduce, algorithm: ring, ranks: all, size: 1MB}]
 output: {sample_interval: 10us, plot: false}

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from helpers import write_scenario
 from rocesim import Simulation, topology
 from rocesim.cli import main
 
@@ -48,8 +49,7 @@ def test_queue_ports_restrict_the_queue_samples():
 
 
 def test_cli_writes_rates_and_queues(tmp_path):
-    raw = tmp_path / "s.yaml"
-    raw.write_text("""
+    raw = write_scenario(tmp_path, """
 topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
 traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 200KB}]
 output: {sample_interval: 5us, plot: false}

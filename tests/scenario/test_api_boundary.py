@@ -2,8 +2,8 @@
 
 Nothing the API accepts is refused later by the core, and `rocesim check` refuses what `run` would."""
 import pytest
-import yaml
 
+from helpers import write_scenario
 from rocesim import ScenarioError, Simulation, topology, traffic
 from rocesim.cli import main
 
@@ -54,12 +54,11 @@ def test_check_refuses_what_run_would(tmp_path, capsys):
     raw = {"topology": {"kind": "star", "hosts": 3, "link": {"rate": "100Gbps", "delay": "1us"}},
            "cc": {"scheme": "swift", "params": {"fs_min_cwnd": 200}},
            "traffic": [{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "10KB"}]}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = write_scenario(tmp_path, raw)
     assert main(["check", str(path)]) == 2
     assert "cc.params.fs_min_cwnd" in capsys.readouterr().err
     raw["cc"]["params"]["fs_min_cwnd"] = 1
-    path.write_text(yaml.safe_dump(raw))
+    write_scenario(tmp_path, raw)
     assert main(["check", str(path)]) == 0
 
 

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-import yaml
 
-from helpers import LINK, scenario_error, small_scenario
+from helpers import LINK, scenario_error, small_scenario, write_scenario
 from rocesim import scenario as sc
 from rocesim.errors import ScenarioError
 from rocesim.traffic import FB_HADOOP, WEBSEARCH
@@ -362,15 +361,14 @@ def test_load_reads_relative_files_from_the_scenario_folder(tmp_path, monkeypatc
     folder = tmp_path / "scn"
     folder.mkdir()
     (folder / "sizes.cdf").write_text("1000 0\n3000 1\n")              # fractions, not percents
-    (folder / "s.yaml").write_text(yaml.safe_dump(small_scenario(traffic=[dict(CDF, distribution="sizes.cdf")])))
+    write_scenario(folder, small_scenario(traffic=[dict(CDF, distribution="sizes.cdf")]))
     monkeypatch.chdir(tmp_path)                                        # not the scenario's folder
     size = flows_of(sc.load("scn/s.yaml").sim)["size"]
     assert size.size > 0 and size.min() >= 1000 and size.max() <= 3000
 
 
 def test_load_applies_overrides(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(small_scenario()))
+    path = write_scenario(tmp_path, small_scenario())
     scn = sc.load(path, ["traffic[0].size=2MB", "topology.hosts=6", "traffic[0].senders=all"])
     assert scn.sim.topology.n_hosts == 6
     fl = flows_of(scn.sim)
