@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rocesim import Simulation
 from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
@@ -70,6 +71,21 @@ def wire_bytes(size):
     """Bytes on the wire for a flow of `size` payload bytes (default MTU and headers)."""
     n = -(-size // MTU)
     return size + n * HDR
+
+
+def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000):
+    """A lossy incast (no PFC, a small buffer), run: n senders on 40G links into one 100G
+    receiver link (2.5G per sender over), one flow each, staggered so that drops interleave."""
+    t = topology.Topology(n + 1)
+    s = t.add_switch()
+    t.add_link(0, s, "100Gbps", "1us")
+    for h in range(1, n + 1):
+        t.add_link(h, s, "40Gbps", "1us")
+    sim = Simulation(t, switch={"buffer": buffer, "pfc": {"enabled": False}},
+                     nic={"loss_recovery": loss_recovery, "rto": "100us"})
+    for h in range(1, n + 1):
+        sim.add_flow(h, 0, size, start=h * 17_123)    # staggered: drops interleave
+    return sim.run()
 
 
 def two_switch_loop():

@@ -1,21 +1,8 @@
 """Loss recovery without PFC: go-back-N with NACKs, selective repeat, a timeout run from each send."""
 import pytest
 
+from helpers import lossy_incast
 from rocesim import Simulation, topology
-
-
-def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000):
-    """n senders on 40G links into one 100G receiver link (2.5G per sender over)."""
-    t = topology.Topology(n + 1)
-    s = t.add_switch()
-    t.add_link(0, s, "100Gbps", "1us")
-    for h in range(1, n + 1):
-        t.add_link(h, s, "40Gbps", "1us")
-    sim = Simulation(t, switch={"buffer": buffer, "pfc": {"enabled": False}},
-                     nic={"loss_recovery": loss_recovery, "rto": "100us"})
-    for h in range(1, n + 1):
-        sim.add_flow(h, 0, size, start=h * 17_123)    # staggered: drops interleave
-    return sim.run()
 
 
 @pytest.mark.parametrize("recovery", ["go_back_n", "selective_repeat"])

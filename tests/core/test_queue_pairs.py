@@ -1,4 +1,5 @@
 """The queue-pair pool (rocesim/_core/qp.pxd): a flow holds transport state only while in flight."""
+from helpers import lossy_incast
 from rocesim import Simulation, topology
 
 
@@ -37,15 +38,7 @@ def test_flows_released_together_take_queue_pairs_only_when_the_nic_serves_them(
 def test_retransmission_counts_outlive_the_queue_pair():
     """Flows that lost packets finish (their queue pairs are gone) and still report what
     they sent again: the per-flow counts add up to the run's."""
-    t = topology.Topology(5)
-    s = t.add_switch()
-    t.add_link(0, s, "100Gbps", "1us")
-    for h in range(1, 5):
-        t.add_link(h, s, "40Gbps", "1us")
-    sim = Simulation(t, switch={"buffer": "100KB", "pfc": {"enabled": False}}, nic={"rto": "100us"})
-    for h in range(1, 5):
-        sim.add_flow(h, 0, 1_000_000, start=h * 17_123)
-    res = sim.run()
+    res = lossy_incast(4, "go_back_n")
     assert res.summary["flows_completed"] == 4 and res.summary["queue_pairs_in_use_at_end"] == 0
     assert res.summary["retx_bytes"] > 0
     assert res.flows["retx_bytes"].sum() == res.summary["retx_bytes"]
