@@ -98,6 +98,11 @@ def two_switch_loop():
     return t, a, b
 
 
+def loop_routes(a, b):
+    """Routes that send what is for host 1 from switch a to b and from b back to a."""
+    return [{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}]
+
+
 def switch_ring(n):
     """n switches in a ring (switch n + i linked to n + i + 1), host i on switch n + i."""
     t = topology.Topology(n)

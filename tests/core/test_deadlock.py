@@ -4,16 +4,14 @@ import json
 import numpy as np
 import pytest
 
-from helpers import switch_ring, two_switch_loop
+from helpers import loop_routes, switch_ring, two_switch_loop
 from rocesim import ScenarioError, Simulation, topology
 from rocesim.cli import _exit_status
-
-LOOP = lambda a, b: [{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}]  # noqa: E731
 
 
 def loop_run(rate, size=1_000_000, **deadlock):
     t, a, b = two_switch_loop()
-    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=LOOP(a, b),
+    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=loop_routes(a, b),
                      deadlock={"threshold": "200us", **deadlock})
     sim.add_flow(0, 1, size, rate=rate)
     return sim, sim.run()
@@ -110,7 +108,7 @@ def test_a_frozen_network_reports_its_cycle_whatever_the_threshold():
 
 def test_the_detector_costs_no_event_when_off_and_validates_its_keys():
     t, a, b = two_switch_loop()
-    plain = Simulation(t, routes=LOOP(a, b), nic={"ttl": 16})
+    plain = Simulation(t, routes=loop_routes(a, b), nic={"ttl": 16})
     plain.add_flow(0, 1, 100_000, rate="5Gbps")
     off = plain.run()
     assert off.summary["deadlock_detection"] is False and off.summary["deadlock"] is False
@@ -150,7 +148,7 @@ def test_a_stall_reports_its_cycle_with_detection_off(tmp_path, capsys):
     cycle that holds it is found then, detection off, as the detector finds it at the same
     freeze; summary, deadlocks.csv and the messages say so (and nothing else)."""
     t, a, b = two_switch_loop()
-    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=LOOP(a, b))
+    sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=loop_routes(a, b))
     sim.add_flow(0, 1, 1_000_000, rate="40Gbps")
     res = sim.run()
     s = res.summary

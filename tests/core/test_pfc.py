@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from helpers import ser_ps, two_switch_loop, wire_bytes
+from helpers import loop_routes, ser_ps, two_switch_loop, wire_bytes
 from rocesim import ScenarioError, Simulation, topology
 from rocesim.units import parse_time
 
@@ -102,7 +102,7 @@ def test_a_lone_sender_on_one_of_two_congested_ingress_ports_gets_half():
 def test_routing_loop_without_pfc_ends_by_ttl():
     t, a, b = two_switch_loop()
     sim = Simulation(t, switch={"pfc": {"enabled": False}}, nic={"ttl": 16},
-                     routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
+                     routes=loop_routes(a, b))
     sim.add_flow(0, 1, 100_000)
     res = sim.run(stop="500us")
     assert res.summary["ttl_drops"] > 0
@@ -117,7 +117,7 @@ def test_routing_loop_with_pfc_deadlocks():
     def run(stop):
         t, a, b = two_switch_loop()
         sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 64},
-                         routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
+                         routes=loop_routes(a, b))
         sim.add_flow(0, 1, 3_000_000)
         return sim.run(stop=stop)
 
@@ -139,7 +139,7 @@ def test_a_deadlock_without_stop_time_ends_as_stalled(rto):
     retransmission is trapped too) and the run notices a simulated second later."""
     t, a, b = two_switch_loop()
     sim = Simulation(t, switch={"buffer": "1MB"}, nic={} if rto is None else {"rto": rto},
-                     routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
+                     routes=loop_routes(a, b))
     sim.add_flow(0, 1, 3_000_000)
     res = sim.run()
     assert res.summary["stalled"]

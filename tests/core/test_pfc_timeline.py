@@ -1,7 +1,7 @@
 """The PFC timeline: every pause interval of every (port, priority), always recorded."""
 import numpy as np
 
-from helpers import two_switch_loop, write_scenario
+from helpers import loop_routes, two_switch_loop, write_scenario
 from rocesim import Simulation, topology
 from rocesim.cli import main
 from rocesim.results import read_csv
@@ -34,7 +34,7 @@ def test_intervals_add_up_to_each_ports_pause_time_and_match_the_frames():
 def test_a_deadlock_leaves_open_intervals_in_the_csv(tmp_path):
     t, a, b = two_switch_loop()
     sim = Simulation(t, switch={"buffer": "1MB"},
-                     routes=[{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}])
+                     routes=loop_routes(a, b))
     sim.add_flow(0, 1, 3_000_000)
     res = sim.run(stop="1ms")
     tl = res.pfc_timeline
