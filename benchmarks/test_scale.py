@@ -3,20 +3,21 @@
     pytest benchmarks/test_scale.py                                  # full size
     ROCESIM_BENCH_QUICK=1 pytest benchmarks/ --benchmark-disable     # CI smoke: tiny
 
-Each case runs in a fresh interpreter (so that its peak resident memory is its own)
-and records CPU seconds and peak RSS in `extra_info`.  Targets (issue 10):
+Each case runs in a fresh interpreter (so that its peak resident memory is its own) and
+records its CPU seconds and peak RSS in `extra_info`, with what else it measures:
 
-* building the `Simulation` of a k=32 fat tree (8192 hosts): < 10 s CPU, < 1.5 GB;
-* generating all-to-all (1024 ranks, 1 M flows) and halving-doubling all-reduce (8192
-  ranks) without a Python loop over rank pairs;
-* writing flows.csv of 10 M flows in seconds;
-* NIC scheduling: the cost per link crossing with 8192 paced flows on one host within
-  1.3x of that with 16;
-* the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload): cost per link
-  crossing from k=8 to k=16 at most 1.5x, to k=32 at most 2x; k=8 at least 6 M
-  crossings per CPU-second; k=32 (1 MB flows) under 2 minutes of CPU and 4 GB;
-* a whole `rocesim run` of the k=8 case under 0.5 s CPU;
-* a 1024-rank all-to-all (1 M flows) under 400 MB peak.
+* building the `Simulation` of a k=32 fat tree (8192 hosts): hosts and route entries;
+* generating a direct all-to-all over 1024 ranks (1 M flows) and a halving-doubling
+  all-reduce over 8192 ranks: the CPU seconds of each, the graph's nodes and edges;
+* writing flows.csv of 10 M flows: the CPU seconds of the write;
+* NIC scheduling, 16 and 8192 paced flows on one host: ns per link crossing;
+* the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload) at k=8, 16 and 32:
+  ns per link crossing and M crossings per CPU-second;
+* a whole `rocesim run` of the k=8 case: the CPU seconds of the process;
+* a 1024-rank all-to-all (1 M flows) on a k=16 fat tree: peak RSS.
+
+A case asserts only that it did its work (all flows done, every row written); its figures
+go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
 """
 import json
 import os
@@ -73,7 +74,7 @@ def test_generate_collectives(benchmark):
     a2a, hd = (64, 256) if QUICK else (1024, 8192)
     info = run_child(benchmark, f"""
 from rocesim.training.graph import Graph
-from rocesim.training.collectives import add_collective
+from rocesim.training.collectives import append_collective
 g = Graph()
 t0 = time.process_time()
 append_collective(g, "alltoall", "direct", range({a2a}), {a2a} * 4096)

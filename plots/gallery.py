@@ -29,6 +29,7 @@ def main(argv=None) -> int:
     p.add_argument("-j", "--jobs", type=int, default=2)
     args = p.parse_args(argv)
     from rocesim import sweep
+    from rocesim.cc import builtin_schemes        # gallery_fct.yaml runs each of them
     from rocesim.sweep.table import markdown
     os.makedirs(args.docs, exist_ok=True)
     fct, training = os.path.join(args.out, "fct"), os.path.join(args.out, "training")
@@ -46,9 +47,8 @@ def main(argv=None) -> int:
         plot_sweep(fct, os.path.join(docs, "p50_vs_load.png"), metric="slowdown_p50", x="traffic[0].load"),
         plot_heatmap(fct, "traffic[0].load", "cc.scheme", os.path.join(docs, "p99_heatmap.png"), metric="slowdown_p99"),
     ]
-    schemes = ["none", "dcqcn", "hpcc", "timely", "dctcp", "swift"]
     written.append(plot_slowdown([(s, read_csv(os.path.join(fct, f"cc.scheme={s},traffic[0].load=0.6,seed=1",
-                                                            "flows.csv"))) for s in schemes],
+                                                            "flows.csv"))) for s in builtin_schemes()],
                                  os.path.join(docs, "slowdown_by_size_load60.png"),
                                  title="quickstart fabric at load 0.6 (seed 1): FCT slowdown by flow size"))
     written.append(plot_sweep(training, os.path.join(docs, "iteration_time.png"), metric="iteration_mean_ns"))

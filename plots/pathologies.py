@@ -80,7 +80,8 @@ def ring(out):
 def victim(out):
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    for k, cc in enumerate(["none", "dcqcn", "timely", "dctcp", "hpcc", "swift"]):
+    from rocesim.cc import builtin_schemes
+    for k, cc in enumerate(builtin_schemes()):
         res = run("victim_flow", f"cc.scheme={cc}")
         r = res.samples["rates"]
         sel = r["flow_id"] == 3

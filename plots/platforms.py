@@ -34,7 +34,6 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SCEN = os.path.join(ROOT, "scenarios", "platforms")
-SCHEMES = ("none", "dcqcn", "hpcc", "timely", "dctcp", "swift")
 BUS_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
 
 
@@ -64,8 +63,9 @@ def jobs(scheme):
 
 
 def measure():
+    from rocesim.cc import builtin_schemes
     rows = []
-    for scheme in SCHEMES:
+    for scheme in builtin_schemes():
         ar, a2a, jb = collective("rail16x8_allreduce", scheme), collective("rail16x8_moe_alltoall", scheme), jobs(scheme)
         rows.append({"scheme": scheme, "ar_ms": ar[0], "ar_busbw": ar[1], "ar_pauses": ar[2],
                      "a2a_ms": a2a[0], "a2a_busbw": a2a[1], "a2a_pauses": a2a[2],

@@ -1,7 +1,65 @@
-"""Small topologies and closed forms shared by the physics tests."""
+"""Set-up shared by the test folders: paths, small topologies and scenarios, closed forms."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rocesim import Simulation
+from rocesim import scenario as sc
+from rocesim.cli import main
+from rocesim.errors import ScenarioError
 from rocesim.network import topology
 
+TESTS = Path(__file__).resolve().parent      # this folder: helpers.py, pyschemes.py, chakra_writer.py
+ROOT = TESTS.parent                          # the repository
+
 HDR, MTU, ACK = 48, 1000, 60
+
+# the smallest scenario file a command runs: a 3-to-1 incast of 100 KB on a star, no figures
+TINY = """
+topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
+traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 100KB}]
+output: {plot: false}
+"""
+LINK = {"rate": "100Gbps", "delay": "1us"}
+
+
+def small_scenario(**top):
+    """A tiny valid scenario (a mapping): 4 hosts on one switch (node 4), a 2-to-1 incast of
+    10 KB; `top` replaces its top-level keys."""
+    raw = {"seed": 1, "topology": {"kind": "star", "hosts": 4, "link": dict(LINK)},
+           "traffic": [{"kind": "incast", "senders": [1, 2], "receiver": 0, "size": "10KB"}]}
+    raw.update(top)
+    return raw
+
+
+def scenario_error(raw, base_dir=".") -> ScenarioError:
+    """The ScenarioError that building the scenario `raw` raises (it must raise one)."""
+    with pytest.raises(ScenarioError) as info:
+        sc.build(raw, str(base_dir))
+    return info.value
+
+
+def cli_error(capsys, *argv) -> str:
+    """What `rocesim ARGV` prints when it refuses: exit 2 and one line `rocesim: error: ...`."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rocesim: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def write_scenario(tmp_path, raw, name="s.yaml") -> str:
+    """A scenario file tmp_path/name holding `raw` (a mapping, or the file's text); its path."""
+    path = tmp_path / name
+    path.write_text(raw if isinstance(raw, str) else yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
+
+
+def write_file(tmp_path, name, data: bytes) -> str:
+    """`data` written as tmp_path/name; its path."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
 
 
 def ser_ps(nbytes, rate_bps):
@@ -15,6 +73,21 @@ def wire_bytes(size):
     return size + n * HDR
 
 
+def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000):
+    """A lossy incast (no PFC, a small buffer), run: n senders on 40G links into one 100G
+    receiver link (2.5G per sender over), one flow each, staggered so that drops interleave."""
+    t = topology.Topology(n + 1)
+    s = t.add_switch()
+    t.add_link(0, s, "100Gbps", "1us")
+    for h in range(1, n + 1):
+        t.add_link(h, s, "40Gbps", "1us")
+    sim = Simulation(t, switch={"buffer": buffer, "pfc": {"enabled": False}},
+                     nic={"loss_recovery": loss_recovery, "rto": "100us"})
+    for h in range(1, n + 1):
+        sim.add_flow(h, 0, size, start=h * 17_123)    # staggered: drops interleave
+    return sim.run()
+
+
 def two_switch_loop():
     """Host 0 - switch 2 - switch 3 - host 1: a line that routes can turn into a loop."""
     t = topology.Topology(2)
@@ -23,6 +96,11 @@ def two_switch_loop():
     t.add_link(1, b, "100Gbps", "1us")
     t.add_link(a, b, "100Gbps", "1us")
     return t, a, b
+
+
+def loop_routes(a, b):
+    """Routes that send what is for host 1 from switch a to b and from b back to a."""
+    return [{"switch": a, "dst": 1, "next": b}, {"switch": b, "dst": 1, "next": a}]
 
 
 def switch_ring(n):

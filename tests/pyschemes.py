@@ -96,3 +96,21 @@ class AddsFlows(PythonScheme):
     def on_ack(self, flow, ack):
         if AddsFlows.adding:
             AddsFlows.sim.add_flow(flow.dst, flow.src, 10_000)
+
+
+class SlowThenFast(PythonScheme):
+    """10 Mb/s for the first 10 us, then line rate (set from a timer)."""
+
+    def on_start(self, flow):
+        flow.rate_bps = 10_000_000
+        flow.set_timer(10_000_000, 1)
+
+    def on_timer(self, flow, timer_id):
+        flow.rate_bps = flow.line_rate_bps
+
+
+class Paced(PythonScheme):
+    """Every flow at 4.19 Mb/s: a packet about every 2 ms."""
+
+    def on_start(self, flow):
+        flow.rate_bps = 4_190_000

@@ -1,0 +1,58 @@
+"""The event queue (rocesim/_core/events.pxd) releases events in (time, insertion) order.
+
+Whatever mix of near (calendar), same-bucket and far (beyond the calendar) times it holds:
+checked against a plain heap of (time, seq)."""
+import heapq
+
+import numpy as np
+import pytest
+
+from rocesim._core.engine import _event_queue_run
+
+
+def reference(ops):
+    heap, out, k = [], [], 0
+    for t in ops:
+        if t < 0:
+            if heap:
+                out.append(heapq.heappop(heap)[1])
+        else:
+            heapq.heappush(heap, (t, k))
+            k += 1
+    return out + [heapq.heappop(heap)[1] for _ in range(len(heap))]
+
+
+@pytest.mark.parametrize("shift", [8, 10, 18])
+@pytest.mark.parametrize("seed", range(3))
+def test_order_matches_a_heap_of_time_and_insertion(seed, shift):
+    """A run's pattern: pushes at or after the time of the last pop, mostly within a few
+    microseconds, with ties, and some far beyond the calendar (timeouts, flow starts)."""
+    rng = np.random.default_rng(seed)
+    ops, heap, now, k = [], [], 0, 0
+    for _ in range(20_000):
+        if rng.random() < 0.45:
+            ops.append(-1)
+            if heap:
+                now = heapq.heappop(heap)[0]
+        else:
+            span = int(rng.choice([0, 1000, 84_000, 1_000_000, 50_000_000, 10**12]))
+            t = now + int(rng.integers(0, span + 1))
+            ops.append(t)
+            heapq.heappush(heap, (t, k))
+            k += 1
+    assert _event_queue_run(ops, shift) == reference(ops)
+
+
+def test_pushes_never_precede_the_last_pop():
+    """Pushes at the time of the last popped event, while far events wait beyond the
+    calendar and the calendar is otherwise empty."""
+    ops = [10**12, 5, -1, 5, 5, 2_000_000, -1, 5, 10**12, -1, -1, 10**12 + 1]
+    assert _event_queue_run(ops) == reference(ops)
+
+
+def test_a_burst_of_simultaneous_events_then_sparse_ones():
+    """100,000 events at one time (a collective releasing its flows), drained while new
+    ones arrive, then events far apart: the front heap shrinks back after the burst."""
+    ops = [1000] * 100_000 + [-1, 1000, 5000] * 50_000 + [-1] * 60_000
+    ops += [10**9, -1, 10**9 + 7, 2 * 10**9, -1, -1]
+    assert _event_queue_run(ops, 8) == reference(ops)
