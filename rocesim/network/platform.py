@@ -19,7 +19,7 @@ upper bound on the time when chunks pipeline across steps);
 transfers of different collectives that overlap in time do not see each other. This
 keeps the scale-up domain from ever dominating the event count (DESIGN.md, Platforms);
 its error against the packet model in an idle server is measured in
-tests/test_platform.py (the packet model adds RoCE headers and ACKs: 5-11% slower).
+tests/network/test_platform.py (the packet model adds RoCE headers and ACKs: 5-11% slower).
 
 Scale-up kinds: ``switch`` (NVSwitch: any-to-any, each GPU sends and receives at
 ``rate``), ``mesh`` (a point-to-point link per pair, ``rate / (G-1)`` each, as AMD

@@ -4,7 +4,7 @@
 public state; `Results.write(outdir)` writes flows.csv (or flows.parquet), ports.csv,
 pfc.csv, summary.json, and when there is something in them pfc_timeline.csv, rates.csv,
 queues.csv, faults.csv, deadlocks.csv, collectives.csv, iterations.csv and fct.txt.
-OUTPUTS.md documents every file and column (tests/test_outputs_doc.py keeps it true).
+OUTPUTS.md documents every file and column (tests/results/test_outputs_doc.py keeps it true).
 """
 from __future__ import annotations
 

@@ -395,7 +395,7 @@ def _in_server_ps(t, op, algorithm, m):
     """The duration of a collective whose ranks all sit in one server, from the fluid
     scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
     all-to-all), or None when there is none.  With one chunk and every rank starting
-    together it is exactly what the step-by-step transfers give (tests/test_platform.py),
+    together it is exactly what the step-by-step transfers give (tests/network/test_platform.py),
     in a handful of nodes instead of hundreds."""
     pf, ranks = t.platform, t.ranks
     su, G = pf.scale_up, pf.gpus_per_server
