@@ -151,9 +151,9 @@ class Choice(Type):
 class Name(Choice):
     """A name from a table (a topology kind, a collective): 'unknown X' or 'missing'."""
 
-    def __init__(self, what: str, options):
+    def __init__(self, what: str, options, valid: str = "valid"):
         super().__init__(*options)
-        self.what = what
+        self.what, self.valid = what, valid
         self.text = f"a {what}: " + ", ".join(options)
 
     def parse(self, v, key):
@@ -165,7 +165,7 @@ class Name(Choice):
             got = f"unknown {self.what} {v!r}"
         else:
             got = f"expected a {self.what} name, got {show(v)}"
-        raise ScenarioError(key, f"{got}; valid: {', '.join(self.options)}")
+        raise ScenarioError(key, f"{got}; {self.valid}: {', '.join(self.options)}")
 
 
 class Word(Type):
@@ -387,16 +387,7 @@ class Kinds:
         """The `kind:` of mapping `d` at `key`."""
         if not isinstance(d, dict):
             raise ScenarioError(key, f"expected a mapping (key: value, ...), got {show(d)}")
-        kind = d.get("kind")
-        if isinstance(kind, str) and kind in self.kinds:
-            return kind
-        if kind is None:
-            got = "missing (required)"
-        elif isinstance(kind, str):
-            got = f"unknown {self.what} {kind!r}"
-        else:
-            got = f"expected a {self.what} name, got {show(kind)}"
-        raise ScenarioError(f"{key}.kind", f"{got}; valid kinds: {', '.join(self.kinds)}")
+        return Name(self.what, tuple(self.kinds), "valid kinds").parse(d.get("kind"), f"{key}.kind")
 
     def resolve(self, d, key: str, kind: str | None = None) -> tuple[str, dict]:
         """(kind, its settings resolved) of mapping `d`."""
