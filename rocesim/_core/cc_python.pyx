@@ -4,7 +4,7 @@
 The core calls a Python object's on_start / on_ack / on_nack / on_cnp / on_timeout /
 on_timer for each event of a flow.  This is the one place where Python runs per packet
 (per ACK), and only because a researcher chose to: it is slower, not different.  The
-scheme sees each flow through one `Flow` handle (made once per flow, reused) and each
+scheme sees each flow through one `FlowHandle` (made once per flow, reused) and each
 ACK through an `Ack` view.  An exception stops the run; `Core.run` re-raises it.
 
 A handle keeps the simulation alive (handle -> bridge -> Core, which owns the C
@@ -23,7 +23,7 @@ from rocesim._core.nic_send cimport sched_update
 cdef class Shim
 
 
-cdef class Flow:
+cdef class FlowHandle:
     """A flow as a Python scheme sees it: read its state, set `rate_bps` and `window_bytes`.
 
     While the flow is active the handle reads and writes its queue pair; once it is done
@@ -134,13 +134,13 @@ cdef class Shim:
     cdef public object error
     cdef Sim* s
 
-    cdef Flow handle(self, int32_t f):
+    cdef FlowHandle handle(self, int32_t f):
         """The flow's handle (made at its start, while it has a queue pair)."""
-        cdef Flow h = self.handles[f]
+        cdef FlowHandle h = self.handles[f]
         cdef Qp* qp
         cdef int32_t hops
         if h is None:
-            h = Flow.__new__(Flow)
+            h = FlowHandle.__new__(FlowHandle)
             h.shim = self
             h.s = self.s
             h.id = f

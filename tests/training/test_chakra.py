@@ -264,6 +264,10 @@ def test_yaml_workload_with_a_chakra_trace(tmp_path):
     assert res.iterations["iteration"].tolist() == [0, 1]
     assert res.collectives["algorithm"].tolist() == ["pairwise", "pairwise"]
     assert res.flows["start_ns"][compute_ids(res, 0, 3)][0] == 0
+    # its job names its rows, as every workload's does (a Chakra workload's `job` column was empty)
+    raw["traffic"][0]["job"] = "trainA"
+    res = sc.build(raw, str(tmp_path)).sim.run()
+    assert res.iterations["job"].tolist() == ["trainA"] * 2 and set(res.collectives["job"]) == {"trainA"}
     raw["traffic"][0]["model"] = {"chakra": "missing"}
     with pytest.raises(ScenarioError) as info:
         sc.build(raw, str(tmp_path))
