@@ -141,7 +141,7 @@ class Simulation:
         """
         self._not_running("add_flow")
         key = f"flows[{self.n_flows}]"
-        src, dst = self._host(src, f"{key}.src"), self._host(dst, f"{key}.dst")
+        src, dst = self.host(src, f"{key}.src"), self.host(dst, f"{key}.dst")
         if src == dst:
             raise ScenarioError(f"{key}.dst", f"a flow needs two different hosts, got {src} -> {dst}")
         size = parse_size(size, f"{key}.size", bare_ok=True)
@@ -171,7 +171,7 @@ class Simulation:
         """Add a compute step of `duration` on `host` (no packets); returns its id."""
         self._not_running("add_compute")
         key = f"flows[{self.n_flows}]"
-        host = self._host(host, f"{key}.host")
+        host = self.host(host, f"{key}.host")
         duration = parse_time(duration, f"{key}.duration", bare_ok=True)
         if duration <= 0:
             raise ScenarioError(f"{key}.duration", "must be positive")
@@ -334,10 +334,11 @@ class Simulation:
                                       "them before run(), with a later `start` or parents (`after`) to "
                                       "have them begin during it")
 
-    def _host(self, h, key) -> int:
+    def host(self, h, key: str = "host") -> int:
+        """`h` checked as a host id of the topology (ScenarioError naming `key` if not)."""
         H = self.topology.n_hosts
         if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 0 <= h < H:
-            raise ScenarioError(key, f"{h!r} is not a host; hosts are 0..{H - 1}")
+            raise ScenarioError(key, f"{show(h)} is not a host; hosts are 0..{H - 1}")
         return int(h)
 
     def _scheme_context(self, core) -> Context:
@@ -664,9 +665,9 @@ def _flow_ids(ids, key: str, n: int) -> np.ndarray:
 
 
 def _memory_limit(limit) -> MemoryLimit:
-    """A `MemoryLimit` (the YAML loader's own) or a size for `Simulation(memory_limit=...)`."""
+    """A `MemoryLimit` (the YAML loader's own, shared) or a size for `Simulation(memory_limit=...)`."""
     if isinstance(limit, MemoryLimit):
-        return MemoryLimit(limit.limit, limit.configured)
+        return limit
     if limit is None:
         return MemoryLimit(setting="Simulation(memory_limit=\"{}\")")
     size = parse_size(limit, "memory_limit", bare_ok=True)

@@ -80,7 +80,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory)
-    add_traffic(sim, raw["traffic"], top["seed"], base_dir, memory=memory)
+    add_traffic(sim, raw["traffic"], top["seed"], base_dir)
     faults = raw.get("faults") or []
     if not isinstance(faults, list):
         raise ScenarioError("faults", f"expected a list of {{kind, at, ...}}, got {show(faults)}")

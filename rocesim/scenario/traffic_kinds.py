@@ -13,7 +13,6 @@ import numpy as np
 from rocesim import traffic as tr
 from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.memory import MemoryLimit
 from rocesim.settings import (REQUIRED, Boolean, Custom, Ids, Integer, Kinds, ListOf, Name, Number, Path, Rate, Section,
                               Setting, Size, Time, keys_of, resolve_path, show)
 from rocesim.scenario.topology_kinds import rekey
@@ -73,19 +72,16 @@ TRAFFIC = Kinds(
 )
 
 
-def add_traffic(sim, entries, seed, base_dir=".", key="traffic", memory=None):
+def add_traffic(sim, entries, seed, base_dir=".", key="traffic"):
     """Add every traffic entry of a scenario to `sim` (each seeded by (seed, index)).
 
-    `memory` (a `MemoryLimit`) refuses an entry whose predicted flow count would not fit,
-    before generating it (flow lists, incasts, permutations, cdf and repeated-incast
-    traffic from load x rate x duration / mean size, collectives by their estimate,
-    workloads after their first iteration)."""
+    The simulation's memory guard (`sim.memory`) refuses an entry whose predicted flow
+    count would not fit, before generating it (flow lists, incasts, permutations, cdf and
+    repeated-incast traffic from load x rate x duration / mean size, collectives by their
+    estimate, workloads after their first iteration)."""
     if not isinstance(entries, list) or not entries:
         raise ScenarioError(key, "expected a non-empty list of traffic entries")
-    if memory is None:
-        memory = MemoryLimit()
-        t = sim.topology
-        memory.shape = (t.n_hosts, t.n_switches, t.n_links)
+    memory = sim.memory
     for i, d in enumerate(entries):
         k = f"{key}[{i}]"
         kind, v = TRAFFIC.resolve(d, k)
@@ -110,20 +106,12 @@ def _hosts(v, key, sim) -> np.ndarray:
     return _ids(v, key, sim.topology.n_hosts, "host")
 
 
-def _host_id(v, key, sim) -> int:
-    H = sim.topology.n_hosts
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < H:
-        raise ScenarioError(key, f"{show(v)} is not a host; hosts are 0..{H - 1}")
-    return v
-
-
 def _flows(sim, v, key, rng, base_dir, index, memory):
     memory.flows(f"{key}.flows", "flows", sim.n_flows, len(v["flows"]))
     for j, f in enumerate(v["flows"]):
         fk = f"{key}.flows[{j}]"
         try:
-            sim.add_flow(_host_id(f["src"], f"{fk}.src", sim), _host_id(f["dst"], f"{fk}.dst", sim),
-                         f["size"], f["start"], prio=f["prio"], path=f["path"], tag=index, rate=f["rate"])
+            sim.add_flow(f["src"], f["dst"], f["size"], f["start"], prio=f["prio"], path=f["path"], tag=index, rate=f["rate"])
         except ScenarioError as e:
             # add_flow names the flow by its global id (flows[N]); name it by its place in this entry
             raise ScenarioError(re.sub(r"^flows\[\d+\]", lambda m: fk, e.key), e.reason) from None
@@ -139,7 +127,7 @@ def _incast(sim, v, key, rng, base_dir, index, memory):
             raise ScenarioError(f"{key}.{name}", "only incasts repeated at a `load` take it")
     if v["receiver"] is None:
         raise ScenarioError(f"{key}.receiver", "missing (required)")
-    receiver = _host_id(v["receiver"], f"{key}.receiver", sim)
+    receiver = sim.host(v["receiver"], f"{key}.receiver")
     senders = v["senders"]
     if isinstance(senders, str) and senders == "all":
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
