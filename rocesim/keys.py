@@ -11,6 +11,7 @@ from rocesim.network.faults import FAULTS
 from rocesim.scenario import CC, LIMITS, OUTPUT, SCENARIO, TOPOLOGY, TRAFFIC
 from rocesim.scenario.traffic_kinds import FLOW
 from rocesim.settings import REQUIRED, Kinds, Section
+from rocesim.training.nccl import NCCL
 from rocesim.training.workloads.llm import LLM_PRESETS
 from rocesim.training.workloads.presets import PRESETS
 
@@ -26,6 +27,7 @@ SECTIONS = {
     "faults": (FAULTS, "faults[]."),
     "output": (OUTPUT, "output."),
     "limits": (LIMITS, "limits."),
+    "nccl": (NCCL, "nccl."),
 }
 
 

@@ -32,6 +32,7 @@ from rocesim.results import Results
 from rocesim.results.sampling import Sampler
 from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.nccl import NcclConfig
 from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
 from rocesim.settings import show
@@ -89,10 +90,13 @@ class Simulation:
         The most memory the topology and its traffic may need (e.g. "32GB"; default 75%
         of the machine's): a topology or workload estimated above it is refused before it
         is built (`rocesim.memory`).
+    nccl : dict, optional
+        How NCCL runs collectives with the nccl_ring algorithm (`rocesim keys nccl`):
+        {"channels": "auto", "buffer": "4MiB", "step_latency": "1us", ...}.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
-                 routes=None, seed=1, deadlock=None, memory_limit=None):
+                 routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None):
         if not isinstance(topology, (Platform, Topology)):
             raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
                                             f"(rocesim.network.platform), got {show(topology)}")
@@ -110,6 +114,7 @@ class Simulation:
             nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
         self.nic = config.NIC.resolve(nic, "nic")
         self.deadlock = config.resolve_deadlock(deadlock)
+        self.nccl = NcclConfig.resolve(nccl, "nccl")   # how the nccl_* collective algorithms behave
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
@@ -235,7 +240,7 @@ class Simulation:
         rec = append_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
                              parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio, cid=0,
                              start=parse_time(start, "start", bare_ok=True), group_size=group_size,
-                             platform=self.platform, pxn=pxn, job=job)
+                             platform=self.platform, pxn=pxn, job=job, nccl=self.nccl)
         rec, = self.add_workload(TrainingGraph(g, [rec], 0, job)).collectives
         after = np.asarray(list(after), np.int64)
         if after.size:

@@ -71,6 +71,20 @@ class ScaleUp:
         d = np.abs(np.asarray(a) - np.asarray(b))
         return np.minimum(d, gpus - d).astype(np.int64)
 
+    def _load(self, a, b, weights, gpus):
+        """Per transfer ``a[k] -> b[k]``: the sum of ``weights`` over the transfers sharing its
+        resource, and that resource's rate (``switch``: the sender's or the receiver's port,
+        whichever carries more; ``mesh``: the pair's link, ``rate/(G-1)``; ``ring``: the
+        pair's path, ``rate/2``)."""
+        if self.kind == "switch":
+            _, inv_a = np.unique(a, return_inverse=True)
+            _, inv_b = np.unique(b, return_inverse=True)
+            load = np.maximum(np.bincount(inv_a, weights=weights)[inv_a], np.bincount(inv_b, weights=weights)[inv_b])
+            return load, float(self.rate_bps)
+        _, inv = np.unique(a * (1 << 32) + b, return_inverse=True)
+        rate = self.rate_bps / (max(gpus - 1, 1) if self.kind == "mesh" else 2)
+        return np.bincount(inv, weights=weights)[inv], rate
+
     def port_time_ps(self, a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, gpus: int) -> np.ndarray:
         """How long each of the transfers ``a[k] -> b[k]`` (ranks, issued together) holds its
         port: the fluid share of the GPU's rate (``switch``: the larger of what its sender
@@ -80,18 +94,17 @@ class ScaleUp:
         nbytes = np.asarray(nbytes, np.int64)
         if not a.size:
             return np.zeros(0, np.int64)
-        if self.kind == "switch":
-            ids, inv_a = np.unique(a, return_inverse=True)
-            out = np.bincount(inv_a, weights=nbytes)[inv_a]
-            ids, inv_b = np.unique(b, return_inverse=True)
-            into = np.bincount(inv_b, weights=nbytes)[inv_b]
-            load, rate = np.maximum(out, into), float(self.rate_bps)
-        else:
-            pair = a * (1 << 32) + b
-            ids, inv = np.unique(pair, return_inverse=True)
-            load = np.bincount(inv, weights=nbytes)[inv]
-            rate = self.rate_bps / (max(gpus - 1, 1) if self.kind == "mesh" else 2)
+        load, rate = self._load(a, b, nbytes, gpus)
         return np.ceil(load * 8e12 / rate).astype(np.int64)
+
+    def share_bps(self, a: np.ndarray, b: np.ndarray, gpus: int) -> np.ndarray:
+        """The rate each of the standing transfers ``a[k] -> b[k]`` (ranks; e.g. one per NCCL
+        channel) gets when they share their resources equally all along (see `_load`)."""
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        if not a.size:
+            return np.zeros(0)
+        users, rate = self._load(a, b, np.ones(a.size), gpus)
+        return rate / users
 
     def describe(self) -> str:
         return f"{self.kind}, {format_rate(self.rate_bps)} per GPU, {format_time(self.delay_ps)} per hop"

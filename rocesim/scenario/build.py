@@ -12,6 +12,7 @@ from rocesim.memory import MemoryLimit
 from rocesim.network.faults import FAULTS
 from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Section, Setting, Size, Text, Time, keys_of, show)
 from rocesim.simulation import Simulation
+from rocesim.training.nccl import NCCL
 from rocesim.scenario.topology_kinds import TOPOLOGY, build_platform
 from rocesim.scenario.traffic_kinds import TRAFFIC, add_traffic
 from rocesim.scenario.yaml_file import apply_overrides, check_depth, read
@@ -50,6 +51,7 @@ SCENARIO = Section(
     limits=Setting(LIMITS, None, "limits"),
     deadlock=Setting(Custom("true, false, or a mapping of deadlock settings (below)"), None,
                      "PFC deadlock detection"),
+    nccl=Setting(NCCL, None, "how NCCL runs collectives (the nccl_ring algorithm; below)"),
     faults=Setting(Custom("a list of entries with a kind (fault kinds below)"), None, "scheduled faults"),
 )
 """The top-level keys; `rocesim keys` lists them, then the nested declarations: TOPOLOGY,
@@ -79,7 +81,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
     cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
-                     deadlock=raw.get("deadlock"), memory_limit=memory)
+                     deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"))
     add_traffic(sim, raw["traffic"], top["seed"], base_dir)
     faults = raw.get("faults") or []
     if not isinstance(faults, list):

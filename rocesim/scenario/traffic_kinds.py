@@ -220,7 +220,7 @@ def _collective(sim, v, key, rng, base_dir, index, memory):
                                                  "unless the platform has multi-GPU servers")
     groups = rank_groups(v["ranks"], f"{key}.ranks", sim)
     memory.flows(key, f"{op} ({algorithm})", sim.n_flows,
-                 sum(flow_count_estimate(op, algorithm, len(m), v["chunks"]) for m in groups))
+                 sum(flow_count_estimate(op, algorithm, len(m), v["chunks"], v["size"], sim.nccl) for m in groups))
     for members in groups:
         if len(members) < 2:
             raise ScenarioError(f"{key}.ranks", "a collective needs at least two ranks")

@@ -55,12 +55,13 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
+from rocesim.training.nccl import NcclConfig, nccl_ring, nccl_slice_estimate
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis"),
-    "reducescatter": ("ring", "ring_bidir", "halving_doubling"),
-    "allgather": ("ring", "ring_bidir", "halving_doubling"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring"),
+    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
+    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
     "alltoall": ("direct", "pairwise"),
     "broadcast": ("ring", "direct"),
     "reduce": ("ring", "direct"),
@@ -69,12 +70,15 @@ DEFAULT_ALGORITHM = {"allreduce": "ring", "reducescatter": "ring", "allgather": 
                      "alltoall": "direct", "broadcast": "ring", "reduce": "ring"}
 
 
-def flow_count_estimate(op, algorithm, ranks, chunks) -> int:
+def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     """About how many flows and compute steps a collective adds, an upper end (for the
     memory check): chunks x ranks x (steps + 4), where steps is ranks - 1 for ring-like and
     direct algorithms (twice that for all-reduce, and twice again for ring_bidir),
-    2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce."""
+    2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce; for
+    nccl_ring two nodes per slice (`nccl.nccl_slice_estimate`, from `size`)."""
     p = max(int(ranks), 2)
+    if algorithm == "nccl_ring":
+        return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if op in ("broadcast", "reduce"):
         steps = 1
     elif algorithm == "halving_doubling":
@@ -391,7 +395,7 @@ def _hierarchical(t, p, m, group_size, inter="ring"):
     return None
 
 
-def _in_server_ps(t, op, algorithm, m):
+def _in_server_ps(t, op, algorithm, m, step_latency=0):
     """The duration of a collective whose ranks all sit in one server, from the fluid
     scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
     all-to-all), or None when there is none.  With one chunk and every rank starting
@@ -402,7 +406,7 @@ def _in_server_ps(t, op, algorithm, m):
     if su is None or G == 1 or t.C != 1 or np.unique(pf.server[ranks]).size != 1:
         return None
     p = ranks.size
-    if algorithm == "ring" and op in ("allreduce", "reducescatter", "allgather"):
+    if algorithm in ("ring", "nccl_ring") and op in ("allreduce", "reducescatter", "allgather"):
         a, b = ranks, np.roll(ranks, -1)
         nbytes = np.full(p, split_bytes(m, p).max())
         steps = 2 * (p - 1) if op == "allreduce" else p - 1
@@ -414,7 +418,7 @@ def _in_server_ps(t, op, algorithm, m):
     else:
         return None
     busy = su.port_time_ps(a, b, nbytes, G).max()
-    return steps * int(busy + su.delay_ps * su.hops(pf.local[a], pf.local[b], G).max())
+    return steps * int(busy + step_latency + su.delay_ps * su.hops(pf.local[a], pf.local[b], G).max())
 
 
 def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
@@ -438,13 +442,15 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
 
 def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
                    iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
-                   job="", closed_form=True) -> CollectiveRecord:
+                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
     `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
     hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
+    `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
+    the nccl_* algorithms.
     The start nodes are roots starting at `start` unless the caller makes them depend on
     other nodes (`g.depend(record.start_nodes, ...)`).
     """
@@ -468,10 +474,13 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
     per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
-    t = _Transfers(g, ranks, 1 if per_dimension else chunks, prio, cid, iteration, tag, platform, pxn)
+    one_chunk = per_dimension or algorithm == "nccl_ring"   # NCCL cuts its own slices
+    t = _Transfers(g, ranks, 1 if one_chunk else chunks, prio, cid, iteration, tag, platform, pxn)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    fluid = _in_server_ps(t, op, algorithm, size) if closed_form else None
+    nccl = NcclConfig.resolve(nccl)
+    fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
+        if closed_form else None
     if fluid is not None:
         everyone = t.join([start_nodes[i:i + 1] for i in range(p)], 0)
         kw = dict(t.kw)
@@ -487,6 +496,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         _alltoall(t, algorithm, p, size)
     elif op in ("broadcast", "reduce"):
         _rooted(t, op, algorithm, p, size)
+    elif algorithm == "nccl_ring":
+        nccl_ring(t, op, size, nccl)
     elif algorithm == "ring":
         _ring(t, op, p, size)
     elif algorithm == "ring_bidir":

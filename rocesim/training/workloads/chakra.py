@@ -429,13 +429,15 @@ class _Plan:
 def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, **options) -> list[int]:
     """Add `iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i])
     to `sim` (options as `chakra_graph`'s); returns the iteration ids."""
-    return sim.add_workload(chakra_graph(trace, ranks, iterations, check=sim.workload_check, **options)).iterations
+    return sim.add_workload(chakra_graph(trace, ranks, iterations, check=sim.workload_check, nccl=sim.nccl,
+                                         **options)).iterations
 
 
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
-                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None) -> TrainingGraph:
+                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None) -> TrainingGraph:
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i]), as job
-    `job`; `check(what, nodes)` may refuse the whole run after its first iteration.
+    `job`; `check(what, nodes)` may refuse the whole run after its first iteration; `nccl`
+    shapes the nccl_* algorithms.
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
@@ -476,7 +478,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
                 continue
             rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
-                                 job=job)
+                                 job=job, nccl=nccl)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes

@@ -140,14 +140,15 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
     """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
     (options as `llm_graph`'s)."""
     return sim.add_workload(llm_graph(sim.platform, model, ranks, iterations, par, check=sim.workload_check,
-                                      **options))
+                                      nccl=sim.nccl, **options))
 
 
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=False,
-              check=None) -> TrainingGraph:
+              check=None, nccl=None) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
-    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration."""
+    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
+    `nccl` shapes the nccl_* algorithms."""
     ranks = np.asarray(ranks, np.int64)
     if par.size != ranks.size:
         raise ScenarioError("parallelism", f"tp x cp x dp x pp = {par.size} is not the job's {ranks.size} ranks")
@@ -196,7 +197,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                 continue
             rec = append_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
                                  prio=prio, cid=len(records), iteration=it, tag=tag,
-                                 platform=platform, pxn=pxn, job=job)
+                                 platform=platform, pxn=pxn, job=job, nccl=nccl)
             after(rec.start_nodes, last[members])
             last[members] = rec.done_nodes
             records.append(rec)

@@ -102,14 +102,14 @@ def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> 
     """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
     platform; on a plain topology, hosts) to `sim` (options as `training_graph`'s)."""
     return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations,
-                                           check=sim.workload_check, **options))
+                                           check=sim.workload_check, nccl=sim.nccl, **options))
 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
-                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None) -> TrainingGraph:
+                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`; `check(what, nodes)` (e.g. `Simulation.workload_check`) may refuse the
-    whole run once its first iteration is built."""
+    whole run once its first iteration is built; `nccl` shapes the nccl_* algorithms."""
     ranks = np.asarray(ranks, np.int64)
     hosts = platform.host_of(ranks)
     n = ranks.size
@@ -138,7 +138,8 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
                 done[members] = trigger[members]
                 continue
             rec = append_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
-                                 prio=prio, cid=len(records), iteration=it, tag=tag, platform=platform, job=job)
+                                 prio=prio, cid=len(records), iteration=it, tag=tag, platform=platform, job=job,
+                                    nccl=nccl)
             g.depend(rec.start_nodes, trigger[members])
             done[members] = rec.done_nodes
             records.append(rec)

@@ -1,0 +1,277 @@
+"""NCCL's ring collectives on a platform: channels of rings, messages cut into NCCL's chunks and slices.
+
+NCCL (github.com/NVIDIA/nccl) does not run one ring: it runs *channels*, each a ring through
+every rank of the communicator, each moving its own contiguous part of the buffer.  On
+servers of several GPUs a channel's ring enters a server through one NIC, visits the
+server's GPUs over the scale-up domain (NVLink) and leaves it through the same NIC, so the
+flows between servers of channel c all go NIC r -> NIC r of the next server (rail-aligned);
+the channels are spread over the NICs the communicator's GPUs have (src/graph/search.cc
+finds one ring per NIC; `ncclTopoDupChannels` doubles the channels when the intra-server
+bandwidth allows, and src/graph/connect.cc doubles them again: 4 channels per NIC, at
+most MAXCHANNELS = 64, src/include/device.h).  A small message uses fewer channels: NCCL
+drops channels while the message is below channels x threads x NCCL_SIMPLE_THREAD_THRESHOLD
+(64 B per thread, 512 threads: 32 KiB per channel; src/enqueue.cc, topoGetAlgoInfo).
+
+Inside a channel (src/device/all_reduce.h, runRing, Simple protocol) the channel's part is
+processed in loops of `ranks x chunk` bytes, chunk = NCCL_BUFFSIZE / NCCL_STEPS x
+CHUNKSTEPS (4 MiB / 8 x 4 = 2 MiB; smaller in a last, partial loop); in each loop the
+ring runs its steps (2(p-1) for all-reduce, p-1 for reduce-scatter and all-gather), every
+step moving one chunk from each rank to the next, cut into CHUNKSTEPS / SLICESTEPS = 2
+slices that pipeline through the steps: a rank forwards slice k of step s as soon as it has
+received slice k of step s-1 and has sent slice k-1 (one connection sends in order), and
+while the receiver holds at most NCCL_STEPS steps of it (4 slices) not yet consumed.
+
+Here a slice between servers is one flow NIC -> NIC (or `qps_per_connection` flows of
+equal parts, as NCCL splits a message over the queue pairs of a connection,
+NCCL_IB_QPS_PER_CONNECTION, src/transport/net_ib.cc) that starts when its data is there and
+the slice WINDOW slices before it on the connection has arrived: the slices in flight on a
+connection share the NIC as flows do (NCCL's queue pair sends them one after the other:
+the same bytes per second, a slice finishing a little later); a slice inside a server is a fluid
+transfer over the scale-up domain at the channel's share of it (the channels that send
+over a GPU's port share it equally: `ScaleUp.share_bps`), then the hop's latency.  Each
+slice is sent `step_latency` after what it waits for (NCCL's per-step synchronisation:
+flags in the peer's memory, the proxy thread's post for the network), and a slice smaller
+than `min_message` travels as `min_message` bytes (the protocol's small-message floor;
+SimAI rounds its messages below 4096 B up in the same way).
+
+In an idle network the bus bandwidth of a ring all-reduce on S servers of G GPUs, each
+with its own NIC of rate B_nic and a scale-up rate B_su per GPU, tends to
+min(G x B_nic, B_su x G/(G-1)) (each NIC carries one channel's share in each direction,
+each GPU's port the shares of the channels that do not leave the server at it; CASES.md,
+and SimAI's analytical formula); tests/training/test_nccl.py checks it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rocesim.errors import ScenarioError
+from rocesim.settings import Integer, Section, Setting, Size, Time, Word
+from rocesim.training.chunks import split_bytes, split_bytes_each
+
+__all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_slice_estimate", "RING_STEPS"]
+
+NCCL_STEPS = 8                          # src/include/device.h
+CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
+SLICESTEPS = NCCL_STEPS // 4            # ... _SLICESTEPS
+MAXCHANNELS = 64                        # src/include/device.h
+CHANNELS_PER_NIC = 4                    # one ring per NIC (search.cc), doubled twice (search.cc, connect.cc)
+SIMPLE_THREAD_THRESHOLD = 64            # src/include/comm.h: NCCL_SIMPLE_THREAD_THRESHOLD, bytes per thread
+SIMPLE_MAX_NTHREADS = 512               # src/include/device.h: NCCL_SIMPLE_MAX_NTHREADS
+WINDOW = NCCL_STEPS // SLICESTEPS       # slices a connection may have in flight (its buffer's NCCL_STEPS slots)
+RING_STEPS = {"allreduce": lambda p: 2 * (p - 1), "reducescatter": lambda p: p - 1, "allgather": lambda p: p - 1}
+
+NCCL = Section(
+    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
+    channels=Setting(Word("auto") | Integer(1, MAXCHANNELS), "auto",
+                     "channels (rings) per communicator; 'auto' = as NCCL picks: 4 per NIC the communicator's "
+                     f"GPUs of a server use (at most {MAXCHANNELS}), fewer for small messages (NCCL_MIN/MAX_NCHANNELS)"),
+    buffer=Setting(Size(64 * 1024, 1 << 30), "4MiB",
+                   "NCCL_BUFFSIZE of the Simple protocol: a ring step moves buffer / 8 x 4 bytes (a chunk) per "
+                   "rank and loop, in two slices"),
+    step_latency=Setting(Time(), "1us", "software latency before each slice is sent (NCCL's per-step "
+                                        "synchronisation; SimAI's per-flow send latency AS_SEND_LAT is 6us by default)"),
+    min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
+    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
+                                                   "split over this many queue pairs (flows)"),
+)
+
+
+@dataclass(frozen=True)
+class NcclConfig:
+    """NCCL's settings for one simulation (see `NCCL`); sizes in bytes, times in ps."""
+
+    channels: int | str = "auto"
+    buffer: int = 4 << 20
+    step_latency: int = 10**6
+    min_message: int = 0
+    qps_per_connection: int = 1
+
+    @classmethod
+    def resolve(cls, given, key: str = "nccl") -> "NcclConfig":
+        """The settings from a mapping (missing keys take their defaults), checked."""
+        if isinstance(given, cls):
+            return given
+        return cls(**NCCL.resolve(given, key))
+
+    @property
+    def chunk(self) -> int:
+        """Bytes one ring step moves per rank in a full loop (stepSize x CHUNKSTEPS)."""
+        return self.buffer // NCCL_STEPS * CHUNKSTEPS
+
+
+@dataclass
+class RingLayout:
+    """The channels of a communicator: for channel c, `order[c]` lists the rank positions
+    around its ring, `nic[c]` the rail its server boundaries cross."""
+
+    order: np.ndarray        # (channels, p) positions in ring order
+    rail: np.ndarray         # (channels,) the NIC (rail) index of each channel
+
+
+def nics_used(platform, ranks) -> np.ndarray:
+    """The rails (NIC indices) the communicator's GPUs of one server use, sorted."""
+    pf = platform
+    first_server = pf.server[ranks] == pf.server[ranks[0]]
+    return np.unique(pf.rail[ranks[first_server]])
+
+
+def channels_for(platform, ranks, nbytes: int, cfg: NcclConfig) -> int:
+    """How many channels NCCL runs a collective of `nbytes` on (see the module's doc)."""
+    pf = platform
+    if cfg.channels == "auto":
+        n = min(MAXCHANNELS, CHANNELS_PER_NIC * nics_used(pf, ranks).size)
+    else:
+        n = int(cfg.channels)
+    return int(max(1, min(n, nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD))))
+
+
+def nccl_slice_estimate(op: str, p: int, nbytes: int, cfg: NcclConfig) -> int:
+    """About how many slices (transfers) NCCL's ring `op` of `nbytes` on `p` ranks has, an
+    upper end: channels x loops x steps x ranks x slices per step, with as many channels
+    as NCCL could use (the memory guard's estimate, before the platform is looked at)."""
+    nch = max(1, min(MAXCHANNELS if cfg.channels == "auto" else int(cfg.channels),
+                     nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD)))
+    loops = -(-nbytes // (nch * p * cfg.chunk))
+    return nch * loops * RING_STEPS[op](p) * p * (CHUNKSTEPS // SLICESTEPS) * cfg.qps_per_connection
+
+
+def ring_layout(platform, ranks, channels: int) -> RingLayout:
+    """Each channel's ring over the positions of `ranks`: servers in order of their lowest
+    rank, inside a server the GPUs from the one on the channel's rail upwards (cyclically
+    by local index), so the ring leaves the server from the GPU before it and both the
+    arrival and the departure use the channel's NIC.  Channel c takes the c-th NIC (mod)
+    among those the communicator's GPUs use."""
+    pf = platform
+    ranks = np.asarray(ranks, np.int64)
+    server = pf.server[ranks]
+    servers, counts = np.unique(server, return_counts=True)
+    if (counts != counts[0]).any():
+        raise ScenarioError("ranks", "NCCL's ring needs the same number of the communicator's GPUs in every server")
+    k = int(counts[0])
+    by_server = np.lexsort((pf.local[ranks], server)).reshape(servers.size, k)   # positions, local order
+    first = np.argsort([ranks[row].min() for row in by_server], kind="stable")
+    by_server = by_server[first]
+    rails = nics_used(pf, ranks)
+    ch_rail = rails[np.arange(channels) % rails.size]
+    order = np.empty((channels, ranks.size), np.int64)
+    for c, r in enumerate(ch_rail):
+        # rotate each server's GPUs so that the first one sits on rail r (the lowest local index on it)
+        local_rail = pf.rail[ranks[by_server[0]]]
+        start = int(np.flatnonzero(local_rail == r)[0])
+        order[c] = np.roll(by_server, -start, axis=1).ravel()
+    return RingLayout(order, ch_rail)
+
+
+def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
+    """NCCL's ring `op` (allreduce, reducescatter, allgather) of `m` bytes (nccl-tests'
+    size) on the ranks of `t` (a collectives `_Transfers`): adds every slice's nodes and
+    their dependencies, and what `t.connect` needs to tie them to the start and done nodes."""
+    pf, ranks = t.platform, t.ranks
+    p = ranks.size
+    nch = channels_for(pf, ranks, m, cfg)
+    layout = ring_layout(pf, ranks, nch)
+    steps = RING_STEPS[op](p)
+    parts = split_bytes(m, nch)                          # each channel's contiguous part
+    order = layout.order                                 # (nch, p)
+    nxt = np.roll(order, -1, axis=1)
+    a, b = ranks[order].ravel(), ranks[nxt].ravel()      # sender, receiver rank of each (channel, place)
+    net = pf.server[a] != pf.server[b]
+    # the hosts of a slice between servers: the channel's NIC on both sides
+    rail = np.repeat(layout.rail, p)
+    nic_a = pf.server[a] * pf.nics_per_server + rail
+    nic_b = pf.server[b] * pf.nics_per_server + rail
+    su = ~net
+    share = np.zeros(a.size)
+    if su.any():
+        share[su] = pf.scale_up.share_bps(a[su], b[su], pf.gpus_per_server)
+        hop_ps = pf.scale_up.delay_ps * pf.scale_up.hops(pf.local[a[su]], pf.local[b[su]], pf.gpus_per_server)
+    kw = dict(t.kw)
+    prio = kw.pop("prio")
+    S, Q = CHUNKSTEPS // SLICESTEPS, cfg.qps_per_connection
+    place = np.arange(nch * p)
+    ch = place // p
+    # per (channel, place): the last slice this connection sent (-1 none), and, per slice,
+    # what arrived at each place in the previous step (indexed by the receiver's place)
+    sent_last = np.full(nch * p, -1, np.int64)
+    window = []                       # the last WINDOW slices' arrivals per connection between servers
+    nodes, first_ids, first_src = [], [], []
+    pos_a = order.ravel()                                # rank position of each sender
+    pos_b = nxt.ravel()
+    # the receiver's place index (channel, place) of each sender's transfer
+    into = (np.arange(nch * p).reshape(nch, p) + 1) % p + ch.reshape(nch, p) * p
+    into = into.ravel()
+    loop_bytes = p * cfg.chunk
+    loops = int(-(-parts.max() // loop_bytes))
+    # per (channel, place) the arrivals of its last step: every other slice of the collective
+    # comes before one of them (the ring's data and each connection's order chain them)
+    final = np.full((S, nch * p), -1, np.int64)
+    for loop in range(loops):
+        rem = np.maximum(parts - loop * loop_bytes, 0)
+        this = np.minimum(rem, loop_bytes)                       # this loop's bytes per channel
+        if not this.any():
+            break
+        blocks = np.stack([split_bytes(int(x), p) for x in this])   # (nch, p): block j of each channel
+        arrived = None
+        for s in range(steps):
+            # place i of channel c sends block (i - s) mod p of its ring (all-reduce runs the
+            # reduce-scatter steps straight into the all-gather ones)
+            j = (np.arange(p)[None, :] - s) % p
+            nbytes = np.take_along_axis(blocks, j, axis=1).ravel()
+            live = nbytes > 0
+            sizes = split_bytes_each(np.maximum(nbytes, 1), S)           # (S, nch*p)
+            sizes = np.maximum(sizes, max(cfg.min_message, 1)) * live[None, :]
+            first = np.full((S, nch * p), -1, np.int64)
+            last = np.full((S, nch * p), -1, np.int64)
+            lv = live & net
+            if lv.any():
+                k = int(lv.sum())
+                per_qp = split_bytes_each(sizes[:, lv].ravel(), Q)          # (Q, S*k)
+                ids = t.g.flows(np.tile(nic_a[lv], S * Q), np.tile(nic_b[lv], S * Q), per_qp.ravel(),
+                                prio=prio, delay=cfg.step_latency, **kw).reshape(Q, S, k)
+                nodes.append(ids.ravel())
+                first[:, lv] = ids[0]
+                last[:, lv] = ids[0]
+                if Q > 1:                                                    # a slice is there when all parts are
+                    last[:, lv] = t.g.compute(np.tile(pf.host[b[lv]], S), 0, **kw).reshape(S, k)
+                    t.g.depend(np.broadcast_to(last[:, lv], (Q, S, k)), ids)
+                    nodes.append(last[:, lv].ravel())
+                for q in range(S):        # the receiver's buffer: WINDOW slices in flight per connection
+                    back = len(window) + q - WINDOW
+                    prev = window[back][lv] if back >= 0 else np.full(k, -1, np.int64)
+                    ok = prev >= 0
+                    t.g.depend(ids[:, q][:, ok], np.broadcast_to(prev[ok], (Q, int(ok.sum()))))
+            ls = live & su
+            if ls.any():
+                sel = np.flatnonzero(ls)
+                idx_su = np.searchsorted(np.flatnonzero(su), sel)
+                busy = np.ceil(sizes[:, ls] * 8e12 / share[ls]).astype(np.int64)
+                hosts_a, hosts_b = pf.host[a[ls]], pf.host[b[ls]]
+                wire = t.g.compute(np.tile(hosts_a, S), busy.ravel(), delay=cfg.step_latency, **kw).reshape(S, -1)
+                land = t.g.compute(np.tile(hosts_b, S), np.tile(hop_ps[idx_su], S), **kw).reshape(S, -1)
+                t.g.depend(land, wire)
+                t.g.depend(wire[1:], wire[:-1])                               # the channel's port, in order
+                prev = sent_last[ls]
+                ok = prev >= 0
+                t.g.depend(wire[0][ok], prev[ok])
+                sent_last[ls] = wire[-1]
+                first[:, ls], last[:, ls] = wire, land
+                nodes += [wire.ravel(), land.ravel()]
+            if arrived is not None:                   # slice k waits for slice k of the previous step
+                ok = (first >= 0) & (arrived >= 0)
+                t.g.depend(first[ok], arrived[ok])
+            window = (window + [np.where(net, last[q], -1) for q in range(S)])[-WINDOW:]
+            got = np.full_like(last, -1)
+            got[:, into] = last                        # what each place received in this step
+            arrived = got
+            if loop == 0 and s == 0:
+                first_ids.append(first[0][live])
+                first_src.append(pos_a[live])
+            final[:, live] = last[:, live]
+    t.nodes += nodes
+    t.first += first_ids
+    t.src += first_src
+    have = final >= 0
+    t.final.append(final[have])
+    t.dst.append(np.broadcast_to(pos_b, final.shape)[have])
