@@ -55,11 +55,12 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import NcclConfig, nccl_ring, nccl_slice_estimate
+from rocesim.training.nccl import NcclConfig, nccl_ring, nccl_slice_estimate, nccl_tree, tree_chunks
+from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis", "nccl_ring"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree"),
     "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
     "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
     "alltoall": ("direct", "pairwise"),
@@ -79,6 +80,8 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     p = max(int(ranks), 2)
     if algorithm == "nccl_ring":
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
+    if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
+        return 2 * 2 * p * max(1, size // (NcclConfig.resolve(nccl).buffer // 8)) + 4 * p
     if op in ("broadcast", "reduce"):
         steps = 1
     elif algorithm == "halving_doubling":
@@ -111,6 +114,12 @@ class CollectiveRecord:
                                 self.job)
 
 
+def _hosts_for(ranks) -> Platform:
+    """The plain platform for collectives on hosts (rank = host) up to the largest rank."""
+    n = int(np.max(ranks)) + 1 if np.size(ranks) else 1
+    return Platform(Topology(n), n)
+
+
 class _Transfers:
     """Adds transfers (chunks in order) for one collective on a platform.
 
@@ -121,17 +130,19 @@ class _Transfers:
     the scale-up domain to the GPU on the destination's rail, then that GPU's NIC.
     """
 
-    def __init__(self, g, ranks, chunks, prio, cid, iteration, tag, platform=None, pxn=False):
+    def __init__(self, g, ranks, chunks, prio, cid, iteration, tag, platform=None, pxn=False, lanes=1):
         self.g, self.ranks, self.C = g, np.asarray(ranks, np.int64), chunks
         self.platform = platform
         self.pxn = pxn
-        if platform is None:              # plain hosts: rank = host
-            n = int(self.ranks.max()) + 1 if self.ranks.size else 1
-            self.platform = Platform(Topology(n), n)
+        if platform is None:
+            self.platform = _hosts_for(self.ranks)
         self.kw = dict(prio=prio, collective=cid, iteration=iteration, tag=tag)
-        # the last scale-up send of each GPU (rank id): a GPU's port carries one send (or one
-        # step's concurrent sends, sharing it) at a time, in the order they are issued
-        self.port_last = np.full(self.platform.n_ranks, -1, np.int64)
+        # the last scale-up send of each GPU (rank id) in each lane: a GPU's port carries one
+        # send (or one step's concurrent sends, sharing it) at a time per lane, in the order
+        # they are issued; `lanes` (NCCL's channels) split the port's rate equally and run
+        # side by side (`lane` is the one being built)
+        self.lanes, self.lane = lanes, 0
+        self.port_last = np.full((lanes, self.platform.n_ranks), -1, np.int64)
         self.first, self.src = [], []      # per block: ids of each transfer's first node, sender position
         self.final, self.dst = [], []      # ... its arrival node, receiver position
         self.nodes = []                    # every node
@@ -154,15 +165,16 @@ class _Transfers:
             su_up = pf.scale_up
             aa, bb = a[su], b[su]
             busy = np.stack([su_up.port_time_ps(aa, bb, sizes[c, su], pf.gpus_per_server) for c in range(C)])
+            busy *= self.lanes
             lat = su_up.delay_ps * su_up.hops(pf.local[aa], pf.local[bb], pf.gpus_per_server)
             kw = dict(self.kw)
             del kw["prio"]
             wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), **kw).reshape(C, -1)
             arrive = self.g.compute(np.tile(pf.host[bb], C), np.tile(lat, C), **kw).reshape(C, -1)
             self.g.depend(arrive, wire)
-            queued = self.port_last[aa]
+            queued = self.port_last[self.lane, aa]
             self.g.depend(wire[0][queued >= 0], queued[queued >= 0])
-            self.port_last[aa] = wire[-1]
+            self.port_last[self.lane, aa] = wire[-1]
             first[:, su], last[:, su] = wire, arrive
             self.nodes += [wire.ravel(), arrive.ravel()]
         self.g.depend(first[1:], first[:-1])          # the chunks of a transfer go in order
@@ -273,46 +285,6 @@ def _halving_doubling(t, op, p, m):
     return received[-1]
 
 
-def _trees(p):
-    """Parents (position -> parent position, -1 for the root) of the two binary trees."""
-    heap = np.array([-1] + [(j - 1) // 2 for j in range(1, p)])
-    rev = p - 1 - np.arange(p)                  # tree B: the heap over the reversed order
-    parent_b = np.full(p, -1)
-    parent_b[rev[1:]] = rev[heap[1:]]
-    return heap, parent_b
-
-
-def _tree_allreduce(t, parent, m, p, order=None, ready=None):
-    """Reduce to the root, then broadcast, along `parent` (indices into `order`, the rank
-    positions; default 0..p-1), chunk by chunk, each send after `ready` (ids (C, p), if
-    given).  Returns ids (C, p): when each of them holds the result."""
-    order = np.arange(p) if order is None else np.asarray(order)
-    children = [np.flatnonzero(parent == i) for i in range(p)]
-    depth = np.zeros(p, int)
-    for i in range(p):
-        j = i
-        while parent[j] >= 0:
-            j = parent[j]
-            depth[i] += 1
-    own = (lambda i: ()) if ready is None else (lambda i: (ready[:, i:i + 1],))
-    up = {}
-    for i in sorted(range(p), key=lambda i: -depth[i]):          # leaves first
-        if parent[i] < 0:
-            continue
-        after = tuple(up[c][:, None] for c in children[i]) + own(i)
-        up[i] = t.send([order[i]], [order[parent[i]]], m, after)[:, 0]
-    root = int(np.flatnonzero(parent < 0)[0])
-    has = np.full((t.C, p), -1, np.int64)
-    has[:, root] = t.join([up[x] for x in children[root]] + ([ready[:, root]] if ready is not None else []),
-                          order[root])
-    down = {}
-    for i in sorted(range(p), key=lambda i: depth[i]):           # root first
-        for c in children[i]:
-            down[c] = t.send([order[i]], [order[c]], m, (has[:, i:i + 1],))[:, 0]
-            has[:, c] = down[c]
-    return has
-
-
 def _alltoall(t, algorithm, p, m):
     """Each rank sends m/p to every rank, itself included (nccl-tests), so (p-1)/p of m leaves it."""
     per_pair = m // p
@@ -385,8 +357,8 @@ def _hierarchical(t, p, m, group_size, inter="ring"):
             done2[:, col] = _ring(t, "allreduce", p2, int(block[local]), ready=r, order=col)
         else:
             half = split_bytes(int(block[local]), 2)
-            got = [_tree_allreduce(t, tree, int(nbytes), p2, order=col, ready=r)
-                   for tree, nbytes in zip(_trees(p2), half)]
+            got = [tree_allreduce(t, tree, int(nbytes), p2, order=col, ready=r)
+                   for tree, nbytes in zip(binary_trees(p2), half)]
             done2[:, col] = np.stack([t.join([got[0][:, j], got[1][:, j]], col[j]) for j in range(p2)], axis=1)
     for gi, grp in enumerate(groups):                     # all-gather inside each group
         if p1 > 1:
@@ -474,11 +446,15 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
     per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
-    one_chunk = per_dimension or algorithm == "nccl_ring"   # NCCL cuts its own slices
-    t = _Transfers(g, ranks, 1 if one_chunk else chunks, prio, cid, iteration, tag, platform, pxn)
+    nccl = NcclConfig.resolve(nccl)
+    lanes = 1
+    if algorithm == "nccl_tree":                            # NCCL cuts its own chunks and slices
+        chunks, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
+    elif per_dimension or algorithm == "nccl_ring":
+        chunks = 1
+    t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    nccl = NcclConfig.resolve(nccl)
     fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
         if closed_form else None
     if fluid is not None:
@@ -498,6 +474,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         _rooted(t, op, algorithm, p, size)
     elif algorithm == "nccl_ring":
         nccl_ring(t, op, size, nccl)
+    elif algorithm == "nccl_tree":
+        nccl_tree(t, size, nccl)
     elif algorithm == "ring":
         _ring(t, op, p, size)
     elif algorithm == "ring_bidir":
@@ -510,9 +488,9 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         multidim_allreduce(t, size, chunks, algorithm, _ring)
     elif algorithm == "double_binary_tree":
         half = split_bytes(size, 2)
-        pa, pb = _trees(p)
-        _tree_allreduce(t, pa, int(half[0]), p)
-        _tree_allreduce(t, pb, int(half[1]), p)
+        pa, pb = binary_trees(p)
+        tree_allreduce(t, pa, int(half[0]), p)
+        tree_allreduce(t, pb, int(half[1]), p)
     else:
         _hierarchical(t, p, size, group_size, "ring" if algorithm == "hierarchical" else "tree")
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)

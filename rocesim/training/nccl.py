@@ -49,8 +49,10 @@ import numpy as np
 from rocesim.errors import ScenarioError
 from rocesim.settings import Integer, Section, Setting, Size, Time, Word
 from rocesim.training.chunks import split_bytes, split_bytes_each
+from rocesim.training.trees import binary_trees, tree_allreduce
 
-__all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_slice_estimate", "RING_STEPS"]
+__all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_tree", "tree_chunks",
+           "nccl_slice_estimate", "RING_STEPS"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -275,3 +277,40 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
     have = final >= 0
     t.final.append(final[have])
     t.dst.append(np.broadcast_to(pos_b, final.shape)[have])
+
+
+def tree_chunks(platform, ranks, m: int, cfg: NcclConfig) -> tuple[int, int]:
+    """(chunks, channels) of NCCL's tree: each channel cuts its part into chunks of one step
+    of the buffer (buffer / NCCL_STEPS: the Simple tree's chunk, src/enqueue.cc), at least 1."""
+    nch = channels_for(platform, ranks, m, cfg)
+    return max(1, -(-(-(-m // nch)) // (cfg.buffer // NCCL_STEPS))), nch
+
+
+def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
+    """NCCL's tree all-reduce of `m` bytes on the ranks of `t` (a collectives `_Transfers`
+    built with `tree_chunks` chunks): per channel, a chain through each server's GPUs
+    (headed by the GPU on the channel's rail, which talks to the network over its NIC) and
+    a binary tree across the servers' heads, reduce up then broadcast down, chunk by chunk
+    (src/graph/trees.cc, connect.cc: chains inside nodes, the double binary tree across
+    them); half of the channels use one tree of the double binary tree, half the other (on
+    each NIC, when it carries several channels), so every server head is inner in one and
+    a leaf in the other."""
+    pf, ranks = t.platform, t.ranks
+    p = ranks.size
+    nch = channels_for(pf, ranks, m, cfg)
+    layout = ring_layout(pf, ranks, nch)
+    servers = np.unique(pf.server[ranks]).size
+    k = p // servers
+    trees = binary_trees(servers)
+    parts = split_bytes(m, nch)
+    idx = np.arange(p)
+    rails = np.unique(layout.rail).size
+    for c in range(nch):
+        t.lane = c                                         # the channel's share of each GPU's port
+        # the trees alternate on each NIC's channels (when it has several), else channel by channel
+        across = trees[(c // rails) % 2 if nch >= 2 * rails else c % 2]
+        parent = idx - 1                                   # the chain inside each server
+        head = idx % k == 0
+        up = across[idx[head] // k]
+        parent[head] = np.where(up >= 0, up * k, -1)
+        tree_allreduce(t, parent, int(parts[c]), p, order=layout.order[c])

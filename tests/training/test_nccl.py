@@ -24,12 +24,16 @@ def platform(servers=2, gpus=4, su_rate=2880 * 10**9, nics=None):
     return pf.rail_optimized(servers, gpus, "400Gbps", "1us", ScaleUp(su_rate, 10**6), nics_per_server=nics)
 
 
-def run(plat, op, m, nccl=None, ranks="all"):
+def run(plat, op, m, nccl=None, ranks="all", algorithm="nccl_ring"):
     sim = Simulation(plat, nccl=nccl)
-    rec = sim.add_collective(op, "nccl_ring", ranks, m)
+    rec = sim.add_collective(op, algorithm, ranks, m)
     res = sim.run()
     assert res.summary["flows_completed"] == res.summary["flows_total"]
     return res, rec, res.collectives["duration_ns"][0] * 1e-9
+
+
+def run_alg(plat, algorithm, m):
+    return run(plat, "allreduce", m, algorithm=algorithm)
 
 
 def bus_bw(op, m, n, seconds):
@@ -159,3 +163,31 @@ def test_nccl_ring_1gib_allreduce_on_64_gpus_reaches_90_percent_of_the_bound():
     got = bus_bw("allreduce", m, 64, d) * 8
     assert got >= 0.9 * min(G * B, 2880e9 * G / (G - 1))
     assert got >= 0.97 * min(G * B / F, 2880e9 * G / (G - 1))
+
+
+def test_nccl_tree_crosses_servers_on_rails_and_is_bounded_by_its_busiest_nic():
+    """NCCL's tree (chains inside servers, a double binary tree across them): every tree
+    edge between servers carries each channel's part up and down, 2(S-1) m bytes in all,
+    rail to rail; the all-reduce takes at least what its busiest NIC sends at B, and at
+    most 1.4 x that with headers or the GPUs' scale-up egress (1.5 m at R here), whichever
+    is larger."""
+    S, G, m = 2, 4, 128 * MIB
+    res, rec, d = run_alg(platform(S, G), "nccl_tree", m)
+    net = rec.flows[~res.flows["is_compute"][rec.flows]]
+    src, dst, size = res.flows["src"][net], res.flows["dst"][net], res.flows["size_bytes"][net]
+    assert (src % G == dst % G).all()
+    assert size.sum() == 2 * (S - 1) * m
+    busiest = np.bincount(src, weights=size).max()
+    assert d >= busiest * 8 / B
+    assert d <= 1.4 * max(busiest * 8 * F / B, 1.5 * m * 8 / 2880e9)
+
+
+def test_nccl_tree_uses_both_trees_on_every_nic():
+    """Each NIC carries channels of both trees: on 4 servers every server head is inner
+    (sends to two children) in one of them, so every NIC sends to more than one peer."""
+    S, G = 4, 4
+    res, rec, _ = run_alg(platform(S, G), "nccl_tree", 32 * MIB)
+    net = rec.flows[~res.flows["is_compute"][rec.flows]]
+    src, dst = res.flows["src"][net], res.flows["dst"][net]
+    peers = {h: set(dst[src == h].tolist()) for h in range(S * G)}
+    assert all(len(v) >= 2 for v in peers.values())
