@@ -447,12 +447,12 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
     per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
     nccl = NcclConfig.resolve(nccl)
-    lanes = 1
+    pieces, lanes = chunks, 1                               # what each transfer is cut into; channels
     if algorithm == "nccl_tree":                            # NCCL cuts its own chunks and slices
-        chunks, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
-    elif per_dimension or algorithm == "nccl_ring":
-        chunks = 1
-    t = _Transfers(g, ranks, chunks, prio, cid, iteration, tag, platform, pxn, lanes)
+        pieces, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
+    elif per_dimension or algorithm == "nccl_ring":         # (dimensional: chunks scheduled one by one)
+        pieces = 1
+    t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
     fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
