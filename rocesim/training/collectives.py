@@ -55,19 +55,19 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import NcclConfig, nccl_ring, nccl_slice_estimate, nccl_tree, tree_chunks
+from rocesim.training.nccl import NcclConfig, auto_algorithm, nccl_ring, nccl_slice_estimate, nccl_tree, tree_chunks
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree"),
-    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
-    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "auto"),
+    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
+    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
     "alltoall": ("direct", "pairwise"),
     "broadcast": ("ring", "direct"),
     "reduce": ("ring", "direct"),
 }
-DEFAULT_ALGORITHM = {"allreduce": "ring", "reducescatter": "ring", "allgather": "ring",
+DEFAULT_ALGORITHM = {"allreduce": "auto", "reducescatter": "auto", "allgather": "auto",
                      "alltoall": "direct", "broadcast": "ring", "reduce": "ring"}
 
 
@@ -78,7 +78,7 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce; for
     nccl_ring two nodes per slice (`nccl.nccl_slice_estimate`, from `size`)."""
     p = max(int(ranks), 2)
-    if algorithm == "nccl_ring":
+    if algorithm in ("nccl_ring", "auto"):
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
         return 2 * 2 * p * max(1, size // (NcclConfig.resolve(nccl).buffer // 8)) + 4 * p
@@ -436,6 +436,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         raise ScenarioError("ranks", "a collective needs at least two distinct hosts")
     if size <= 0:
         raise ScenarioError("size", "must be positive")
+    if algorithm == "auto":                                 # as NCCL's tuning model picks
+        algorithm = auto_algorithm(op, platform if platform is not None else _hosts_for(ranks), ranks, size)
     if not 1 <= chunks:
         raise ScenarioError("chunks", "must be at least 1")
     smallest = {"allreduce": size // (2 * p), "reducescatter": size // p, "allgather": size // p,

@@ -52,7 +52,7 @@ from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_tree", "tree_chunks",
-           "nccl_slice_estimate", "RING_STEPS"]
+           "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -267,9 +267,9 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
             got = np.full_like(last, -1)
             got[:, into] = last                        # what each place received in this step
             arrived = got
-            if loop == 0 and s == 0:
-                first_ids.append(first[0][live])
-                first_src.append(pos_a[live])
+            if s == 0:                                 # a loop's first step needs only the rank's input
+                first_ids.append(first[:, live].ravel())
+                first_src.append(np.tile(pos_a[live], S))
             final[:, live] = last[:, live]
     t.nodes += nodes
     t.first += first_ids
@@ -314,3 +314,58 @@ def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
         up = across[idx[head] // k]
         parent[head] = np.where(up >= 0, up * k, -1)
         tree_allreduce(t, parent, int(parts[c]), p, order=layout.order[c])
+
+
+# NCCL's tuning model (src/graph/tuning.cc, ncclTopoTuneModel, Simple protocol), in us:
+# a collective takes latency + bytes / algorithm bandwidth, and NCCL runs the fastest.
+BASE_LATENCY_US = {"nccl_ring": 8.4, "nccl_tree": 8.4}            # baseLatencies[algo][Simple]
+HW_LATENCY_US = {"nvlink": {"nccl_ring": 3.4, "nccl_tree": 4.0},   # hwLatencies[hw][algo][Simple]
+                 "net": {"nccl_ring": 14.0, "nccl_tree": 14.0}}
+TREE_BW_FACTOR = 0.92                                                # the tree all-reduce's busBw x .92
+
+
+def platform_bus_bps(platform, ranks) -> float:
+    """The bus bandwidth a ring can reach on the communicator's servers, bit/s: the NICs its
+    GPUs use in a server, or the scale-up domain's G/(G-1) share, whichever is less (the
+    scale-up alone inside one server)."""
+    pf = platform
+    ranks = np.asarray(ranks, np.int64)
+    servers = np.unique(pf.server[ranks]).size
+    k = ranks.size // servers
+    su = float("inf")
+    if k > 1 and pf.scale_up is not None:
+        su = float(pf.scale_up.share_bps(np.array([0]), np.array([1]), pf.gpus_per_server)[0]) * k / (k - 1)
+    if servers == 1:
+        return su
+    nic = float(pf.topology.host_rate(int(pf.host[ranks[0]])))
+    return min(nics_used(pf, ranks).size * nic, su)
+
+
+def tuned_time_us(algorithm: str, op: str, platform, ranks, nbytes: int) -> float:
+    """NCCL's estimate of a collective's time with `algorithm` (nccl_ring or nccl_tree, Simple
+    protocol): base latency + per-step latencies (NVLink steps and network steps) +
+    bytes over the algorithm bandwidth (ring: bus bandwidth x n / steps; tree: half of
+    0.92 x the bus bandwidth)."""
+    pf = platform
+    ranks = np.asarray(ranks, np.int64)
+    n = ranks.size
+    nodes = np.unique(pf.server[ranks]).size
+    intra, inter = HW_LATENCY_US["nvlink"][algorithm], HW_LATENCY_US["net"][algorithm]
+    bus = platform_bus_bps(pf, ranks) / 8 / 1e6                      # bytes per us
+    if algorithm == "nccl_ring":
+        steps = RING_STEPS[op](n)
+        inter_steps = 0 if nodes == 1 else (2 if op == "allreduce" else 1) * (nodes - 1)
+        latency = BASE_LATENCY_US[algorithm] + (steps - inter_steps) * intra + inter_steps * inter
+        algbw = bus * n / steps
+    else:
+        latency = BASE_LATENCY_US[algorithm] + 2 * ((n // nodes - 1) * intra + int(np.log2(nodes)) * inter)
+        algbw = bus * TREE_BW_FACTOR * 0.5
+    return latency + nbytes / algbw
+
+
+def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
+    """The algorithm NCCL's tuning model picks for `op` of `nbytes` on `ranks`: the tree only
+    for all-reduce (NCCL runs reduce-scatter and all-gather on rings), whichever is faster."""
+    if op != "allreduce":
+        return "nccl_ring"
+    return min(("nccl_ring", "nccl_tree"), key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))

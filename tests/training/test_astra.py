@@ -119,7 +119,7 @@ def test_exposed_communication_adds_to_the_iteration(tmp_path):
     text = two_layers(wg0="ALLREDUCE 1000000", wg1="ALLREDUCE 100000", update=700)
     res = run_training(read_astra_sim(write(tmp_path, text), clock_hz=1e8))
     alone = Simulation(topology.star(4, *STAR))
-    alone.add_collective("allreduce", "ring", "all", MB)
+    alone.add_collective("allreduce", "auto", "all", MB)
     allreduce_ns = alone.run().collectives["duration_ns"][0]
     compute_ns = 210_000
     assert allreduce_ns > 100_000

@@ -191,3 +191,22 @@ def test_nccl_tree_uses_both_trees_on_every_nic():
     src, dst = res.flows["src"][net], res.flows["dst"][net]
     peers = {h: set(dst[src == h].tolist()) for h in range(S * G)}
     assert all(len(v) >= 2 for v in peers.values())
+
+
+@pytest.mark.parametrize("op,algorithm,servers,size", [("reducescatter", "nccl_ring", 2, 40 * MIB),
+                                                        ("allreduce", "nccl_ring", 3, 8 * MIB),
+                                                        ("allreduce", "nccl_tree", 4, 8 * MIB)])
+def test_nccl_collectives_have_no_stray_roots(op, algorithm, servers, size):
+    """Every node of the collective waits for something: only the per-rank start nodes are
+    roots, so nothing starts before the collective is triggered (several loops included)."""
+    from rocesim.training.collectives import append_collective
+    from rocesim.training.graph import Graph
+    g = Graph()
+    plat = platform(servers, 4)
+    rec = append_collective(g, op, algorithm, np.arange(plat.n_ranks), size, platform=plat,
+                            nccl=NcclConfig(channels=2))
+    children, _ = g.edges()
+    has_parent = np.zeros(g.n, bool)
+    has_parent[children] = True
+    roots = np.flatnonzero(~has_parent)
+    assert set(roots.tolist()) == set(rec.start_nodes.tolist())

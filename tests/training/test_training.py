@@ -33,7 +33,7 @@ def test_weight_gradient_allreduce_gates_the_next_forward():
     add_training(sim, wl, [0, 1, 2, 3], 2)
     res = sim.run()
     alone = Simulation(star())
-    alone.add_collective("allreduce", "ring", [0, 1, 2, 3], size)
+    alone.add_collective("allreduce", "auto", [0, 1, 2, 3], size)
     a = alone.run().collectives["duration_ns"][0]
     it = res.iterations
     assert it["duration_ns"] == pytest.approx([60_000 + a + 4_000] * 2, abs=1e-6)
