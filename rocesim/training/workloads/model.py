@@ -42,7 +42,9 @@ forward each rank sends `pp_comm` bytes to its peer in the next stage and after 
 backward to its peer in the previous one; a stage's pass of micro-batch j waits for that
 transfer, which makes the pipeline's bubbles.  The prologue layers (AICB's gradient
 all-gather/reduce-scatter, layernorm and embedding gradients) run their forward before the
-first micro-batch and their backward after the last.
+first micro-batch and their backward after the last; the epilogue layers (AICB's
+cross-entropy and optimizer all-reduces) run their forward and backward right after the
+last micro-batch's forward (in the file's order with gpipe).
 """
 from __future__ import annotations
 
@@ -104,7 +106,8 @@ class Workload:
     ga: int = 1               # micro-batches per iteration (the file lists each one's layers)
     all_gpus: int | None = None
     pp_comm: int = 0          # bytes each rank sends to its peer stage per micro-batch and direction
-    prologue: int = 0         # layers run once per iteration around the ga micro-batches (pp > 1)
+    prologue: int = 0         # layers run once per iteration before the ga micro-batches (pp > 1)
+    epilogue: int = 0         # layers run once per iteration after them (pp > 1)
     checkpoints: frozenset = field(default_factory=frozenset)
     checkpoint_initiates: frozenset = field(default_factory=frozenset)
     where: str = ""
@@ -116,8 +119,8 @@ class Workload:
             raise ScenarioError("layers", "a workload needs at least one layer")
 
     def micro_batches(self) -> list[list[int]]:
-        """The layer indices of each of the `ga` micro-batches (after the prologue)."""
-        body = np.arange(self.prologue, len(self.layers))
+        """The layer indices of each of the `ga` micro-batches (between the prologue and the epilogue)."""
+        body = np.arange(self.prologue, len(self.layers) - self.epilogue)
         return [b.tolist() for b in np.split(body, self.ga)]
 
 
@@ -326,6 +329,8 @@ class _Builder:
         stages = self.grp["pp"].T                    # row s: the ranks of stage s, peers column by column
         blocks = wl.micro_batches()
         prologue = list(range(wl.prologue))
+        epilogue = list(range(len(wl.layers) - wl.epilogue, len(wl.layers)))
+        forwards = [0] * wl.pp
         plans = [schedule(kind, s, wl.pp, wl.ga) for s in range(wl.pp)]
         cursor = [0] * wl.pp
         arrived = {}                                 # (kind, stage, j) -> per rank: the data arrived
@@ -341,8 +346,12 @@ class _Builder:
                         break
                     carry = (arrived.pop(need),) if need in arrived else ()
                     if forward:
-                        first = cursor[s] == 0
+                        forwards[s] += 1
+                        first, last = forwards[s] == 1, forwards[s] == wl.ga
                         carry = self.forward((prologue if first else []) + blocks[j], members, it, carry)
+                        if last and epilogue:
+                            carry = self.backward(epilogue[::-1], members, it, self.forward(epilogue, members, it,
+                                                                                            carry))
                     else:
                         last = cursor[s] == len(plans[s]) - 1
                         carry = self.backward(blocks[j][::-1] + (prologue[::-1] if last else []), members, it, carry)
