@@ -2,7 +2,7 @@
 meanings), then built into a `rocesim.network.platform.Platform` once its memory estimate
 fits the limit.
 
-A plain topology has one rank per host; `rail_optimized`, `rail_only`, `astra_sim`, and
+A plain topology has one rank per host; `rail_optimized`, `rail_only`, `astra_sim`, `simai_file`, and
 `leaf_spine`/`fat_tree`/`clos3` with `gpus_per_server` make multi-GPU servers.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from rocesim.memory import MemoryLimit
 from rocesim.network import platform as pf
 from rocesim.network import topology as topo_mod
 from rocesim.network.astra_network import to_topology
+from rocesim.network.simai_topology import read_simai_topology
 from rocesim.settings import (REQUIRED, Choice, Custom, Integer, Kinds, Number, Path, Rate, Section, Setting, Time,
                               keys_of, resolve_path, show)
 from rocesim._textfile import read_text
@@ -95,6 +96,9 @@ TOPOLOGY = Kinds(
                       path=Setting(Path(), REQUIRED, "the network file (topology, npus_count, bandwidth, latency)"),
                       scale_up_dims=Setting(Integer(0), None, "dimensions that form the server (default 1; "
                                                               "0: every dimension is fabric)")),
+    simai_file=Section("a SimAI topology file (gen_Topo_Template.py's format): GPUs with their own NICs, "
+                       "NVSwitches as the servers' scale-up domain",
+                       path=Setting(Path(), REQUIRED, "the file")),
 )
 
 SERVER_KEYS = tuple(_servers())
@@ -112,6 +116,8 @@ def build_platform(d, base_dir=".", key="topology", memory=None):
             return _PLATFORMS[kind](v, key, memory)
         if kind == "astra_sim":
             return _astra_sim(v, key, memory, base_dir)
+        if kind == "simai_file":
+            return read_simai_topology(resolve_path(base_dir, v["path"], f"{key}.path"), memory, f"{key}.path")
         topo = _BUILDERS[kind](v, key, memory, base_dir)
         if memory.shape == (0, 0, 0):        # read from a file: checked once it is known
             memory.topology(f"{key}.path" if "path" in v else key, f"{kind} topology",

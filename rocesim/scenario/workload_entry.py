@@ -1,5 +1,6 @@
 """The scenario's `{kind: workload}` traffic entries: a model (a layer-model preset, an LLM
-preset, an ASTRA-sim 1.0 file or Chakra traces) on a job's ranks, for some iterations.
+preset, an ASTRA-sim 1.0 file, a SimAI/AICB file or Chakra traces) on a job's ranks, for
+some iterations.
 
 The ranks are `ranks`, or `gpus` placed `packed` or `spread` on free servers; jobs hold
 disjoint ranks and name their rows of iterations.csv and collectives.csv (`job`).
@@ -21,16 +22,19 @@ from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.astra import read_astra_sim
 from rocesim.training.workloads.chakra import add_chakra, read_chakra
 from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
+from rocesim.training.workloads.model import DEPENDENCIES
 from rocesim.training.workloads.presets import PRESETS
+from rocesim.training.workloads.simai import read_simai
 
 # per-operation algorithms a workload may choose, and the workload roles that map to an op
 ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
-LLM_ONLY = ("parallelism", "pipeline", "pxn")
+LLM_ONLY = ("parallelism", "pxn")
 
 WORKLOAD = Section(
     "a training workload: iterations of a model's compute and communication on a job's ranks",
-    model=Setting(Custom(f"a preset ({', '.join([*PRESETS, *LLM_PRESETS])}), {{astra_sim: file}} or "
-                         "{chakra: prefix} (files prefix.<rank>.et)"), REQUIRED, "the model"),
+    model=Setting(Custom(f"a preset ({', '.join([*PRESETS, *LLM_PRESETS])}), {{astra_sim: file}}, "
+                         "{simai: file} (SimAI 1.6 / AICB) or {chakra: prefix} (files prefix.<rank>.et)"),
+                  REQUIRED, "the model"),
     params=Setting(Custom("a mapping of the preset's parameters (listed below)"), None, "the preset's parameters"),
     ranks=Setting(Custom("'all' or a list of ranks"), None, "the job's ranks (default all; or gpus and placement)"),
     gpus=Setting(Integer(1), None, "the job's size in GPUs, instead of ranks"),
@@ -43,7 +47,13 @@ WORKLOAD = Section(
     chunks=Setting(Integer(1), 1, "pieces each collective is cut into"),
     prio=Setting(PRIORITY, DEFAULT_FLOW_PRIORITY, "the flows' priority"),
     start=Setting(Time(), "0us", "when the first iteration starts"),
-    clock=Setting(Custom("a frequency, e.g. 1GHz"), "1GHz", "ASTRA-sim files: the clock their cycles count"),
+    clock=Setting(Custom("a frequency, e.g. 1GHz"), "1GHz", "ASTRA-sim and SimAI files: the clock their cycles "
+                                                            "count (SimAI's ticks are ns: 1GHz)"),
+    dependencies=Setting(Choice(*DEPENDENCIES), None, "ASTRA-sim and SimAI files: what waits for what (simai: a "
+                                                      "layer's weight-gradient compute waits for its input-gradient "
+                                                      "communication, as SimAI 1.6; overlap: it overlaps it, as "
+                                                      "ASTRA-sim 1.0); default simai for SimAI files, overlap for "
+                                                      "ASTRA-sim files"),
     parallelism=Setting(Section("{tp, pp, cp, ep, order}: LLM parallelism (dp is what is left)",
                                 tp=Setting(Integer(1), None, "tensor parallelism (default: the preset's)"),
                                 pp=Setting(Integer(1), None, "pipeline stages"),
@@ -51,7 +61,8 @@ WORKLOAD = Section(
                                 ep=Setting(Integer(1), None, "expert parallelism"),
                                 order=Setting(Text(), None, "group order, e.g. tp-cp-dp-pp (Megatron-LM's)")),
                         None, "LLM presets: the parallel groups"),
-    pipeline=Setting(Choice(*SCHEDULES), None, "LLM presets: the pipeline schedule (default 1f1b)"),
+    pipeline=Setting(Choice(*SCHEDULES), None, "LLM presets and SimAI files with pp > 1: the pipeline schedule "
+                                               "(default 1f1b for presets, gpipe, the file's order, for SimAI files)"),
     pxn=Setting(Boolean(), None, "LLM presets: rail-aligned forwarding for the job's collectives (NCCL's PXN; "
                                  "default false)"),
 )
@@ -62,9 +73,16 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
     a ranks list against the platform."""
     model = v["model"]
     llm = isinstance(model, str) and model in LLM_PRESETS
+    simai = isinstance(model, dict) and set(model) == {"simai"}
     given = [k for k in LLM_ONLY if v[k] is not None]
     if given and not llm:
         raise ScenarioError(f"{key}.{given[0]}", f"only the LLM presets ({', '.join(LLM_PRESETS)}) take it")
+    if v["pipeline"] is not None and not (llm or simai):
+        raise ScenarioError(f"{key}.pipeline", "only the LLM presets and SimAI files take it")
+    layered = isinstance(model, dict) and set(model) in ({"simai"}, {"astra_sim"})
+    if v["dependencies"] is not None and not layered:
+        raise ScenarioError(f"{key}.dependencies", "only ASTRA-sim and SimAI files ({astra_sim: file}, "
+                                                   "{simai: file}) take it")
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
                   start=v["start"], tag=index, job=job)
@@ -74,11 +92,15 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
         if model not in PRESETS:
             raise ScenarioError(f"{key}.model", f"unknown model {model!r}; presets: "
                                                 f"{', '.join([*PRESETS, *LLM_PRESETS])}, or {{astra_sim: file}} / "
-                                                "{chakra: prefix}")
+                                                "{simai: file} / {chakra: prefix}")
         wl = PRESETS[model].make(v["params"], f"{key}.params")
     elif isinstance(model, dict) and set(model) == {"astra_sim"}:
         wl = read_astra_sim(resolve_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"),
                             _hertz(v["clock"], f"{key}.clock"))
+    elif simai:
+        wl = read_simai(resolve_path(base_dir, model["simai"], f"{key}.model.simai"),
+                        _hertz(v["clock"], f"{key}.clock"))
+        common.update(dependencies=v["dependencies"] or "simai", pipeline=v["pipeline"] or "gpipe")
     elif isinstance(model, dict) and set(model) == {"chakra"}:
         if sim.platform.gpus_per_server > 1:
             raise ScenarioError(f"{key}.model.chakra", "Chakra traces run on one rank per host; use a topology "
@@ -90,7 +112,10 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
         add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, v["iterations"], **common)
         return
     else:
-        raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file} or {chakra: prefix}")
+        raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file}, {simai: file} or "
+                                            "{chakra: prefix}")
+    if not simai and v["dependencies"] is not None:
+        common.update(dependencies=v["dependencies"])
     workloads.add_training(sim, wl, ranks, v["iterations"], **common)
 
 

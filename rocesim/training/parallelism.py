@@ -9,6 +9,9 @@ parallelism reuses the data-parallel ranks as Megatron-LM does: each DP group sp
 into DP/EP groups of EP consecutive members (an MoE layer's all-to-all runs inside those),
 and the members with the same place in their EP group hold the same experts (the
 expert-data-parallel group, which all-reduces their gradients).
+
+`schedule` orders one pipeline stage's forward and backward passes of its micro-batches
+(1F1B or GPipe).
 """
 from __future__ import annotations
 
@@ -82,3 +85,18 @@ class Parallelism:
         key = np.ravel_multi_index([c[d] for d in others], [getattr(self, d) for d in others])
         rows = np.lexsort((c[dim], key)).reshape(-1, getattr(self, dim))
         return rows[np.argsort(rows[:, 0], kind="stable")]
+
+
+SCHEDULES = ("1f1b", "gpipe")
+
+
+def schedule(kind: str, stage: int, stages: int, micro_batches: int) -> list[tuple[str, int]]:
+    """The order of forward ('F', j) and backward ('B', j) passes on one pipeline stage."""
+    m = micro_batches
+    if kind == "gpipe":
+        return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
+    warm = min(stages - stage - 1, m)
+    ops = [("F", j) for j in range(warm)]
+    for j in range(m - warm):
+        ops += [("F", warm + j), ("B", j)]
+    return ops + [("B", j) for j in range(m - warm, m)]

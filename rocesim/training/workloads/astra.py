@@ -36,6 +36,16 @@ MP_KEY = "model_parallel_NPU_group:"
 
 def read_astra_sim(path, clock_hz: float = 1e9) -> Workload:
     """Read the ASTRA-sim 1.0 workload file `path`; cycles are converted at `clock_hz`."""
+    name, lines, records, ps = read_layer_lines(path, clock_hz)
+    parallelism, mp_size = _header(lines[0])
+    layers = [parse_layer(line, ps, _astra_comm) for line in records]
+    base = os.path.splitext(os.path.basename(name))[0]
+    return Workload(base, parallelism, layers, mp_size=mp_size, source=f"ASTRA-sim workload {name}")
+
+
+def read_layer_lines(path, clock_hz: float):
+    """The file's name, its lines, the layer lines (as many as line 2 declares) and a
+    cycles-to-picoseconds function; errors keyed file:line."""
     if isinstance(clock_hz, bool) or not isinstance(clock_hz, (int, float)) or not clock_hz > 0:
         raise ScenarioError("clock", f"expected a positive frequency in Hz, got {clock_hz!r}")
     name = os.fspath(path)
@@ -43,7 +53,6 @@ def read_astra_sim(path, clock_hz: float = 1e9) -> Workload:
     if not lines:
         raise ScenarioError(f"{name}:1", "empty file: expected the parallelism on line 1 "
                                          f"({', '.join(PARALLELISMS)})")
-    parallelism, mp_size = _header(lines[0])
     if len(lines) < 2:
         raise end_of_file_error(name, lines, "expected the number of layers on the line after the parallelism")
     count_line = lines[1]
@@ -62,23 +71,36 @@ def read_astra_sim(path, clock_hz: float = 1e9) -> Workload:
     def ps(cycles: int) -> int:
         return int(round(cycles * 1e12 / clock_hz))
 
-    layers = [_layer(line, ps) for line in records]
-    base = os.path.splitext(os.path.basename(name))[0]
-    return Workload(base, parallelism, layers, mp_size=mp_size, source=f"ASTRA-sim workload {name}")
+    return name, lines, records, ps
 
 
-def _header(line: Line) -> tuple[str, int]:
-    """The parallelism and the model-parallel group size from line 1."""
+def parallelism_of(line: Line) -> str:
+    """The parallelism named on line 1 (HYBRID_TRANSFORMER* counts as HYBRID_TRANSFORMER)."""
     word = line.fields[0]
     parallelism = "HYBRID_TRANSFORMER" if word.startswith("HYBRID_TRANSFORMER") else word
     if parallelism not in PARALLELISMS:
         raise line.error(f"unknown parallelism {word!r}; valid: {', '.join(PARALLELISMS)}")
+    return parallelism
+
+
+def header_value(line: Line, key: str, i: int) -> tuple[str, int]:
+    """The value of the header token `i` (`key:` then the next token, or `key:value`) and
+    the index of the token that held it."""
+    rest = line.fields
+    glued = rest[i][len(key):]
+    if glued:
+        return glued, i
+    return (rest[i + 1], i + 1) if i + 1 < len(rest) else ("", i)
+
+
+def _header(line: Line) -> tuple[str, int]:
+    """The parallelism and the model-parallel group size from line 1."""
+    parallelism = parallelism_of(line)
     mp_size = 1
-    rest = line.fields[1:]
-    for i, token in enumerate(rest):
-        if not token.startswith(MP_KEY):
+    for i, token in enumerate(line.fields):
+        if i == 0 or not token.startswith(MP_KEY):
             continue
-        value = token[len(MP_KEY):] or (rest[i + 1] if i + 1 < len(rest) else "")
+        value, _ = header_value(line, MP_KEY, i)
         try:
             mp_size = int(value)
         except ValueError:
@@ -88,7 +110,17 @@ def _header(line: Line) -> tuple[str, int]:
     return parallelism, mp_size
 
 
-def _layer(line: Line, ps) -> Layer:
+def _astra_comm(line: Line, kind: str, size: int, phase: str) -> Comm | None:
+    if kind == "NONE":
+        return None
+    if kind not in COMM_TYPES:
+        raise line.error(f"unknown {phase} communication type {kind!r}; valid: NONE, {', '.join(COMM_TYPES)}")
+    return Comm(COMM_TYPES[kind], size) if size > 0 else None
+
+
+def parse_layer(line: Line, ps, comm) -> Layer:
+    """A layer line (12 fields); `comm(line, TYPE, size, phase)` reads a communication
+    (phase: forward, input-gradient, weight-gradient)."""
     line.expect_fields(12, LAYER_LAYOUT)
     line.int_field(1, "the reserved field (normally -1)")
 
@@ -98,23 +130,17 @@ def _layer(line: Line, ps) -> Layer:
             raise line.error(f"{what} must not be negative, got {value}")
         return value
 
-    def comm(index: int, phase: str) -> Comm | None:
-        kind = line.fields[index].upper()
+    def read_comm(index: int, phase: str) -> Comm | None:
         size = count(index + 1, f"the {phase} communication size (bytes)")
-        if kind == "NONE":
-            return None
-        if kind not in COMM_TYPES:
-            raise line.error(f"unknown {phase} communication type {line.fields[index]!r}; "
-                             f"valid: NONE, {', '.join(COMM_TYPES)}")
-        return Comm(COMM_TYPES[kind], size) if size > 0 else None
+        return comm(line, line.fields[index].upper(), size, phase)
 
     return Layer(
         name=line.fields[0],
         fwd_ps=ps(count(2, "the forward compute time (cycles)")),
-        fwd_comm=comm(3, "forward"),
+        fwd_comm=read_comm(3, "forward"),
         ig_ps=ps(count(5, "the input-gradient compute time (cycles)")),
-        ig_comm=comm(6, "input-gradient"),
+        ig_comm=read_comm(6, "input-gradient"),
         wg_ps=ps(count(8, "the weight-gradient compute time (cycles)")),
-        wg_comm=comm(9, "weight-gradient"),
+        wg_comm=read_comm(9, "weight-gradient"),
         update_ps=ps(count(11, "the delay after the weight update (cycles)")),
     )

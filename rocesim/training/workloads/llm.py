@@ -36,7 +36,7 @@ from rocesim.errors import ScenarioError
 from rocesim.settings import Section
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
-from rocesim.training.parallelism import Parallelism
+from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.presets import TFLOPS, Preset, count
 
 BYTES = 2          # bf16
@@ -121,21 +121,6 @@ LLM_PRESETS = {
         pp=count(4, "default pipeline stages"), ep=count(8, "default expert parallelism"),
         cp=count(1, "default context parallelism"), tflops=TFLOPS)),
 }
-SCHEDULES = ("1f1b", "gpipe")
-
-
-def schedule(kind: str, stage: int, stages: int, micro_batches: int) -> list[tuple[str, int]]:
-    """The order of forward ('F', j) and backward ('B', j) passes on one pipeline stage."""
-    m = micro_batches
-    if kind == "gpipe":
-        return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
-    warm = min(stages - stage - 1, m)
-    ops = [("F", j) for j in range(warm)]
-    for j in range(m - warm):
-        ops += [("F", warm + j), ("B", j)]
-    return ops + [("B", j) for j in range(m - warm, m)]
-
-
 def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:
     """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
     (options as `llm_graph`'s)."""

@@ -1,49 +1,78 @@
 """Training workloads: layers with compute and communication, run for N iterations.
 
-A `Workload` is what ASTRA-sim 1.0's text format describes: per layer, a forward
-compute time and the communication it needs, an input-gradient compute and its
-communication, a weight-gradient compute and its communication, and a delay after the
-weight update.  `add_training` turns it into one dependency graph per run (the core
-then releases everything without returning to Python), on every rank:
+A `Workload` is what ASTRA-sim 1.0's text format (and SimAI's extension of it,
+`rocesim.training.workloads.simai`) describes: per layer, a forward compute time and the
+communication it needs, an input-gradient compute and its communication, a
+weight-gradient compute and its communication, and a delay after the weight update.
+`training_graph` turns it into one dependency graph per run (the core then releases
+everything without returning to Python), on every rank; compute is sequential on a rank
+(one GPU stream: each compute step waits for the previous one).  Two dependency rules,
+`dependencies`:
 
-* compute is sequential on a rank (one GPU stream): each compute step waits for the
-  previous one;
-* forward: layer i computes, then its forward communication (blocking: layer i+1
-  waits for it);
-* backward, last layer first: input-gradient compute and communication (blocking),
-  weight-gradient compute, then the weight-gradient communication, which is not
-  blocking: it overlaps the rest of the backward pass, and only layer i's forward in
-  the next iteration waits for it (plus the update delay), as in ASTRA-sim.
+* ``overlap`` (ASTRA-sim 1.0, rocesim's default for its files): forward: layer i computes,
+  then its forward communication (blocking: layer i+1 waits for it); backward, last layer
+  first: input-gradient compute and communication, weight-gradient compute (overlapping
+  the input-gradient communication), then the weight-gradient communication, which is not
+  blocking: it overlaps the rest of the backward pass, and only layer i's forward in the
+  next iteration waits for it (plus the update delay).
+* ``simai`` (SimAI 1.6, astra-sim-alibabacloud/astra-sim/workload/Workload.cc
+  `iterate_hybrid_parallel_Transformer_fwd_in_bckwd`, Layer.cc `call`): the same, except
+  that a layer's weight-gradient compute waits for its input-gradient communication (the
+  loop issues it Blocking and only moves on to the weight gradient when it is done), the
+  delay (the last field) follows every communication (fwd, ig and wg: `Layer::call`
+  registers each *_Comm_Finished_After_Delay after `weight_grad_update_time`), and a
+  forward communication below 4096 B is raised to 4096 B.
 
 Communication groups: `dp` (data-parallel: ranks holding the same model shard), `mp`
-(model/tensor-parallel: ranks sharing one model replica) or `all`.  With `mp_size` m,
-model-parallel groups are m consecutive ranks and data-parallel groups take one rank
-of each (HYBRID_DATA_MODEL, HYBRID_TRANSFORMER); HYBRID_MODEL_DATA swaps them
-(data-parallel groups consecutive).  DATA puts everything in one data-parallel group,
-MODEL in one model-parallel group.
+(model/tensor-parallel: ranks sharing one model replica), `ep` (expert-parallel), `dp_ep`
+(expert-data-parallel) or `all`.  With `mp_size` m, model-parallel groups are m
+consecutive ranks and data-parallel groups take one rank of each (HYBRID_DATA_MODEL,
+HYBRID_TRANSFORMER); HYBRID_MODEL_DATA swaps them (data-parallel groups consecutive).
+DATA puts everything in one data-parallel group, MODEL in one model-parallel group.
+HYBRID_TRANSFORMER's groups are those of `rocesim.training.parallelism.Parallelism` with
+order tp-cp-dp-pp (tp = m): with one pipeline stage they are SimAI's (MockNcclGroup.cc:
+TP consecutive, DP strided by TP, EP = consecutive members of a DP group, DP_EP = the
+members of a DP group strided by EP).
+
+Pipeline parallelism (`pp` > 1, SimAI/AICB files): the job's ranks form `pp` stages (the
+slowest dimension of the grid) that all run the file's layers; the layers after the first
+`prologue` ones are `ga` micro-batches; every stage runs its micro-batches in `pipeline`
+order (gpipe: the file's own order, all forwards then all backwards; or 1f1b), after each
+forward each rank sends `pp_comm` bytes to its peer in the next stage and after each
+backward to its peer in the previous one; a stage's pass of micro-batch j waits for that
+transfer, which makes the pipeline's bubbles.  The prologue layers (AICB's gradient
+all-gather/reduce-scatter, layernorm and embedding gradients) run their forward before the
+first micro-batch and their backward after the last; the epilogue layers (AICB's
+cross-entropy and optimizer all-reduces) run their forward and backward right after the
+last micro-batch's forward (in the file's order with gpipe).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
-COMM_OPS = ("allreduce", "allgather", "alltoall", "reducescatter")
+# allreduce_alltoall: an all-reduce, then an all-to-all of the same size on the same group
+COMM_OPS = ("allreduce", "allgather", "alltoall", "reducescatter", "broadcast", "allreduce_alltoall")
+GROUPS = ("auto", "dp", "mp", "ep", "dp_ep", "all")
+DEPENDENCIES = ("overlap", "simai")
+SIMAI_MIN_FWD_BYTES = 4096      # Workload.cc iterate_hybrid_parallel_Transformer_fwd_in_bckwd
 
 
 @dataclass(frozen=True)
 class Comm:
     """One communication of a layer: a collective of `size` bytes over a group."""
 
-    op: str                  # allreduce, allgather, alltoall, reducescatter
+    op: str                  # one of COMM_OPS
     size: int                # bytes, as nccl-tests counts them
-    group: str = "auto"      # dp, mp, all, or auto (by the workload's parallelism)
+    group: str = "auto"      # one of GROUPS (auto: by the workload's parallelism and the phase)
 
 
 @dataclass(frozen=True)
@@ -60,11 +89,28 @@ class Layer:
 
 @dataclass
 class Workload:
+    """Layers and how they are spread over the ranks (see the module's docstring).
+
+    `ep_size`, `pp`, `ga`, `pp_comm`, `prologue` and the checkpoints come from SimAI/AICB
+    headers; `all_gpus` (when known) must be the job's rank count; `where` ("file:line")
+    keys errors about the header found when the workload meets its ranks."""
+
     name: str
     parallelism: str
     layers: list[Layer]
     mp_size: int = 1
     source: str = ""          # where the numbers come from
+    ep_size: int = 1
+    pp: int = 1
+    vpp: int = 1              # read, not used: SimAI only scales its analytic bubble with it
+    ga: int = 1               # micro-batches per iteration (the file lists each one's layers)
+    all_gpus: int | None = None
+    pp_comm: int = 0          # bytes each rank sends to its peer stage per micro-batch and direction
+    prologue: int = 0         # layers run once per iteration before the ga micro-batches (pp > 1)
+    epilogue: int = 0         # layers run once per iteration after them (pp > 1)
+    checkpoints: frozenset = field(default_factory=frozenset)
+    checkpoint_initiates: frozenset = field(default_factory=frozenset)
+    where: str = ""
 
     def __post_init__(self):
         if self.parallelism not in PARALLELISMS:
@@ -72,20 +118,33 @@ class Workload:
         if not self.layers:
             raise ScenarioError("layers", "a workload needs at least one layer")
 
+    def micro_batches(self) -> list[list[int]]:
+        """The layer indices of each of the `ga` micro-batches (between the prologue and the epilogue)."""
+        body = np.arange(self.prologue, len(self.layers) - self.epilogue)
+        return [b.tolist() for b in np.split(body, self.ga)]
 
-def groups(parallelism: str, n: int, mp_size: int) -> dict[str, np.ndarray]:
-    """Rank-index groups, one row per group: {'dp': ..., 'mp': ..., 'all': [[0..n-1]]}."""
+
+def groups(parallelism: str, n: int, mp_size: int, ep: int = 1, pp: int = 1, key: str = "mp_size"
+           ) -> dict[str, np.ndarray]:
+    """Rank-index groups, one row per group: {'dp', 'mp', 'ep', 'dp_ep', 'all'}; with `pp`
+    stages, also 'pp' (row k: the k-th rank of every stage, one per stage in stage order).
+    Errors are keyed `key`."""
     idx = np.arange(n)
     m = {"DATA": 1, "MICRO": 1, "MODEL": n}.get(parallelism, mp_size)
     if m < 1 or n % m:
-        raise ScenarioError("mp_size", f"the {n} ranks do not split into model-parallel groups of {m}")
+        raise ScenarioError(key, f"the {n} ranks do not split into model-parallel groups of {m}")
+    if parallelism != "HYBRID_TRANSFORMER" and (ep, pp) != (1, 1):
+        raise ScenarioError(key, f"expert and pipeline parallelism need HYBRID_TRANSFORMER, not {parallelism}")
     if parallelism == "HYBRID_MODEL_DATA":          # data-parallel groups are the consecutive ones
         dp = idx.reshape(m, n // m)
         mp = dp.T.copy()
-    else:                                           # model-parallel groups are the consecutive ones
-        mp = idx.reshape(n // m, m)
-        dp = mp.T.copy()
-    return {"dp": dp, "mp": mp, "all": idx[None, :]}
+        return {"dp": dp, "mp": mp, "ep": idx[:, None], "dp_ep": dp, "all": idx[None, :], "pp": idx[:, None]}
+    if n % (m * pp) or (n // (m * pp)) % ep:
+        raise ScenarioError(key, f"{n} ranks do not split into tp={m} x pp={pp} x dp with ep={ep} dividing dp "
+                                 f"(dp = ranks / (tp pp) = {n / (m * pp):g})")
+    par = Parallelism(tp=m, pp=pp, dp=n // (m * pp), ep=ep)
+    return {"dp": par.groups("dp"), "mp": par.groups("tp"), "ep": par.groups("ep"), "dp_ep": par.groups("edp"),
+            "all": idx[None, :], "pp": par.groups("pp")}
 
 
 def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
@@ -106,75 +165,202 @@ def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> 
 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
-                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None) -> TrainingGraph:
+                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
+                   pipeline="gpipe", nccl=None) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
-    as job `job`; `check(what, nodes)` (e.g. `Simulation.workload_check`) may refuse the
-    whole run once its first iteration is built; `nccl` shapes the nccl_* algorithms."""
-    ranks = np.asarray(ranks, np.int64)
-    hosts = platform.host_of(ranks)
-    n = ranks.size
+    as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
+    with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
+    (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
+    is built; `nccl` shapes the nccl_* algorithms."""
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
-    algorithms = {**DEFAULT_ALGORITHM, **(algorithms or {})}
-    grp = groups(workload.parallelism, n, workload.mp_size)
-    g = Graph()
-    records = []
-    last_compute = np.full(n, -1, np.int64)        # per rank: the previous compute node
-    pending_wg: dict[int, np.ndarray] = {}         # layer -> per rank: what its next forward waits for
-
-    def compute(duration, it, after=()):
-        ids = g.compute(hosts, duration, iteration=it, tag=tag, start=start)
-        for a in (last_compute,) + tuple(after):
-            ok = a >= 0
-            g.depend(ids[ok], a[ok])
-        last_compute[:] = ids
-        return ids
-
-    def communicate(comm: Comm, phase, it, trigger):
-        """One collective per group; returns per rank the node that signals it is done."""
-        done = np.full(n, -1, np.int64)
-        for members in grp[_group_of(comm, phase, workload.parallelism)]:
-            if members.size < 2:
-                done[members] = trigger[members]
-                continue
-            rec = append_collective(g, comm.op, algorithms[comm.op], ranks[members], comm.size, chunks=chunks,
-                                 prio=prio, cid=len(records), iteration=it, tag=tag, platform=platform, job=job,
-                                    nccl=nccl)
-            g.depend(rec.start_nodes, trigger[members])
-            done[members] = rec.done_nodes
-            records.append(rec)
-        return done
-
+    if dependencies not in DEPENDENCIES:
+        raise ScenarioError("dependencies", f"unknown {dependencies!r}; valid: {', '.join(DEPENDENCIES)}")
+    if pipeline not in SCHEDULES:
+        raise ScenarioError("pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
+    b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
+                 chunks, prio, start, tag, job, dependencies == "simai", nccl)
+    wl = workload
     for it in range(iterations):
         if it == 1 and check is not None:
-            check(f"{iterations:,} iterations of workload {workload.name or 'layers'}", g.n * iterations)
-        after_fwd = ()
-        for li, layer in enumerate(workload.layers):
-            waits = after_fwd + ((pending_wg.pop(li),) if li in pending_wg else ())
-            f = compute(layer.fwd_ps, it, waits)
-            after_fwd = ()
-            if layer.fwd_comm is not None:
-                after_fwd = (communicate(layer.fwd_comm, "fwd", it, f),)
-        after_bwd = after_fwd
-        for li in range(len(workload.layers) - 1, -1, -1):
-            layer = workload.layers[li]
-            ig = compute(layer.ig_ps, it, after_bwd)
-            after_bwd = ()
-            if layer.ig_comm is not None:
-                after_bwd = (communicate(layer.ig_comm, "ig", it, ig),)
-            wg = compute(layer.wg_ps, it)
-            done = wg if layer.wg_comm is None else communicate(layer.wg_comm, "wg", it, wg)
-            if layer.update_ps > 0:                  # the weight update, off the compute stream
-                upd = g.compute(hosts, layer.update_ps, iteration=it, tag=tag)
-                g.depend(upd, done)
-                done = upd
-            if layer.wg_comm is not None or layer.update_ps > 0:
-                pending_wg[li] = done
-        if after_bwd:                               # a blocking last communication ends the iteration
-            compute(0, it, after_bwd)
+            check(f"{iterations:,} iterations of workload {wl.name or 'layers'}", b.g.n * iterations)
+        if wl.pp == 1:
+            everyone = np.arange(b.n)
+            order = list(range(len(wl.layers)))
+            carry = b.backward(order[::-1], everyone, it, b.forward(order, everyone, it, ()))
+            if carry:                               # a blocking last communication ends the iteration
+                b.compute(everyone, 0, it, carry)
+        else:
+            b.pipeline_iteration(it, pipeline)
     # the last iteration ends when its weight gradients are exchanged
-    if pending_wg:
-        end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
-        for done in pending_wg.values():
-            g.depend(end, done)
-    return TrainingGraph(g, records, iterations, job)
+    if b.pending:
+        end = b.g.compute(b.hosts, 0, iteration=iterations - 1, tag=tag)
+        for done in b.pending.values():
+            ok = done >= 0
+            b.g.depend(end[ok], done[ok])
+    return TrainingGraph(b.g, b.records, iterations, job)
+
+
+class _Builder:
+    """The graph of one job under construction: per rank, the last node of its compute
+    stream and, per (stage, layer), what that layer's next forward waits for.  Per-rank
+    arrays span the job's ranks (-1: nothing); passes run on `members` (a stage)."""
+
+    def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None):
+        self.platform, self.wl, self.ranks = platform, wl, ranks
+        self.n = ranks.size
+        where = wl.where or "mp_size"
+        if wl.all_gpus is not None and wl.all_gpus != self.n:
+            raise ScenarioError(where, f"all_gpus: {wl.all_gpus} but the job has {self.n} ranks; give the "
+                                       f"workload {wl.all_gpus} GPUs (gpus: {wl.all_gpus})")
+        self.grp = groups(wl.parallelism, self.n, wl.mp_size, wl.ep_size, wl.pp, where)
+        self.stage_of = np.zeros(self.n, np.int64)
+        self.stage_of[self.grp["pp"]] = np.arange(wl.pp)[None, :]
+        self.hosts = platform.host_of(ranks)
+        self.algorithms, self.chunks, self.prio, self.start, self.tag, self.job = \
+            algorithms, chunks, prio, start, tag, job
+        self.simai, self.nccl = simai, nccl
+        self.g = Graph()
+        self.records = []
+        self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
+        self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
+
+    def _full(self, members, ids) -> np.ndarray:
+        out = np.full(self.n, -1, np.int64)
+        out[members] = ids
+        return out
+
+    def _after(self, ids, members, parents):
+        p = parents[members]
+        ok = p >= 0
+        self.g.depend(ids[ok], p[ok])
+
+    def compute(self, members, duration, it, after=()) -> np.ndarray:
+        """A compute step on every rank of `members` after its stream's last one and `after`."""
+        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag, start=self.start)
+        for a in (self.last,) + tuple(after):
+            self._after(ids, members, a)
+        self.last[members] = ids
+        return self._full(members, ids)
+
+    def delay(self, members, duration, it, done) -> np.ndarray:
+        """A delay off the compute stream after `done` (the update delay)."""
+        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag)
+        self._after(ids, members, done)
+        return self._full(members, ids)
+
+    def communicate(self, comm: Comm, phase, it, trigger, members, update_ps=0) -> np.ndarray:
+        """One collective per group of the stage of `members`; per rank, the node that says it is done."""
+        done = trigger.copy()
+        rows = self.grp[_group_of(comm, phase, self.wl.parallelism)]
+        in_stage = np.zeros(self.n, bool)
+        in_stage[members] = True
+        size = max(comm.size, SIMAI_MIN_FWD_BYTES) if self.simai and phase == "fwd" else comm.size
+        for row in rows[in_stage[rows[:, 0]]]:
+            if row.size < 2:
+                continue
+            for op in ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,):
+                rec = append_collective(self.g, op, self.algorithms[op], self.ranks[row], max(size, row.size),
+                                        chunks=self.chunks, prio=self.prio, cid=len(self.records), iteration=it,
+                                        tag=self.tag, platform=self.platform, job=self.job, nccl=self.nccl)
+                self.g.depend(rec.start_nodes, done[row])
+                done[row] = rec.done_nodes
+                self.records.append(rec)
+        if update_ps > 0:
+            done = self.delay(members, update_ps, it, done)
+        return done
+
+    def forward(self, layers, members, it, carry) -> tuple:
+        """Forward passes of `layers` (indices) on `members`; returns what the next step waits for."""
+        s = int(self.stage_of[members[0]])
+        for li in layers:
+            layer = self.wl.layers[li]
+            waits = tuple(carry) + ((self.pending.pop((s, li)),) if (s, li) in self.pending else ())
+            f = self.compute(members, layer.fwd_ps, it, waits)
+            carry = ()
+            if layer.fwd_comm is not None:
+                carry = (self.communicate(layer.fwd_comm, "fwd", it, f, members,
+                                          layer.update_ps if self.simai else 0),)
+        return carry
+
+    def backward(self, layers, members, it, carry) -> tuple:
+        """Backward passes of `layers` (indices, in the order they run) on `members`."""
+        s = int(self.stage_of[members[0]])
+        wl = self.wl
+        for li in layers:
+            if li in wl.checkpoint_initiates:        # recompute the forward from the checkpoint below
+                first = max(c for c in wl.checkpoints if c < li)
+                carry = self.forward(range(first, li), members, it, carry)
+            layer = wl.layers[li]
+            ig = self.compute(members, layer.ig_ps, it, carry)
+            carry = ()
+            if layer.ig_comm is not None:
+                carry = (self.communicate(layer.ig_comm, "ig", it, ig, members,
+                                          layer.update_ps if self.simai else 0),)
+            if self.simai:                           # the weight gradient waits for the ig communication
+                wg = self.compute(members, layer.wg_ps, it, carry)
+                carry = ()
+                if layer.wg_comm is not None:
+                    self.pending[(s, li)] = self.communicate(layer.wg_comm, "wg", it, wg, members, layer.update_ps)
+                continue
+            wg = self.compute(members, layer.wg_ps, it)
+            done = wg if layer.wg_comm is None else self.communicate(layer.wg_comm, "wg", it, wg, members)
+            if layer.update_ps > 0:                  # the weight update, off the compute stream
+                done = self.delay(members, layer.update_ps, it, done)
+            if layer.wg_comm is not None or layer.update_ps > 0:
+                self.pending[(s, li)] = done
+        return carry
+
+    def send(self, src, dst, it) -> np.ndarray:
+        """Each rank of `src` sends `pp_comm` bytes to the same-place rank of `dst` (after its
+        stream's last node); returns, per rank of `dst`, the node its data arrived at."""
+        rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.wl.pp_comm), platform=self.platform,
+                           prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
+                           job=self.job)
+        k = src.size
+        self._after(rec.start_nodes[:k], src, self.last)
+        self.g.depend(rec.start_nodes[k:], rec.start_nodes[:k])   # (not roots of the graph)
+        self.records.append(rec)
+        return self._full(dst, rec.done_nodes[k:])
+
+    def pipeline_iteration(self, it, kind):
+        """One iteration of every stage's schedule, in an order that respects the transfers."""
+        wl = self.wl
+        stages = self.grp["pp"].T                    # row s: the ranks of stage s, peers column by column
+        blocks = wl.micro_batches()
+        prologue = list(range(wl.prologue))
+        epilogue = list(range(len(wl.layers) - wl.epilogue, len(wl.layers)))
+        forwards = [0] * wl.pp
+        plans = [schedule(kind, s, wl.pp, wl.ga) for s in range(wl.pp)]
+        cursor = [0] * wl.pp
+        arrived = {}                                 # (kind, stage, j) -> per rank: the data arrived
+        while any(cursor[s] < len(plans[s]) for s in range(wl.pp)):
+            progressed = False
+            for s in range(wl.pp):
+                members = stages[s]
+                while cursor[s] < len(plans[s]):
+                    kind_j, j = plans[s][cursor[s]]
+                    forward = kind_j == "F"
+                    need = (kind_j, s - 1 if forward else s + 1, j)
+                    if 0 <= need[1] < wl.pp and need not in arrived:
+                        break
+                    carry = (arrived.pop(need),) if need in arrived else ()
+                    if forward:
+                        forwards[s] += 1
+                        first, last = forwards[s] == 1, forwards[s] == wl.ga
+                        carry = self.forward((prologue if first else []) + blocks[j], members, it, carry)
+                        if last and epilogue:
+                            carry = self.backward(epilogue[::-1], members, it, self.forward(epilogue, members, it,
+                                                                                            carry))
+                    else:
+                        last = cursor[s] == len(plans[s]) - 1
+                        carry = self.backward(blocks[j][::-1] + (prologue[::-1] if last else []), members, it, carry)
+                    if carry:                        # the blocking communication, then the transfer
+                        self.compute(members, 0, it, carry)
+                    peer = s + 1 if forward else s - 1
+                    if 0 <= peer < wl.pp:
+                        arrived[(kind_j, s, j)] = self.send(members, stages[peer], it)
+                    cursor[s] += 1
+                    progressed = True
+            if not progressed:
+                raise ScenarioError("pipeline", "the pipeline schedule waits for itself")  # cannot happen
