@@ -210,3 +210,33 @@ def test_nccl_collectives_have_no_stray_roots(op, algorithm, servers, size):
     has_parent[children] = True
     roots = np.flatnonzero(~has_parent)
     assert set(roots.tolist()) == set(rec.start_nodes.tolist())
+
+
+def test_nccl_tuning_model_matches_its_formula_and_picks_the_faster():
+    """NCCL's estimate (tuning.cc, Simple): ring 8.4 + (steps - 2(N-1)) x 3.4 + 2(N-1) x 14 us
+    + m / (busBw n / steps); tree 8.4 + 2 ((n/N - 1) x 4 + log2 N x 14) + m / (0.46 busBw).
+    On 8 servers of 8 GPUs (busBw 400 GB/s) the tree wins small, the ring large."""
+    from rocesim.training.nccl import auto_algorithm, tuned_time_us
+    plat = platform(8, 8)
+    ranks = np.arange(64)
+    bus = 400e9 / 1e6                                           # bytes per us
+    m = 1 << 30
+    ring = 8.4 + (126 - 14) * 3.4 + 14 * 14.0 + m / (bus * 64 / 126)
+    tree = 8.4 + 2 * (7 * 4.0 + 3 * 14.0) + m / (bus * 0.92 * 0.5)
+    assert tuned_time_us("nccl_ring", "allreduce", plat, ranks, m) == pytest.approx(ring)
+    assert tuned_time_us("nccl_tree", "allreduce", plat, ranks, m) == pytest.approx(tree)
+    assert auto_algorithm("allreduce", plat, ranks, 1 << 20) == "nccl_tree"
+    assert auto_algorithm("allreduce", plat, ranks, 2 << 30) == "nccl_ring"
+    assert auto_algorithm("allgather", plat, ranks, 1 << 20) == "nccl_ring"
+
+
+def test_auto_is_the_default_and_collectives_csv_names_what_ran():
+    from rocesim.training.nccl import auto_algorithm
+    plat = platform(2, 4)
+    sim = Simulation(plat)
+    small = sim.add_collective("allreduce", None, "all", 1 << 20)
+    gather = sim.add_collective("allgather", None, "all", 1 << 20)
+    assert small.algorithm == auto_algorithm("allreduce", plat, np.arange(8), 1 << 20) == "nccl_tree"
+    assert gather.algorithm == "nccl_ring"
+    res = sim.run()
+    assert res.collectives["algorithm"].tolist() == ["nccl_tree", "nccl_ring"]
