@@ -14,7 +14,10 @@ records its CPU seconds and peak RSS in `extra_info`, with what else it measures
 * the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload) at k=8, 16 and 32:
   ns per link crossing and M crossings per CPU-second;
 * a whole `rocesim run` of the k=8 case: the CPU seconds of the process;
-* a 1024-rank all-to-all (1 M flows) on a k=16 fat tree: peak RSS.
+* a 1024-rank all-to-all (1 M flows) on a k=16 fat tree: peak RSS;
+* NCCL's ring all-reduce of 1 GiB on 8 servers x 8 GPUs: CPU, peak RSS, bus bandwidth;
+* one iteration of AICB's GPT-13B on SimAI's 64-GPU topology (SimAI's own files): the
+  whole process's CPU seconds and peak RSS.
 
 A case asserts only that it did its work (all flows done, every row written); its figures
 go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
@@ -193,3 +196,41 @@ out = dict(ranks={p}, flows=s["flows_total"], completed=s["flows_completed"], co
            crossings=s["link_crossings"])
 """)
     assert info["completed"] == info["flows"]
+
+
+def test_nccl_ring_allreduce_1gib_64_gpus(benchmark):
+    """NCCL's ring all-reduce of 1 GiB on 8 servers x 8 GPUs (400G NICs, NVLink 2880 Gbps,
+    rail-optimized): CPU, peak RSS, graph nodes and the bus bandwidth it reaches."""
+    servers, size = (2, 16 << 20) if QUICK else (8, 1 << 30)
+    info = run_child(benchmark, f"""
+from rocesim.network import platform as pf
+from rocesim.network.platform import ScaleUp
+plat = pf.rail_optimized({servers}, 8, "400Gbps", "1us", ScaleUp(2880 * 10**9, 10**6))
+sim = Simulation(plat)
+sim.add_collective("allreduce", "nccl_ring", "all", {size})
+res = sim.run(progress=False)
+s, d = res.summary, res.collectives["duration_ns"][0]
+n = plat.n_ranks
+out = dict(ranks=n, nodes=s["flows_total"], completed=s["flows_completed"], duration_us=d / 1e3,
+           busbw_gbytes_s={size} / d * 2 * (n - 1) / n, crossings=s["link_crossings"])
+""")
+    assert info["completed"] == info["nodes"]
+
+
+def test_simai_gpt13b_iteration_64_gpus(benchmark, tmp_path):
+    """One iteration of AICB's GPT-13B workload (TP 8, DP 8) on SimAI's 64-GPU topology file,
+    read from SimAI's own files (scenarios/platforms/simai_gpt13b.yaml): the whole `rocesim
+    run` process's CPU seconds and peak RSS (quick: the first 20 ms of simulated time)."""
+    scen = os.path.join(os.path.dirname(HERE), "scenarios", "platforms", "simai_gpt13b.yaml")
+    stop = ["--set", "stop=20ms"] if QUICK else []
+    cmd = [sys.executable, "-c", "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+           "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+           "print(r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)",
+           sys.executable, "-m", "rocesim", "run", scen, "-o", str(tmp_path / "out"), "--quiet", *stop]
+    run = lambda: subprocess.run(cmd, check=True, capture_output=True, text=True, env=CHILD_ENV,
+                                 cwd=tmp_path).stdout        # -m puts cwd first on sys.path
+    cpu, rss = map(float, benchmark.pedantic(run, rounds=1, iterations=1).split()[-2:])
+    it = json.load(open(tmp_path / "out" / "summary.json"))
+    benchmark.extra_info.update(cpu_s=round(cpu, 2), peak_rss_mb=round(rss, 1),
+                                iteration_ms=round((it.get("iteration_mean_ns") or 0) / 1e6, 3))
+    assert (tmp_path / "out" / "flows.csv").exists()
