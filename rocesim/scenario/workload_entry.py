@@ -102,9 +102,6 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
                         _hertz(v["clock"], f"{key}.clock"))
         common.update(dependencies=v["dependencies"] or "simai", pipeline=v["pipeline"] or "gpipe")
     elif isinstance(model, dict) and set(model) == {"chakra"}:
-        if sim.platform.gpus_per_server > 1:
-            raise ScenarioError(f"{key}.model.chakra", "Chakra traces run on one rank per host; use a topology "
-                                                       "without gpus_per_server")
         prefix = model["chakra"]
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")

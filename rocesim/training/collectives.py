@@ -393,6 +393,20 @@ def _in_server_ps(t, op, algorithm, m, step_latency=0):
     return steps * int(busy + step_latency + su.delay_ps * su.hops(pf.local[a], pf.local[b], G).max())
 
 
+def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, iteration=-1, tag=0,
+                   start=0) -> tuple[np.ndarray, np.ndarray]:
+    """Transfers of `sizes[k]` bytes from rank `src[k]` to rank `dst[k]` of `platform` (None:
+    ranks are hosts), not part of a collective: a flow between their NICs, or inside a
+    server a fluid scale-up transfer (its sender's port held in the order given, then the
+    latency).  Returns the ids of (the node each starts with, the node it arrives with);
+    for a flow both are the flow.  Roots start at `start`."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    t = _Transfers(g, np.concatenate([src, dst]), 1, prio, -1, iteration, tag, platform)
+    t.kw["start"] = start
+    first, last = t._leg(src, dst, np.asarray(sizes, np.int64)[None, :])
+    return first[0], last[0]
+
+
 def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
                  start=0, chunks=1, pxn=False, job="") -> CollectiveRecord:
     """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a

@@ -272,3 +272,25 @@ def test_yaml_workload_with_a_chakra_trace(tmp_path):
     with pytest.raises(ScenarioError) as info:
         sc.build(raw, str(tmp_path))
     assert info.value.key.endswith(f"{tmp_path}/missing.0.et")       # (prefixed with the entry's key)
+
+
+def test_chakra_on_multi_gpu_servers_sends_over_nvlink_inside_and_nics_between(tmp_path):
+    """A rank per GPU: rank 0 sends 4 MB to rank 1 (same server: the scale-up domain, no
+    flow; delta + b/R) and 4 MB to rank 2 (other server: one flow NIC to NIC); compute runs
+    on the GPUs' hosts (their NICs)."""
+    from rocesim.network import platform as pf
+    from rocesim.network.platform import ScaleUp
+    b = 4_000_000
+    ranks = [[w.send(1, 1, b), w.send(2, 2, b, data_deps=[1])], [w.recv(1, 0, b)], [w.recv(1, 0, b)], []]
+    w.write_trace(tmp_path / "t", ranks)
+    plat = pf.rail_optimized(2, 2, "100Gbps", "1us", ScaleUp(800 * 10**9, 10**6))
+    sim = Simulation(plat)
+    add_chakra(sim, read_chakra(tmp_path / "t"), [0, 1, 2, 3])
+    res = sim.run()
+    f = res.flows
+    net = ~f["is_compute"]
+    assert net.sum() == 1
+    assert (f["src"][net][0], f["dst"][net][0]) == (plat.host[0], plat.host[2])
+    nvlink_s = 1e-6 + b * 8 / 800e9
+    # the second send starts when the first is done: arrived, as a flow is done when it has
+    assert f["start_ns"][net][0] * 1e-9 == pytest.approx(nvlink_s, abs=1e-9)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim._textfile import note_read
-from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph
@@ -427,17 +427,21 @@ class _Plan:
 
 
 def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, **options) -> list[int]:
-    """Add `iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i])
-    to `sim` (options as `chakra_graph`'s); returns the iteration ids."""
+    """Add `iterations` repetitions of `trace` on `ranks` (trace rank i on GPU rank ranks[i]
+    of the simulation's platform; on a plain topology, host ranks[i]) to `sim` (options as
+    `chakra_graph`'s); returns the iteration ids."""
     return sim.add_workload(chakra_graph(trace, ranks, iterations, check=sim.workload_check, nccl=sim.nccl,
-                                         **options)).iterations
+                                         platform=sim.platform, **options)).iterations
 
 
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
-                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None) -> TrainingGraph:
-    """`iterations` repetitions of `trace` on `ranks` (trace rank i on host ranks[i]), as job
-    `job`; `check(what, nodes)` may refuse the whole run after its first iteration; `nccl`
-    shapes the nccl_* algorithms.
+                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None,
+                 platform=None) -> TrainingGraph:
+    """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
+    `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
+    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
+    `nccl` shapes the nccl_* algorithms.  On a multi-GPU platform a send between GPUs of
+    one server crosses the scale-up domain, one between servers their NICs.
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
@@ -450,9 +454,10 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     ranks = np.asarray(ranks, np.int64)
     n = trace.n_ranks
     if ranks.ndim != 1 or ranks.size != n:
-        raise ScenarioError("ranks", f"the trace has {n} ranks, so it needs {n} hosts; got {ranks.size}")
+        raise ScenarioError("ranks", f"the trace has {n} ranks, so it needs {n} ranks; got {ranks.size}")
     if np.unique(ranks).size != n:
-        raise ScenarioError("ranks", "every rank needs its own host; the list repeats a host")
+        raise ScenarioError("ranks", "every trace rank needs its own rank (GPU or host); the list repeats one")
+    hosts = ranks if platform is None else platform.host_of(ranks)
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ScenarioError("iterations", f"expected an integer >= 1, got {iterations!r}")
     algos = {**DEFAULT_ALGORITHM, **(algorithms or {})}
@@ -469,28 +474,28 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
         entry = np.full(total, -1, np.int64)     # what a node's parents release
         exit_ = np.full(total, -1, np.int64)     # what its children wait for
         if plan.steps.size:
-            steps = g.compute(ranks[plan.rank_of[plan.steps]], plan.durations, iteration=it, tag=tag, start=start)
+            steps = g.compute(hosts[plan.rank_of[plan.steps]], plan.durations, iteration=it, tag=tag, start=start)
             entry[plan.steps] = exit_[plan.steps] = steps
         for coll in plan.collectives:
             if coll.size == 0:                   # no data: only the synchronization is left
-                join = g.compute(ranks[0], 0, iteration=it, tag=tag, start=start)
+                join = g.compute(hosts[0], 0, iteration=it, tag=tag, start=start)
                 entry[coll.nodes] = exit_[coll.nodes] = join
                 continue
             rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
-                                 job=job, nccl=nccl)
+                                 job=job, nccl=nccl, platform=platform)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes
         if plan.flow_nodes.size:
-            flows = g.flows(ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
-                            iteration=it, tag=tag, start=start)
-            entry[plan.flow_nodes] = exit_[plan.flow_nodes] = flows
+            entry[plan.flow_nodes], exit_[plan.flow_nodes] = point_to_point(
+                g, platform, ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
+                iteration=it, tag=tag, start=start)
         g.depend(entry[plan.children], exit_[plan.parents])
         g.depend(entry[plan.recv_nodes], exit_[plan.send_nodes])
         if prev_exit is not None:                # each rank waits for its previous iteration
             barrier = np.full(n, -1, np.int64)
-            barrier[busy] = g.compute(ranks[busy], 0, iteration=it - 1, tag=tag)
+            barrier[busy] = g.compute(hosts[busy], 0, iteration=it - 1, tag=tag)
             g.depend(barrier[plan.rank_of[plan.sinks]], prev_exit[plan.sinks])
             g.depend(entry[plan.roots], barrier[plan.rank_of[plan.roots]])
         prev_exit = exit_
