@@ -55,6 +55,7 @@ class ScaleUp:
     rate_bps: int
     delay_ps: int
     kind: str = "switch"
+    nvls: bool = False          # the switch reduces and multicasts (NVLink SHARP, NVSwitch gen 3+)
 
     def __post_init__(self):
         if self.kind not in SCALE_UP_KINDS:
@@ -63,6 +64,8 @@ class ScaleUp:
             raise ScenarioError("scale_up.rate", "must be positive")
         if self.delay_ps < 0:
             raise ScenarioError("scale_up.delay", "must not be negative")
+        if self.nvls and self.kind != "switch":
+            raise ScenarioError("scale_up.nvls", f"NVLink SHARP needs a switch, not a {self.kind}")
 
     def hops(self, a: np.ndarray, b: np.ndarray, gpus: int) -> np.ndarray:
         """Links crossed from local GPU ``a`` to local GPU ``b`` (1, or the ring distance)."""
@@ -107,7 +110,8 @@ class ScaleUp:
         return rate / users
 
     def describe(self) -> str:
-        return f"{self.kind}, {format_rate(self.rate_bps)} per GPU, {format_time(self.delay_ps)} per hop"
+        return (f"{self.kind}{' with NVLink SHARP' if self.nvls else ''}, {format_rate(self.rate_bps)} per GPU, "
+                f"{format_time(self.delay_ps)} per hop")
 
 
 @dataclass

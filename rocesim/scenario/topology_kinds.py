@@ -15,7 +15,7 @@ from rocesim.network import platform as pf
 from rocesim.network import topology as topo_mod
 from rocesim.network.astra_network import to_topology
 from rocesim.network.simai_topology import read_simai_topology
-from rocesim.settings import (REQUIRED, Choice, Custom, Integer, Kinds, Number, Path, Rate, Section, Setting, Time,
+from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Kinds, Number, Path, Rate, Section, Setting, Time,
                               keys_of, resolve_path, show)
 from rocesim._textfile import read_text
 from rocesim.scenario.yaml_file import parse_yaml
@@ -27,7 +27,9 @@ SCALE_UP = Section("{rate, delay, kind}: a server's scale-up domain (NVLink/NVSw
                    rate=Setting(Rate(), REQUIRED, "each GPU's rate per direction"),
                    delay=Setting(Time(), REQUIRED, "the latency of one hop"),
                    kind=Setting(Choice(*pf.SCALE_UP_KINDS), "switch",
-                                "switch (NVSwitch), mesh (rate / (G-1) per pair) or ring (rate / 2 per link)"))
+                                "switch (NVSwitch), mesh (rate / (G-1) per pair) or ring (rate / 2 per link)"),
+                   nvls=Setting(Boolean(), False, "the switch reduces and multicasts (NVLink SHARP, H100's "
+                                                  "NVSwitch and later): the nccl_nvls all-reduce"))
 
 
 def _links():
@@ -147,7 +149,7 @@ def rekey(prefix: str, e: ScenarioError) -> ScenarioError:
 
 
 def _scale_up(v):
-    return None if v is None else pf.ScaleUp(v["rate"], v["delay"], v["kind"])
+    return None if v is None else pf.ScaleUp(v["rate"], v["delay"], v["kind"], v["nvls"])
 
 
 def _host_fabric(v, key):

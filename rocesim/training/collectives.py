@@ -55,12 +55,13 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import NcclConfig, auto_algorithm, nccl_ring, nccl_slice_estimate, nccl_tree, tree_chunks
+from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_slice_estimate, nccl_tree,
+                                   tree_chunks)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "auto"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "nccl_nvls", "auto"),
     "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
     "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
     "alltoall": ("direct", "pairwise"),
@@ -78,7 +79,7 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce; for
     nccl_ring two nodes per slice (`nccl.nccl_slice_estimate`, from `size`)."""
     p = max(int(ranks), 2)
-    if algorithm in ("nccl_ring", "auto"):
+    if algorithm in ("nccl_ring", "nccl_nvls", "auto"):
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
         return 2 * 2 * p * max(1, size // (NcclConfig.resolve(nccl).buffer // 8)) + 4 * p
@@ -146,6 +147,12 @@ class _Transfers:
         self.first, self.src = [], []      # per block: ids of each transfer's first node, sender position
         self.final, self.dst = [], []      # ... its arrival node, receiver position
         self.nodes = []                    # every node
+
+    def subset(self, positions) -> "_Transfers":
+        """Transfers among some of the ranks (`positions`), in the same graph and collective."""
+        kw = self.kw
+        return _Transfers(self.g, self.ranks[np.asarray(positions)], self.C, kw["prio"], kw["collective"],
+                          kw["iteration"], kw["tag"], self.platform, self.pxn)
 
     def _leg(self, a, b, sizes):
         """Chunked transfers from ranks a[k] to b[k] issued together; returns (first, last)
@@ -492,6 +499,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         nccl_ring(t, op, size, nccl)
     elif algorithm == "nccl_tree":
         nccl_tree(t, size, nccl)
+    elif algorithm == "nccl_nvls":
+        nccl_nvls(t, size, nccl)
     elif algorithm == "ring":
         _ring(t, op, p, size)
     elif algorithm == "ring_bidir":

@@ -52,7 +52,7 @@ from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_tree", "tree_chunks",
-           "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us"]
+           "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -369,3 +369,71 @@ def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
     if op != "allreduce":
         return "nccl_ring"
     return min(("nccl_ring", "nccl_tree"), key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))
+
+
+NVLS_PIECES = 8      # pieces the NVLS stages pipeline in: one piece's reduce-scatter, network and
+                     # all-gather overlap the next's (NCCL pipelines them chunk by chunk)
+
+
+def nccl_nvls(t, m: int, cfg: NcclConfig) -> None:
+    """NCCL's NVLS all-reduce of `m` bytes (NVLink SHARP: the NVSwitch reduces and multicasts;
+    src/device/all_reduce.h, runNvls), on the ranks of `t`, in NVLS_PIECES pieces.
+
+    Per piece, inside each server: a reduce-scatter through the switch (each GPU's port
+    sends (k-1)/k of the piece, the switch hands GPU g the reduced slice g), then with
+    several servers NCCL's ring all-reduce of each slice across the servers among the GPUs
+    of the same local index (each over its own NIC: rail by rail), then an all-gather by
+    multicast (each GPU writes its slice once, its port receives the (k-1)/k of the piece
+    the others wrote).  The switch's work is fluid: the reduce-scatter holds a GPU's
+    sending side, the all-gather its receiving side, so successive pieces overlap them
+    (an idle server: (1 + 1/NVLS_PIECES) (k-1)/k m / R, where a ring takes 2 (k-1)/k m / R)."""
+    pf, ranks = t.platform, t.ranks
+    su = pf.scale_up
+    if su is None or not su.nvls:
+        raise ScenarioError("algorithm", "nccl_nvls needs a scale-up switch with NVLink SHARP "
+                                         "(topology.scale_up.nvls: true)")
+    server = pf.server[ranks]
+    servers, counts = np.unique(server, return_counts=True)
+    if (counts != counts[0]).any():
+        raise ScenarioError("ranks", "NVLS needs the same number of the communicator's GPUs in every server")
+    k, S = int(counts[0]), servers.size
+    groups = np.lexsort((pf.local[ranks], server)).reshape(S, k)         # positions, server by server
+    in_server = np.searchsorted(servers, server)                          # each position's server index
+    hosts = pf.host[ranks]
+    kw = dict(t.kw)
+    kw.pop("prio")
+    send_side = recv_side = None                                          # per position: the last stage node
+    for j, piece in enumerate(split_bytes(m, NVLS_PIECES)):
+        piece = int(piece)
+        if piece <= 0:
+            continue
+        share_ps = int(np.ceil(piece * (k - 1) / k * 8e12 / su.rate_bps))
+        rs = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
+        if send_side is None:
+            t.first.append(rs)
+            t.src.append(np.arange(ranks.size))
+        else:
+            t.g.depend(rs, send_side)
+        send_side = rs
+        reduced = t.g.compute(hosts[groups[:, 0]], 0, **kw)                  # the server's slices are reduced
+        t.g.depend(np.repeat(reduced, k), rs[groups.ravel()])
+        gathered = reduced                                                    # the slices are all there
+        if S > 1:
+            gathered = t.g.compute(hosts[groups[:, 0]], 0, **kw)
+            for col in groups.T:                                              # rail by rail across servers
+                sub = t.subset(col)
+                nccl_ring(sub, "allreduce", max(1, piece // k), cfg)
+                for ids, src in zip(sub.first, sub.src):
+                    t.g.depend(ids, reduced[in_server[col[src]]])
+                for ids, dst in zip(sub.final, sub.dst):
+                    t.g.depend(gathered[in_server[col[dst]]], ids)
+                t.nodes += sub.nodes
+        t.nodes += [rs, reduced] + ([gathered] if S > 1 else [])
+        ag = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
+        t.g.depend(ag, gathered[in_server])
+        if recv_side is not None:
+            t.g.depend(ag, recv_side)
+        recv_side = ag
+        t.nodes.append(ag)
+    t.final.append(recv_side)
+    t.dst.append(np.arange(ranks.size))

@@ -240,3 +240,36 @@ def test_auto_is_the_default_and_collectives_csv_names_what_ran():
     assert gather.algorithm == "nccl_ring"
     res = sim.run()
     assert res.collectives["algorithm"].tolist() == ["nccl_tree", "nccl_ring"]
+
+
+def nvls_platform(servers, gpus):
+    return pf.rail_optimized(servers, gpus, "400Gbps", "1us", ScaleUp(2880 * 10**9, 10**6, "switch", True))
+
+
+def test_nccl_nvls_in_one_server_is_its_pipelined_closed_form():
+    """NVLS pieces (8): each piece's reduce-scatter holds a GPU's sending side for
+    (k-1)/k of it at R, its all-gather the receiving side as long, each plus the hop and the
+    step latency; the stages of successive pieces overlap, so 9 stages in all."""
+    from rocesim.training.nccl import NVLS_PIECES
+    k, m = 8, 256 * MIB
+    _, _, d = run(nvls_platform(2, k), "allreduce", m, ranks=list(range(k)), algorithm="nccl_nvls")
+    stage = np.ceil(m / NVLS_PIECES * (k - 1) / k * 8e12 / 2880e9) + 10**6 + 10**6
+    assert d == pytest.approx((NVLS_PIECES + 1) * stage * 1e-12, abs=1e-9)
+    ring = 2 * (k - 1) / k * m * 8 / 2880e9
+    assert d < 0.6 * ring                                 # about half of the ring's bytes per port
+
+
+def test_nccl_nvls_across_servers_crosses_nics_rail_by_rail_with_fewer_bytes_than_a_ring():
+    """Across S servers only each GPU's reduced slice crosses the network, on its own rail
+    (a ring all-reduce per rail): 2(S-1) m bytes in all, where NCCL's ring through all p
+    GPUs sends S x 2(p-1) m / p (test above)."""
+    S, k, m = 2, 4, 64 * MIB
+    plat = nvls_platform(S, k)
+    res, rec, _ = run(plat, "allreduce", m, algorithm="nccl_nvls")
+    net = rec.flows[~res.flows["is_compute"][rec.flows]]
+    src, dst = res.flows["src"][net], res.flows["dst"][net]
+    assert (src % k == dst % k).all()
+    assert res.flows["size_bytes"][net].sum() == 2 * (S - 1) * m < S * 2 * (S * k - 1) * m // (S * k)
+    with pytest.raises(ScenarioError) as e:
+        run(platform(S, k), "allreduce", m, algorithm="nccl_nvls")
+    assert e.value.key == "algorithm"
