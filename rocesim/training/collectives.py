@@ -143,6 +143,8 @@ class _Transfers:
         # they are issued; `lanes` (NCCL's channels) split the port's rate equally and run
         # side by side (`lane` is the one being built)
         self.lanes, self.lane = lanes, 0
+        # NCCL's per-slice software latency and small-message floor (0: the textbook algorithms)
+        self.step_delay, self.min_bytes = 0, 0
         self.port_last = np.full((lanes, self.platform.n_ranks), -1, np.int64)
         self.first, self.src = [], []      # per block: ids of each transfer's first node, sender position
         self.final, self.dst = [], []      # ... its arrival node, receiver position
@@ -159,12 +161,13 @@ class _Transfers:
         ids of shape (C, k): the node that occupies the sender and the arrival."""
         pf = self.platform
         C, k = sizes.shape
+        sizes = np.maximum(sizes, self.min_bytes)
         first = np.empty((C, k), np.int64)
         last = np.empty((C, k), np.int64)
         net = pf.server[a] != pf.server[b]
         if net.any():
             ids = self.g.flows(np.tile(pf.host[a[net]], C), np.tile(pf.host[b[net]], C), sizes[:, net].ravel(),
-                               **self.kw).reshape(C, -1)
+                               delay=self.step_delay, **self.kw).reshape(C, -1)
             first[:, net] = last[:, net] = ids
             self.nodes.append(ids.ravel())
         su = ~net
@@ -176,7 +179,8 @@ class _Transfers:
             lat = su_up.delay_ps * su_up.hops(pf.local[aa], pf.local[bb], pf.gpus_per_server)
             kw = dict(self.kw)
             del kw["prio"]
-            wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), **kw).reshape(C, -1)
+            wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), delay=self.step_delay,
+                                  **kw).reshape(C, -1)
             arrive = self.g.compute(np.tile(pf.host[bb], C), np.tile(lat, C), **kw).reshape(C, -1)
             self.g.depend(arrive, wire)
             queued = self.port_last[self.lane, aa]

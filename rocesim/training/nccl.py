@@ -294,7 +294,8 @@ def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
     (src/graph/trees.cc, connect.cc: chains inside nodes, the double binary tree across
     them); half of the channels use one tree of the double binary tree, half the other (on
     each NIC, when it carries several channels), so every server head is inner in one and
-    a leaf in the other."""
+    a leaf in the other.  Every chunk is sent `step_latency` after what it waits for and is
+    at least `min_message` bytes (queue pairs per connection: one)."""
     pf, ranks = t.platform, t.ranks
     p = ranks.size
     nch = channels_for(pf, ranks, m, cfg)
@@ -305,6 +306,7 @@ def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
     parts = split_bytes(m, nch)
     idx = np.arange(p)
     rails = np.unique(layout.rail).size
+    t.step_delay, t.min_bytes = cfg.step_latency, cfg.min_message
     for c in range(nch):
         t.lane = c                                         # the channel's share of each GPU's port
         # the trees alternate on each NIC's channels (when it has several), else channel by channel
