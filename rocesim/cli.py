@@ -9,6 +9,7 @@ import sys
 from rocesim import __version__, sweep
 from rocesim import scenario as sc
 from rocesim.keys import SECTIONS, lines
+from rocesim.scenario.simai_conf import conf_yaml
 from rocesim.settings import Section
 from rocesim.sweep import run_folder
 from rocesim.sweep.table import markdown
@@ -212,6 +213,11 @@ def _keys(args) -> int:
     return 0
 
 
+def _simai_conf(args) -> int:
+    print(conf_yaml(args.file), end="")
+    return 0
+
+
 def _exit_status_help(codes) -> str:
     return "exit status:\n" + "\n".join(f"  {code:<4} {EXIT_CODES[code]}" for code in codes)
 
@@ -284,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
     k = command("keys", plain, "list every scenario key: sections, topology and traffic kinds, settings "
                                "with defaults, workload presets", _keys)
     k.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
+    sc_ = command("simai-conf", plain, "print a SimAI.conf's (or an HPCC ns-3 fork config's) settings as "
+                                       "rocesim's nic, switch and cc sections (YAML to paste into a scenario), "
+                                       "with the keys rocesim has no setting for and why, as comments", _simai_conf)
+    sc_.add_argument("file", metavar="FILE", help="SimAI.conf: one `KEY value...` per line")
     return p
 
 

@@ -8,6 +8,8 @@ RoCE results come from), except where a comment says otherwise.
 """
 from __future__ import annotations
 
+import functools
+
 from rocesim.settings import (Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
                               Time, Word)
 from rocesim.units import parse_rate, parse_size
@@ -20,16 +22,19 @@ PRIORITY = Integer(1, 7, "a data priority 1..7 (0 is the control queue)")
 PRIORITIES = ListOf(PRIORITY, "priorities 1..7", as_set=True)
 
 
-def _per_rate_size(v, key):
-    """'auto', one size for every port, or {rate: size} by port rate."""
+def _per_rate(parse, v, key):
+    """'auto', one value for every port, or {rate: value} by port rate (each value read by
+    `parse`, e.g. a size)."""
     if v == "auto":
         return v
     if isinstance(v, dict):
-        return {parse_rate(rate, f"{key}.{rate}"): parse_size(size, f"{key}.{rate}") for rate, size in v.items()}
-    return parse_size(v, key)
+        return {parse_rate(rate, f"{key}.{rate}"): parse(value, f"{key}.{rate}") for rate, value in v.items()}
+    return parse(v, key)
 
 
-PER_RATE_SIZE = Custom("'auto', a size, or {rate: size} by port rate", _per_rate_size)
+PER_RATE_SIZE = Custom("'auto', a size, or {rate: size} by port rate", functools.partial(_per_rate, parse_size))
+PER_RATE_PROBABILITY = Custom("'auto', a probability in [0, 1], or {rate: probability} by port rate",
+                              functools.partial(_per_rate, Number(0.0, 1.0, closed=True).parse))
 
 
 SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every switch)", {
@@ -74,7 +79,9 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
                     "marking starts above this queue: a size, {rate: size}, or 'auto' "
                     "(the scheme's default; 100KB x rate/25G for most)"),
         "kmax": Setting(PER_RATE_SIZE, "auto", "marking probability reaches pmax here (above: always mark)"),
-        "pmax": Setting(Word("auto") | Number(0.0, 1.0, closed=True), "auto", "marking probability at kmax; 'auto' = the scheme's (0.2)"),
+        "pmax": Setting(PER_RATE_PROBABILITY, "auto",
+                    "marking probability at kmax: a probability, {rate: probability}, or 'auto' "
+                    "(the scheme's; 0.2 for most)"),
         "priorities": Setting(PRIORITIES, DATA_PRIORITIES, "priorities whose packets may be marked"),
     },
     "lossy": {

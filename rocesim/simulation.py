@@ -506,7 +506,7 @@ class Simulation:
             dmin, dmax, dp = self.scheme.ecn_defaults(int(r), self.cc_params)
             kmin[i] = _per_rate(ecn["kmin"], int(r), dmin, "switch.ecn.kmin")
             kmax[i] = _per_rate(ecn["kmax"], int(r), dmax, "switch.ecn.kmax")
-            pmax[i] = dp if ecn["pmax"] == "auto" else ecn["pmax"]
+            pmax[i] = _per_rate(ecn["pmax"], int(r), dp, "switch.ecn.pmax")
         if np.any(kmax < kmin):
             raise ScenarioError("switch.ecn.kmax", "must not be below kmin")
         return dict(port_kmin=kmin, port_kmax=kmax, port_pmax=pmax)
@@ -685,7 +685,9 @@ def _mask(priorities) -> int:
     return sum(1 << p for p in priorities)
 
 
-def _per_rate(value, rate: int, default: int, key: str) -> int:
+def _per_rate(value, rate: int, default, key: str):
+    """A per-rate setting's value for ports of `rate` bps: 'auto' -> `default`, a mapping by
+    rate, or one value for every port."""
     if value == "auto":
         return default
     if isinstance(value, dict):

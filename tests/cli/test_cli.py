@@ -348,7 +348,8 @@ def _commands(parser):
 def test_every_argument_and_command_has_help():
     commands = dict(_commands(build_parser()))
     assert set(commands) == {"rocesim"} | {f"rocesim {c}" for c in
-                                           ("run", "check", "plot", "sweep", "table", "schemes", "keys")}
+                                           ("run", "check", "plot", "sweep", "table", "schemes", "keys",
+                                            "simai-conf")}
     for prog, parser in commands.items():
         for action in parser._actions:
             assert action.help and action.help != argparse.SUPPRESS, f"{prog}: {action.dest} has no help"
