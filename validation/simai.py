@@ -9,8 +9,8 @@ was read from); `reference/simai/RUNS.md` says how each was made (commits, the b
 patch SimAI's ns-3 backend needs, the commands).  This script runs rocesim on the same
 files, set up as SimAI's run was: the SimAI topology file (`kind: simai_file`), the
 workload read by rocesim's SimAI reader under SimAI's dependency rules, SimAI.conf's
-network settings where rocesim has them (9000 B payload, DCQCN, 32 MB switch buffers) and
-SimAI's per-flow send latency (`AS_SEND_LAT=0`: `nccl.step_latency: 0us`); collectives
+network settings as `rocesim simai-conf` maps them (9000 B payload, DCQCN with SimAI's
+parameters, ECN thresholds per rate, 32 MiB switch buffers) and SimAI's per-flow send latency (`AS_SEND_LAT=0`: `nccl.step_latency: 0us`); collectives
 run as NCCL runs them (rocesim's default, `algorithm: auto`).
 
     python validation/simai.py                       # every case (GPT-13B: about a minute of CPU)
@@ -36,6 +36,7 @@ REF = os.path.join(HERE, "reference", "simai")
 sys.path.insert(0, os.path.dirname(HERE))
 
 from rocesim import scenario  # noqa: E402
+from rocesim.scenario.simai_conf import read_simai_conf  # noqa: E402
 
 # case -> (workload file under reference/simai/runs/, what SimAI reports)
 CASES = {
@@ -52,14 +53,14 @@ WORKLOAD = {"gpt13b": "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100_hdr64.txt"}
 
 
 def scenario_for(case: str) -> dict:
-    """The rocesim scenario of `case`, as SimAI's run was set up."""
+    """The rocesim scenario of `case`, as SimAI's run was set up: SimAI.conf's network
+    settings as `rocesim simai-conf` maps them, SimAI's topology and workload files."""
     workload = WORKLOAD.get(case, case + ".txt")
+    network, _ignored = read_simai_conf(os.path.join(REF, "SimAI.conf"))
     return {
         "name": f"simai_{case}",
         "topology": {"kind": "simai_file", "path": os.path.join(REF, "topo", "Spectrum-X_64g_8gps_400Gbps_H100")},
-        "switch": {"buffer": "32MB"},
-        "nic": {"payload": "9000B"},
-        "cc": {"scheme": "dcqcn"},
+        **network,
         "nccl": {"step_latency": "0us"},
         "traffic": [{"kind": "workload", "model": {"simai": os.path.join(REF, "runs", workload)}, "gpus": 64,
                      "dependencies": "simai"}],
