@@ -14,7 +14,10 @@ records its CPU seconds and peak RSS in `extra_info`, with what else it measures
 * the fat-tree permutation (100G, 1 us, PFC, no CC, 4000 B payload) at k=8, 16 and 32:
   ns per link crossing and M crossings per CPU-second;
 * a whole `rocesim run` of the k=8 case: the CPU seconds of the process;
-* a 1024-rank all-to-all (1 M flows) on a k=16 fat tree: peak RSS.
+* a 1024-rank all-to-all (1 M flows) on a k=16 fat tree: peak RSS;
+* one iteration of Llama 3 70B on 1024 GPUs (scenarios/platforms/llama3_70b_1024.yaml:
+  TP 8 x PP 8 x DP 16, 64 micro-batches, packet level): CPU seconds, peak RSS, crossings;
+* one iteration of each full-size LLM preset on 64 GPUs (one micro-batch): CPU seconds.
 
 A case asserts only that it did its work (all flows done, every row written); its figures
 go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
@@ -193,3 +196,47 @@ out = dict(ranks={p}, flows=s["flows_total"], completed=s["flows_completed"], co
            crossings=s["link_crossings"])
 """)
     assert info["completed"] == info["flows"]
+
+
+def test_llama3_70b_1024_iteration(benchmark):
+    """One iteration of scenarios/platforms/llama3_70b_1024.yaml, the whole run in one
+    process (build and simulation); quick: 64 GPUs, 8 layers of 1024 tokens, 2 micro-batches."""
+    quick = ["topology.servers=8", "topology.servers_per_pod=8",
+             "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"] if QUICK else []
+    info = run_child(benchmark, f"""
+from rocesim import scenario
+scn = scenario.load({os.path.join(HERE, "..", "scenarios", "platforms", "llama3_70b_1024.yaml")!r}, {quick!r})
+res = scn.sim.run(progress=False)
+s = res.summary
+out = dict(gpus=scn.sim.platform.n_ranks, nodes=s["flows_total"], completed=s["flows_completed"],
+           crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
+""")
+    assert info["completed"] == info["nodes"]
+
+
+@pytest.mark.parametrize("preset", ["llama3_8b", "llama3_70b", "llama3_405b", "gpt3_175b", "mixtral_8x7b",
+                                    "deepseek_v3"])
+def test_llm_preset_iteration_64_gpus(benchmark, preset):
+    """One iteration of a full-size preset on 64 GPUs (8 servers, rail-optimized), one
+    micro-batch per replica, pp and ep cut to fit (405B: PP 8; DeepSeek-V3: EP 4);
+    quick: 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer)."""
+    params = dict(micro_batches=1, **(dict(layers=5 if preset == "deepseek_v3" else 4, seq=512) if QUICK else {}))
+    info = run_child(benchmark, f"""
+from rocesim.network.platform import ScaleUp, rail_optimized
+from rocesim.training.parallelism import Parallelism
+from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
+sim = Simulation(rail_optimized(8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6)), nic={{"payload": "4000B"}})
+model, dims = LLM_PRESETS[{preset!r}].make({params!r})
+dims["pp"] = min(dims["pp"], 64 // dims["tp"])
+while dims["pp"] > model.layers:
+    dims["pp"] //= 2
+if "ep" in dims:
+    dims["ep"] = min(dims["ep"], 64 // (dims["tp"] * dims["pp"]))
+add_llm_training(sim, model, range(64), 1, Parallelism.for_ranks(64, **dims))
+res = sim.run(progress=False)
+s = res.summary
+out = dict(nodes=s["flows_total"], completed=s["flows_completed"], crossings=s["link_crossings"],
+           core_cpu_s=s["cpu_s"], iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
+""")
+    assert info["completed"] == info["nodes"]
