@@ -219,24 +219,27 @@ out = dict(gpus=scn.sim.platform.n_ranks, nodes=s["flows_total"], completed=s["f
                                     "deepseek_v3"])
 def test_llm_preset_iteration_64_gpus(benchmark, preset):
     """One iteration of a full-size preset on 64 GPUs (8 servers, rail-optimized), one
-    micro-batch per replica, pp and ep cut to fit (405B: PP 8; DeepSeek-V3: EP 4);
-    quick: 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer)."""
+    micro-batch per replica, pp and ep cut to fit (405B and GPT-3: PP 8; DeepSeek-V3: EP 4);
+    quick: 16 GPUs, 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer), TP 8 x PP 2."""
     params = dict(micro_batches=1, **(dict(layers=5 if preset == "deepseek_v3" else 4, seq=512) if QUICK else {}))
+    gpus = 16 if QUICK else 64
     info = run_child(benchmark, f"""
 from rocesim.network.platform import ScaleUp, rail_optimized
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
-sim = Simulation(rail_optimized(8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6)), nic={{"payload": "4000B"}})
+gpus = {gpus}
+sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6)),
+                 nic={{"payload": "4000B"}})
 model, dims = LLM_PRESETS[{preset!r}].make({params!r})
-dims["pp"] = min(dims["pp"], 64 // dims["tp"])
-while dims["pp"] > model.layers:
-    dims["pp"] //= 2
+if {QUICK!r}:
+    dims.update(tp=8, pp=2, **({{"ep": 1}} if "ep" in dims else {{}}))
+dims["pp"] = min(dims["pp"], gpus // dims["tp"])
 if "ep" in dims:
-    dims["ep"] = min(dims["ep"], 64 // (dims["tp"] * dims["pp"]))
-add_llm_training(sim, model, range(64), 1, Parallelism.for_ranks(64, **dims))
+    dims["ep"] = min(dims["ep"], gpus // (dims["tp"] * dims["pp"]))
+add_llm_training(sim, model, range(gpus), 1, Parallelism.for_ranks(gpus, **dims))
 res = sim.run(progress=False)
 s = res.summary
-out = dict(nodes=s["flows_total"], completed=s["flows_completed"], crossings=s["link_crossings"],
+out = dict(gpus=gpus, nodes=s["flows_total"], completed=s["flows_completed"], crossings=s["link_crossings"],
            core_cpu_s=s["cpu_s"], iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
 """)
     assert info["completed"] == info["nodes"]
