@@ -31,7 +31,11 @@ and value projections and SwiGLU's three MLP matrices (Shazeer 2020) where the m
 them; causal masking is not discounted (as in eq. 3). The logits (2 b s h V forward, the
 V/16lh term of eq. 3) run on the last stage, split over TP (Megatron's vocabulary-parallel
 output layer); the embedding lookup on the first stage has no matrix FLOPs. MoE layers
-compute top_k routed and the shared experts per token, and the router's h x E matrix.
+compute top_k routed and the shared experts per token, and the router's h x E matrix; with
+balanced routing a rank computes its own tokens' share, whatever the EP degree. The first
+and last stages' gradients include the embedding and the output layer. Not modelled:
+activation recomputation, the vocabulary-parallel cross-entropy's small all-reduces, and
+the all-reduce of tied embeddings between the first and the last stage.
 Stages hold ceil(L/pp) layers, the missing ones taken from the last and first stages
 first (Llama 3 405B: 126 layers on 16 stages, Dubey et al. 2024, 3.3.2).
 """
