@@ -18,6 +18,9 @@ records its CPU seconds and peak RSS in `extra_info`, with what else it measures
 * NCCL's ring all-reduce of 1 GiB on 8 servers x 8 GPUs: CPU, peak RSS, bus bandwidth;
 * one iteration of AICB's GPT-13B on SimAI's 64-GPU topology (SimAI's own files): the
   whole process's CPU seconds and peak RSS.
+* one iteration of Llama 3 70B on 1024 GPUs (scenarios/platforms/llama3_70b_1024.yaml:
+  TP 8 x PP 8 x DP 16, 64 micro-batches, packet level): CPU seconds, peak RSS, crossings;
+* one iteration of each full-size LLM preset on 64 GPUs (one micro-batch): CPU seconds.
 
 A case asserts only that it did its work (all flows done, every row written); its figures
 go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
@@ -217,6 +220,23 @@ out = dict(ranks=n, nodes=s["flows_total"], completed=s["flows_completed"], dura
     assert info["completed"] == info["nodes"]
 
 
+def test_llama3_70b_1024_iteration(benchmark):
+    """One iteration of scenarios/platforms/llama3_70b_1024.yaml, the whole run in one
+    process (build and simulation); quick: 64 GPUs, 8 layers of 1024 tokens, 2 micro-batches."""
+    quick = ["topology.servers=8", "topology.servers_per_pod=8",
+             "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"] if QUICK else []
+    info = run_child(benchmark, f"""
+from rocesim import scenario
+scn = scenario.load({os.path.join(HERE, "..", "scenarios", "platforms", "llama3_70b_1024.yaml")!r}, {quick!r})
+res = scn.sim.run(progress=False)
+s = res.summary
+out = dict(gpus=scn.sim.platform.n_ranks, nodes=s["flows_total"], completed=s["flows_completed"],
+           crossings=s["link_crossings"], core_cpu_s=s["cpu_s"],
+           iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
+""")
+    assert info["completed"] == info["nodes"]
+
+
 def test_simai_gpt13b_iteration_64_gpus(benchmark, tmp_path):
     """One iteration of AICB's GPT-13B workload (TP 8, DP 8) on SimAI's 64-GPU topology file,
     read from SimAI's own files (scenarios/platforms/simai_gpt13b.yaml): the whole `rocesim
@@ -234,3 +254,33 @@ def test_simai_gpt13b_iteration_64_gpus(benchmark, tmp_path):
     benchmark.extra_info.update(cpu_s=round(cpu, 2), peak_rss_mb=round(rss, 1),
                                 iteration_ms=round((it.get("iteration_mean_ns") or 0) / 1e6, 3))
     assert (tmp_path / "out" / "flows.csv").exists()
+
+
+@pytest.mark.parametrize("preset", ["llama3_8b", "llama3_70b", "llama3_405b", "gpt3_175b", "mixtral_8x7b",
+                                    "deepseek_v3"])
+def test_llm_preset_iteration_64_gpus(benchmark, preset):
+    """One iteration of a full-size preset on 64 GPUs (8 servers, rail-optimized), one
+    micro-batch per replica, pp and ep cut to fit (405B and GPT-3: PP 8; DeepSeek-V3: EP 4);
+    quick: 16 GPUs, 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer), TP 8 x PP 2."""
+    params = dict(micro_batches=1, **(dict(layers=5 if preset == "deepseek_v3" else 4, seq=512) if QUICK else {}))
+    gpus = 16 if QUICK else 64
+    info = run_child(benchmark, f"""
+from rocesim.network.platform import ScaleUp, rail_optimized
+from rocesim.training.parallelism import Parallelism
+from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
+gpus = {gpus}
+sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6)),
+                 nic={{"payload": "4000B"}})
+model, dims = LLM_PRESETS[{preset!r}].make({params!r})
+if {QUICK!r}:
+    dims.update(tp=8, pp=2, **({{"ep": 1}} if "ep" in dims else {{}}))
+dims["pp"] = min(dims["pp"], gpus // dims["tp"])
+if "ep" in dims:
+    dims["ep"] = min(dims["ep"], gpus // (dims["tp"] * dims["pp"]))
+add_llm_training(sim, model, range(gpus), 1, Parallelism.for_ranks(gpus, **dims))
+res = sim.run(progress=False)
+s = res.summary
+out = dict(gpus=gpus, nodes=s["flows_total"], completed=s["flows_completed"], crossings=s["link_crossings"],
+           core_cpu_s=s["cpu_s"], iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
+""")
+    assert info["completed"] == info["nodes"]

@@ -82,7 +82,9 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     if algorithm in ("nccl_ring", "nccl_nvls", "auto"):
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
-        return 2 * 2 * p * max(1, size // (NcclConfig.resolve(nccl).buffer // 8)) + 4 * p
+        cfg = NcclConfig.resolve(nccl)
+        tree = 2 * p * max(1, size // (cfg.buffer // 8))
+        return 2 * min(tree, max(cfg.max_transfers, 2 * p * 16)) + 4 * p
     if op in ("broadcast", "reduce"):
         steps = 1
     elif algorithm == "halving_doubling":

@@ -17,6 +17,10 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 # compact columns: a training run can hold millions of nodes
 _DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
                delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+# pieces appended before the newest are merged into one array: a small numpy array costs
+# ~100 bytes of its own, more than the 46 bytes of a node's columns (a 1024-GPU Llama 3 70B
+# iteration appends millions of pieces)
+_MERGE = 1024
 
 
 class Graph:
@@ -26,6 +30,7 @@ class Graph:
         self._cols = {k: [] for k in ("src", "dst", "size", "start", "prio", "compute", "delay", "tag",
                                       "collective", "iteration")}
         self._edges: list[tuple[np.ndarray, np.ndarray]] = []
+        self._merged = [0, 0]          # pieces of the columns, of the edges, already merged
         self.n = 0
 
     def _add(self, src, dst, size, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
@@ -37,6 +42,11 @@ class Graph:
                         ("iteration", iteration)):
             self._cols[name].append(np.broadcast_to(np.asarray(v, _DTYPES[name]), (k,)).copy())
         self.n += k
+        first = self._merged[0]
+        if len(self._cols["src"]) - first >= _MERGE:
+            for parts in self._cols.values():
+                parts[first:] = [np.concatenate(parts[first:])]
+            self._merged[0] += 1
         return ids
 
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
@@ -57,6 +67,11 @@ class Graph:
         c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))
         if c.size:
             self._edges.append((c.ravel().copy(), p.ravel().copy()))
+            first = self._merged[1]
+            if len(self._edges) - first >= _MERGE:
+                tail = self._edges[first:]
+                self._edges[first:] = [(np.concatenate([c for c, _ in tail]), np.concatenate([p for _, p in tail]))]
+                self._merged[1] += 1
 
     def offset_ids(self, iteration: int, collective: int) -> None:
         """Add `iteration` and `collective` to the nodes' non-negative iteration and

@@ -77,6 +77,10 @@ NCCL = Section(
     min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
     qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
                                                    "split over this many queue pairs (flows)"),
+    max_transfers=Setting(Integer(1000), 1_000_000,
+                          "the most slices (transfers) one collective is cut into: above it, NCCL's duplicate "
+                          "channels of a NIC merge into one and slices and chunks grow (fewer, larger flows: the "
+                          "same bytes on the same NICs and rings, a coarser pipeline), so that 1024-GPU jobs fit"),
 )
 
 
@@ -89,6 +93,7 @@ class NcclConfig:
     step_latency: int = 10**6
     min_message: int = 0
     qps_per_connection: int = 1
+    max_transfers: int = 1_000_000
 
     @classmethod
     def resolve(cls, given, key: str = "nccl") -> "NcclConfig":
@@ -132,11 +137,34 @@ def channels_for(platform, ranks, nbytes: int, cfg: NcclConfig) -> int:
 def nccl_slice_estimate(op: str, p: int, nbytes: int, cfg: NcclConfig) -> int:
     """About how many slices (transfers) NCCL's ring `op` of `nbytes` on `p` ranks has, an
     upper end: channels x loops x steps x ranks x slices per step, with as many channels
-    as NCCL could use (the memory guard's estimate, before the platform is looked at)."""
+    as NCCL could use, at most `max_transfers` unless even one loop of one slice per step
+    on every distinct ring (one per NIC, at most MAXCHANNELS / CHANNELS_PER_NIC) is more
+    (the memory guard's estimate, before the platform is looked at)."""
     nch = max(1, min(MAXCHANNELS if cfg.channels == "auto" else int(cfg.channels),
                      nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD)))
     loops = -(-nbytes // (nch * p * cfg.chunk))
-    return nch * loops * RING_STEPS[op](p) * p * (CHUNKSTEPS // SLICESTEPS) * cfg.qps_per_connection
+    steps = RING_STEPS[op](p)
+    full = nch * loops * steps * p * (CHUNKSTEPS // SLICESTEPS)
+    floor = min(nch, MAXCHANNELS // CHANNELS_PER_NIC) * steps * p
+    return min(full, max(cfg.max_transfers, floor)) * cfg.qps_per_connection
+
+
+def ring_plan(platform, ranks, op: str, m: int, cfg: NcclConfig) -> tuple[int, int, int]:
+    """(channels, slices per step, chunk bytes) of NCCL's ring `op` of `m` bytes: NCCL's
+    (module doc), or, when that makes more than `max_transfers` slices, coarser: one slice
+    per step, then the duplicate channels of each NIC merged (one ring per NIC), then
+    chunks doubled until the loops fit."""
+    p = len(ranks)
+    steps = RING_STEPS[op](p)
+    nch, S, chunk = channels_for(platform, ranks, m, cfg), CHUNKSTEPS // SLICESTEPS, cfg.chunk
+    count = lambda: nch * -(-(-(-m // nch)) // (p * chunk)) * steps * p * S
+    if count() > cfg.max_transfers:
+        S = 1
+    if count() > cfg.max_transfers:
+        nch = min(nch, nics_used(platform, ranks).size)
+    while count() > cfg.max_transfers and -(-m // nch) > p * chunk:
+        chunk *= 2
+    return nch, S, chunk
 
 
 def ring_layout(platform, ranks, channels: int) -> RingLayout:
@@ -172,7 +200,8 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
     their dependencies, and what `t.connect` needs to tie them to the start and done nodes."""
     pf, ranks = t.platform, t.ranks
     p = ranks.size
-    nch = channels_for(pf, ranks, m, cfg)
+    nch, S, chunk = ring_plan(pf, ranks, op, m, cfg)
+    window_slices = max(1, WINDOW * S * cfg.chunk // ((CHUNKSTEPS // SLICESTEPS) * chunk))
     layout = ring_layout(pf, ranks, nch)
     steps = RING_STEPS[op](p)
     parts = split_bytes(m, nch)                          # each channel's contiguous part
@@ -191,7 +220,7 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
         hop_ps = pf.scale_up.delay_ps * pf.scale_up.hops(pf.local[a[su]], pf.local[b[su]], pf.gpus_per_server)
     kw = dict(t.kw)
     prio = kw.pop("prio")
-    S, Q = CHUNKSTEPS // SLICESTEPS, cfg.qps_per_connection
+    Q = cfg.qps_per_connection
     place = np.arange(nch * p)
     ch = place // p
     # per (channel, place): the last slice this connection sent (-1 none), and, per slice,
@@ -204,7 +233,7 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
     # the receiver's place index (channel, place) of each sender's transfer
     into = (np.arange(nch * p).reshape(nch, p) + 1) % p + ch.reshape(nch, p) * p
     into = into.ravel()
-    loop_bytes = p * cfg.chunk
+    loop_bytes = p * chunk
     loops = int(-(-parts.max() // loop_bytes))
     # per (channel, place) the arrivals of its last step: every other slice of the collective
     # comes before one of them (the ring's data and each connection's order chain them)
@@ -239,8 +268,8 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
                     last[:, lv] = t.g.compute(np.tile(pf.host[b[lv]], S), 0, **kw).reshape(S, k)
                     t.g.depend(np.broadcast_to(last[:, lv], (Q, S, k)), ids)
                     nodes.append(last[:, lv].ravel())
-                for q in range(S):        # the receiver's buffer: WINDOW slices in flight per connection
-                    back = len(window) + q - WINDOW
+                for q in range(S):        # the receiver's buffer: its slices in flight per connection
+                    back = len(window) + q - window_slices
                     prev = window[back][lv] if back >= 0 else np.full(k, -1, np.int64)
                     ok = prev >= 0
                     t.g.depend(ids[:, q][:, ok], np.broadcast_to(prev[ok], (Q, int(ok.sum()))))
@@ -263,7 +292,7 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
             if arrived is not None:                   # slice k waits for slice k of the previous step
                 ok = (first >= 0) & (arrived >= 0)
                 t.g.depend(first[ok], arrived[ok])
-            window = (window + [np.where(net, last[q], -1) for q in range(S)])[-WINDOW:]
+            window = (window + [np.where(net, last[q], -1) for q in range(S)])[-window_slices:]
             got = np.full_like(last, -1)
             got[:, into] = last                        # what each place received in this step
             arrived = got
@@ -281,9 +310,15 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
 
 def tree_chunks(platform, ranks, m: int, cfg: NcclConfig) -> tuple[int, int]:
     """(chunks, channels) of NCCL's tree: each channel cuts its part into chunks of one step
-    of the buffer (buffer / NCCL_STEPS: the Simple tree's chunk, src/enqueue.cc), at least 1."""
+    of the buffer (buffer / NCCL_STEPS: the Simple tree's chunk, src/enqueue.cc), at least 1;
+    when that makes more than `max_transfers` transfers (2 per chunk and rank), the
+    duplicate channels of each NIC merge and the chunks grow."""
     nch = channels_for(platform, ranks, m, cfg)
-    return max(1, -(-(-(-m // nch)) // (cfg.buffer // NCCL_STEPS))), nch
+    p = len(ranks)
+    chunks = lambda: max(1, -(-(-(-m // nch)) // (cfg.buffer // NCCL_STEPS)))
+    if nch * chunks() * 2 * p > cfg.max_transfers:
+        nch = min(nch, nics_used(platform, ranks).size)
+    return max(1, min(chunks(), cfg.max_transfers // (nch * 2 * p))), nch
 
 
 def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
@@ -298,7 +333,7 @@ def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
     at least `min_message` bytes (queue pairs per connection: one)."""
     pf, ranks = t.platform, t.ranks
     p = ranks.size
-    nch = channels_for(pf, ranks, m, cfg)
+    nch = t.lanes                                          # tree_chunks' channels
     layout = ring_layout(pf, ranks, nch)
     servers = np.unique(pf.server[ranks]).size
     k = p // servers
