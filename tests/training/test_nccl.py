@@ -273,3 +273,20 @@ def test_nccl_nvls_across_servers_crosses_nics_rail_by_rail_with_fewer_bytes_tha
     with pytest.raises(ScenarioError) as e:
         run(platform(S, k), "allreduce", m, algorithm="nccl_nvls")
     assert e.value.key == "algorithm"
+
+
+def test_nccl_max_transfers_coarsens_but_keeps_bytes_rails_and_rings():
+    """Above nccl.max_transfers a collective merges each NIC's duplicate channels and cuts
+    fewer, larger slices: at most the budget's transfers (one slice per step and one
+    channel per NIC: 4 NICs x 7 steps x ... here), the same bytes, the same rail-aligned hops."""
+    plat = platform(2, 4)
+    m = 64 * MIB
+    full, rec_f, d_full = run(plat, "reducescatter", m)
+    small, rec_s, d_small = run(plat, "reducescatter", m, nccl={"max_transfers": 1000})
+    nets = [r.flows[~res.flows["is_compute"][r.flows]] for res, r in ((full, rec_f), (small, rec_s))]
+    assert nets[1].size < nets[0].size
+    assert nets[1].size <= 1000
+    for res, net in zip((full, small), nets):
+        assert res.flows["size_bytes"][net].sum() == 2 * 7 * m // 8
+        assert (res.flows["src"][net] % 4 == res.flows["dst"][net] % 4).all()
+    assert d_small == pytest.approx(d_full, rel=0.15)
