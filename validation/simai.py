@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -89,12 +90,18 @@ def reference(results: dict, case: str, backend: str) -> dict | None:
     return found if found and "duration_us" in found else None
 
 
+def run_apart(case: str) -> dict:
+    """`run_case` in a fresh interpreter, so that the peak RSS is the case's own."""
+    out = subprocess.run([sys.executable, __file__, "--one", case], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def table(results: dict, cases) -> str:
     rows = ["| case | SimAI ns-3 (us) | SimAI analytical (us) | rocesim (us) | rocesim / ns-3 | rocesim algorithm "
             "| CPU s: SimAI ns-3 / rocesim | peak MB: SimAI ns-3 / rocesim |",
             "|---|---|---|---|---|---|---|---|"]
     for case in cases:
-        mine = run_case(case)
+        mine = run_apart(case)
         ns3 = reference(results, case, "ns3")
         ana = reference(results, case, "analytical")
         ratio = f"{mine['us'] / ns3['duration_us']:.4f}" if ns3 else "-"
@@ -111,7 +118,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", help=f"cases (default: all): {', '.join(CASES)}")
     ap.add_argument("-o", "--output", help="write the table as Markdown here")
+    ap.add_argument("--one", help=argparse.SUPPRESS)          # a child run: print one case's figures as JSON
     args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_case(args.one)))
+        return
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
         ap.error(f"unknown case {unknown[0]!r}; cases: {', '.join(CASES)}")
