@@ -408,7 +408,7 @@ def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
     return min(("nccl_ring", "nccl_tree"), key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))
 
 
-NVLS_PIECES = 8      # pieces the NVLS stages pipeline in: one piece's reduce-scatter, network and
+NVLS_PIECES = 16      # pieces the NVLS stages pipeline in: one piece's reduce-scatter, network and
                      # all-gather overlap the next's (NCCL pipelines them chunk by chunk)
 
 

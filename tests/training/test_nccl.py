@@ -247,9 +247,9 @@ def nvls_platform(servers, gpus):
 
 
 def test_nccl_nvls_in_one_server_is_its_pipelined_closed_form():
-    """NVLS pieces (8): each piece's reduce-scatter holds a GPU's sending side for
+    """NVLS_PIECES pieces (16): each piece's reduce-scatter holds a GPU's sending side for
     (k-1)/k of it at R, its all-gather the receiving side as long, each plus the hop and the
-    step latency; the stages of successive pieces overlap, so 9 stages in all."""
+    step latency; the stages of successive pieces overlap, so NVLS_PIECES + 1 stages in all."""
     from rocesim.training.nccl import NVLS_PIECES
     k, m = 8, 256 * MIB
     _, _, d = run(nvls_platform(2, k), "allreduce", m, ranks=list(range(k)), algorithm="nccl_nvls")
