@@ -170,27 +170,27 @@ def ring_plan(platform, ranks, op: str, m: int, cfg: NcclConfig) -> tuple[int, i
 def ring_layout(platform, ranks, channels: int) -> RingLayout:
     """Each channel's ring over the positions of `ranks`: servers in order of their lowest
     rank, inside a server the GPUs from the one on the channel's rail upwards (cyclically
-    by local index), so the ring leaves the server from the GPU before it and both the
-    arrival and the departure use the channel's NIC.  Channel c takes the c-th NIC (mod)
-    among those the communicator's GPUs use."""
+    by local index; a server with no GPU of the communicator on that rail starts at its
+    lowest), so the ring leaves the server from the GPU before it and both the arrival and
+    the departure use the channel's NIC.  Channel c takes the c-th NIC (mod) among those
+    the communicator's GPUs of its first server use.  Servers may hold different numbers
+    of the communicator's GPUs."""
     pf = platform
     ranks = np.asarray(ranks, np.int64)
     server = pf.server[ranks]
-    servers, counts = np.unique(server, return_counts=True)
-    if (counts != counts[0]).any():
-        raise ScenarioError("ranks", "NCCL's ring needs the same number of the communicator's GPUs in every server")
-    k = int(counts[0])
-    by_server = np.lexsort((pf.local[ranks], server)).reshape(servers.size, k)   # positions, local order
-    first = np.argsort([ranks[row].min() for row in by_server], kind="stable")
-    by_server = by_server[first]
+    by_local = np.lexsort((pf.local[ranks], server))                 # positions, server by server
+    cuts = np.flatnonzero(np.diff(server[by_local])) + 1
+    rows = np.split(by_local, cuts)
+    rows.sort(key=lambda row: int(ranks[row].min()))
     rails = nics_used(pf, ranks)
     ch_rail = rails[np.arange(channels) % rails.size]
     order = np.empty((channels, ranks.size), np.int64)
     for c, r in enumerate(ch_rail):
-        # rotate each server's GPUs so that the first one sits on rail r (the lowest local index on it)
-        local_rail = pf.rail[ranks[by_server[0]]]
-        start = int(np.flatnonzero(local_rail == r)[0])
-        order[c] = np.roll(by_server, -start, axis=1).ravel()
+        parts = []
+        for row in rows:
+            on_rail = np.flatnonzero(pf.rail[ranks[row]] == r)
+            parts.append(np.roll(row, -int(on_rail[0]) if on_rail.size else 0))
+        order[c] = np.concatenate(parts)
     return RingLayout(order, ch_rail)
 
 
@@ -335,8 +335,11 @@ def nccl_tree(t, m: int, cfg: NcclConfig) -> None:
     p = ranks.size
     nch = t.lanes                                          # tree_chunks' channels
     layout = ring_layout(pf, ranks, nch)
-    servers = np.unique(pf.server[ranks]).size
-    k = p // servers
+    servers, counts = np.unique(pf.server[ranks], return_counts=True)
+    if (counts != counts[0]).any():
+        raise ScenarioError("ranks", "NCCL's tree needs the same number of the communicator's GPUs in every "
+                                     "server; use nccl_ring")
+    servers, k = servers.size, int(counts[0])
     trees = binary_trees(servers)
     parts = split_bytes(m, nch)
     idx = np.arange(p)
@@ -402,8 +405,10 @@ def tuned_time_us(algorithm: str, op: str, platform, ranks, nbytes: int) -> floa
 
 def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
     """The algorithm NCCL's tuning model picks for `op` of `nbytes` on `ranks`: the tree only
-    for all-reduce (NCCL runs reduce-scatter and all-gather on rings), whichever is faster."""
-    if op != "allreduce":
+    for all-reduce (NCCL runs reduce-scatter and all-gather on rings) on servers holding the
+    same number of the communicator's GPUs, whichever is faster."""
+    counts = np.unique(platform.server[np.asarray(ranks, np.int64)], return_counts=True)[1]
+    if op != "allreduce" or (counts != counts[0]).any():       # the tree needs even servers
         return "nccl_ring"
     return min(("nccl_ring", "nccl_tree"), key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))
 

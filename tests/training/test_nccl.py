@@ -290,3 +290,17 @@ def test_nccl_max_transfers_coarsens_but_keeps_bytes_rails_and_rings():
         assert res.flows["size_bytes"][net].sum() == 2 * 7 * m // 8
         assert (res.flows["src"][net] % 4 == res.flows["dst"][net] % 4).all()
     assert d_small == pytest.approx(d_full, rel=0.15)
+
+
+def test_nccl_ring_runs_on_servers_holding_different_numbers_of_gpus():
+    """3 GPUs of one server and 1 of another (the default, auto, picks NCCL's ring): every
+    byte crosses as a ring all-reduce moves it (2(p-1) blocks of m/p per channel and step,
+    each boundary crossing the network once per step), and all of it arrives."""
+    plat = platform(2, 4)
+    m = 4 * 16 * 64 * 1024
+    res, rec, _ = run(plat, "allreduce", m, ranks=[0, 1, 2, 4], algorithm="auto")
+    assert rec.algorithm == "nccl_ring"
+    net = rec.flows[~res.flows["is_compute"][rec.flows]]
+    assert res.flows["size_bytes"][net].sum() == 2 * 2 * 3 * m // 4       # 2 boundaries x 2(p-1) steps x m/p
+    with pytest.raises(ScenarioError):
+        run(plat, "allreduce", m, ranks=[0, 1, 2, 4], algorithm="nccl_tree")
