@@ -1,4 +1,5 @@
-"""NCCL's ring collectives on a platform: channels of rings, messages cut into NCCL's chunks and slices.
+"""NCCL's collectives on a platform: channels of rings (`nccl_ring`), the double binary tree
+(`nccl_tree`), NVLink SHARP (`nccl_nvls`), and the tuning model that picks one (`auto`).
 
 NCCL (github.com/NVIDIA/nccl) does not run one ring: it runs *channels*, each a ring through
 every rank of the communicator, each moving its own contiguous part of the buffer.  On
@@ -39,6 +40,11 @@ with its own NIC of rate B_nic and a scale-up rate B_su per GPU, tends to
 min(G x B_nic, B_su x G/(G-1)) (each NIC carries one channel's share in each direction,
 each GPU's port the shares of the channels that do not leave the server at it; CASES.md,
 and SimAI's analytical formula); tests/training/test_nccl.py checks it.
+
+`nccl_tree` and `nccl_nvls` are described where they are built; `auto_algorithm` is NCCL's
+tuning model (src/graph/tuning.cc).  A collective that would be cut into more than
+`max_transfers` slices is built coarser (`ring_plan`, `tree_chunks`), so that a 1024-GPU
+job fits in memory.
 """
 from __future__ import annotations
 
