@@ -204,114 +204,132 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
     """NCCL's ring `op` (allreduce, reducescatter, allgather) of `m` bytes (nccl-tests'
     size) on the ranks of `t` (a collectives `_Transfers`): adds every slice's nodes and
     their dependencies, and what `t.connect` needs to tie them to the start and done nodes."""
-    pf, ranks = t.platform, t.ranks
-    p = ranks.size
-    nch, S, chunk = ring_plan(pf, ranks, op, m, cfg)
-    window_slices = max(1, WINDOW * S * cfg.chunk // ((CHUNKSTEPS // SLICESTEPS) * chunk))
-    layout = ring_layout(pf, ranks, nch)
-    steps = RING_STEPS[op](p)
+    p = t.ranks.size
+    nch, S, chunk = ring_plan(t.platform, t.ranks, op, m, cfg)
+    ring = _Ring(t, ring_layout(t.platform, t.ranks, nch), S, cfg,
+                 max(1, WINDOW * S * cfg.chunk // ((CHUNKSTEPS // SLICESTEPS) * chunk)))
     parts = split_bytes(m, nch)                          # each channel's contiguous part
-    order = layout.order                                 # (nch, p)
-    nxt = np.roll(order, -1, axis=1)
-    a, b = ranks[order].ravel(), ranks[nxt].ravel()      # sender, receiver rank of each (channel, place)
-    net = pf.server[a] != pf.server[b]
-    # the hosts of a slice between servers: the channel's NIC on both sides
-    rail = np.repeat(layout.rail, p)
-    nic_a = pf.server[a] * pf.nics_per_server + rail
-    nic_b = pf.server[b] * pf.nics_per_server + rail
-    su = ~net
-    share = np.zeros(a.size)
-    if su.any():
-        share[su] = pf.scale_up.share_bps(a[su], b[su], pf.gpus_per_server)
-        hop_ps = pf.scale_up.delay_ps * pf.scale_up.hops(pf.local[a[su]], pf.local[b[su]], pf.gpus_per_server)
-    kw = dict(t.kw)
-    prio = kw.pop("prio")
-    Q = cfg.qps_per_connection
-    place = np.arange(nch * p)
-    ch = place // p
-    # per (channel, place): the last slice this connection sent (-1 none), and, per slice,
-    # what arrived at each place in the previous step (indexed by the receiver's place)
-    sent_last = np.full(nch * p, -1, np.int64)
-    window = []                       # the last WINDOW slices' arrivals per connection between servers
-    nodes, first_ids, first_src = [], [], []
-    pos_a = order.ravel()                                # rank position of each sender
-    pos_b = nxt.ravel()
-    # the receiver's place index (channel, place) of each sender's transfer
-    into = (np.arange(nch * p).reshape(nch, p) + 1) % p + ch.reshape(nch, p) * p
-    into = into.ravel()
     loop_bytes = p * chunk
-    loops = int(-(-parts.max() // loop_bytes))
-    # per (channel, place) the arrivals of its last step: every other slice of the collective
-    # comes before one of them (the ring's data and each connection's order chain them)
-    final = np.full((S, nch * p), -1, np.int64)
-    for loop in range(loops):
-        rem = np.maximum(parts - loop * loop_bytes, 0)
-        this = np.minimum(rem, loop_bytes)                       # this loop's bytes per channel
+    for loop in range(int(-(-parts.max() // loop_bytes))):
+        this = np.minimum(np.maximum(parts - loop * loop_bytes, 0), loop_bytes)   # the loop's bytes per channel
         if not this.any():
             break
         blocks = np.stack([split_bytes(int(x), p) for x in this])   # (nch, p): block j of each channel
         arrived = None
-        for s in range(steps):
+        for s in range(RING_STEPS[op](p)):
             # place i of channel c sends block (i - s) mod p of its ring (all-reduce runs the
             # reduce-scatter steps straight into the all-gather ones)
             j = (np.arange(p)[None, :] - s) % p
-            nbytes = np.take_along_axis(blocks, j, axis=1).ravel()
-            live = nbytes > 0
-            sizes = split_bytes_each(np.maximum(nbytes, 1), S)           # (S, nch*p)
-            sizes = np.maximum(sizes, max(cfg.min_message, 1)) * live[None, :]
-            first = np.full((S, nch * p), -1, np.int64)
-            last = np.full((S, nch * p), -1, np.int64)
-            lv = live & net
-            if lv.any():
-                k = int(lv.sum())
-                per_qp = split_bytes_each(sizes[:, lv].ravel(), Q)          # (Q, S*k)
-                ids = t.g.flows(np.tile(nic_a[lv], S * Q), np.tile(nic_b[lv], S * Q), per_qp.ravel(),
-                                prio=prio, delay=cfg.step_latency, **kw).reshape(Q, S, k)
-                nodes.append(ids.ravel())
-                first[:, lv] = ids[0]
-                last[:, lv] = ids[0]
-                if Q > 1:                                                    # a slice is there when all parts are
-                    last[:, lv] = t.g.compute(np.tile(pf.host[b[lv]], S), 0, **kw).reshape(S, k)
-                    t.g.depend(np.broadcast_to(last[:, lv], (Q, S, k)), ids)
-                    nodes.append(last[:, lv].ravel())
-                for q in range(S):        # the receiver's buffer: its slices in flight per connection
-                    back = len(window) + q - window_slices
-                    prev = window[back][lv] if back >= 0 else np.full(k, -1, np.int64)
-                    ok = prev >= 0
-                    t.g.depend(ids[:, q][:, ok], np.broadcast_to(prev[ok], (Q, int(ok.sum()))))
-            ls = live & su
-            if ls.any():
-                sel = np.flatnonzero(ls)
-                idx_su = np.searchsorted(np.flatnonzero(su), sel)
-                busy = np.ceil(sizes[:, ls] * 8e12 / share[ls]).astype(np.int64)
-                hosts_a, hosts_b = pf.host[a[ls]], pf.host[b[ls]]
-                wire = t.g.compute(np.tile(hosts_a, S), busy.ravel(), delay=cfg.step_latency, **kw).reshape(S, -1)
-                land = t.g.compute(np.tile(hosts_b, S), np.tile(hop_ps[idx_su], S), **kw).reshape(S, -1)
-                t.g.depend(land, wire)
-                t.g.depend(wire[1:], wire[:-1])                               # the channel's port, in order
-                prev = sent_last[ls]
-                ok = prev >= 0
-                t.g.depend(wire[0][ok], prev[ok])
-                sent_last[ls] = wire[-1]
-                first[:, ls], last[:, ls] = wire, land
-                nodes += [wire.ravel(), land.ravel()]
-            if arrived is not None:                   # slice k waits for slice k of the previous step
-                ok = (first >= 0) & (arrived >= 0)
-                t.g.depend(first[ok], arrived[ok])
-            window = (window + [np.where(net, last[q], -1) for q in range(S)])[-window_slices:]
-            got = np.full_like(last, -1)
-            got[:, into] = last                        # what each place received in this step
-            arrived = got
-            if s == 0:                                 # a loop's first step needs only the rank's input
-                first_ids.append(first[:, live].ravel())
-                first_src.append(np.tile(pos_a[live], S))
-            final[:, live] = last[:, live]
-    t.nodes += nodes
-    t.first += first_ids
-    t.src += first_src
-    have = final >= 0
-    t.final.append(final[have])
-    t.dst.append(np.broadcast_to(pos_b, final.shape)[have])
+            arrived = ring.step(np.take_along_axis(blocks, j, axis=1).ravel(), arrived, first_step=s == 0)
+    ring.finish()
+
+
+class _Ring:
+    """The slices of one NCCL ring collective under construction, step by step: every
+    (channel, place) sends to the next place of its channel's ring, between servers NIC to
+    NIC on the channel's rail, inside a server at the channel's share of the GPU's port."""
+
+    def __init__(self, t, layout: RingLayout, slices: int, cfg: NcclConfig, window_slices: int):
+        pf, ranks = t.platform, t.ranks
+        self.t, self.cfg, self.S, self.window_slices = t, cfg, slices, window_slices
+        nch, p = layout.order.shape
+        nxt = np.roll(layout.order, -1, axis=1)
+        self.pos_a, self.pos_b = layout.order.ravel(), nxt.ravel()      # rank positions of sender, receiver
+        a, b = ranks[self.pos_a], ranks[self.pos_b]
+        self.net = pf.server[a] != pf.server[b]
+        rail = np.repeat(layout.rail, p)                                 # the channel's NIC on both sides
+        self.nic_a = pf.server[a] * pf.nics_per_server + rail
+        self.nic_b = pf.server[b] * pf.nics_per_server + rail
+        self.host_a, self.host_b = pf.host[a], pf.host[b]
+        self.share = np.zeros(a.size)
+        self.hop_ps = np.zeros(a.size, np.int64)
+        su = ~self.net
+        if su.any():
+            self.share[su] = pf.scale_up.share_bps(a[su], b[su], pf.gpus_per_server)
+            self.hop_ps[su] = pf.scale_up.delay_ps * pf.scale_up.hops(pf.local[a[su]], pf.local[b[su]],
+                                                                       pf.gpus_per_server)
+        # the place (channel, place) each one's transfer arrives at
+        place = np.arange(nch * p)
+        self.into = (place + 1) % p + place // p * p
+        self.kw = dict(t.kw)
+        self.prio = self.kw.pop("prio")
+        self.port_last = np.full(nch * p, -1, np.int64)   # per place: its last scale-up send
+        self.window = []                                  # the last slices' arrivals per connection between servers
+        self.final = np.full((slices, nch * p), -1, np.int64)   # per place: its last step's arrivals
+        self.nodes, self.first, self.src = [], [], []
+
+    def step(self, nbytes, arrived, first_step: bool):
+        """One ring step: place i sends `nbytes[i]` in slices, slice k after slice k of the
+        previous step arrived at i (`arrived`, indexed by the receiving place); returns what
+        arrived where in this step."""
+        S = self.S
+        live = nbytes > 0
+        sizes = split_bytes_each(np.maximum(nbytes, 1), S)                  # (S, places)
+        sizes = np.maximum(sizes, max(self.cfg.min_message, 1)) * live[None, :]
+        first = np.full(sizes.shape, -1, np.int64)
+        last = np.full(sizes.shape, -1, np.int64)
+        if (live & self.net).any():
+            self._network(sizes, live & self.net, first, last)
+        if (live & ~self.net).any():
+            self._scale_up(sizes, live & ~self.net, first, last)
+        if arrived is not None:                   # slice k waits for slice k of the previous step
+            ok = (first >= 0) & (arrived >= 0)
+            self.t.g.depend(first[ok], arrived[ok])
+        self.window = (self.window + [np.where(self.net, last[q], -1) for q in range(S)])[-self.window_slices:]
+        if first_step:                            # a loop's first step needs only the rank's input
+            self.first.append(first[:, live].ravel())
+            self.src.append(np.tile(self.pos_a[live], S))
+        self.final[:, live] = last[:, live]
+        got = np.full_like(last, -1)
+        got[:, self.into] = last
+        return got
+
+    def _network(self, sizes, sel, first, last):
+        """Slices between servers: `qps_per_connection` flows each, NIC to NIC, each after the
+        slice `window_slices` before it on its connection has arrived."""
+        t, S, Q, k = self.t, self.S, self.cfg.qps_per_connection, int(sel.sum())
+        per_qp = split_bytes_each(sizes[:, sel].ravel(), Q)                 # (Q, S*k)
+        ids = t.g.flows(np.tile(self.nic_a[sel], S * Q), np.tile(self.nic_b[sel], S * Q), per_qp.ravel(),
+                        prio=self.prio, delay=self.cfg.step_latency, **self.kw).reshape(Q, S, k)
+        self.nodes.append(ids.ravel())
+        first[:, sel] = last[:, sel] = ids[0]
+        if Q > 1:                                 # a slice is there when all its parts are
+            last[:, sel] = t.g.compute(np.tile(self.host_b[sel], S), 0, **self.kw).reshape(S, k)
+            t.g.depend(np.broadcast_to(last[:, sel], (Q, S, k)), ids)
+            self.nodes.append(last[:, sel].ravel())
+        for q in range(S):                        # the receiver's buffer: its slices in flight per connection
+            back = len(self.window) + q - self.window_slices
+            prev = self.window[back][sel] if back >= 0 else np.full(k, -1, np.int64)
+            ok = prev >= 0
+            t.g.depend(ids[:, q][:, ok], np.broadcast_to(prev[ok], (Q, int(ok.sum()))))
+
+    def _scale_up(self, sizes, sel, first, last):
+        """Slices inside a server: the sender's share of its port, slice after slice, then the hop."""
+        t, S = self.t, self.S
+        busy = np.ceil(sizes[:, sel] * 8e12 / self.share[sel]).astype(np.int64)
+        wire = t.g.compute(np.tile(self.host_a[sel], S), busy.ravel(), delay=self.cfg.step_latency,
+                           **self.kw).reshape(S, -1)
+        land = t.g.compute(np.tile(self.host_b[sel], S), np.tile(self.hop_ps[sel], S), **self.kw).reshape(S, -1)
+        t.g.depend(land, wire)
+        t.g.depend(wire[1:], wire[:-1])                              # the channel's port, in order
+        prev = self.port_last[sel]
+        ok = prev >= 0
+        t.g.depend(wire[0][ok], prev[ok])
+        self.port_last[sel] = wire[-1]
+        first[:, sel], last[:, sel] = wire, land
+        self.nodes += [wire.ravel(), land.ravel()]
+
+    def finish(self):
+        """Hand the slices to `t`: every first-step slice waits for its rank's start; each
+        rank is done when its last step's slices have arrived (every other slice comes
+        before one of them: the ring's data and each connection's order chain them)."""
+        t = self.t
+        t.nodes += self.nodes
+        t.first += self.first
+        t.src += self.src
+        have = self.final >= 0
+        t.final.append(self.final[have])
+        t.dst.append(np.broadcast_to(self.pos_b, self.final.shape)[have])
 
 
 def tree_chunks(platform, ranks, m: int, cfg: NcclConfig) -> tuple[int, int]:
