@@ -48,7 +48,6 @@ from __future__ import annotations
 import os
 
 from rocesim._textfile import Line
-from rocesim.errors import ScenarioError
 from rocesim.training.workloads.astra import header_value, parallelism_of, parse_layer, read_layer_lines
 from rocesim.training.workloads.model import Comm, Workload
 
