@@ -166,22 +166,27 @@ output: {plot: false}
 """
 
 
+def rocesim_run(scenario, out, cwd, *extra) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of a whole `python -m rocesim run` process (interpreter,
+    imports, build, run, writing results), measured by an interpreter of its own that runs
+    only it (so the peak is the run's alone)."""
+    measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+               "r = resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)")
+    cmd = [sys.executable, "-c", measure, sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(out),
+           "-q", "--force", *extra]                           # rounds after the first replace the results
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=CHILD_ENV,
+                          cwd=cwd)                            # -m puts cwd first on sys.path
+    cpu, rss = map(float, done.stdout.split()[-2:])
+    return cpu, rss
+
+
 def test_rocesim_run_k8_whole_process(benchmark, tmp_path):
     """CPU seconds of a whole `python -m rocesim run` (interpreter, imports, build, run,
     writing results) of the k=8 permutation at 4000 B payload."""
-    import resource
     scenario = tmp_path / "k8.yaml"
     scenario.write_text(K8_SCENARIO.replace("k: 8", "k: 4") if QUICK else K8_SCENARIO)
-
-    def run():
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(tmp_path / "out"), "-q",
-                        "--force"],                       # rounds after the first replace the results
-                       check=True, capture_output=True, env=CHILD_ENV, cwd=tmp_path)   # -m puts cwd first on sys.path
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-    cpu = benchmark.pedantic(run, rounds=1 if QUICK else 3, iterations=1)
+    cpu = benchmark.pedantic(lambda: rocesim_run(scenario, tmp_path / "out", tmp_path)[0],
+                             rounds=1 if QUICK else 3, iterations=1)
     benchmark.extra_info.update(process_cpu_s=round(cpu, 3))
     assert (tmp_path / "out" / "flows.csv").exists()
 
@@ -243,13 +248,8 @@ def test_simai_gpt13b_iteration_64_gpus(benchmark, tmp_path):
     run` process's CPU seconds and peak RSS (quick: the first 20 ms of simulated time)."""
     scen = os.path.join(os.path.dirname(HERE), "scenarios", "platforms", "simai_gpt13b.yaml")
     stop = ["--set", "stop=20ms"] if QUICK else []
-    cmd = [sys.executable, "-c", "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
-           "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
-           "print(r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)",
-           sys.executable, "-m", "rocesim", "run", scen, "-o", str(tmp_path / "out"), "--quiet", *stop]
-    run = lambda: subprocess.run(cmd, check=True, capture_output=True, text=True, env=CHILD_ENV,
-                                 cwd=tmp_path).stdout        # -m puts cwd first on sys.path
-    cpu, rss = map(float, benchmark.pedantic(run, rounds=1, iterations=1).split()[-2:])
+    cpu, rss = benchmark.pedantic(lambda: rocesim_run(scen, tmp_path / "out", tmp_path, *stop), rounds=1,
+                                  iterations=1)
     it = json.load(open(tmp_path / "out" / "summary.json"))
     benchmark.extra_info.update(cpu_s=round(cpu, 2), peak_rss_mb=round(rss, 1),
                                 iteration_ms=round((it.get("iteration_mean_ns") or 0) / 1e6, 3))

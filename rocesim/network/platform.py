@@ -109,6 +109,11 @@ class ScaleUp:
         users, rate = self._load(a, b, np.ones(a.size), gpus)
         return rate / users
 
+    def neighbour_bps(self, gpus: int) -> float:
+        """What one GPU sends per second to a neighbour (local GPU 0 to 1) when nothing else
+        uses its resources: a ring's per-step rate over the scale-up domain."""
+        return float(self.share_bps(np.array([0]), np.array([1]), gpus)[0])
+
     def describe(self) -> str:
         return (f"{self.kind}{' with NVLink SHARP' if self.nvls else ''}, {format_rate(self.rate_bps)} per GPU, "
                 f"{format_time(self.delay_ps)} per hop")

@@ -119,8 +119,7 @@ class CollectiveRecord:
 
 def _hosts_for(ranks) -> Platform:
     """The plain platform for collectives on hosts (rank = host) up to the largest rank."""
-    n = int(np.max(ranks)) + 1 if np.size(ranks) else 1
-    return Platform(Topology(n), n)
+    return Platform.hosts(Topology(int(np.max(ranks)) + 1 if np.size(ranks) else 1))
 
 
 class _Transfers:

@@ -74,7 +74,7 @@ def platform_dimensions(t) -> list[Dimension]:
     index = [np.unique(c, return_inverse=True)[1] for c in coords]
     grid[index[0], index[1], index[2]] = np.arange(ranks.size)
     nic_share = float(pf.topology.host_rate(int(pf.host[ranks[0]]))) * pf.nics_per_server / G
-    rates = [_scale_up_rate(pf) if pf.scale_up is not None else nic_share, nic_share,
+    rates = [pf.scale_up.neighbour_bps(G) if pf.scale_up is not None else nic_share, nic_share,
              nic_share * pf.uplink_share]
     wire_s = float(pf.topology.delay_ab[pf.topology.host_link(int(pf.host[ranks[0]]))]) * 1e-12
     latencies = [pf.scale_up.delay_ps * 1e-12 if pf.scale_up is not None else 2 * wire_s, 2 * wire_s, 4 * wire_s]
@@ -85,13 +85,6 @@ def platform_dimensions(t) -> list[Dimension]:
             groups = np.moveaxis(grid, d, -1).reshape(-1, sizes[d])
             dims.append(Dimension(names[d], groups, rates[d], latencies[d], "scale-up" if d == 0 and pf.scale_up else "nic"))
     return dims
-
-
-def _scale_up_rate(pf) -> float:
-    """What one GPU sends per second to its ring neighbour over the scale-up domain."""
-    probe = 10**9
-    busy_ps = pf.scale_up.port_time_ps(np.array([0]), np.array([1]), np.array([probe]), pf.gpus_per_server)[0]
-    return probe * 8 / (busy_ps * 1e-12)
 
 
 def chunk_orders(sizes, rates_bps, chunk_bytes, policy, resources=None) -> list[tuple[int, ...]]:

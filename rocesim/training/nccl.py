@@ -137,7 +137,18 @@ def channels_for(platform, ranks, nbytes: int, cfg: NcclConfig) -> int:
         n = min(MAXCHANNELS, CHANNELS_PER_NIC * nics_used(pf, ranks).size)
     else:
         n = int(cfg.channels)
-    return int(max(1, min(n, nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD))))
+    return _fewer_for_small(n, nbytes)
+
+
+def _fewer_for_small(channels: int, nbytes: int) -> int:
+    """NCCL drops channels while a message is below 32 KiB per channel (enqueue.cc)."""
+    return int(max(1, min(channels, nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD))))
+
+
+def ring_transfers(m: int, p: int, steps: int, channels: int, slices: int, chunk: int) -> int:
+    """Slices of a ring of `steps` steps on `p` ranks moving `m` bytes: channels x loops
+    (of p x chunk bytes of a channel's part) x steps x ranks x slices per step."""
+    return channels * -(-(-(-m // channels)) // (p * chunk)) * steps * p * slices
 
 
 def nccl_slice_estimate(op: str, p: int, nbytes: int, cfg: NcclConfig) -> int:
@@ -146,11 +157,9 @@ def nccl_slice_estimate(op: str, p: int, nbytes: int, cfg: NcclConfig) -> int:
     as NCCL could use, at most `max_transfers` unless even one loop of one slice per step
     on every distinct ring (one per NIC, at most MAXCHANNELS / CHANNELS_PER_NIC) is more
     (the memory guard's estimate, before the platform is looked at)."""
-    nch = max(1, min(MAXCHANNELS if cfg.channels == "auto" else int(cfg.channels),
-                     nbytes // (SIMPLE_MAX_NTHREADS * SIMPLE_THREAD_THRESHOLD)))
-    loops = -(-nbytes // (nch * p * cfg.chunk))
+    nch = _fewer_for_small(MAXCHANNELS if cfg.channels == "auto" else int(cfg.channels), nbytes)
     steps = RING_STEPS[op](p)
-    full = nch * loops * steps * p * (CHUNKSTEPS // SLICESTEPS)
+    full = ring_transfers(nbytes, p, steps, nch, CHUNKSTEPS // SLICESTEPS, cfg.chunk)
     floor = min(nch, MAXCHANNELS // CHANNELS_PER_NIC) * steps * p
     return min(full, max(cfg.max_transfers, floor)) * cfg.qps_per_connection
 
@@ -163,7 +172,7 @@ def ring_plan(platform, ranks, op: str, m: int, cfg: NcclConfig) -> tuple[int, i
     p = len(ranks)
     steps = RING_STEPS[op](p)
     nch, S, chunk = channels_for(platform, ranks, m, cfg), CHUNKSTEPS // SLICESTEPS, cfg.chunk
-    count = lambda: nch * -(-(-(-m // nch)) // (p * chunk)) * steps * p * S
+    count = lambda: ring_transfers(m, p, steps, nch, S, chunk)
     if count() > cfg.max_transfers:
         S = 1
     if count() > cfg.max_transfers:
@@ -398,7 +407,7 @@ def platform_bus_bps(platform, ranks) -> float:
     k = ranks.size // servers
     su = float("inf")
     if k > 1 and pf.scale_up is not None:
-        su = float(pf.scale_up.share_bps(np.array([0]), np.array([1]), pf.gpus_per_server)[0]) * k / (k - 1)
+        su = pf.scale_up.neighbour_bps(pf.gpus_per_server) * k / (k - 1)
     if servers == 1:
         return su
     nic = float(pf.topology.host_rate(int(pf.host[ranks[0]])))
