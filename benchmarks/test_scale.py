@@ -97,7 +97,7 @@ def test_write_flows_csv_10M(benchmark, tmp_path):
     """flows.csv of 10 M flows (the columns of `Results.flows`, synthetic values)."""
     n = 10_000 if QUICK else 10_000_000
     path = str(tmp_path / "flows.csv")
-    info = run_child(benchmark, f"""
+    run_child(benchmark, f"""
 from rocesim.results.run import write_csv
 n = {n}
 rng = np.random.default_rng(1)
