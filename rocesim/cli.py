@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from rocesim import __version__, sweep
+from rocesim import __version__, config, sweep
 from rocesim import scenario as sc
 from rocesim.keys import SECTIONS, lines
 from rocesim.scenario.simai_conf import conf_yaml
@@ -45,12 +45,22 @@ def _empty_output(outdir: str, force: bool) -> None:
         os.remove(os.path.join(outdir, f))
 
 
+def _overrides(args) -> list:
+    """The --set overrides, and `--mode M` as `mode=M` after them."""
+    return args.set + ([f"mode={args.mode}"] if args.mode else [])
+
+
+def _what(sim) -> str:
+    """How the network runs: the scheme, or flow mode."""
+    return "flow mode" if sim.mode == "flow" else f"scheme {sim.scheme.name}"
+
+
 def _run(args) -> int:
-    scn = sc.load(args.scenario, args.set)
+    scn = sc.load(args.scenario, _overrides(args))
     _empty_output(args.output, args.force)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
-              f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}", file=sys.stderr)
+              f"{scn.sim.n_flows} flows, {_what(scn.sim)}", file=sys.stderr)
     res = scn.sim.run(scn.stop, progress=not args.quiet,
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
@@ -109,10 +119,10 @@ def _exit_status(s) -> int:
 
 
 def _check(args) -> int:
-    scn = sc.load(args.scenario, args.set)
+    scn = sc.load(args.scenario, _overrides(args))
     scn.sim.check()
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
-          f"{scn.sim.n_flows} flows, scheme {scn.sim.scheme.name}")
+          f"{scn.sim.n_flows} flows, {_what(scn.sim)}")
     if scn.sim.platform.kind != "hosts":
         print(scn.sim.platform.describe())
     return 0
@@ -152,7 +162,7 @@ def _plot(args) -> int:
 
 
 def _sweep(args) -> int:
-    sw = sweep.load(args.sweep)
+    sw = sweep.load(args.sweep, {"mode": args.mode} if args.mode else None)
     if args.dry_run:
         digests = sweep.check(sw.runs)            # every run loads and checks, or exit 2
         states = [run_folder.state(args.output, r.name, digests[r.name]) for r in sw.runs]
@@ -239,11 +249,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     scenario_help = "scenario YAML file (`rocesim keys` lists its keys)"
     set_help = "override a scenario key (value in YAML syntax); repeatable"
+    modes = config.MODE.type.options
+
+    def mode_option(c, what):
+        c.add_argument("--mode", choices=modes, help=f"{what} in this mode (as `--set mode=...`; "
+                                                     f"`rocesim keys scenario` says what each does)")
     plain = (0, 2, 130)                                  # commands that neither run nor sweep
     r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130), "run a YAML scenario and write results", _run)
     r.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     r.add_argument("-o", "--output", required=True, help="output folder (new or empty; see --force)")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
+    mode_option(r, "run the scenario")
     r.add_argument("--no-plot", action="store_true", help="write no figures")
     r.add_argument("--force", action="store_true",
                    help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
@@ -251,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = command("check", plain, "check a scenario without running it", _check)
     c.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
+    mode_option(c, "check the scenario")
     pl = command("plot", plain, "plot result folders (FCT slowdown by size, training) side by side, "
                                 "or a sweep folder (a metric against a swept parameter, a heatmap)", _plot)
     pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",
@@ -266,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "run a sweep file: a base scenario over a grid of parameters and seeds", _sweep)
     sw.add_argument("sweep", metavar="SWEEP", help="sweep YAML (base:, grid:, zip:, seeds:, set:)")
     sw.add_argument("-o", "--output", required=True, help="output folder (a folder per run, index.csv)")
+    sw.add_argument("--mode", choices=modes, help="every run in this mode (as `set: {mode: ...}` in the sweep "
+                                                  "file, over it); to run both, put `mode: [packet, flow]` in grid:")
     sw.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="runs at a time (default: half the cores)")
     sw.add_argument("--scheduler", metavar="ADDRESS",

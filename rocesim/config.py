@@ -1,4 +1,5 @@
-"""Settings of switches, NICs and deadlock detection: declared once (`rocesim.settings`).
+"""Settings of switches, NICs, deadlock detection, the seed and the mode: declared once
+(`rocesim.settings`).
 
 The YAML scenario (`switch:`, `nic:` and `deadlock:` sections) and the Python API
 (`Simulation(switch={...}, nic={...}, deadlock=...)`) resolve the same declarations,
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from rocesim.errors import ScenarioError
 from rocesim.settings import (Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
                               Time, Word)
 from rocesim.units import parse_rate, parse_size
@@ -154,3 +156,40 @@ def resolve_deadlock(given, where="deadlock") -> dict:
 
 SEED = Setting(Integer(0, 2**63 - 1), 1, "seeds ECMP hashing, ECN marking and the traffic's random draws: the "
                                          "same seed gives the same run, bit for bit")
+
+
+# What the flow mode cannot express, by the key that asks for it, and why: `mode: flow`
+# with any of these is refused at `check` (and by `Simulation`), never silently ignored.
+# (rocesim has no per-link loss or error rate to refuse: a SimAI or HPCC topology file's
+# error_rate must already be 0.)  Packet settings with nothing to act on in flow mode
+# (switch buffers, PFC and ECN thresholds, NIC payload and ACKs, a built-in scheme's
+# parameters) are accepted and have no effect, so one base scenario runs in both modes.
+FLOW_MODE_REFUSES = {
+    "cc.scheme": "a congestion-control scheme written in Python reacts to packets (ACKs, CNPs, "
+                 "timers) and flows in flow mode send none",
+    "deadlock": "deadlock detection looks for cycles of PFC pauses, and flows in flow mode are "
+                "never paused (no queues, no PFC)",
+    "switch.pfc.watchdog.enabled": "the PFC watchdog watches paused queues, and flow mode has "
+                                   "no queues and no PFC",
+    "faults": "faults act on packets in flight and queued, and on routes in the middle of a run; "
+              "flow mode has no packets and keeps every flow on its path",
+    "output.sample_interval": "sampling reads switch queues and senders' packet rates, and flow "
+                              "mode has no queues",
+}
+
+MODE = Setting(Choice("packet", "flow"), "packet",
+               "packet: every data packet, ACK, CNP and PFC frame is simulated (queues, ECN, PFC, "
+               "congestion control); flow: each network flow is a fluid sharing link capacity "
+               "max-min fairly with the others, its rate recomputed when a flow starts or ends "
+               "(compute steps, dependencies, collectives and workloads are the same; "
+               "no queues, so no packet counters: OUTPUTS.md says which outputs are empty). "
+               "Refused with flow (they act on packets, queues or PFC; `rocesim check` says why): "
+               + ", ".join(FLOW_MODE_REFUSES) + " (cc.scheme: one written in Python)")
+
+
+def refuse_in_flow_mode(mode: str, key: str, given: str) -> None:
+    """When `mode` is flow, raise the ScenarioError of FLOW_MODE_REFUSES for `key` (or for
+    the list `key` is an entry of: faults[0]); `given` says what the user asked."""
+    if mode == "flow":
+        raise ScenarioError(key, f"{given}, which mode: flow refuses: {FLOW_MODE_REFUSES[key.split('[')[0]]}; "
+                                 f"use mode: packet")

@@ -93,10 +93,15 @@ class Simulation:
     nccl : dict, optional
         How NCCL runs collectives with the nccl_ring algorithm (`rocesim keys nccl`):
         {"channels": "auto", "buffer": "4MiB", "step_latency": "1us", ...}.
+    mode : str
+        "packet" (default: every packet simulated) or "flow" (network flows as fluids
+        sharing link capacity max-min fairly; `rocesim keys` says more).  Flow mode
+        refuses what acts on packets (`config.FLOW_MODE_REFUSES`): a scheme written in
+        Python, deadlock detection, the PFC watchdog, faults, sampling.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
-                 routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None):
+                 routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet"):
         if not isinstance(topology, (Platform, Topology)):
             raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
                                             f"(rocesim.network.platform), got {show(topology)}")
@@ -107,6 +112,7 @@ class Simulation:
         self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
         self.topology = topology
         self.seed = config.SEED.parse(seed, "seed")
+        self.mode = config.MODE.parse(mode, "mode")
         self.scheme = get_scheme(cc)
         self.cc_params = self.scheme.resolve_params(cc_params)
         self.switch = config.SWITCH.resolve(switch, "switch")
@@ -115,6 +121,7 @@ class Simulation:
         self.nic = config.NIC.resolve(nic, "nic")
         self.deadlock = config.resolve_deadlock(deadlock)
         self.nccl = NcclConfig.resolve(nccl, "nccl")   # how the nccl_* collective algorithms behave
+        self._refuse_in_flow_mode()
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
@@ -126,6 +133,15 @@ class Simulation:
         self._running = False        # run() is going: the world is the core's, not to be changed
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
+
+    def _refuse_in_flow_mode(self) -> None:
+        """What `mode: flow` cannot run, refused before anything is built."""
+        if self.scheme.py_class is not None:
+            config.refuse_in_flow_mode(self.mode, "cc.scheme", f"{self.scheme.name} is written in Python")
+        if self.deadlock["enabled"]:
+            config.refuse_in_flow_mode(self.mode, "deadlock", "deadlock detection is on")
+        if self.switch["pfc"]["watchdog"]["enabled"]:
+            config.refuse_in_flow_mode(self.mode, "switch.pfc.watchdog.enabled", "the PFC watchdog is on")
 
     # --- traffic -------------------------------------------------------------------
 
@@ -366,7 +382,9 @@ class Simulation:
         `add_fault("link_rate", "300us", link=[9, 12], rate="25Gbps")`."""
         self._not_running("add_fault")
         entry = {**({} if kind is None else {"kind": kind}), **({} if at is None else {"at": at}), **kw}
-        f = faults_mod.parse(entry, f"faults[{len(self.faults)}]", self.ports, self.topology.n_hosts)
+        key = f"faults[{len(self.faults)}]"
+        f = faults_mod.parse(entry, key, self.ports, self.topology.n_hosts)
+        config.refuse_in_flow_mode(self.mode, key, f"a {f.kind} fault")
         self.faults.append(f)
         return f
 
@@ -413,7 +431,8 @@ class Simulation:
             lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
             int_enabled=int(int_on),
             bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]),
-            tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0)
+            tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0,
+            fluid=self.mode == "flow")      # network flows as fluids (the core's fluid engine)
         return world, params
 
     def _rto_mask(self) -> int:
@@ -593,6 +612,7 @@ class Simulation:
             interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
             if interval <= 0:
                 raise ScenarioError("output.sample_interval", "must be positive")
+            config.refuse_in_flow_mode(self.mode, "output.sample_interval", "sampling is on")
         core, world = self._build_core()
         sampler = None if interval is None else Sampler(core, interval, self.n_flows, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress

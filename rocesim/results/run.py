@@ -26,6 +26,17 @@ FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "id
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
                 "is_compute")
 
+# what has no meaning without packets, left empty in flow mode (NaN in the arrays and
+# files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
+FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
+FLOW_MODE_EMPTY_PORTS = ("tx_packets", "drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
+                         "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
+FLOW_MODE_EMPTY_SUMMARY = (
+    "link_crossings", "drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
+    "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
+    "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
+    "no_route_drops", "watchdog_detections", "pfc_timeline_lost")
+
 
 @dataclass
 class Results:
@@ -63,7 +74,7 @@ class Results:
                      paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
                      watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"])
         summary = dict(
-            scheme=sim.scheme.name, seed=sim.seed, hosts=sim.topology.n_hosts,
+            scheme=sim.scheme.name, mode=sim.mode, seed=sim.seed, hosts=sim.topology.n_hosts,
             switches=sim.topology.n_switches, topology=sim.topology.name,
             events=st["events"], link_crossings=st["link_crossings"], drops=st["drops"],
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
@@ -87,6 +98,11 @@ class Results:
                        deadlock_cycles=cycles)
         tl = core.pause_timeline()
         summary["pfc_timeline_lost"] = int(tl["lost"])
+        summary["fluid_solves"] = st.get("fluid_solves") if sim.mode == "flow" else None
+        if sim.mode == "flow":
+            _blank(flows, FLOW_MODE_EMPTY_FLOWS)
+            _blank(ports, FLOW_MODE_EMPTY_PORTS)
+            summary.update(dict.fromkeys(FLOW_MODE_EMPTY_SUMMARY))
         res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
                   node_ids=np.asarray(sim.topology.original_ids),
                   pfc_timeline=dict(port=tl["port"], node=world["port_node"][tl["port"]],
@@ -114,14 +130,15 @@ class Results:
     def describe(self) -> str:
         """A few lines for the terminal."""
         s = self.summary
-        lines = [
-            f"{s['flows_completed']}/{s['flows_total']} flows completed in "
-            f"{s['sim_time_ns'] / 1e3:.1f} us simulated ({s['wall_s']:.2f} s wall, "
-            f"{s['link_crossings']:,} link crossings, "
-            f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
-            f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
-            f"NACKs {s['nacks']}  timeouts {s['timeouts']}",
-        ]
+        done = (f"{s['flows_completed']}/{s['flows_total']} flows completed in "
+                f"{s['sim_time_ns'] / 1e3:.1f} us simulated ({s['wall_s']:.2f} s wall, ")
+        if s.get("mode") == "flow":            # no packets: no packet counters to show
+            lines = [done + f"flow mode, {s['fluid_solves'] or 0:,} rate solves)"]
+        else:
+            lines = [done + f"{s['link_crossings']:,} link crossings, "
+                            f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
+                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
+                     f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
         lines += _class_lines(s)
         for c in s.get("deadlock_cycles", []):
             lines.append(f"deadlock at priority {c['priority']}, formed at {c['formed_ns'] / 1e3:.1f} us: "
@@ -287,6 +304,12 @@ def _flow_columns(sim, fa, end_ps) -> dict:
         collective=column("collective", np.int64, -1), iteration=column("iteration", np.int64, -1),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
         is_compute=column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
+
+
+def _blank(columns: dict, names) -> None:
+    """Make `columns[name]` all NaN (an empty cell in the files) for each of `names`."""
+    for name in names:
+        columns[name] = np.full(np.shape(columns[name]), np.nan)
 
 
 def _cycle_record(r, world) -> dict:

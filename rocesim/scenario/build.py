@@ -39,6 +39,7 @@ SCENARIO = Section(
     "a scenario file (YAML)",
     name=Setting(Text(), "", "a name for the run (default: the file's)"),
     seed=config.SEED,
+    mode=config.MODE,
     stop=Setting(Time(), None, "simulated-time limit (default: until every flow is done)"),
     topology=Setting(Custom("a mapping with a kind (topology kinds below)"), REQUIRED, "the network"),
     switch=Setting(config.SWITCH, None, "switch settings (below)"),
@@ -75,14 +76,14 @@ def build(raw: dict, base_dir=".") -> Scenario:
     """Check a scenario mapping and build its Simulation (nothing runs yet)."""
     check_depth(raw)
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
-    top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k) for k in ("name", "seed", "stop")}
+    top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k) for k in ("name", "seed", "stop", "mode")}
     memory = _memory(LIMITS.resolve(raw.get("limits"), "limits"))
     platform = build_platform(raw["topology"], base_dir, memory=memory)
     cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
-                     deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"))
-    add_traffic(sim, raw["traffic"], top["seed"], base_dir)
+                     deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"])
+    # faults and outputs before the traffic: what the mode refuses is refused before a workload is built
     faults = raw.get("faults") or []
     if not isinstance(faults, list):
         raise ScenarioError("faults", f"expected a list of {{kind, at, ...}}, got {show(faults)}")
@@ -91,6 +92,9 @@ def build(raw: dict, base_dir=".") -> Scenario:
             raise ScenarioError(f"faults[{i}]", f"expected a mapping with kind and at, got {show(f)}")
         sim.add_fault(**{str(k): v for k, v in f.items()})
     output = _output(raw.get("output"), n_ports=len(sim.ports.node))
+    if output["sample_interval"] is not None:
+        config.refuse_in_flow_mode(sim.mode, "output.sample_interval", "sampling is on")
+    add_traffic(sim, raw["traffic"], top["seed"], base_dir)
     return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw)
 
 

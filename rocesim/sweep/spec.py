@@ -63,19 +63,21 @@ class Sweep:
     param_names: list
 
 
-def load(path) -> Sweep:
-    """Read and expand a sweep file; every mistake is one ScenarioError naming the key."""
+def load(path, command_line=None) -> Sweep:
+    """Read and expand a sweep file; every mistake is one ScenarioError naming the key.
+    `command_line`: key paths fixed for every run as by `set:`, over it (`--mode`)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise ScenarioError(str(path), f"cannot read the sweep file: {e.strerror or e}") from None
     raw = parse_yaml(decode_utf8(str(path), data), str(path))
-    return expand(raw, os.path.dirname(os.path.abspath(path)), str(path))
+    return expand(raw, os.path.dirname(os.path.abspath(path)), str(path), command_line)
 
 
-def expand(raw, sweep_dir: str = ".", where: str = "sweep") -> Sweep:
-    """The runs of a sweep mapping (`sweep_dir`: where relative paths are read from)."""
+def expand(raw, sweep_dir: str = ".", where: str = "sweep", command_line=None) -> Sweep:
+    """The runs of a sweep mapping (`sweep_dir`: where relative paths are read from;
+    `command_line`: key paths fixed for every run, as `set:` and over it)."""
     if not isinstance(raw, dict):
         raise ScenarioError(where, "a sweep file must hold a mapping with base:, grid:, zip:, seeds:")
     unknown = [k for k in raw if k not in SWEEP_KEYS]
@@ -98,6 +100,12 @@ def expand(raw, sweep_dir: str = ".", where: str = "sweep") -> Sweep:
     fixed = raw.get("set") or {}
     if not isinstance(fixed, dict) or not all(isinstance(k, str) for k in fixed):
         raise ScenarioError("set", "expected a mapping of key paths to values")
+    for k, v in (command_line or {}).items():
+        if k in grid or k in zipped:
+            raise ScenarioError(f"{'grid' if k in grid else 'zip'}.{k}",
+                                f"the sweep varies it and the command line fixes it ({k}={format_value(v)}); "
+                                f"do one or the other")
+    fixed = {**fixed, **(command_line or {})}
     varies_scenario = SCENARIO_KEY in grid or SCENARIO_KEY in zipped
     if "base" in raw and varies_scenario:
         raise ScenarioError("base", f"give either base: or a varied `{SCENARIO_KEY}`, not both")
