@@ -36,6 +36,8 @@ cdef enum EventKind:
     EV_ACK_TIMER = 7       # the receiver's ACK-coalescing timer (nic_recv.pyx); target = flow
     EV_DEADLOCK = 8        # deadlock detector's check (deadlock.pyx)
     EV_WATCHDOG = 9        # PFC watchdog poll (watchdog.pyx)
+    EV_FLUID = 10          # the flow-level network (fluid.pyx, flow mode only); target = flow,
+                           #   arg = what happens to it
 
 cdef enum PacketKind:
     PK_DATA = 0
@@ -359,6 +361,7 @@ cdef struct Stats:
     int64_t watchdog_drops # packets dropped by the PFC watchdog's `drop` action
     int64_t nic_drops      # data a stopped NIC could not take (its buffer full: faults.pyx)
     int64_t no_route_drops # packets a switch had no route for
+    int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
 
 cdef struct Sim:
     int64_t now
@@ -431,4 +434,5 @@ cdef struct Sim:
     void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
     void* faults           # scheduled faults (faults.pxd), NULL when none
     void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
+    void* fluid            # the flow-level network (fluid.pxd), NULL in packet mode
     int32_t error          # set by a Python callback that raised: the loop stops

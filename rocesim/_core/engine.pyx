@@ -27,6 +27,7 @@ from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
+from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
 
 cnp.import_array()
 
@@ -208,7 +209,20 @@ cdef class Core:
         if ev_init(s, ev_bucket_shift(s.n_ports)) < 0 or pool_init(s, INITIAL_POOL) < 0:
             raise MemoryError()
         s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
+        if params.get("fluid", False):
+            self._init_fluid(params)
         flows_next_root(s)
+
+    cdef _init_fluid(self, dict params):
+        """Flow mode: data flows as fluids (fluid.pyx) instead of packets."""
+        share = float(params.get("fluid_share", 1.0))
+        startup = int(params.get("fluid_startup_ps", 0))
+        if not 0 < share <= 1:
+            raise ValueError("core params: fluid_share must be in (0, 1]")
+        if startup < 0:
+            raise ValueError("core params: fluid_startup_ps must be >= 0")
+        if fluid_init(self.s, share, startup) < 0:
+            raise MemoryError()
 
     cdef _init_params(self, dict params):
         cdef NetParams* p = &self.s.p
@@ -336,6 +350,7 @@ cdef class Core:
         if s.cc.free_state != NULL:
             s.cc.free_state(s.cc.state)
         deadlock_free(s)
+        fluid_free(s)
         faults_free(s)
         watchdog_free(s)
         if s.hosts != NULL:
@@ -495,7 +510,11 @@ cdef class Core:
 
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
-        cdef int status = loop.run_loop(self.s, until_ps, max_events)
+        cdef int status
+        if self.s.fluid != NULL:
+            status = fluid_loop(self.s, until_ps, max_events)
+        else:
+            status = loop.run_loop(self.s, until_ps, max_events)
         if status == loop.STOP_EMPTY and self.s.error == ERR_NONE:
             # nothing left to happen: give back the pools' memory before the results are read
             qp_pool_release(self.s)
@@ -558,7 +577,7 @@ cdef class Core:
             data_bytes_delivered=s.st.data_bytes_delivered, flows_done=s.st.flows_done,
             time_errors=s.st.time_errors, link_drops=s.st.link_drops,
             watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
-            no_route_drops=s.st.no_route_drops, packets_in_use=s.pool_used,
+            no_route_drops=s.st.no_route_drops, fluid_solves=s.st.fluid_solves, packets_in_use=s.pool_used,
             packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.n_events, event_queue_bytes=ev_bytes(s), sim_time_ps=s.now,
             last_activity_ps=s.last_work)
 

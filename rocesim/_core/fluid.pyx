@@ -1,0 +1,505 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The flow-level network: data flows as fluids that share link capacity max-min fairly.
+
+`fluid_loop` replaces the packet loop (loop.pyx) when a run is in flow mode.  Everything
+else is the packet core's: the flows and their release (start times, the dependency
+graph, compute steps: flows.pyx), the routed paths (the same ECMP draw, `trace_path`
+with the flow's hash) and the event queue.
+
+A data flow that starts joins the fluid (after `startup` ps, a calibrated start-up cost):
+it has its forward path's links and, for its ACKs, its reverse path's links.  It must
+send its wire bytes W (payload plus a header per packet, as the packet level sends them)
+at a rate r (wire bits/s) that loads each forward link by r and each reverse link by
+r x a, a = an ACK's wire bytes over those of the ack_every full packets it acknowledges.
+Rates are max-min fair under these loads, each link's capacity being its rate x `share`
+(a calibration: the fraction of a link the schemes' steady state uses; 1 by default), a
+flow with a rate limit capped by it.  When W has left the NIC at the rates in force, the
+last packet still crosses the later hops, each after the full packet before it (store
+and forward), plus every link's delay: the receiver then has the last byte (children are
+released, as at the packet level) and the sender its ACK after the reverse path's
+latency.  Alone in an idle network this is the packet level's closed form (flows.pyx),
+except that an ACK never queues behind another.
+
+Rates are recomputed only where they can change: when flows start or end at time t, one
+solve at t (after every event already due at t) takes the links they touch, the flows on
+those links and, transitively, the links of those flows (a max-min allocation depends on
+nothing outside that connected part), and fills it progressively: every unfrozen flow's
+rate rises together until a link is full (its remaining capacity over its unfrozen
+flows' loads is the smallest, taken from a heap whose keys only grow) or a flow reaches
+its cap; those flows freeze (Bertsekas & Gallager, Data Networks, 6.5.2).  A flow whose
+rate changed gets a new send-completion time; the event at the old one is skipped when
+it comes (its time no longer matches), as EV_TX is in the packet loop.
+
+Not modelled (the flow mode refuses the features that need them, rocesim.simulation):
+queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
+"""
+from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.math cimport ceil
+from rocesim._core.defs cimport Sim, Event, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
+from rocesim._core.events cimport ev_push, ev_next, ev_pop
+from rocesim._core.link cimport tx_time
+from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
+from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
+                                  flow_compute_done, flow_delivered)
+from rocesim._core.loop cimport STOP_EMPTY, STOP_TIME, STOP_EVENTS
+
+cdef enum:
+    MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
+    SLOT_LINKS = 2 * MAX_HOPS
+
+# what an EV_FLUID event (target: a flow, or 0 for a solve) means
+cdef enum:
+    FL_SENT = 0            # the flow's last byte leaves its NIC at the rates in force (superseded
+                           #   when the rates changed: the slot's sent_at no longer matches)
+    FL_DELIVERED = 1       # the last byte reaches the receiver
+    FL_ACKED = 2           # its ACK reaches the sender
+    FL_JOIN = 3            # the start-up cost has elapsed: the flow joins the fluid
+    FL_SOLVE = 4           # recompute the rates where flows started or ended
+
+cdef double PS_PER_BIT = 1e12      # bits / (bits/s) x this = ps
+cdef double REL_SAME = 1e-9        # a new rate this close to the old one changes nothing
+
+
+cdef inline Fluid* _fd(Sim* s) noexcept nogil:
+    return <Fluid*> s.fluid
+
+
+cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
+    """The flow-level network for `s` (its ports and flows built); -1 when out of memory."""
+    cdef Fluid* fd = <Fluid*> calloc(1, sizeof(Fluid))
+    cdef int32_t i, P = s.n_ports
+    if fd == NULL:
+        return -1
+    s.fluid = fd
+    fd.share = share
+    fd.startup = startup_ps
+    fd.solve_at = NIL
+    fd.free_slot = NIL
+    fd.ls = <LinkSet*> calloc(max(P, 1), sizeof(LinkSet))
+    fd.queue = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
+    fd.dirty = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
+    fd.is_dirty = <uint8_t*> calloc(max(P, 1), sizeof(uint8_t))
+    fd.slot_of = <int32_t*> malloc(max(s.n_flows, 1) * sizeof(int32_t))
+    if fd.ls == NULL or fd.queue == NULL or fd.dirty == NULL or fd.is_dirty == NULL or fd.slot_of == NULL:
+        return -1
+    for i in range(P):
+        fd.ls[i].capacity = s.ports[i].rate_bps * share
+    for i in range(s.n_flows):
+        fd.slot_of[i] = NIL
+    return 0
+
+
+cdef void fluid_free(Sim* s) noexcept:
+    cdef Fluid* fd = _fd(s)
+    cdef int32_t i
+    if fd == NULL:
+        return
+    if fd.ls != NULL:
+        for i in range(s.n_ports):
+            free(fd.ls[i].ent)
+    free(fd.ls)
+    free(fd.queue)
+    free(fd.dirty)
+    free(fd.is_dirty)
+    free(fd.slot_of)
+    free(fd.slots)
+    free(fd.links)
+    free(fd.pos)
+    free(fd.comp)
+    free(fd.heap)
+    free(fd)
+    s.fluid = NULL
+
+
+# --- a heap of (key, id) with the smallest key on top ---------------------------------
+
+cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
+    cdef int64_t i, up
+    cdef HeapItem* a
+    if fd.n_heap == fd.cap_heap:
+        a = <HeapItem*> realloc(fd.heap, max(64, 2 * fd.cap_heap) * sizeof(HeapItem))
+        if a == NULL:
+            return -1
+        fd.heap = a
+        fd.cap_heap = max(64, 2 * fd.cap_heap)
+    a = fd.heap
+    i = fd.n_heap
+    fd.n_heap += 1
+    while i > 0:
+        up = (i - 1) >> 1
+        if a[up].key <= key:
+            break
+        a[i] = a[up]
+        i = up
+    a[i].key = key
+    a[i].id = id
+    return 0
+
+
+cdef HeapItem _heap_pop(Fluid* fd) noexcept nogil:
+    cdef HeapItem* a = fd.heap
+    cdef HeapItem top = a[0], last
+    cdef int64_t i = 0, c, n
+    fd.n_heap -= 1
+    n = fd.n_heap
+    last = a[n]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and a[c + 1].key < a[c].key:
+            c += 1
+        if last.key <= a[c].key:
+            break
+        a[i] = a[c]
+        i = c
+    if n > 0:
+        a[i] = last
+    return top
+
+
+# --- flows on links ------------------------------------------------------------------
+
+cdef inline void _mark(Fluid* fd, int32_t port) noexcept nogil:
+    if not fd.is_dirty[port]:
+        fd.is_dirty[port] = 1
+        fd.dirty[fd.n_dirty] = port
+        fd.n_dirty += 1
+
+
+cdef void _request_solve(Sim* s, Fluid* fd) noexcept nogil:
+    if fd.solve_at != s.now:
+        fd.solve_at = s.now
+        ev_push(s, s.now, EV_FLUID, 0, FL_SOLVE)
+
+
+cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
+    cdef int32_t sl, cap
+    cdef void* p
+    if fd.free_slot != NIL:
+        sl = fd.free_slot
+        fd.free_slot = fd.slots[sl].next_free
+        return sl
+    if fd.n_slots == fd.cap_slots:
+        cap = max(64, 2 * fd.cap_slots)
+        p = realloc(fd.slots, cap * sizeof(FluidSlot))
+        if p == NULL:
+            return NIL
+        fd.slots = <FluidSlot*> p
+        p = realloc(fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
+        if p == NULL:
+            return NIL
+        fd.links = <int32_t*> p
+        p = realloc(fd.pos, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
+        if p == NULL:
+            return NIL
+        fd.pos = <int32_t*> p
+        fd.cap_slots = cap
+    sl = fd.n_slots
+    fd.n_slots += 1
+    return sl
+
+
+cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
+    cdef LinkSet* L = &fd.ls[port]
+    cdef int32_t* e
+    if L.n == L.cap:
+        e = <int32_t*> realloc(L.ent, max(4, 2 * L.cap) * sizeof(int32_t))
+        if e == NULL:
+            return -1
+        L.ent = e
+        L.cap = max(4, 2 * L.cap)
+    fd.pos[entry] = L.n
+    L.ent[L.n] = entry
+    L.n += 1
+    _mark(fd, port)
+    return 0
+
+
+cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
+    cdef LinkSet* L = &fd.ls[port]
+    cdef int32_t i = fd.pos[entry], moved = L.ent[L.n - 1]
+    L.ent[i] = moved
+    fd.pos[moved] = i
+    L.n -= 1
+    _mark(fd, port)
+
+
+cdef inline int64_t _wire_bytes(Sim* s, int64_t size, int64_t* packets) noexcept nogil:
+    """Bytes flow data of `size` puts on each link: payload and a header per packet."""
+    cdef int64_t n = (size + s.p.mtu - 1) // s.p.mtu
+    packets[0] = n
+    return size + n * (s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0))
+
+
+cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
+    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+
+
+cdef inline int64_t _acks(Sim* s, int64_t packets) noexcept nogil:
+    """ACKs of a flow of `packets` packets: one every ack_every, and one for the last."""
+    return (packets + s.p.ack_every - 1) // s.p.ack_every
+
+
+cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
+    """Flow f joins the fluid: its paths' links, its bytes, no rate until the next solve."""
+    cdef int32_t fwd[MAX_HOPS]
+    cdef int32_t rev[MAX_HOPS]
+    cdef int32_t h, hr, k, sl
+    cdef int64_t packets, W, full, last, lat = 0
+    cdef FluidSlot* x
+    h = trace_path(s, s.flows[f].src, s.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
+    hr = trace_path(s, s.flows[f].dst, s.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
+    if h <= 0 or hr <= 0:
+        s.st.no_route_drops += 1          # it never finishes: the run stalls, as with packets
+        return
+    sl = _slot_alloc(fd)
+    if sl == NIL:
+        s.error = ERR_NOMEM
+        return
+    fd.slot_of[f] = sl
+    x = &fd.slots[sl]
+    x.flow = f
+    x.n_fwd = h
+    x.n_links = h + hr
+    x.stamp = 0
+    x.rate = 0
+    x.t_last = s.now
+    x.sent_at = NIL
+    W = _wire_bytes(s, s.flows[f].size, &packets)
+    x.remaining = <double> W
+    full = s.p.mtu + (W - s.flows[f].size) // packets
+    x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
+    x.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
+    # the last packet trails the full one before it through each later hop (store and forward)
+    last = full if packets > 1 else W
+    for k in range(h):
+        lat += s.ports[fwd[k]].delay_ps + (tx_time(last, s.ports[fwd[k]].rate_bps) if k > 0 else 0)
+    x.lat_fwd = lat
+    lat = 0
+    for k in range(hr):
+        lat += s.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), s.ports[rev[k]].rate_bps)
+    x.lat_ack = lat
+    for k in range(h):
+        fd.links[sl * SLOT_LINKS + k] = fwd[k]
+    for k in range(hr):
+        fd.links[sl * SLOT_LINKS + h + k] = rev[k]
+    for k in range(h + hr):
+        if _link_add(fd, fd.links[sl * SLOT_LINKS + k], sl * SLOT_LINKS + k) < 0:
+            s.error = ERR_NOMEM
+            return
+    _request_solve(s, fd)
+
+
+cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
+    """Flow f's last byte left its NIC: it leaves the fluid; delivery and ACK follow."""
+    cdef int32_t sl = fd.slot_of[f], k, port
+    cdef FluidSlot* x = &fd.slots[sl]
+    cdef int64_t packets, W = _wire_bytes(s, s.flows[f].size, &packets)
+    cdef int64_t acks = _acks(s, packets) * _ack_wire(s)
+    for k in range(x.n_links):
+        port = fd.links[sl * SLOT_LINKS + k]
+        _link_remove(fd, port, sl * SLOT_LINKS + k)
+        s.ports[port].tx_bytes += W if k < x.n_fwd else acks
+    ev_push(s, s.now + x.lat_fwd, EV_FLUID, f, FL_DELIVERED)
+    ev_push(s, s.now + x.lat_fwd + x.lat_ack, EV_FLUID, f, FL_ACKED)
+    fd.slot_of[f] = NIL
+    x.flow = NIL
+    x.next_free = fd.free_slot
+    fd.free_slot = sl
+    _request_solve(s, fd)
+
+
+# --- max-min fair rates --------------------------------------------------------------
+
+cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
+    return 1.0 if k < x.n_fwd else x.ack_coef
+
+
+cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
+    """Flow slot `sl` keeps `rate`; its links lose its load (and get their new keys)."""
+    cdef FluidSlot* x = &fd.slots[sl]
+    cdef int32_t k, port
+    cdef double c
+    cdef LinkSet* L
+    x.frozen = 1
+    x.new_rate = rate
+    for k in range(x.n_links):
+        port = fd.links[sl * SLOT_LINKS + k]
+        L = &fd.ls[port]
+        c = _coef(x, k)
+        L.rem -= c * rate
+        if L.rem < 0:
+            L.rem = 0
+        L.load -= c
+        L.unfrozen -= 1
+        if L.unfrozen > 0 and L.load > 0:
+            if _heap_push(fd, L.rem / L.load, port) < 0:
+                return -1
+    return 0
+
+
+cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
+    """Max-min fair rates for the flows connected to the links touched since the last solve."""
+    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e
+    cdef int32_t* grown
+    cdef LinkSet* L
+    cdef FluidSlot* x
+    cdef HeapItem top
+    cdef double r
+    fd.stamp += 1
+    stamp = fd.stamp
+    s.st.fluid_solves += 1
+    for i in range(fd.n_dirty):
+        port = fd.dirty[i]
+        fd.is_dirty[port] = 0
+        if fd.ls[port].stamp != stamp:
+            fd.ls[port].stamp = stamp
+            fd.queue[nq] = port
+            nq += 1
+    fd.n_dirty = 0
+    # the connected part: links -> their flows -> those flows' links
+    while qi < nq:
+        L = &fd.ls[fd.queue[qi]]
+        qi += 1
+        L.rem = L.capacity
+        L.load = 0
+        L.unfrozen = L.n
+        for i in range(L.n):
+            e = L.ent[i]
+            sl = e // SLOT_LINKS
+            x = &fd.slots[sl]
+            L.load += _coef(x, e - sl * SLOT_LINKS)
+            if x.stamp == stamp:
+                continue
+            x.stamp = stamp
+            x.frozen = 0
+            if ncomp == fd.cap_comp:
+                grown = <int32_t*> realloc(fd.comp, max(64, 2 * fd.cap_comp) * sizeof(int32_t))
+                if grown == NULL:
+                    return -1
+                fd.comp = grown
+                fd.cap_comp = max(64, 2 * fd.cap_comp)
+            fd.comp[ncomp] = sl
+            ncomp += 1
+            for k in range(x.n_links):
+                q = fd.links[sl * SLOT_LINKS + k]
+                if fd.ls[q].stamp != stamp:
+                    fd.ls[q].stamp = stamp
+                    fd.queue[nq] = q
+                    nq += 1
+    # progressive filling
+    fd.n_heap = 0
+    for i in range(nq):
+        L = &fd.ls[fd.queue[i]]
+        if L.unfrozen > 0 and L.load > 0:
+            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
+                return -1
+    for i in range(ncomp):
+        x = &fd.slots[fd.comp[i]]
+        if x.cap > 0:
+            if _heap_push(fd, x.cap, -1 - fd.comp[i]) < 0:
+                return -1
+    while fd.n_heap > 0:
+        top = _heap_pop(fd)
+        if top.id < 0:                               # a flow's rate limit
+            sl = -1 - top.id
+            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
+                return -1
+            continue
+        L = &fd.ls[top.id]
+        if L.unfrozen == 0 or L.load <= 0 or L.rem / L.load != top.key:
+            continue                                 # stale: the link's key has grown since
+        i = 0
+        while i < L.n:
+            sl = L.ent[i] // SLOT_LINKS
+            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
+                return -1
+            i += 1
+    # new send-completion times where rates changed
+    for i in range(ncomp):
+        sl = fd.comp[i]
+        x = &fd.slots[sl]
+        r = x.new_rate
+        if x.rate > 0 and r >= x.rate * (1 - REL_SAME) and r <= x.rate * (1 + REL_SAME):
+            continue
+        if x.rate > 0:
+            x.remaining -= x.rate * <double> (s.now - x.t_last) / (8 * PS_PER_BIT)
+        if x.remaining < 0:
+            x.remaining = 0
+        x.t_last = s.now
+        x.rate = r
+        if r > 0:
+            x.sent_at = s.now + <int64_t> ceil(x.remaining * 8 * PS_PER_BIT / r)
+            ev_push(s, x.sent_at, EV_FLUID, x.flow, FL_SENT)
+        else:
+            x.sent_at = NIL
+    return 0
+
+
+# --- the loop ------------------------------------------------------------------------
+
+cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
+    """Run the flow-level network up to time `until` (inclusive) or `max_events` events;
+    a STOP_* code (loop.pxd)."""
+    cdef Fluid* fd = _fd(s)
+    cdef int64_t n = 0
+    cdef int status = STOP_EMPTY
+    cdef int32_t f
+    cdef Event* nxt
+    cdef Event ev
+    while s.n_events > 0:
+        if s.error != ERR_NONE:
+            break
+        nxt = ev_next(s)
+        if nxt == NULL:
+            break
+        if nxt.time > until:
+            status = STOP_TIME
+            break
+        if n >= max_events:
+            status = STOP_EVENTS
+            break
+        ev = ev_pop(s)
+        if ev.time < s.now:
+            s.st.time_errors += 1
+        s.now = ev.time
+        n += 1
+        f = ev.target
+        if ev.kind == EV_FLOW_START:
+            s.last_work = s.now
+            if ev.arg:
+                flows_next_root(s)
+            flow_activate(s, f)
+            if s.flows[f].is_compute:
+                ev_push(s, s.now + s.flows[f].size, EV_COMPUTE_DONE, f, 0)
+            elif fd.startup > 0:
+                ev_push(s, s.now + fd.startup, EV_FLUID, f, FL_JOIN)
+            else:
+                _join(s, fd, f)
+        elif ev.kind == EV_COMPUTE_DONE:
+            s.last_work = s.now
+            flow_compute_done(s, f)
+        elif ev.kind == EV_FLUID:
+            if ev.arg == FL_SENT:
+                if fd.slot_of[f] == NIL or fd.slots[fd.slot_of[f]].sent_at != s.now:
+                    continue                         # superseded by a rate change
+                s.last_work = s.now
+                _sent(s, fd, f)
+            elif ev.arg == FL_SOLVE:
+                fd.solve_at = NIL
+                if _solve(s, fd) < 0:
+                    s.error = ERR_NOMEM
+            elif ev.arg == FL_DELIVERED:
+                s.last_work = s.now
+                s.flows[f].rx_finish = s.now
+                s.st.data_bytes_delivered += s.flows[f].size
+                flow_delivered(s, f)
+            elif ev.arg == FL_ACKED:
+                s.last_work = s.now
+                flow_finish(s, f)
+            elif ev.arg == FL_JOIN:
+                _join(s, fd, f)
+    s.st.events += n
+    return status
