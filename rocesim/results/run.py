@@ -35,7 +35,7 @@ FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
     "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
-    "no_route_drops", "watchdog_detections", "pfc_timeline_lost")
+    "watchdog_detections", "pfc_timeline_lost")
 
 
 @dataclass

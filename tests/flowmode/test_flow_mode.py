@@ -1,10 +1,10 @@
 """`mode: flow` (network flows as fluids) above the core: the setting, what it refuses,
 its outputs, and sweeps over both modes.
 
-The fluid engine itself is the core's (rocesim/_core/fluid.pyx) and tested there; these
-tests hold the plumbing to its contract: `params["fluid"]` reaches the core, the packet-only
-outputs are empty, and the tests marked `needs_engine` check the engine's figures through
-the outputs (max-min shares, bytes on the ports)."""
+The fluid engine itself is the core's (rocesim/_core/fluid.pyx, tests/core/test_fluid.py);
+these tests hold the plumbing to its contract: `params["fluid"]` reaches the core, the
+packet-only outputs are empty, and the engine's figures (max-min shares, bytes on the
+ports) come out through Simulation(mode="flow") and its Results."""
 import csv
 import json
 import math
@@ -14,13 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import HDR, LINK, MTU, cli_error, scenario_error, small_scenario, write_scenario
+from helpers import ACK, HDR, MTU, cli_error, scenario_error, small_scenario, write_scenario
 from rocesim import ScenarioError, Simulation, config, sweep, topology
 from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.results import run as results_run
 
-needs_engine = pytest.mark.skip(reason="needs the fluid engine (rocesim/_core/fluid.pyx) on main")
 
 
 def _flow_sim(**kw) -> Simulation:
@@ -191,29 +190,36 @@ def _wire_bytes(size: int) -> int:
     return size + math.ceil(size / MTU) * HDR
 
 
-@needs_engine
-def test_flow_mode_ports_carry_each_flows_bytes_once_and_no_acks():
-    res = _incast("flow")
+def _shared_and_alone():
+    """Star of 5 hosts (switch 5): 1 -> 0 and 2 -> 0 share host 0's link, 3 -> 4 is alone."""
+    sim = Simulation(topology.star(5, "100Gbps", "1us"), mode="flow")
+    for src, dst in ((1, 0), (2, 0), (3, 4)):
+        sim.add_flow(src, dst, "100KB")
+    return sim.run()
+
+
+def test_flow_mode_ports_carry_each_flows_bytes_and_its_acks():
+    """Each port carries the wire bytes of the flows whose path crosses it and the ACKs of
+    those whose reverse path does (one 60 B ACK per 1000 B packet), nothing else."""
+    res = _shared_and_alone()
     tx, node, peer = res.ports["tx_bytes"], res.ports["node"], res.ports["peer_node"]
-    wire = _wire_bytes(100_000)
-
-    def port(a, b):
-        return int(np.flatnonzero((node == a) & (peer == b))[0])
-    assert tx[port(1, 4)] == tx[port(2, 4)] == tx[port(0, 4)] == wire      # senders: their flow, no ACKs
-    assert tx[port(4, 0)] == 2 * wire and tx[port(4, 3)] == wire
-    assert tx[port(3, 4)] == 0                                            # a receiver sends nothing
-    assert res.summary["fluid_solves"] > 0
+    wire, acks = _wire_bytes(100_000), 100 * ACK
+    expected = {(1, 5): wire, (2, 5): wire, (3, 5): wire, (5, 0): 2 * wire, (5, 4): wire,
+                (0, 5): 2 * acks, (4, 5): acks, (5, 1): acks, (5, 2): acks, (5, 3): acks}
+    assert {(int(a), int(b)): int(t) for a, b, t in zip(node, peer, tx) if t} == expected
+    assert res.summary["fluid_solves"] > 0 and res.summary["no_route_drops"] == 0
 
 
-@needs_engine
 def test_flow_mode_shares_a_bottleneck_max_min():
-    """Two flows into host 0 get half its link each, the third (0 -> 3) the whole of its path:
-    sharing costs each of the two exactly one more transfer time of its bytes at line rate."""
-    res = _incast("flow")
+    """The two flows into host 0 get half its link each, the third the whole of its own:
+    alone it takes its ideal time, and sharing costs each of the two exactly one more
+    transfer of its bytes at line rate (the ACKs load only the reverse links)."""
+    fl = _shared_and_alone().flows
     transfer_ns = _wire_bytes(100_000) * 8 / 100e9 * 1e9
-    fct = res.flows["fct_ns"]
-    assert fct[0] == fct[1]
-    assert fct[0] - fct[2] == pytest.approx(transfer_ns, abs=1.0)
+    assert fl["fct_ns"][2] == pytest.approx(fl["ideal_fct_ns"][2], abs=0.01)
+    assert fl["fct_ns"][0] == fl["fct_ns"][1] == pytest.approx(fl["ideal_fct_ns"][0] + transfer_ns, abs=0.01)
+    assert fl["slowdown"][2] == pytest.approx(1.0)
+    assert fl["slowdown"][0] == pytest.approx(1 + transfer_ns / fl["ideal_fct_ns"][0])
 
 
 # --- sweeps over both modes ---------------------------------------------------------------------
@@ -238,7 +244,9 @@ def test_a_sweep_over_both_modes_runs_each_and_the_index_tells_them_apart(tmp_pa
     assert rows["mode=packet"]["flows_completed"] == rows["mode=flow"]["flows_completed"] == "3"
     for name in rows:
         with open(os.path.join(out, name, "summary.json")) as f:
-            assert json.load(f)["mode"] == name.split("=")[1]
+            summary = json.load(f)
+        assert summary["mode"] == name.split("=")[1]
+        assert (summary["fluid_solves"] or 0) > 0 if name == "mode=flow" else summary["fluid_solves"] is None
 
 
 def test_a_sweep_resumed_in_the_other_mode_reuses_no_run(tmp_path, capsys):
