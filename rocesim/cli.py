@@ -13,6 +13,7 @@ from rocesim.scenario.simai_conf import conf_yaml
 from rocesim.settings import Section
 from rocesim.sweep import run_folder
 from rocesim.sweep.table import markdown
+from rocesim.results.run import stall_cause
 from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
 
@@ -112,8 +113,7 @@ def _exit_status(s) -> int:
     if s.get("stalled"):
         # (a stalled run is searched for PFC cycles whatever `deadlock:` says: none holds it)
         print(f"rocesim: stalled: {s['flows_total'] - s['flows_completed']} flows unfinished and "
-              f"nothing can move them, with no PFC deadlock cycle holding them (paused ports: pfc.csv)",
-              file=sys.stderr)
+              f"nothing can move them, {stall_cause(s)}", file=sys.stderr)
         return EXIT_STALLED
     return 0
 

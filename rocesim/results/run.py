@@ -150,10 +150,8 @@ class Results:
             if s.get("deadlock"):
                 lines.append(f"stalled: {unfinished} unfinished, held by the deadlock above; stopped")
             else:
-                # the stall was searched for PFC cycles (Simulation.run), detection on or off
                 lines.append(f"stalled: {unfinished} unfinished and nothing can move them (no event "
-                             "left, or nothing delivered for a simulated second), with no PFC deadlock "
-                             "cycle holding them (paused ports: pfc.csv); stopped")
+                             f"left, or nothing delivered for a simulated second), {stall_cause(s)}; stopped")
         if s["interrupted"]:
             lines.append("interrupted: results are partial")
         elif s.get("stopped_at_limit") and s["flows_completed"] < s["flows_total"]:
@@ -247,6 +245,14 @@ class Results:
                           f"{int(f['dport'][i]) if 'dport' in f else 100} {int(f['size_bytes'][i])} {round(f['start_ns'][i])} "
                           f"{round(f['fct_ns'][i])} {round(f['ideal_fct_ns'][i])}\n")
         return path
+
+
+def stall_cause(s) -> str:
+    """Why a stalled run without a deadlock stalled, as far as its summary `s` says."""
+    if s.get("mode") == "flow":       # no pauses: a flow without a route is all that stalls
+        return f"{s['no_route_drops']} of them found no route to their destination (a loop in `routes`?)"
+    # the stall was searched for PFC cycles (Simulation.run), detection on or off
+    return "with no PFC deadlock cycle holding them (paused ports: pfc.csv)"
 
 
 def _percentiles_text(s, prefix, suffix="", scale=1.0, unit="", ps=("p50", "p95", "p99", "max")) -> str:

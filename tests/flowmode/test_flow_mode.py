@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import ACK, HDR, MTU, cli_error, scenario_error, small_scenario, write_scenario
+from helpers import ACK, HDR, LINK, MTU, cli_error, scenario_error, small_scenario, write_scenario
 from rocesim import ScenarioError, Simulation, config, sweep, topology
 from rocesim import scenario as sc
 from rocesim.cli import main
@@ -278,3 +278,21 @@ def test_sweep_mode_option_and_a_swept_mode_are_one_or_the_other():
     assert e.value.key == "grid.mode" and "the command line fixes it (mode=flow)" in e.value.reason
     runs = sweep.expand({"base": BASE, "set": {"mode": "packet"}}, command_line={"mode": "flow"}).runs
     assert runs[0].overrides == ('mode="flow"',)
+
+
+def test_a_flow_without_a_route_stalls_the_run_and_says_so(tmp_path, capsys):
+    """A routing loop (a `routes` override) leaves a flow no path: it never finishes, the
+    run stalls (exit 4), and in flow mode the reason is the route, not PFC."""
+    raw = {"mode": "flow", "topology": {"kind": "dumbbell", "hosts_left": 1, "hosts_right": 1, "link": LINK},
+           "routes": [{"switch": 3, "dst": 1, "next": 2}],
+           "traffic": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "10KB"}]}],
+           "output": {"plot": False}}
+    out = tmp_path / "out"
+    assert main(["run", write_scenario(tmp_path, raw), "-o", str(out), "-q"]) == 4
+    cap = capsys.readouterr()
+    assert cap.err == ("rocesim: stalled: 1 flows unfinished and nothing can move them, 1 of them found no "
+                       "route to their destination (a loop in `routes`?)\n")
+    assert "PFC" not in cap.out
+    with open(out / "summary.json") as f:
+        s = json.load(f)
+    assert (s["stalled"], s["no_route_drops"], s["flows_completed"]) == (True, 1, 0)
