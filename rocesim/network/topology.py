@@ -315,9 +315,15 @@ class Topology:
 
     def host_rate(self, host: int) -> int:
         """Rate of ``host``'s link in the direction leaving the host, bits per second."""
+        return self._leaving(host, "rate")
+
+    def host_delay(self, host: int) -> int:
+        """Propagation delay of ``host``'s link in the direction leaving the host, picoseconds."""
+        return self._leaving(host, "delay")
+
+    def _leaving(self, host: int, what: str) -> int:
         link = self.host_link(host)
-        column = "rate_ab" if self._columns["link_a"][link] == host else "rate_ba"
-        return self._columns[column][link]
+        return self._columns[f"{what}_ab" if self._columns["link_a"][link] == host else f"{what}_ba"][link]
 
     def describe_node(self, node: int) -> str:
         """``"host 5"`` or ``"switch 320"``, plus the file's id when it was renumbered."""

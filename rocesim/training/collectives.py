@@ -55,7 +55,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_slice_estimate, nccl_tree,
+from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
                                    tree_chunks)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
@@ -501,7 +501,7 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     elif op in ("broadcast", "reduce"):
         _rooted(t, op, algorithm, p, size)
     elif algorithm == "nccl_ring":
-        nccl_ring(t, op, size, nccl)
+        (nccl_ring_stream if nccl.pipeline == "stream" else nccl_ring)(t, op, size, nccl)
     elif algorithm == "nccl_tree":
         nccl_tree(t, size, nccl)
     elif algorithm == "nccl_nvls":

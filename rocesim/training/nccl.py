@@ -48,16 +48,17 @@ job fits in memory.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rocesim.errors import ScenarioError
-from rocesim.settings import Integer, Section, Setting, Size, Time, Word
+from rocesim.settings import Choice, Integer, Section, Setting, Size, Time, Word
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.trees import binary_trees, tree_allreduce
 
-__all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_tree", "tree_chunks",
+__all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_ring_stream",
+           "ring_place_bytes", "nccl_tree", "tree_chunks",
            "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls"]
 
 NCCL_STEPS = 8                          # src/include/device.h
@@ -83,6 +84,11 @@ NCCL = Section(
     min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
     qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
                                                    "split over this many queue pairs (flows)"),
+    pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
+                     "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
+                     "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "
+                     "the steps' synchronisation added in closed form: far fewer nodes); 'auto' = slices at the "
+                     "packet level, stream in flow mode"),
     max_transfers=Setting(Integer(1000), 1_000_000,
                           "the most slices (transfers) one collective is cut into: above it, NCCL's duplicate "
                           "channels of a NIC merge into one and slices and chunks grow (fewer, larger flows: the "
@@ -100,13 +106,16 @@ class NcclConfig:
     min_message: int = 0
     qps_per_connection: int = 1
     max_transfers: int = 1_000_000
+    pipeline: str = "auto"
 
     @classmethod
-    def resolve(cls, given, key: str = "nccl") -> "NcclConfig":
-        """The settings from a mapping (missing keys take their defaults), checked."""
-        if isinstance(given, cls):
-            return given
-        return cls(**NCCL.resolve(given, key))
+    def resolve(cls, given, key: str = "nccl", mode: str = "packet") -> "NcclConfig":
+        """The settings from a mapping (missing keys take their defaults), checked; a
+        `pipeline` of 'auto' becomes what `mode` (the simulation's: packet or flow) runs best."""
+        cfg = given if isinstance(given, cls) else cls(**NCCL.resolve(given, key))
+        if cfg.pipeline == "auto":
+            cfg = replace(cfg, pipeline="stream" if mode == "flow" else "slices")
+        return cfg
 
     @property
     def chunk(self) -> int:
@@ -233,6 +242,85 @@ def nccl_ring(t, op: str, m: int, cfg: NcclConfig) -> None:
     ring.finish()
 
 
+def ring_place_bytes(parts: np.ndarray, p: int, steps: int, chunk: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """What each place of each channel sends over a whole ring collective: (bytes (nch, p),
+    loops, a full loop's block per channel).  Loop by loop the channel's part is cut into p
+    blocks; at step s place i sends block (i - s) mod p, so over `steps` steps it sends
+    every block steps // p times and the r = steps % p blocks i, i-1, .., i-r+1 once more."""
+    nch = parts.size
+    loop_bytes = p * chunk
+    loops = int(-(-parts.max() // loop_bytes))
+    out = np.zeros((nch, p), np.int64)
+    q, r = divmod(steps, p)
+    for loop in range(loops):
+        this = np.minimum(np.maximum(parts - loop * loop_bytes, 0), loop_bytes)
+        blocks = split_bytes_each(this, p).T                            # (nch, p)
+        ring = np.cumsum(np.concatenate([blocks, blocks], axis=1), axis=1)
+        i = np.arange(p) + p
+        once = ring[:, i] - ring[:, i - r]                               # blocks i-r+1 .. i
+        out += q * this[:, None] + once
+    return out, loops, split_bytes_each(np.minimum(parts, loop_bytes), p).max(axis=0)
+
+
+def nccl_ring_stream(t, op: str, m: int, cfg: NcclConfig) -> None:
+    """NCCL's ring `op` of `m` bytes as streams (`pipeline: stream`): each hop of each
+    channel is one transfer of everything that hop carries over the whole collective, all
+    started together (between servers: flows NIC to NIC on the channel's rail; inside a
+    server: the channel's share of the GPU's port), then the steps' synchronisation.
+
+    In the slices' pipeline (see `nccl_ring`) a step takes the longer of: the slowest hop
+    sending its S slices (t each at the hop's rate; inside a server each slice also waits
+    `step_latency` on the port), and a block's way one hop further, t + L averaged over the
+    ring's hops (L: step_latency plus the hop's latency: the scale-up hop's delay, or the two
+    NIC links' delays of a rail-aligned path between servers).  The streams give S t of the
+    slowest hop per step by themselves (the fluid rate, with what shares the links); the
+    rest, loops x steps x the difference at the hops' uncontended rates, is added at each
+    transfer's arrival.  Far fewer nodes than the
+    slices (channels x ranks transfers instead of channels x loops x steps x ranks x S):
+    the flow mode's default, where what matters is each link's load over time."""
+    pf = t.platform
+    p = t.ranks.size
+    nch = channels_for(pf, t.ranks, m, cfg)
+    S = CHUNKSTEPS // SLICESTEPS
+    steps = RING_STEPS[op](p)
+    ring = _Ring(t, ring_layout(pf, t.ranks, nch), 1, cfg, 1)
+    sent, loops, block = ring_place_bytes(split_bytes(m, nch), p, steps, cfg.chunk)
+    sent = sent.ravel()
+    slice_bits = np.repeat(block, p) * 8 / S                            # per place: a full loop's slice
+    per_rail = nch / np.unique(ring.rail).size
+    rate = np.where(ring.net, pf.topology.host_rate(int(ring.host_a[0])) / per_rail, np.maximum(ring.share, 1))
+    latency = cfg.step_latency + np.where(ring.net, 2 * pf.topology.host_delay(int(ring.host_a[0])), ring.hop_ps)
+    t_slice = slice_bits * 1e12 / rate
+    # a step: the slowest hop's S slices (inside a server each slice also waits its step
+    # latency on the port: `_Ring._scale_up`), or a block's way one hop further on average
+    busy = S * (t_slice + np.where(ring.net, 0, cfg.step_latency))
+    step = max(busy.max(), float(np.mean(t_slice + latency)))
+    wait = int(loops * steps * (step - S * t_slice.max()))
+    live = sent > 0
+    first = np.full(sent.size, -1, np.int64)
+    arrive = np.full(sent.size, -1, np.int64)
+    net, su = live & ring.net, live & ~ring.net
+    kw = ring.kw
+    if net.any():
+        Q = cfg.qps_per_connection
+        ids = t.g.flows(np.tile(ring.nic_a[net], Q), np.tile(ring.nic_b[net], Q), split_bytes_each(sent[net], Q).ravel(),
+                        prio=ring.prio, delay=cfg.step_latency, **kw).reshape(Q, -1)
+        first[net] = ids[0]
+        arrive[net] = t.g.compute(ring.host_b[net], wait, **kw)
+        t.g.depend(np.broadcast_to(arrive[net], ids.shape), ids)
+        t.nodes += [ids.ravel(), arrive[net]]
+    if su.any():
+        busy = np.ceil(sent[su] * 8e12 / ring.share[su]).astype(np.int64)
+        first[su] = t.g.compute(ring.host_a[su], busy, delay=cfg.step_latency, **kw)
+        arrive[su] = t.g.compute(ring.host_b[su], ring.hop_ps[su] + wait, **kw)
+        t.g.depend(arrive[su], first[su])
+        t.nodes += [first[su], arrive[su]]
+    t.first.append(first[live])
+    t.src.append(ring.pos_a[live])
+    t.final.append(arrive[live])
+    t.dst.append(ring.pos_b[live])
+
+
 class _Ring:
     """The slices of one NCCL ring collective under construction, step by step: every
     (channel, place) sends to the next place of its channel's ring, between servers NIC to
@@ -246,7 +334,7 @@ class _Ring:
         self.pos_a, self.pos_b = layout.order.ravel(), nxt.ravel()      # rank positions of sender, receiver
         a, b = ranks[self.pos_a], ranks[self.pos_b]
         self.net = pf.server[a] != pf.server[b]
-        rail = np.repeat(layout.rail, p)                                 # the channel's NIC on both sides
+        self.rail = rail = np.repeat(layout.rail, p)                     # the channel's NIC on both sides
         self.nic_a = pf.server[a] * pf.nics_per_server + rail
         self.nic_b = pf.server[b] * pf.nics_per_server + rail
         self.host_a, self.host_b = pf.host[a], pf.host[b]
