@@ -120,7 +120,8 @@ class Simulation:
             nic = {**self.scheme.nic_defaults(self.cc_params), **(nic or {})}
         self.nic = config.NIC.resolve(nic, "nic")
         self.deadlock = config.resolve_deadlock(deadlock)
-        self.nccl = NcclConfig.resolve(nccl, "nccl")   # how the nccl_* collective algorithms behave
+        # how the nccl_* collective algorithms behave ('auto' pipeline: what the mode runs best)
+        self.nccl = NcclConfig.resolve(nccl, "nccl", self.mode)
         self._refuse_in_flow_mode()
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])

@@ -35,6 +35,13 @@ def test_mode_defaults_to_packet_and_reaches_the_core_as_fluid():
     assert flow.mode == "flow" and flow._world()[1]["fluid"] is True
 
 
+def test_the_mode_chooses_nccls_auto_pipeline_and_a_given_one_stays():
+    assert Simulation(topology.star(4, "100Gbps", "1us")).nccl.pipeline == "slices"
+    assert _flow_sim().nccl.pipeline == "stream"
+    assert _flow_sim(nccl={"pipeline": "slices"}).nccl.pipeline == "slices"
+    assert sc.build(small_scenario(mode="flow")).sim.nccl.pipeline == "stream"
+
+
 @pytest.mark.parametrize("bad", ["fluid", "Flow", True, 1, None, ""])
 def test_mode_is_packet_or_flow_and_nothing_else(bad):
     with pytest.raises(ScenarioError) as e:
