@@ -10,9 +10,7 @@ RATE = 100e9
 
 def fluid(topo, **kw) -> Simulation:
     """A Simulation whose core runs flows as fluids."""
-    sim = Simulation(topo, **kw)
-    sim._params = dict(sim._params, fluid=True)
-    return sim
+    return Simulation(topo, mode="flow", **kw)
 
 
 def _headers(sim):
