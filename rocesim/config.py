@@ -1,5 +1,5 @@
-"""Settings of switches, NICs, deadlock detection, the seed and the mode: declared once
-(`rocesim.settings`).
+"""Settings of switches, NICs, deadlock detection, the seed, the mode and the flow mode's
+calibration: declared once (`rocesim.settings`).
 
 The YAML scenario (`switch:`, `nic:` and `deadlock:` sections) and the Python API
 (`Simulation(switch={...}, nic={...}, deadlock=...)`) resolve the same declarations,
@@ -185,6 +185,21 @@ MODE = Setting(Choice("packet", "flow"), "packet",
                "no queues, so no packet counters: OUTPUTS.md says which outputs are empty). "
                "Refused with flow (they act on packets, queues or PFC; `rocesim check` says why): "
                + ", ".join(FLOW_MODE_REFUSES) + " (cc.scheme: one written in Python)")
+
+
+FLOW = Section(
+    "flow mode's calibration: what the fluid misses of the schemes' packet-level behaviour "
+    "(mode: flow only; ignored in packet mode)",
+    share=Setting(Word("auto") | Number(0.0, 1.0), "auto",
+                  "the fraction of every link's capacity the fluid flows may use (the steady-state "
+                  "utilisation the scheme reaches at the packet level); 'auto' = the scheme's calibration "
+                  "(rocesim/cc/flow_calibration.json, made by validation/flow_calibration.py; 1 for a "
+                  "scheme it has no entry for)"),
+    startup=Setting(Word("auto") | Time(), "auto",
+                    "the delay before each data flow joins the fluid (the start-up cost the scheme shows at "
+                    "the packet level beyond the closed form); 'auto' = the scheme's calibration (0 for a "
+                    "scheme it has no entry for)"),
+)
 
 
 def refuse_in_flow_mode(mode: str, key: str, given: str) -> None:

@@ -28,6 +28,7 @@ SECTIONS = {
     "output": (OUTPUT, "output."),
     "limits": (LIMITS, "limits."),
     "nccl": (NCCL, "nccl."),
+    "flow": (config.FLOW, "flow."),
 }
 
 

@@ -23,6 +23,7 @@ from rocesim import config
 from rocesim.network import routing
 from rocesim.network import faults as faults_mod
 from rocesim.cc import Context, get_scheme
+from rocesim.cc.calibration import UNCALIBRATED, flow_calibration
 from rocesim._core.engine import STOP_DEADLOCK, STOP_TIME, Core
 from rocesim.errors import ScenarioError
 from rocesim.memory import MemoryLimit
@@ -98,10 +99,15 @@ class Simulation:
         sharing link capacity max-min fairly; `rocesim keys` says more).  Flow mode
         refuses what acts on packets (`config.FLOW_MODE_REFUSES`): a scheme written in
         Python, deadlock detection, the PFC watchdog, faults, sampling.
+    flow : dict, optional
+        The flow mode's calibration (`rocesim keys flow`): {"share": 0.9, "startup": "2us"},
+        each 'auto' by default: the scheme's measured calibration (`rocesim.cc.calibration`;
+        1 and 0 for a scheme it has no entry for).  Ignored in packet mode.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
-                 routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet"):
+                 routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet",
+                 flow=None):
         if not isinstance(topology, (Platform, Topology)):
             raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
                                             f"(rocesim.network.platform), got {show(topology)}")
@@ -123,6 +129,7 @@ class Simulation:
         # how the nccl_* collective algorithms behave ('auto' pipeline: what the mode runs best)
         self.nccl = NcclConfig.resolve(nccl, "nccl", self.mode)
         self._refuse_in_flow_mode()
+        self.flow = self._fluid_calibration(flow)
         self.ports = routing.build_ports(topology)
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
@@ -143,6 +150,21 @@ class Simulation:
             config.refuse_in_flow_mode(self.mode, "deadlock", "deadlock detection is on")
         if self.switch["pfc"]["watchdog"]["enabled"]:
             config.refuse_in_flow_mode(self.mode, "switch.pfc.watchdog.enabled", "the PFC watchdog is on")
+
+    def _fluid_calibration(self, given) -> dict:
+        """The `flow:` section resolved (checked in both modes): {share, startup (ps),
+        source: {share, startup}}, each value's source 'given', 'calibration' (the scheme's
+        entry in rocesim/cc/flow_calibration.json) or 'none' (the scheme has no entry, or
+        packet mode, where the values do nothing: the bare fluid's 1 and 0)."""
+        flow = config.FLOW.resolve(given, "flow")
+        calibrated = flow_calibration(self.scheme.name) if self.mode == "flow" else None
+        auto = dict(zip(("share", "startup"), calibrated or UNCALIBRATED))
+        out, source = {}, {}
+        for key in ("share", "startup"):
+            given_here = flow[key] != "auto"
+            out[key] = flow[key] if given_here else auto[key]
+            source[key] = "given" if given_here else "calibration" if calibrated else "none"
+        return {**out, "source": source}
 
     # --- traffic -------------------------------------------------------------------
 
@@ -433,7 +455,8 @@ class Simulation:
             int_enabled=int(int_on),
             bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]),
             tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0,
-            fluid=self.mode == "flow")      # network flows as fluids (the core's fluid engine)
+            fluid=self.mode == "flow",      # network flows as fluids (the core's fluid engine)
+            fluid_share=self.flow["share"], fluid_startup_ps=self.flow["startup"])
         return world, params
 
     def _rto_mask(self) -> int:

@@ -40,6 +40,7 @@ SCENARIO = Section(
     name=Setting(Text(), "", "a name for the run (default: the file's)"),
     seed=config.SEED,
     mode=config.MODE,
+    flow=Setting(config.FLOW, None, "the flow mode's calibration (below; ignored in packet mode)"),
     stop=Setting(Time(), None, "simulated-time limit (default: until every flow is done)"),
     topology=Setting(Custom("a mapping with a kind (topology kinds below)"), REQUIRED, "the network"),
     switch=Setting(config.SWITCH, None, "switch settings (below)"),
@@ -56,7 +57,8 @@ SCENARIO = Section(
     faults=Setting(Custom("a list of entries with a kind (fault kinds below)"), None, "scheduled faults"),
 )
 """The top-level keys; `rocesim keys` lists them, then the nested declarations: TOPOLOGY,
-TRAFFIC, config.SWITCH, config.NIC, config.DEADLOCK, CC, OUTPUT, LIMITS, FAULTS."""
+TRAFFIC, config.SWITCH, config.NIC, config.DEADLOCK, CC, OUTPUT, LIMITS, FAULTS, NCCL,
+config.FLOW."""
 
 NESTED = {"topology": TOPOLOGY, "traffic": TRAFFIC, "faults": FAULTS}
 
@@ -82,7 +84,8 @@ def build(raw: dict, base_dir=".") -> Scenario:
     cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
-                     deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"])
+                     deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],
+                     flow=raw.get("flow"))
     # faults and outputs before the traffic: what the mode refuses is refused before a workload is built
     faults = raw.get("faults") or []
     if not isinstance(faults, list):
