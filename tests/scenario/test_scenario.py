@@ -49,7 +49,7 @@ FLOW = {"src": 0, "dst": 1, "size": "1KB"}
 # (id, scenario factory, exact key path, part of the reason)
 ERRORS = [
     # unknown and missing keys at every level
-    ("unknown-top-level-key", mutate(["bogus"], 1), "bogus", "unknown key; valid keys here: cc, deadlock, faults, limits, mode, name"),
+    ("unknown-top-level-key", mutate(["bogus"], 1), "bogus", "unknown key; valid keys here: cc, deadlock, faults, flow, limits, mode, name"),
     ("missing-topology", mutate(["topology"], delete=True), "topology", "missing (required)"),
     ("missing-traffic", mutate(["traffic"], delete=True), "traffic", "missing (required)"),
     ("switch-unknown", mutate(["switch"], {"bufer": "1MB"}), "switch.bufer", "unknown key"),
