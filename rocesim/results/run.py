@@ -98,13 +98,13 @@ class Results:
                        deadlock_cycles=cycles)
         tl = core.pause_timeline()
         summary["pfc_timeline_lost"] = int(tl["lost"])
-        summary["fluid_solves"] = st.get("fluid_solves") if sim.mode == "flow" else None
-        # the calibration the fluid ran with (rocesim.cc.calibration), null in packet mode
-        flow = sim.mode == "flow"
-        summary.update(flow_share=sim.flow["share"] if flow else None,
-                       flow_startup_ns=sim.flow["startup"] / PS_PER_NS if flow else None,
-                       flow_calibration=dict(sim.flow["source"]) if flow else None)
-        if sim.mode == "flow":
+        fluid = sim.mode == "flow"
+        summary["fluid_solves"] = st.get("fluid_solves") if fluid else None
+        # the calibration the fluid ran with (Simulation.flow), null in packet mode
+        summary.update(flow_share=sim.flow["share"] if fluid else None,
+                       flow_startup_ns=sim.flow["startup"] / PS_PER_NS if fluid else None,
+                       flow_calibration=dict(sim.flow["source"]) if fluid else None)
+        if fluid:
             _blank(flows, FLOW_MODE_EMPTY_FLOWS)
             _blank(ports, FLOW_MODE_EMPTY_PORTS)
             summary.update(dict.fromkeys(FLOW_MODE_EMPTY_SUMMARY))
