@@ -26,7 +26,7 @@ cdef struct LinkSet:       # the fluid flows on one port (one direction of a lin
     int64_t cap
     int32_t stamp          # the solve that last visited it
     int32_t unfrozen       # during a solve: its flows not yet frozen
-    double capacity        # bits/s: rate x share
+    double capacity        # bits/s: the port's rate
     double rem             # during a solve: capacity left by the frozen flows
     double load            # during a solve: the unfrozen flows' loads per unit of rate
 

@@ -11,9 +11,11 @@ it has its forward path's links and, for its ACKs, its reverse path's links.  It
 send its wire bytes W (payload plus a header per packet, as the packet level sends them)
 at a rate r (wire bits/s) that loads each forward link by r and each reverse link by
 r x a, a = an ACK's wire bytes over those of the ack_every full packets it acknowledges.
-Rates are max-min fair under these loads, each link's capacity being its rate x `share`
-(a calibration: the fraction of a link the schemes' steady state uses; 1 by default), a
-flow with a rate limit capped by it.  When W has left the NIC at the rates in force, the
+Rates are max-min fair under these loads, a flow with a rate limit capped by it.  A link
+offers its rate, except where data flows that came over two or more different links meet
+(a switch egress several ingress ports feed: where congestion control has something to
+control), which offers its rate x `share` (a calibration per scheme, measured at the
+packet level: validation/flow_calibration.py; 1 by default).  When W has left the NIC at the rates in force, the
 last packet still crosses the later hops, each after the full packet before it (store
 and forward), plus every link's delay: the receiver then has the last byte (children are
 released, as at the packet level) and the sender its ACK after the reverse path's
@@ -85,7 +87,7 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     if fd.ls == NULL or fd.queue == NULL or fd.dirty == NULL or fd.is_dirty == NULL or fd.slot_of == NULL:
         return -1
     for i in range(P):
-        fd.ls[i].capacity = s.ports[i].rate_bps * share
+        fd.ls[i].capacity = s.ports[i].rate_bps
     for i in range(s.n_flows):
         fd.slot_of[i] = NIL
     return 0
@@ -334,7 +336,7 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
 
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e
+    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef HeapItem top
@@ -354,14 +356,17 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     while qi < nq:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
-        L.rem = L.capacity
         L.load = 0
         L.unfrozen = L.n
+        came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
             e = L.ent[i]
             sl = e // SLOT_LINKS
             x = &fd.slots[sl]
-            L.load += _coef(x, e - sl * SLOT_LINKS)
+            k = e - sl * SLOT_LINKS
+            L.load += _coef(x, k)
+            if 0 < k < x.n_fwd and came != -2:
+                came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
             if x.stamp == stamp:
                 continue
             x.stamp = stamp
@@ -376,6 +381,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     fd.ls[q].stamp = stamp
                     fd.queue[nq] = q
                     nq += 1
+        L.rem = L.capacity * (fd.share if came == -2 else 1.0)
     # progressive filling
     fd.n_heap = 0
     for i in range(nq):
