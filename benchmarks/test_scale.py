@@ -284,3 +284,26 @@ out = dict(gpus=gpus, nodes=s["flows_total"], completed=s["flows_completed"], cr
            core_cpu_s=s["cpu_s"], iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
 """)
     assert info["completed"] == info["nodes"]
+
+
+FLOW_CASES = {   # scenario -> the --set overrides of its quick (CI smoke) form
+    "simai_gpt13b": ["stop=20ms"],
+    "gpt_1024": ["topology.servers=8", "topology.servers_per_pod=8", "traffic[0].params={layers: 4, micro_batches: 2}"],
+    "llama3_70b_1024": ["topology.servers=8", "topology.servers_per_pod=8",
+                        "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"],
+}
+
+
+@pytest.mark.parametrize("name", list(FLOW_CASES))
+def test_flow_mode_iteration(benchmark, tmp_path, name):
+    """One training iteration in flow mode (`--mode flow`: fluid flows, NCCL's collectives as
+    streams): the whole `rocesim run` process's CPU seconds and peak RSS, and the iteration."""
+    scen = os.path.join(os.path.dirname(HERE), "scenarios", "platforms", f"{name}.yaml")
+    quick = [a for s in FLOW_CASES[name] for a in ("--set", s)] if QUICK else []
+    cpu, rss = benchmark.pedantic(lambda: rocesim_run(scen, tmp_path / "out", tmp_path, "--mode", "flow", "--no-plot",
+                                                      *quick), rounds=1, iterations=1)
+    it = json.load(open(tmp_path / "out" / "summary.json"))
+    benchmark.extra_info.update(cpu_s=round(cpu, 2), peak_rss_mb=round(rss, 1), core_cpu_s=it["cpu_s"],
+                                nodes=it["flows_total"], iteration_ms=round((it.get("iteration_mean_ns") or 0) / 1e6, 3))
+    assert it["mode"] == "flow"
+    assert it["flows_completed"] == it["flows_total"] or (QUICK and "stop=20ms" in FLOW_CASES[name])

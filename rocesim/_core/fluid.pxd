@@ -22,8 +22,8 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
 
 cdef struct LinkSet:       # the fluid flows on one port (one direction of a link)
     int32_t* ent           # entries: slot * SLOT_LINKS + k (the slot's k-th link is this port)
-    int32_t n
-    int32_t cap
+    int64_t n
+    int64_t cap
     int32_t stamp          # the solve that last visited it
     int32_t unfrozen       # during a solve: its flows not yet frozen
     double capacity        # bits/s: rate x share
@@ -49,7 +49,7 @@ cdef struct Fluid:
     int32_t n_dirty
     int32_t* queue         # a solve's ports (at most one entry per port)
     int32_t* comp          # a solve's slots
-    int32_t cap_comp
+    int64_t cap_comp
     HeapItem* heap
     int64_t n_heap
     int64_t cap_heap

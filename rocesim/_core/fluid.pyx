@@ -39,6 +39,7 @@ from libc.math cimport ceil
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_next, ev_pop
 from rocesim._core.link cimport tx_time
+from rocesim._core.growth cimport room_for_one
 from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
@@ -117,12 +118,8 @@ cdef void fluid_free(Sim* s) noexcept:
 cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
     cdef int64_t i, up
     cdef HeapItem* a
-    if fd.n_heap == fd.cap_heap:
-        a = <HeapItem*> realloc(fd.heap, max(64, 2 * fd.cap_heap) * sizeof(HeapItem))
-        if a == NULL:
-            return -1
-        fd.heap = a
-        fd.cap_heap = max(64, 2 * fd.cap_heap)
+    if room_for_one(<void**> &fd.heap, fd.n_heap, &fd.cap_heap, sizeof(HeapItem), 64) < 0:
+        return -1
     a = fd.heap
     i = fd.n_heap
     fd.n_heap += 1
@@ -203,13 +200,8 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
 
 cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     cdef LinkSet* L = &fd.ls[port]
-    cdef int32_t* e
-    if L.n == L.cap:
-        e = <int32_t*> realloc(L.ent, max(4, 2 * L.cap) * sizeof(int32_t))
-        if e == NULL:
-            return -1
-        L.ent = e
-        L.cap = max(4, 2 * L.cap)
+    if room_for_one(<void**> &L.ent, L.n, &L.cap, sizeof(int32_t), 4) < 0:
+        return -1
     fd.pos[entry] = L.n
     L.ent[L.n] = entry
     L.n += 1
@@ -343,7 +335,6 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
     cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e
-    cdef int32_t* grown
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef HeapItem top
@@ -375,12 +366,8 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                 continue
             x.stamp = stamp
             x.frozen = 0
-            if ncomp == fd.cap_comp:
-                grown = <int32_t*> realloc(fd.comp, max(64, 2 * fd.cap_comp) * sizeof(int32_t))
-                if grown == NULL:
-                    return -1
-                fd.comp = grown
-                fd.cap_comp = max(64, 2 * fd.cap_comp)
+            if room_for_one(<void**> &fd.comp, ncomp, &fd.cap_comp, sizeof(int32_t), 64) < 0:
+                return -1
             fd.comp[ncomp] = sl
             ncomp += 1
             for k in range(x.n_links):

@@ -83,10 +83,15 @@ class ScaleUp:
             _, inv_a = np.unique(a, return_inverse=True)
             _, inv_b = np.unique(b, return_inverse=True)
             load = np.maximum(np.bincount(inv_a, weights=weights)[inv_a], np.bincount(inv_b, weights=weights)[inv_b])
-            return load, float(self.rate_bps)
+            return load, self._resource_bps(gpus)
         _, inv = np.unique(a * (1 << 32) + b, return_inverse=True)
-        rate = self.rate_bps / (max(gpus - 1, 1) if self.kind == "mesh" else 2)
-        return np.bincount(inv, weights=weights)[inv], rate
+        return np.bincount(inv, weights=weights)[inv], self._resource_bps(gpus)
+
+    def _resource_bps(self, gpus) -> float:
+        """The rate of the resource a transfer uses (see `_load`)."""
+        if self.kind == "switch":
+            return float(self.rate_bps)
+        return self.rate_bps / (max(gpus - 1, 1) if self.kind == "mesh" else 2)
 
     def port_time_ps(self, a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, gpus: int) -> np.ndarray:
         """How long each of the transfers ``a[k] -> b[k]`` (ranks, issued together) holds its
@@ -112,7 +117,7 @@ class ScaleUp:
     def neighbour_bps(self, gpus: int) -> float:
         """What one GPU sends per second to a neighbour (local GPU 0 to 1) when nothing else
         uses its resources: a ring's per-step rate over the scale-up domain."""
-        return float(self.share_bps(np.array([0]), np.array([1]), gpus)[0])
+        return self._resource_bps(gpus)                 # alone on its resource
 
     def describe(self) -> str:
         return (f"{self.kind}{' with NVLink SHARP' if self.nvls else ''}, {format_rate(self.rate_bps)} per GPU, "

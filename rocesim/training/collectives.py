@@ -56,7 +56,7 @@ from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
 from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
-                                   tree_chunks)
+                                   nccl_tree_stream, tree_chunks, tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
@@ -478,6 +478,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     pieces, lanes = chunks, 1                               # what each transfer is cut into; channels
     if algorithm == "nccl_tree":                            # NCCL cuts its own chunks and slices
         pieces, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
+        stream = tree_streams(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
+        pieces = 1 if stream else pieces
     elif per_dimension or algorithm == "nccl_ring":         # (dimensional: chunks scheduled one by one)
         pieces = 1
     t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
@@ -486,7 +488,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
         if closed_form else None
     if fluid is not None:
-        everyone = t.join([start_nodes[i:i + 1] for i in range(p)], 0)
+        everyone = t.join([], 0)                    # when every rank has started (C = 1)
+        g.depend(np.repeat(everyone, p), start_nodes)
         kw = dict(t.kw)
         del kw["prio"]
         busy = g.compute(hosts, fluid, **kw)
@@ -503,7 +506,7 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     elif algorithm == "nccl_ring":
         (nccl_ring_stream if nccl.pipeline == "stream" else nccl_ring)(t, op, size, nccl)
     elif algorithm == "nccl_tree":
-        nccl_tree(t, size, nccl)
+        (nccl_tree_stream if stream else nccl_tree)(t, size, nccl)
     elif algorithm == "nccl_nvls":
         nccl_nvls(t, size, nccl)
     elif algorithm == "ring":

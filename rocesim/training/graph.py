@@ -40,7 +40,8 @@ class Graph:
         for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
-            self._cols[name].append(np.broadcast_to(np.asarray(v, _DTYPES[name]), (k,)).copy())
+            v = np.asarray(v, _DTYPES[name])
+            self._cols[name].append(np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,))))
         self.n += k
         first = self._merged[0]
         if len(self._cols["src"]) - first >= _MERGE:
