@@ -1,0 +1,527 @@
+"""rocesim's flow level against its packet level, on every shipped training and platform
+scenario and the gallery's sweeps, under every built-in scheme.
+
+Each run is one case (a scenario file, or a run of a sweep file, with `--set` style
+overrides) under one scheme in one mode (`mode: packet` or `mode: flow`), built and run in
+an interpreter of its own (`--one`), so that its CPU seconds and peak memory are its own.
+Per case and scheme the table gives the iteration time (mean over the finished
+iterations), the collectives' durations (p50 and p99, as summary.json has them, and the
+mean, lowest and highest ratio flow / packet of each collective matched by its id, a
+stronger check than percentiles), the background flows' FCT slowdown (p50, p99), the CPU
+seconds of each mode (building the graph and running it) and the speed-up, and whether
+the row is within the 5% target (iteration time and collective durations; background
+slowdown is set against the same yardstick where it is the only figure).
+
+    python validation/flow_vs_packet.py                    # every case (about 75 CPU minutes)
+    python validation/flow_vs_packet.py --quick            # small cases, three schemes
+    python validation/flow_vs_packet.py --only training16 -s dcqcn
+    python validation/flow_vs_packet.py -o validation/FLOW.md
+
+Results are kept as they come in `validation/flow_vs_packet.json` (one entry per case,
+scheme and mode, with the commit it was made at); a later call reuses the entries it finds
+and runs only the missing ones, unless told `--rerun packet|flow|all`.  `-o` rewrites the
+part of the Markdown file between the markers GENERATED_BEGIN and GENERATED_END (the
+whole file if it has none), so that the notes written around the tables stay.
+CI does not run it (the large platforms take CPU-minutes at the packet level).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from rocesim import scenario  # noqa: E402
+from rocesim.cc import builtin_schemes  # noqa: E402
+from rocesim.sweep import spec as sweep_spec  # noqa: E402
+
+TARGET = 0.05                   # |flow / packet - 1| at most this: the issue's target
+RESULTS = os.path.join(HERE, "flow_vs_packet.json")
+MARK_BEGIN, MARK_END = "<!-- GENERATED_BEGIN -->", "<!-- GENERATED_END -->"
+MODES = ("packet", "flow")
+
+# every built-in scheme (`rocesim schemes`), and DCQCN with a one-BDP window as the gallery's
+# and Khan et al.'s sweeps run it: label -> `--set` overrides
+SCHEMES = {
+    "none": {"cc.scheme": "none"},
+    "dcqcn": {"cc.scheme": "dcqcn"},
+    "dcqcn_win": {"cc.scheme": "dcqcn", "cc.params.window": "bdp"},
+    "hpcc": {"cc.scheme": "hpcc"},
+    "timely": {"cc.scheme": "timely"},
+    "dctcp": {"cc.scheme": "dctcp"},
+    "swift": {"cc.scheme": "swift"},
+}
+QUICK_SCHEMES = ("none", "dcqcn", "hpcc")
+
+
+@dataclass
+class Case:
+    """A scenario file (relative to the repository) with overrides, run under `schemes`
+    (labels of SCHEMES); `skip` says why the others are not run; `kind` is platform,
+    training or background; `quick` puts it in --quick; `fixed`: the runs of a sweep,
+    scheme label -> their overrides (the scheme is the sweep's, not SCHEMES')."""
+
+    path: str
+    kind: str
+    schemes: tuple = tuple(SCHEMES)
+    skip: str = ""
+    overrides: tuple = ()
+    quick: bool = False
+    fixed: dict = field(default_factory=dict)
+
+    def runs(self, schemes):
+        """[(scheme label, overrides)] of this case's runs among `schemes` (None: all)."""
+        if self.fixed:
+            return [(s, o) for s, o in self.fixed.items() if schemes is None or s in schemes]
+        return [(s, self.overrides + tuple(f"{k}={v}" for k, v in SCHEMES[s].items()))
+                for s in self.schemes if schemes is None or s in schemes]
+
+
+LONG = "packet level {} CPU-minutes per scheme: dcqcn only (--all-schemes runs every scheme)"
+SCENARIOS = {
+    "astra_dgx16": Case("scenarios/platforms/astra_dgx16.yaml", "platform", quick=True),
+    "rail16x8_allreduce": Case("scenarios/platforms/rail16x8_allreduce.yaml", "platform", quick=True),
+    "rail16x8_moe_alltoall": Case("scenarios/platforms/rail16x8_moe_alltoall.yaml", "platform", quick=True),
+    "rail16x8_moe_alltoall_pxn": Case("scenarios/platforms/rail16x8_moe_alltoall.yaml", "platform",
+                                      overrides=("traffic[0].pxn=true",)),
+    "simai_gpt13b": Case("scenarios/platforms/simai_gpt13b.yaml", "platform"),
+    "two_jobs": Case("scenarios/platforms/two_jobs.yaml", "platform"),
+    "gpt_1024": Case("scenarios/platforms/gpt_1024.yaml", "platform", ("dcqcn",), LONG.format("1.5")),
+    "llama3_70b_1024": Case("scenarios/platforms/llama3_70b_1024.yaml", "platform", ("dcqcn",), LONG.format("25")),
+    "training_background": Case("scenarios/training_background.yaml", "training", quick=True),
+    "quickstart": Case("scenarios/quickstart.yaml", "background", quick=True),
+}
+# the gallery's sweeps and Khan et al.'s: each run as the sweep has it (training16 and the
+# khan2022 scenarios are run by these, under the sweeps' schemes)
+SWEEPS = {"gallery_training": ("sweeps/gallery_training.yaml", "training", True),
+          "khan2022": ("sweeps/khan2022.yaml", "training", False),
+          "gallery_fct": ("sweeps/gallery_fct.yaml", "background", False)}
+SCHEME_KEYS = ("cc.scheme", "cc.params.window")
+
+
+def scheme_label(params: dict) -> str:
+    """The SCHEMES label of a sweep run's scheme parameters."""
+    mine = {k: params[k] for k in SCHEME_KEYS if params.get(k) is not None}
+    for label, sets in SCHEMES.items():
+        if sets == mine:
+            return label
+    raise ValueError(f"a sweep run's scheme {mine} is none of SCHEMES")
+
+
+def sweep_cases(name: str, path: str, kind: str, quick: bool) -> dict:
+    """The cases of a sweep file: its runs grouped by what they vary besides the scheme."""
+    cases = {}
+    for run in sweep_spec.load(os.path.join(ROOT, path)).runs:
+        rest = {k: v for k, v in run.params.items() if k not in SCHEME_KEYS}
+        scen = rest.pop(sweep_spec.SCENARIO_KEY, None)
+        label = "/".join([name] + ([scen] if scen else []) + ([sweep_spec.run_name(rest)] if rest else []))
+        case = cases.setdefault(label, Case(os.path.relpath(run.base, ROOT), kind, quick=quick, fixed={}))
+        case.fixed[scheme_label(run.params)] = run.overrides
+    for case in cases.values():
+        case.schemes = tuple(case.fixed)
+    return cases
+
+
+def all_cases() -> dict:
+    """Every case, by name: the platforms first, then training, then background traffic."""
+    cases = dict(SCENARIOS)
+    for name, (path, kind, quick) in SWEEPS.items():
+        cases.update(sweep_cases(name, path, kind, quick))
+    order = {"platform": 0, "training": 1, "background": 2}
+    return dict(sorted(cases.items(), key=lambda kv: order[kv[1].kind]))
+
+
+# --- one run, in its own interpreter ------------------------------------------------------
+
+def _floats(a) -> list:
+    """An array as a JSON list, NaN as None."""
+    return [None if not np.isfinite(x) else float(x) for x in np.asarray(a, np.float64)]
+
+
+def run_one(path: str, overrides, mode: str) -> dict:
+    """Build and run one scenario in `mode`: its figures, per collective and iteration, and
+    the CPU seconds of building and running it."""
+    cpu0 = time.process_time()
+    scn = scenario.load(os.path.join(ROOT, path), list(overrides) + [f"mode={mode}"])
+    res = scn.sim.run(scn.stop, progress=False)
+    cpu = time.process_time() - cpu0
+    s = res.summary
+    out = dict(mode=mode, cpu_s=round(cpu, 3), run_cpu_s=s["cpu_s"],
+               rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               scheme=s["scheme"], flows_total=s["flows_total"], flows_completed=s["flows_completed"],
+               stalled=bool(s.get("stalled")), deadlock=bool(s.get("deadlock")), sim_time_ns=s["sim_time_ns"],
+               background_flows=s["background_flows"],
+               background_slowdown_p50=s["background_slowdown_p50"],
+               background_slowdown_p99=s["background_slowdown_p99"])
+    if res.collectives is not None:
+        c = res.collectives
+        out["collectives"] = dict(id=[int(x) for x in c["collective_id"]], op=[str(x) for x in c["op"]],
+                                  algorithm=[str(x) for x in c["algorithm"]],
+                                  size_bytes=[int(x) for x in c["size_bytes"]],
+                                  ranks=[int(x) for x in c["ranks"]], duration_ns=_floats(c["duration_ns"]))
+    if res.iterations is not None:
+        out["iterations_ns"] = _floats(res.iterations["duration_ns"])
+    return out
+
+
+def run_apart(path: str, overrides, mode: str) -> dict:
+    """`run_one` in a fresh interpreter; a failure is returned as {'error': ...}."""
+    arg = json.dumps(dict(path=path, overrides=list(overrides), mode=mode))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", arg], capture_output=True, text=True)
+    if p.returncode != 0:
+        return dict(mode=mode, error=(p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# --- comparing the two levels -------------------------------------------------------------
+
+def _finite(values) -> np.ndarray:
+    v = np.asarray([np.nan if x is None else x for x in (values or [])], np.float64)
+    return v[np.isfinite(v)]
+
+
+def _ratio(flow, packet):
+    return flow / packet if flow is not None and packet not in (None, 0) else None
+
+
+def matched(packet: dict, flow: dict):
+    """Per collective finished at both levels (matched by id, same op and size): (index into
+    packet's table, flow / packet duration); None when the tables are not the same
+    collectives."""
+    pc, fc = packet.get("collectives"), flow.get("collectives")
+    if not pc or not fc:
+        return None
+    if (pc["id"], pc["op"], pc["size_bytes"]) != (fc["id"], fc["op"], fc["size_bytes"]):
+        return None
+    p = np.asarray([np.nan if x is None else x for x in pc["duration_ns"]], np.float64)
+    f = np.asarray([np.nan if x is None else x for x in fc["duration_ns"]], np.float64)
+    ok = np.isfinite(p) & np.isfinite(f) & (p > 0)
+    idx = np.flatnonzero(ok)
+    return idx, f[idx] / p[idx]
+
+
+def compare(packet: dict, flow: dict) -> dict:
+    """The figures of one (case, scheme) at both levels and their ratios flow / packet:
+    `iteration` (mean), `coll_p50`, `coll_p99`, `coll_ratio` (mean of the matched
+    collectives' ratios, with `coll_ratio_min`/`_max`), `bg_p50`, `bg_p99` (background
+    slowdown), `cpu` (packet / flow: the speed-up); `outside`: the target figures off by
+    more than TARGET (iteration and collectives; background slowdown where the case has
+    neither), `problems`: a run that failed, stalled or left work unfinished."""
+    out = {"problems": [], "outside": []}
+    for mode, r in (("packet", packet), ("flow", flow)):
+        if "error" in r:
+            out["problems"].append(f"{mode} run failed: {r['error']}")
+        elif r.get("deadlock") or r.get("stalled") or r.get("flows_completed") != r.get("flows_total"):
+            what = "deadlock" if r.get("deadlock") else "stalled" if r.get("stalled") else "unfinished"
+            out["problems"].append(f"{mode}: {what} ({r.get('flows_completed')} of {r.get('flows_total')} flows)")
+    if any("error" in r for r in (packet, flow)):
+        return out
+    figures = {}
+    it_p, it_f = _finite(packet.get("iterations_ns")), _finite(flow.get("iterations_ns"))
+    if it_p.size and it_f.size:
+        figures["iteration"] = (it_p.mean(), it_f.mean())
+    d_p = _finite((packet.get("collectives") or {}).get("duration_ns"))
+    d_f = _finite((flow.get("collectives") or {}).get("duration_ns"))
+    if d_p.size and d_f.size:
+        for q in (50, 99):
+            figures[f"coll_p{q}"] = (float(np.percentile(d_p, q)), float(np.percentile(d_f, q)))
+    m = matched(packet, flow)
+    if m is not None and m[1].size:
+        out.update(coll_ratio=float(m[1].mean()), coll_ratio_min=float(m[1].min()),
+                   coll_ratio_max=float(m[1].max()), coll_matched=int(m[1].size))
+    elif d_p.size:
+        out["problems"].append("collectives differ between the levels (ids, ops or sizes)")
+    for q in (50, 99):
+        a, b = packet.get(f"background_slowdown_p{q}"), flow.get(f"background_slowdown_p{q}")
+        if a is not None and b is not None:
+            figures[f"bg_p{q}"] = (a, b)
+    for k, (a, b) in figures.items():
+        out[k] = (a, b, _ratio(b, a))
+    out["cpu"] = (packet["cpu_s"], flow["cpu_s"], _ratio(packet["cpu_s"], flow["cpu_s"]))
+    checked = [k for k in ("iteration", "coll_p50", "coll_p99") if k in out]
+    if "coll_ratio" in out:
+        checked.append("coll_ratio")
+    if not checked:
+        checked = [k for k in ("bg_p50", "bg_p99") if k in out]
+    for k in checked:
+        r = out[k] if k == "coll_ratio" else out[k][2]
+        if r is None or abs(r - 1) > TARGET + 1e-12:
+            out["outside"].append(k)
+    out["checked"] = checked
+    return out
+
+
+# --- the Markdown table -------------------------------------------------------------------
+
+LABELS = {"iteration": "iteration", "coll_p50": "coll p50", "coll_p99": "coll p99",
+          "coll_ratio": "per-coll mean", "bg_p50": "bg p50", "bg_p99": "bg p99"}
+
+
+def _pct(r) -> str:
+    return "-" if r is None else f"{(r - 1) * 100:+.1f}%"
+
+
+def _ms(ns) -> str:
+    return f"{ns / 1e6:.4g}"
+
+
+def _pair(c, key, fmt) -> str:
+    """'packet / flow (+x%)' of a figure, '-' when absent."""
+    if key not in c:
+        return "-"
+    a, b, r = c[key]
+    return f"{fmt(a)} / {fmt(b)} ({_pct(r)})"
+
+
+def row(case: str, scheme: str, c: dict) -> str:
+    """One table row of a comparison `c` (from `compare`)."""
+    coll = (f"{_pct(c['coll_ratio'])} [{_pct(c['coll_ratio_min'])}, {_pct(c['coll_ratio_max'])}]"
+            if "coll_ratio" in c else "-")
+    cpu = (f"{c['cpu'][0]:.1f} / {c['cpu'][1]:.1f} ({c['cpu'][2]:.1f}x)" if "cpu" in c and c["cpu"][2] else "-")
+    if c["problems"]:
+        verdict = "**check**: " + "; ".join(c["problems"])
+    elif c["outside"]:
+        verdict = "**outside**: " + ", ".join(f"{LABELS[k]} {_pct(c[k] if k == 'coll_ratio' else c[k][2])}"
+                                              for k in c["outside"])
+    else:
+        verdict = "within"
+    return (f"| {case} | {scheme} | {_pair(c, 'iteration', _ms)} | {_pair(c, 'coll_p50', _ms)} | "
+            f"{_pair(c, 'coll_p99', _ms)} | {coll} | {_pair(c, 'bg_p50', lambda x: f'{x:.3g}')} | "
+            f"{_pair(c, 'bg_p99', lambda x: f'{x:.3g}')} | {cpu} | {verdict} |")
+
+
+HEAD = ("| case | scheme | iteration ms, packet / flow | collective p50 ms | collective p99 ms | "
+        "per collective: mean [min, max] | background slowdown p50 | background p99 | CPU s packet / flow "
+        "(speed-up) | 5% target |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table(cases: dict, results: dict, schemes=None, all_schemes=False) -> tuple[str, list]:
+    """The Markdown table of `cases` from `results` (key 'case|scheme|mode' -> run_one's
+    dict), and the comparisons [(case, scheme, compare dict)]; a case's schemes not run
+    get one row saying why, runs missing from `results` are left out."""
+    lines, done = [HEAD], []
+    for name, case in cases.items():
+        for scheme, _ in runs_of(case, schemes, all_schemes):
+            p, f = results.get(key(name, scheme, "packet")), results.get(key(name, scheme, "flow"))
+            if p is None or f is None:
+                continue
+            c = compare(p, f)
+            done.append((name, scheme, c))
+            lines.append(row(name, scheme, c))
+        skipped = [s for s in SCHEMES if s not in case.schemes and (schemes is None or s in schemes)]
+        if case.skip and skipped and not all_schemes:
+            cells = [name, ", ".join(skipped), f"skipped: {case.skip}"] + [""] * 6 + ["-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), done
+
+
+def summary_lines(done) -> str:
+    """How many (case, scheme) rows are within the target, by kind of figure."""
+    n = len(done)
+    within = sum(1 for _, _, c in done if not c["outside"] and not c["problems"])
+    lines = [f"{within} of {n} rows within {TARGET:.0%} on every figure checked."]
+    worst = sorted(((max(abs((c[k] if k == "coll_ratio" else c[k][2]) - 1) for k in c["outside"]), name, s, c)
+                    for name, s, c in done if c["outside"]), key=lambda t: -t[0])
+    if worst:
+        lines.append("Outside, worst first: " + "; ".join(
+            f"{name}/{s} ({', '.join(LABELS[k] for k in c['outside'])}: up to {w:.0%})" for w, name, s, c in worst))
+    return "\n".join(lines)
+
+
+def size_label(b: int) -> str:
+    for unit, k in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if b >= k:
+            return f"{b / k:.3g} {unit}"
+    return f"{b} B"
+
+
+def by_collective(packet: dict, flow: dict) -> list:
+    """The matched collectives' ratios flow / packet grouped by (op, algorithm, ranks,
+    size): [(op, algorithm, ranks, size, count, packet mean ns, mean ratio, min, max)],
+    largest share of packet-level time first."""
+    m = matched(packet, flow)
+    if m is None or not m[1].size:
+        return []
+    idx, ratio = m
+    pc = packet["collectives"]
+    dur = np.asarray([pc["duration_ns"][i] for i in idx], np.float64)
+    groups = {}
+    for j, i in enumerate(idx):
+        groups.setdefault((pc["op"][i], pc["algorithm"][i], pc["ranks"][i], pc["size_bytes"][i]), []).append(j)
+    out = [(*g, len(js), float(dur[js].mean()), float(ratio[js].mean()), float(ratio[js].min()),
+            float(ratio[js].max())) for g, js in groups.items()]
+    return sorted(out, key=lambda t: -t[4] * t[5])
+
+
+def details(done, results, limit=8) -> str:
+    """For each row outside the target with collectives: its collectives' ratios by
+    operation, algorithm and size (the groups holding most packet-level time)."""
+    parts = []
+    for name, scheme, c in done:
+        if not c["outside"] or "coll_ratio" not in c:
+            continue
+        groups = by_collective(results[key(name, scheme, "packet")], results[key(name, scheme, "flow")])
+        lines = [f"**{name} / {scheme}**", "", "| op | algorithm | ranks | size | count | packet mean ms | "
+                 "flow / packet: mean [min, max] |", "|---|---|---|---|---|---|---|"]
+        for op, alg, ranks, size, n, mean_ns, r, lo, hi in groups[:limit]:
+            lines.append(f"| {op} | {alg} | {ranks} | {size_label(size)} | {n} | {_ms(mean_ns)} | "
+                         f"{_pct(r)} [{_pct(lo)}, {_pct(hi)}] |")
+        if len(groups) > limit:
+            lines.append(f"| ({len(groups) - limit} more groups) | | | | | | |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+# --- running ----------------------------------------------------------------------------
+
+def key(case: str, scheme: str, mode: str) -> str:
+    return f"{case}|{scheme}|{mode}"
+
+
+def runs_of(case: Case, schemes, all_schemes: bool):
+    """The (scheme, overrides) a case runs: all of SCHEMES with --all-schemes, else its own."""
+    if all_schemes and not case.fixed:
+        case = Case(case.path, case.kind, tuple(SCHEMES), overrides=case.overrides)
+    return case.runs(schemes)
+
+
+def git_commit() -> str:
+    """HEAD's commit, with '+dirty' if the tracked files differ from it."""
+    def git(*args):
+        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short=10", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "rocesim") else "")
+
+
+def machine() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{model or platform.processor()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def load_results(path: str) -> dict:
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)["runs"]
+    return {}
+
+
+def save_results(path: str, runs: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"about": "validation/flow_vs_packet.py: one entry per 'case|scheme|mode'", "runs": runs},
+                  f, separators=(",", ":"))
+    os.replace(tmp, path)
+
+
+def run_all(cases, schemes, all_schemes, rerun, jobs, path) -> dict:
+    """Run what `results` lacks (or `rerun` asks for), at most `jobs` at a time, saving as
+    each run ends; the longest cases first."""
+    results = load_results(path)
+    todo = [(name, case, s, o, mode) for name, case in cases.items() for s, o in runs_of(case, schemes, all_schemes)
+            for mode in MODES if key(name, s, mode) not in results or mode in rerun or "all" in rerun]
+    todo.sort(key=lambda t: (not SCENARIOS.get(t[0], Case("", "")).skip, t[4] != "packet"))
+    commit = git_commit()
+    lock = threading.Lock()
+
+    def one(t):
+        name, case, s, o, mode = t
+        r = run_apart(case.path, o, mode)
+        r.update(commit=commit, overrides=list(o), path=case.path)
+        with lock:
+            results[key(name, s, mode)] = r
+            save_results(path, results)
+        print(f"{name} / {s} / {mode}: " + (r["error"] if "error" in r else f"{r['cpu_s']:.1f} CPU s"),
+              file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, 2))) as pool:
+        list(pool.map(one, todo))
+    return results
+
+
+def write_markdown(path: str, body: str) -> None:
+    """Write `body` between the markers of `path` (keeping what is around them), or as the
+    whole file when it has no markers."""
+    text = f"{MARK_BEGIN}\n{body}\n{MARK_END}"
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if MARK_BEGIN in old and MARK_END in old:
+            text = old[:old.index(MARK_BEGIN)] + text + old[old.index(MARK_END) + len(MARK_END):]
+    with open(path, "w") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", action="append", help="only cases whose name contains this (repeatable)")
+    ap.add_argument("-s", "--scheme", action="append", choices=list(SCHEMES), help="only these schemes (repeatable)")
+    ap.add_argument("--quick", action="store_true", help=f"the small cases under {', '.join(QUICK_SCHEMES)} only")
+    ap.add_argument("--all-schemes", action="store_true", help="run the long platforms under every scheme too")
+    ap.add_argument("--rerun", action="append", default=[], choices=["packet", "flow", "all"],
+                    help="run again what the results file holds for this mode")
+    ap.add_argument("--results", default=RESULTS, help="the results file (JSON), read and updated")
+    ap.add_argument("--table-only", action="store_true", help="run nothing: the table of what the results hold")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="runs at a time (at most 2)")
+    ap.add_argument("-o", "--output", help="write the table (Markdown) here")
+    ap.add_argument("--one", help=argparse.SUPPRESS)          # a child run: one run's figures as JSON
+    args = ap.parse_args(argv)
+    if args.one:
+        spec = json.loads(args.one)
+        print(json.dumps(run_one(spec["path"], spec["overrides"], spec["mode"])))
+        return
+    cases = all_cases()
+    if args.quick:
+        cases = {n: c for n, c in cases.items() if c.quick}
+    if args.only:
+        cases = {n: c for n, c in cases.items() if any(o in n for o in args.only)}
+        if not cases:
+            ap.error(f"no case matches {args.only}; cases: {', '.join(all_cases())}")
+    schemes = args.scheme or (list(QUICK_SCHEMES) if args.quick else None)
+    t0 = time.time()
+    if args.table_only:
+        results = load_results(args.results)
+    else:
+        results = run_all(cases, schemes, args.all_schemes, set(args.rerun), args.jobs, args.results)
+    text, done = table(cases, results, schemes, args.all_schemes)
+    cpu = sum(results[key(n, s, m)].get("cpu_s", 0) for n, s, _ in done for m in MODES)
+    summary = summary_lines(done)
+    print(text + "\n\n" + summary)
+    if args.output:
+        commits = sorted({results[key(n, s, m)].get("commit", "?") for n, s, _ in done for m in MODES})
+        command = " ".join(["python validation/flow_vs_packet.py"] + argv)
+        body = (f"Generated by `{command}` on {machine()}, {time.strftime('%Y-%m-%d')}; runs made at commit "
+                f"{', '.join(commits)}; {cpu / 60:.1f} CPU-minutes of runs (both levels; this call's wall time "
+                f"{(time.time() - t0) / 60:.1f} min).\n\n"
+                "Each cell: packet / flow (flow / packet - 1). Collective p50/p99: percentiles of the "
+                "collectives' durations; per collective: the ratio of each collective's duration, matched by "
+                "id, mean [min, max]; background slowdown: FCT slowdown of the flows that belong to no "
+                "collective; CPU: seconds of building and running each, in its own interpreter. "
+                f"5% target: iteration mean, collective p50/p99 and the per-collective mean within "
+                f"{TARGET:.0%} (background slowdown p50/p99 where a case has no training traffic).\n\n"
+                + summary + "\n\n" + text + "\n\n### Collectives of the rows outside the target\n\n"
+                "By operation, algorithm, ranks and size; the groups holding most packet-level time "
+                "first.\n\n" + (details(done, results) or "(none)"))
+        write_markdown(args.output, body)
+
+
+if __name__ == "__main__":
+    main()
