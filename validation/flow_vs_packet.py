@@ -12,17 +12,19 @@ seconds of each mode (building the graph and running it) and the speed-up, and w
 the row is within the 5% target (iteration time and collective durations; background
 slowdown is set against the same yardstick where it is the only figure).
 
-    python validation/flow_vs_packet.py                    # every case (about 75 CPU minutes)
-    python validation/flow_vs_packet.py --quick            # small cases, three schemes
-    python validation/flow_vs_packet.py --only training16 -s dcqcn
-    python validation/flow_vs_packet.py -o validation/FLOW.md
+    python validation/flow_vs_packet.py --bare -o validation/FLOW.md   # every case (2 hours of CPU)
+    python validation/flow_vs_packet.py --quick            # small cases, three schemes (2 CPU-minutes)
+    python validation/flow_vs_packet.py --only gallery_training -s dcqcn
 
-Results are kept as they come in `validation/flow_vs_packet.json` (one entry per case,
-scheme and mode, with the commit it was made at); a later call reuses the entries it finds
-and runs only the missing ones, unless told `--rerun packet|flow|all`.  `-o` rewrites the
-part of the Markdown file between the markers GENERATED_BEGIN and GENERATED_END (the
-whole file if it has none), so that the notes written around the tables stay.
-CI does not run it (the large platforms take CPU-minutes at the packet level).
+Every run's figures are kept as they come in `out/flow_vs_packet/runs.json` (one entry per
+case, scheme and mode, with the commit it was made at; `--results` names another file); a
+later call reuses the entries it finds and runs only the missing ones, unless told
+`--rerun packet|flow|all`.  `--bare` also runs the bare fluid (`flow.share` 1,
+`flow.startup` 0) beside the scheme's calibrated one.  `-o FILE.md` rewrites the part of
+the file between the markers GENERATED_BEGIN and GENERATED_END (the whole file if it has
+none), so that the notes written around the tables stay, and writes FILE.json beside it:
+per row the runs' figures (without the per-collective tables), the comparison and the
+collective groups.  CI does not run it (the large platforms take CPU-minutes at the packet level).
 """
 from __future__ import annotations
 
@@ -49,9 +51,11 @@ from rocesim.cc import builtin_schemes  # noqa: E402
 from rocesim.sweep import spec as sweep_spec  # noqa: E402
 
 TARGET = 0.05                   # |flow / packet - 1| at most this: the issue's target
-RESULTS = os.path.join(HERE, "flow_vs_packet.json")
+RESULTS = os.path.join(ROOT, "out", "flow_vs_packet", "runs.json")   # every run's figures (git-ignored)
 MARK_BEGIN, MARK_END = "<!-- GENERATED_BEGIN -->", "<!-- GENERATED_END -->"
 MODES = ("packet", "flow")
+# the bare fluid, beside the calibrated one (--bare): every link's full capacity, no start-up cost
+BARE, BARE_SETS = "bare", ("flow.share=1", "flow.startup=0us")
 
 # every built-in scheme (`rocesim schemes`), and DCQCN with a one-BDP window as the gallery's
 # and Khan et al.'s sweeps run it: label -> `--set` overrides
@@ -287,8 +291,21 @@ def _pair(c, key, fmt) -> str:
     return f"{fmt(a)} / {fmt(b)} ({_pct(r)})"
 
 
+def _deviation(c, k) -> float:
+    return abs((c[k] if k == "coll_ratio" else c[k][2]) - 1)
+
+
+def worst(c) -> str:
+    """The checked figure of a comparison farthest from the packet level, and the verdict."""
+    if c["problems"] or not c["checked"]:
+        return "check"
+    k = max(c["checked"], key=lambda k: _deviation(c, k))
+    return f"{LABELS[k]} {_pct(c[k] if k == 'coll_ratio' else c[k][2])}: {'outside' if c['outside'] else 'within'}"
+
+
 def row(case: str, scheme: str, c: dict) -> str:
-    """One table row of a comparison `c` (from `compare`)."""
+    """One table row of a comparison `c` (from `compare`; its `bare` entry, if any, the
+    comparison of the bare fluid)."""
     coll = (f"{_pct(c['coll_ratio'])} [{_pct(c['coll_ratio_min'])}, {_pct(c['coll_ratio_max'])}]"
             if "coll_ratio" in c else "-")
     cpu = (f"{c['cpu'][0]:.1f} / {c['cpu'][1]:.1f} ({c['cpu'][2]:.1f}x)" if "cpu" in c and c["cpu"][2] else "-")
@@ -301,12 +318,14 @@ def row(case: str, scheme: str, c: dict) -> str:
         verdict = "within"
     return (f"| {case} | {scheme} | {_pair(c, 'iteration', _ms)} | {_pair(c, 'coll_p50', _ms)} | "
             f"{_pair(c, 'coll_p99', _ms)} | {coll} | {_pair(c, 'bg_p50', lambda x: f'{x:.3g}')} | "
-            f"{_pair(c, 'bg_p99', lambda x: f'{x:.3g}')} | {cpu} | {verdict} |")
+            f"{_pair(c, 'bg_p99', lambda x: f'{x:.3g}')} | {cpu} | {verdict} | "
+            f"{worst(c['bare']) if 'bare' in c else '-'} |")
 
 
 HEAD = ("| case | scheme | iteration ms, packet / flow | collective p50 ms | collective p99 ms | "
         "per collective: mean [min, max] | background slowdown p50 | background p99 | CPU s packet / flow "
-        "(speed-up) | 5% target |\n|---|---|---|---|---|---|---|---|---|---|")
+        "(speed-up) | 5% target | bare fluid (share 1, startup 0): farthest figure |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def table(cases: dict, results: dict, schemes=None, all_schemes=False) -> tuple[str, list]:
@@ -320,11 +339,13 @@ def table(cases: dict, results: dict, schemes=None, all_schemes=False) -> tuple[
             if p is None or f is None:
                 continue
             c = compare(p, f)
+            if key(name, scheme, BARE) in results:
+                c["bare"] = compare(p, results[key(name, scheme, BARE)])
             done.append((name, scheme, c))
             lines.append(row(name, scheme, c))
         skipped = [s for s in SCHEMES if s not in case.schemes and (schemes is None or s in schemes)]
         if case.skip and skipped and not all_schemes:
-            cells = [name, ", ".join(skipped), f"skipped: {case.skip}"] + [""] * 6 + ["-"]
+            cells = [name, ", ".join(skipped), f"skipped: {case.skip}"] + [""] * 6 + ["-", "-"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines), done
 
@@ -334,11 +355,15 @@ def summary_lines(done) -> str:
     n = len(done)
     within = sum(1 for _, _, c in done if not c["outside"] and not c["problems"])
     lines = [f"{within} of {n} rows within {TARGET:.0%} on every figure checked."]
-    worst = sorted(((max(abs((c[k] if k == "coll_ratio" else c[k][2]) - 1) for k in c["outside"]), name, s, c)
-                    for name, s, c in done if c["outside"]), key=lambda t: -t[0])
-    if worst:
+    bare = [c["bare"] for _, _, c in done if "bare" in c]
+    if bare:
+        ok = sum(1 for c in bare if not c["outside"] and not c["problems"])
+        lines[0] += f" The bare fluid (share 1, startup 0): {ok} of {len(bare)}."
+    off = sorted(((max(_deviation(c, k) for k in c["outside"]), name, s, c)
+                  for name, s, c in done if c["outside"]), key=lambda t: -t[0])
+    if off:
         lines.append("Outside, worst first: " + "; ".join(
-            f"{name}/{s} ({', '.join(LABELS[k] for k in c['outside'])}: up to {w:.0%})" for w, name, s, c in worst))
+            f"{name}/{s} ({', '.join(LABELS[k] for k in c['outside'])}: up to {w:.0%})" for w, name, s, c in off))
     return "\n".join(lines)
 
 
@@ -368,20 +393,26 @@ def by_collective(packet: dict, flow: dict) -> list:
 
 
 def details(done, results, limit=8) -> str:
-    """For each row outside the target with collectives: its collectives' ratios by
-    operation, algorithm and size (the groups holding most packet-level time)."""
-    parts = []
+    """For each case with a row outside the target and collectives, its first such row
+    (SCHEMES' order: PFC alone first): the collectives' ratios by operation, algorithm and
+    size (the groups holding most packet-level time first), calibrated and bare fluid."""
+    parts, seen = [], set()
     for name, scheme, c in done:
-        if not c["outside"] or "coll_ratio" not in c:
+        if not c["outside"] or "coll_ratio" not in c or name in seen:
             continue
-        groups = by_collective(results[key(name, scheme, "packet")], results[key(name, scheme, "flow")])
+        seen.add(name)
+        packet = results[key(name, scheme, "packet")]
+        groups = by_collective(packet, results[key(name, scheme, "flow")])
+        bare = {g[:4]: g for g in by_collective(packet, results.get(key(name, scheme, BARE), {}))}
         lines = [f"**{name} / {scheme}**", "", "| op | algorithm | ranks | size | count | packet mean ms | "
-                 "flow / packet: mean [min, max] |", "|---|---|---|---|---|---|---|"]
+                 "flow / packet: mean [min, max] | bare fluid / packet |", "|---|---|---|---|---|---|---|---|"]
         for op, alg, ranks, size, n, mean_ns, r, lo, hi in groups[:limit]:
+            b = bare.get((op, alg, ranks, size))
             lines.append(f"| {op} | {alg} | {ranks} | {size_label(size)} | {n} | {_ms(mean_ns)} | "
-                         f"{_pct(r)} [{_pct(lo)}, {_pct(hi)}] |")
+                         f"{_pct(r)} [{_pct(lo)}, {_pct(hi)}] | "
+                         + (f"{_pct(b[6])} [{_pct(b[7])}, {_pct(b[8])}] |" if b else "- |"))
         if len(groups) > limit:
-            lines.append(f"| ({len(groups) - limit} more groups) | | | | | | |")
+            lines.append(f"| ({len(groups) - limit} more groups) | | | | | | | |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
@@ -425,6 +456,7 @@ def load_results(path: str) -> dict:
 
 
 def save_results(path: str, runs: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"about": "validation/flow_vs_packet.py: one entry per 'case|scheme|mode'", "runs": runs},
@@ -432,12 +464,13 @@ def save_results(path: str, runs: dict) -> None:
     os.replace(tmp, path)
 
 
-def run_all(cases, schemes, all_schemes, rerun, jobs, path) -> dict:
+def run_all(cases, schemes, all_schemes, rerun, jobs, path, bare=False) -> dict:
     """Run what `results` lacks (or `rerun` asks for), at most `jobs` at a time, saving as
     each run ends; the longest cases first."""
     results = load_results(path)
     todo = [(name, case, s, o, mode) for name, case in cases.items() for s, o in runs_of(case, schemes, all_schemes)
-            for mode in MODES if key(name, s, mode) not in results or mode in rerun or "all" in rerun]
+            for mode in MODES + ((BARE,) if bare else ())
+            if key(name, s, mode) not in results or {mode, "all", "flow" if mode == BARE else mode} & rerun]
     # the longest first (as long as they took before; a long case's runs if never run), so that
     # two processes end together
     todo.sort(key=lambda t: -results.get(key(t[0], t[2], t[4]), {}).get(
@@ -447,7 +480,7 @@ def run_all(cases, schemes, all_schemes, rerun, jobs, path) -> dict:
 
     def one(t):
         name, case, s, o, mode = t
-        r = run_apart(case.path, o, mode)
+        r = run_apart(case.path, tuple(o) + BARE_SETS, "flow") if mode == BARE else run_apart(case.path, o, mode)
         r.update(commit=commit, overrides=list(o), path=case.path)
         with lock:
             results[key(name, s, mode)] = r
@@ -473,6 +506,47 @@ def write_markdown(path: str, body: str) -> None:
         f.write(text if text.endswith("\n") else text + "\n")
 
 
+def _scalars(run: dict) -> dict:
+    """A run's figures without its per-collective table (kept in the results file only)."""
+    return {k: v for k, v in run.items() if k != "collectives"}
+
+
+def report(cases, results, done, argv, cpu, summary, text) -> tuple[str, dict]:
+    """The Markdown between the markers, and the record kept beside it (FLOW.json): per row
+    its runs' figures, the comparisons and the collective groups."""
+    used = {m: sorted({results[key(n, s, m)].get("commit", "?") for n, s, _ in done if key(n, s, m) in results})
+            for m in MODES + (BARE,)}
+    commits = "; ".join(f"{m} runs at {', '.join(c)}" for m, c in used.items() if c)
+    command = " ".join(["python validation/flow_vs_packet.py"] + argv)
+    cal = {s: (results[key(n, s, "flow")].get("flow_share"), results[key(n, s, "flow")].get("flow_startup_ns"))
+           for n, s, _ in done}
+    cal = ", ".join(f"{s} {a:.4g} / {b:.3g} ns" for s, (a, b) in cal.items() if a is not None)
+    where = f"{machine()}, {time.strftime('%Y-%m-%d')}"
+    body = (f"Generated by `{command}` on {where} ({commits}); {cpu / 60:.1f} CPU-minutes of runs (every run in "
+            "the table: packet, flow, and the bare fluid where run; a call reruns only what its results file "
+            "lacks). Flow mode ran with each scheme's calibration (`flow.share` / `flow.startup`, "
+            f"validation/FLOW_CALIBRATION.md): {cal or 'none recorded'}; the bare fluid with share 1 and "
+            "startup 0.\n\n"
+            "Each cell: packet / flow (flow / packet - 1). Collective p50/p99: percentiles of the "
+            "collectives' durations; per collective: the ratio of each collective's duration, matched by "
+            "id, mean [min, max]; background slowdown: FCT slowdown of the flows that belong to no "
+            "collective; CPU: seconds of building and running each, in its own interpreter. "
+            f"5% target: iteration mean, collective p50/p99 and the per-collective mean within "
+            f"{TARGET:.0%} (background slowdown p50/p99 where a case has no training traffic). "
+            "The figures of every row are in FLOW.json.\n\n"
+            + summary + "\n\n" + text + "\n\n### Collectives of the cases outside the target\n\n"
+            "By operation, algorithm, ranks and size, for each case's first row outside the target; the "
+            "groups holding most packet-level time first.\n\n" + (details(done, results) or "(none)"))
+    rows = []
+    for n, s, c in done:
+        runs = {m: _scalars(results[key(n, s, m)]) for m in MODES + (BARE,) if key(n, s, m) in results}
+        groups = by_collective(results[key(n, s, "packet")], results[key(n, s, "flow")])
+        rows.append(dict(case=n, scheme=s, kind=cases[n].kind, path=cases[n].path, runs=runs, compare=c,
+                         groups=[dict(zip(("op", "algorithm", "ranks", "size_bytes", "count", "packet_mean_ns",
+                                           "ratio_mean", "ratio_min", "ratio_max"), g)) for g in groups]))
+    return body, dict(command=command, machine=where, commits=used, target=TARGET, rows=rows)
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -482,6 +556,8 @@ def main(argv=None) -> None:
     ap.add_argument("--all-schemes", action="store_true", help="run the long platforms under every scheme too")
     ap.add_argument("--rerun", action="append", default=[], choices=["packet", "flow", "all"],
                     help="run again what the results file holds for this mode")
+    ap.add_argument("--bare", action="store_true",
+                    help="also run the bare fluid (flow.share 1, flow.startup 0) beside the calibrated one")
     ap.add_argument("--results", default=RESULTS, help="the results file (JSON), read and updated")
     ap.add_argument("--table-only", action="store_true", help="run nothing: the table of what the results hold")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="runs at a time (at most 2)")
@@ -500,35 +576,20 @@ def main(argv=None) -> None:
         if not cases:
             ap.error(f"no case matches {args.only}; cases: {', '.join(all_cases())}")
     schemes = args.scheme or (list(QUICK_SCHEMES) if args.quick else None)
-    t0 = time.time()
     if args.table_only:
         results = load_results(args.results)
     else:
-        results = run_all(cases, schemes, args.all_schemes, set(args.rerun), args.jobs, args.results)
+        results = run_all(cases, schemes, args.all_schemes, set(args.rerun), args.jobs, args.results, args.bare)
     text, done = table(cases, results, schemes, args.all_schemes)
-    cpu = sum(results[key(n, s, m)].get("cpu_s", 0) for n, s, _ in done for m in MODES)
+    cpu = sum(results[key(n, s, m)].get("cpu_s", 0) for n, s, _ in done for m in MODES + (BARE,)
+              if key(n, s, m) in results)
     summary = summary_lines(done)
     print(text + "\n\n" + summary)
     if args.output:
-        commits = sorted({results[key(n, s, m)].get("commit", "?") for n, s, _ in done for m in MODES})
-        command = " ".join(["python validation/flow_vs_packet.py"] + argv)
-        cal = {s: (results[key(n, s, "flow")].get("flow_share"), results[key(n, s, "flow")].get("flow_startup_ns"))
-               for n, s, _ in done}
-        cal = ", ".join(f"{s} {a:.4g} / {b:.3g} ns" for s, (a, b) in cal.items() if a is not None)
-        body = (f"Generated by `{command}` on {machine()}, {time.strftime('%Y-%m-%d')}; runs made at commit "
-                f"{', '.join(commits)}; {cpu / 60:.1f} CPU-minutes of runs (both levels; this call's wall time "
-                f"{(time.time() - t0) / 60:.1f} min). Flow mode ran with each scheme's calibration "
-                f"(`flow.share` / `flow.startup`, validation/FLOW_CALIBRATION.md): {cal or 'none recorded'}.\n\n"
-                "Each cell: packet / flow (flow / packet - 1). Collective p50/p99: percentiles of the "
-                "collectives' durations; per collective: the ratio of each collective's duration, matched by "
-                "id, mean [min, max]; background slowdown: FCT slowdown of the flows that belong to no "
-                "collective; CPU: seconds of building and running each, in its own interpreter. "
-                f"5% target: iteration mean, collective p50/p99 and the per-collective mean within "
-                f"{TARGET:.0%} (background slowdown p50/p99 where a case has no training traffic).\n\n"
-                + summary + "\n\n" + text + "\n\n### Collectives of the rows outside the target\n\n"
-                "By operation, algorithm, ranks and size; the groups holding most packet-level time "
-                "first.\n\n" + (details(done, results) or "(none)"))
+        body, record = report(cases, results, done, argv, cpu, summary, text)
         write_markdown(args.output, body)
+        with open(os.path.splitext(args.output)[0] + ".json", "w") as f:
+            json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def test_ratios_and_target_within():
     assert c["cpu"] == (20.0, 2.0, pytest.approx(10.0))
     assert c["outside"] == [] and c["problems"] == []
     assert c["checked"] == ["iteration", "coll_p50", "coll_p99", "coll_ratio"]
-    assert FVP.row("a", "dcqcn", c).endswith("| within |")
+    assert FVP.row("a", "dcqcn", c).endswith("| within | - |")         # no bare fluid run
 
 
 def test_target_outside_named_with_its_deviation():
@@ -108,16 +108,19 @@ def test_table_rows_skips_and_groups():
     ms = 1e6
     res = {FVP.key("big", "dcqcn", "packet"): _run(iterations=[100 * ms], durations=[10 * ms, 10 * ms, 50 * ms]),
            FVP.key("big", "dcqcn", "flow"): _run(iterations=[120 * ms], durations=[11 * ms, 11 * ms, 50 * ms])}
+    res[FVP.key("big", "dcqcn", FVP.BARE)] = _run(iterations=[98 * ms], durations=[10 * ms, 10 * ms, 50 * ms])
     text, done = FVP.table({"big": case}, res)
     lines = text.splitlines()
     assert len(lines) == 4 and lines[2].startswith("| big | dcqcn | 100 / 120 (+20.0%)")
+    assert lines[2].endswith("| iteration -2.0%: within |")           # the bare fluid's farthest figure
     assert lines[3].startswith("| big | none, dcqcn_win, hpcc, timely, dctcp, swift | skipped: too long |")
     assert all(ln.count("|") == lines[0].count("|") for ln in lines)
     groups = FVP.by_collective(res[FVP.key("big", "dcqcn", "packet")], res[FVP.key("big", "dcqcn", "flow")])
     assert [(g[3], g[4]) for g in groups] == [(1 << 20, 3)]
     assert groups[0][6] == pytest.approx((1.1 + 1.1 + 1.0) / 3)
     assert "big / dcqcn" in FVP.details(done, res)
-    assert FVP.summary_lines(done).startswith("0 of 1 rows within 5%")
+    assert FVP.summary_lines(done).startswith("0 of 1 rows within 5% on every figure checked. "
+                                              "The bare fluid (share 1, startup 0): 1 of 1.")
 
 
 def test_schemes_cover_the_registry_and_the_sweeps():
