@@ -133,3 +133,21 @@ def test_schemes_cover_the_registry_and_the_sweeps():
     fct = [n for n in cases if n.startswith("gallery_fct/")]
     assert len(fct) == 6 and all(cases[n].path == "scenarios/quickstart.yaml" for n in fct)
     assert all(os.path.exists(os.path.join(ROOT, c.path)) for c in cases.values())
+
+
+def test_cause_of_a_row_outside():
+    """Outside with the bare fluid within: the calibration (1); with the scheme's packet-level
+    figure off PFC alone's by more than 5%: the scheme (2); else the case's own cause; a row
+    within has none, and the row names the cause."""
+    p, f = _run(iterations=[100.0]), _run(iterations=[120.0])
+    c = FVP.compare(p, f)
+    c["bare"] = FVP.compare(p, _run(iterations=[101.0]))
+    assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[100.0]), p) == 1
+    del c["bare"]
+    assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[90.0]), p) == 2      # 100 / 90: +11%
+    assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[96.0]), p) == 4      # +4%: the case's
+    assert FVP.cause("gallery_fct/traffic[0].load=0.2,seed=1", "none", c, None, p) == 5
+    assert FVP.cause("unknown", "none", c, None, p) is None
+    assert FVP.cause("astra_dgx16", "none", FVP.compare(p, p), None, p) is None
+    c["cause"] = 4
+    assert "**outside** (4: chunk lockstep): iteration +20.0%" in FVP.row("astra_dgx16", "none", c)
