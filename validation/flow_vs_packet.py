@@ -47,7 +47,6 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from rocesim import scenario  # noqa: E402
-from rocesim.cc import builtin_schemes  # noqa: E402
 from rocesim.sweep import spec as sweep_spec  # noqa: E402
 
 TARGET = 0.05                   # |flow / packet - 1| at most this: the target
