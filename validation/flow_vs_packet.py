@@ -309,11 +309,12 @@ def headline(run: dict) -> float | None:
 
 def cause(name: str, scheme: str, c: dict, packet_none: dict | None, packet: dict) -> int | None:
     """The FLOW.md section that explains a row outside the target: 1 if the bare fluid is
-    within, 2 if the scheme's packet-level figure is off PFC alone's by more than TARGET,
-    else the case's own (CASE_CAUSES)."""
+    within or less than half as far off, 2 if the scheme's packet-level figure is off PFC
+    alone's by more than TARGET, else the case's own (CASE_CAUSES)."""
     if not c["outside"] or c["problems"]:
         return None
-    if "bare" in c and not c["bare"]["outside"] and not c["bare"]["problems"]:
+    b = c.get("bare")
+    if b is not None and not b["problems"] and (not b["outside"] or farthest(b) < farthest(c) / 2):
         return 1
     if scheme != "none" and packet_none is not None:
         a, b = headline(packet_none), headline(packet)
@@ -324,6 +325,11 @@ def cause(name: str, scheme: str, c: dict, packet_none: dict | None, packet: dic
 
 def _deviation(c, k) -> float:
     return abs((c[k] if k == "coll_ratio" else c[k][2]) - 1)
+
+
+def farthest(c) -> float:
+    """The largest |flow / packet - 1| of a comparison's checked figures."""
+    return max((_deviation(c, k) for k in c["checked"]), default=0.0)
 
 
 def worst(c) -> str:

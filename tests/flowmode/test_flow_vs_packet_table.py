@@ -143,6 +143,10 @@ def test_cause_of_a_row_outside():
     c = FVP.compare(p, f)
     c["bare"] = FVP.compare(p, _run(iterations=[101.0]))
     assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[100.0]), p) == 1
+    c["bare"] = FVP.compare(p, _run(iterations=[109.0]))                          # 9% < 20% / 2
+    assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[100.0]), p) == 1
+    c["bare"] = FVP.compare(p, _run(iterations=[111.0]))                          # 11%: not the share
+    assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[100.0]), p) == 4
     del c["bare"]
     assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[90.0]), p) == 2      # 100 / 90: +11%
     assert FVP.cause("astra_dgx16", "dcqcn", c, _run(iterations=[96.0]), p) == 4      # +4%: the case's
