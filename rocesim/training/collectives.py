@@ -151,6 +151,11 @@ class _Transfers:
         self.final, self.dst = [], []      # ... its arrival node, receiver position
         self.nodes = []                    # every node
 
+    @property
+    def node_kw(self) -> dict:
+        """The graph keywords of this collective's compute-like nodes (no priority)."""
+        return {k: v for k, v in self.kw.items() if k != "prio"}
+
     def subset(self, positions) -> "_Transfers":
         """Transfers among some of the ranks (`positions`), in the same graph and collective."""
         kw = self.kw
@@ -178,8 +183,7 @@ class _Transfers:
             busy = np.stack([su_up.port_time_ps(aa, bb, sizes[c, su], pf.gpus_per_server) for c in range(C)])
             busy *= self.lanes
             lat = su_up.delay_ps * su_up.hops(pf.local[aa], pf.local[bb], pf.gpus_per_server)
-            kw = dict(self.kw)
-            del kw["prio"]
+            kw = self.node_kw
             wire = self.g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), delay=self.step_delay,
                                   **kw).reshape(C, -1)
             arrive = self.g.compute(np.tile(pf.host[bb], C), np.tile(lat, C), **kw).reshape(C, -1)
@@ -227,9 +231,7 @@ class _Transfers:
         """Zero-length nodes (C,) on the rank at `position` that wait for every array of
         ids (C,) in `parents` (a point where several inputs are all there)."""
         pf = self.platform
-        kw = dict(self.kw)
-        del kw["prio"]
-        ids = self.g.compute(np.full(self.C, pf.host[self.ranks[position]]), 0, **kw)
+        ids = self.g.compute(np.full(self.C, pf.host[self.ranks[position]]), 0, **self.node_kw)
         for a in parents:
             a = np.asarray(a)
             ok = a >= 0
@@ -490,9 +492,7 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     if fluid is not None:
         everyone = t.join([], 0)                    # when every rank has started (C = 1)
         g.depend(np.repeat(everyone, p), start_nodes)
-        kw = dict(t.kw)
-        del kw["prio"]
-        busy = g.compute(hosts, fluid, **kw)
+        busy = g.compute(hosts, fluid, **t.node_kw)
         g.depend(busy, np.repeat(everyone, p))
         t.nodes.append(busy)
         t.first.append(busy)                        # so that connect() makes done wait for them

@@ -55,7 +55,7 @@ import numpy as np
 from rocesim.errors import ScenarioError
 from rocesim.settings import Choice, Integer, Section, Setting, Size, Time, Word
 from rocesim.training.chunks import split_bytes, split_bytes_each
-from rocesim.training.trees import binary_trees, tree_allreduce
+from rocesim.training.trees import binary_trees, tree_allreduce, tree_depths
 
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_ring_stream",
            "ring_place_bytes", "nccl_tree", "nccl_tree_stream", "tree_streams", "tree_chunks",
@@ -348,8 +348,7 @@ class _Ring:
         # the place (channel, place) each one's transfer arrives at
         place = np.arange(nch * p)
         self.into = (place + 1) % p + place // p * p
-        self.kw = dict(t.kw)
-        self.prio = self.kw.pop("prio")
+        self.kw, self.prio = t.node_kw, t.kw["prio"]
         self.port_last = np.full(nch * p, -1, np.int64)   # per place: its last scale-up send
         self.window = []                                  # the last slices' arrivals per connection between servers
         self.final = np.full((slices, nch * p), -1, np.int64)   # per place: its last step's arrivals
@@ -522,32 +521,19 @@ def nccl_tree_stream(t, m: int, cfg: NcclConfig) -> None:
     for c, (order, parent) in enumerate(_tree_channels(t)):
         t.lane = c
         child = np.flatnonzero(parent >= 0)
-        depth = np.zeros(p, np.int64)                      # network and chain hops to the root
+        depth = tree_depths(parent)                        # hops to the root, of which `net` between servers
+        server = pf.server[t.ranks[order]]
         net = np.zeros(p, np.int64)
-        for i in np.argsort(_depths(parent)):
-            if parent[i] >= 0:
-                hop_net = pf.server[t.ranks[order[i]]] != pf.server[t.ranks[order[parent[i]]]]
-                net[i] = net[parent[i]] + hop_net
-                depth[i] = depth[parent[i]] + 1
+        for i in child[np.argsort(depth[child])]:
+            net[i] = net[parent[i]] + (server[i] != server[parent[i]])
         wait = int(2 * max(net * net_hop + (depth - net) * su_hop) - max(net_hop, su_hop)
                    + (chunks * cfg.step_latency if k > 1 else 0))
         src = np.concatenate([order[child], order[parent[child]]])
         dst = np.concatenate([order[parent[child]], order[child]])
         arrive = t.send(src, dst, int(parts[c]))[0]
-        t.final[-1] = t.g.compute(pf.host[t.ranks[dst]], wait, **{k_: v for k_, v in t.kw.items() if k_ != "prio"})
+        t.final[-1] = t.g.compute(pf.host[t.ranks[dst]], wait, **t.node_kw)
         t.g.depend(t.final[-1], arrive)
         t.nodes.append(t.final[-1])
-
-
-def _depths(parent) -> np.ndarray:
-    """Each node's distance to its tree's root."""
-    depth = np.zeros(parent.size, np.int64)
-    for i in range(parent.size):
-        j = i
-        while parent[j] >= 0:
-            j = parent[j]
-            depth[i] += 1
-    return depth
 
 
 # NCCL's tuning model (src/graph/tuning.cc, ncclTopoTuneModel, Simple protocol), in us:
@@ -636,8 +622,7 @@ def nccl_nvls(t, m: int, cfg: NcclConfig) -> None:
     groups = np.lexsort((pf.local[ranks], server)).reshape(S, k)         # positions, server by server
     in_server = np.searchsorted(servers, server)                          # each position's server index
     hosts = pf.host[ranks]
-    kw = dict(t.kw)
-    kw.pop("prio")
+    kw = t.node_kw
     send_side = recv_side = None                                          # per position: the last stage node
     for j, piece in enumerate(split_bytes(m, NVLS_PIECES)):
         piece = int(piece)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["binary_trees", "tree_allreduce"]
+__all__ = ["binary_trees", "tree_allreduce", "tree_depths"]
 
 
 def binary_trees(p):
@@ -23,18 +23,25 @@ def binary_trees(p):
     return heap, parent_b
 
 
+def tree_depths(parent) -> np.ndarray:
+    """Each node's distance to its tree's root (parent -1)."""
+    parent = np.asarray(parent)
+    depth = np.zeros(parent.size, np.int64)
+    for i in range(parent.size):
+        j = i
+        while parent[j] >= 0:
+            j = parent[j]
+            depth[i] += 1
+    return depth
+
+
 def tree_allreduce(t, parent, m, p, order=None, ready=None):
     """Reduce to the root, then broadcast, along `parent` (indices into `order`, the rank
     positions; default 0..p-1), chunk by chunk, each send after `ready` (ids (C, p), if
     given).  Returns ids (C, p): when each of them holds the result."""
     order = np.arange(p) if order is None else np.asarray(order)
     children = [np.flatnonzero(parent == i) for i in range(p)]
-    depth = np.zeros(p, int)
-    for i in range(p):
-        j = i
-        while parent[j] >= 0:
-            j = parent[j]
-            depth[i] += 1
+    depth = tree_depths(parent)
     own = (lambda i: ()) if ready is None else (lambda i: (ready[:, i:i + 1],))
     up = {}
     for i in sorted(range(p), key=lambda i: -depth[i]):          # leaves first
