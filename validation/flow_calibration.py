@@ -188,7 +188,7 @@ def calibrate(scheme: str, all_cases: list[Case]) -> dict:
     return _tidy(dict(share=share, startup_ps=startup_ps,
                       rms_error_before=_rms([r["error_before"] for r in rows], weight),
                       rms_error_after=_rms([r["error_after"] for r in rows], weight),
-                      fan_in_only=_fan_in_only(rows, weight), cases=rows))
+                      cases=rows))
 
 
 def _tidy(v, key=""):
@@ -217,25 +217,6 @@ def _rms(errors, weight) -> float:
     """The root mean square of relative errors, weighted as in the fit."""
     w = np.asarray(weight)
     return float(np.sqrt((w * np.asarray(errors) ** 2).sum() / w.sum()))
-
-
-# the families whose flows meet no other at a switch: where queues build at the packet level,
-# a share on fan-in links only would leave them at the full rate
-NO_FAN_IN = ("lone", "fanout")
-
-
-def _fan_in_only(rows, weight) -> dict:
-    """What a share applied only where flows arriving over two links or more meet (a switch
-    egress fed from two ingress ports; the core applies it to every link) would give: the
-    cases of NO_FAN_IN keep the full rate, their transfer time A counted with the latency.
-    The model's prediction, not a run: {share, startup_ps, rms_error}."""
-    free = [r["family"] in NO_FAN_IN for r in rows]
-    a = [0.0 if k else r["a_ns"] for r, k in zip(rows, free)]
-    lat = [r["latency_ns"] + (r["a_ns"] if k else 0.0) for r, k in zip(rows, free)]
-    share, startup_ps = _stored(*fit([r["packet_ns"] for r in rows], a, lat, weight))
-    errors = [_rel(startup_ps / 1000 + ai / share + li, r["packet_ns"]) for r, ai, li in zip(rows, a, lat)]
-    return dict(share=share, startup_ps=startup_ps,
-                rms_error=_rms(errors, weight))
 
 
 FIT_TEXT = ("weighted least squares on relative errors of each case's completion (closed form, "
@@ -269,21 +250,18 @@ def markdown(table: dict) -> str:
            "the fit takes their compromise, and the errors after it say how far each case is from it.", "",
            f"Fit: {table['fit']}.", "",
            "## Summary", "",
-           "RMS errors are weighted as in the fit (each family of cases weighs the same). The last "
-           "three columns are the model's prediction, not a run, for a share applied only on links "
-           "where flows arriving over two links or more meet, where queues build at the packet level "
-           "(the core applies it to every link, so a lone flow and a NIC's own flows are slowed too): "
-           "the lone and fanout cases would keep the full rate.", "",
-           "| scheme | share | startup | RMS error before | RMS error after | worst case after | "
-           "fan-in-only share | its startup | its RMS error |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "RMS errors are weighted as in the fit (each family of cases weighs the same). The flow "
+           "mode applies the share only on links where data flows arriving over two links or more "
+           "meet and their demand exceeds the link (rocesim/_core/fluid.pyx): where queues build and "
+           "schemes act at the packet level. The lone and fanout cases keep the full rate, their "
+           "errors are the startup's alone.", "",
+           "| scheme | share | startup | RMS error before | RMS error after | worst case after |",
+           "|---|---|---|---|---|---|"]
     for name, s in table["schemes"].items():
         worst = max(s["cases"], key=lambda r: abs(r["error_after"]))
-        c = s["fan_in_only"]
         out.append(f"| {name} | {s['share']:.4f} | {s['startup_ps'] / 1e6:g} us | "
                    f"{100 * s['rms_error_before']:.1f}% | {100 * s['rms_error_after']:.1f}% | "
-                   f"{worst['case']} ({_pct(worst['error_after'])}) | {c['share']:.4f} | "
-                   f"{c['startup_ps'] / 1e6:g} us | {100 * c['rms_error']:.1f}% |")
+                   f"{worst['case']} ({_pct(worst['error_after'])}) |")
     for name, s in table["schemes"].items():
         out += ["", f"## {name}: share {s['share']:.4f}, startup {s['startup_ps'] / 1e6:g} us", "",
                 "| case | packet | flow | error | calibrated | error | share alone | mean FCT packet | "

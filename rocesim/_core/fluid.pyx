@@ -13,9 +13,10 @@ at a rate r (wire bits/s) that loads each forward link by r and each reverse lin
 r x a, a = an ACK's wire bytes over those of the ack_every full packets it acknowledges.
 Rates are max-min fair under these loads, a flow with a rate limit capped by it.  A link
 offers its rate, except where data flows that came over two or more different links meet
-(a switch egress several ingress ports feed: where congestion control has something to
-control), which offers its rate x `share` (a calibration per scheme, measured at the
-packet level: validation/flow_calibration.py; 1 by default).  When W has left the NIC at the rates in force, the
+(a switch egress several ingress ports feed) and their demand exceeds it (it is their
+bottleneck at full rate): where congestion control has something to control, it offers
+its rate x `share` (a calibration per scheme, measured at the packet level:
+validation/flow_calibration.py; 1 by default).  When W has left the NIC at the rates in force, the
 last packet still crosses the later hops, each after the full packet before it (store
 and forward), plus every link's delay: the receiver then has the last byte (children are
 released, as at the packet level) and the sender its ACK after the reverse path's
@@ -62,6 +63,7 @@ cdef enum:
 
 cdef double PS_PER_BIT = 1e12      # bits / (bits/s) x this = ps
 cdef double REL_SAME = 1e-9        # a new rate this close to the old one changes nothing
+cdef double REL_TIE = 1e-6         # pass 1: what a link where flows meet offers beyond its rate
 
 
 cdef inline Fluid* _fd(Sim* s) noexcept nogil:
@@ -334,12 +336,70 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
     return 0
 
 
+cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
+    """Progressive filling of the part a solve collected (fd.queue[:nq], fd.comp[:ncomp]).
+
+    Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
+    where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
+    they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
+    is the bottleneck; when none of them froze a flow, its rates are exact.  Pass 2 offers
+    rate x share at the links where flows meet that pass 1 found bound: where the demand
+    exceeds the link, as where a scheme acts at the packet level (no CNP is sent where no
+    queue builds)."""
+    cdef int32_t i, sl, froze
+    cdef LinkSet* L
+    cdef HeapItem top
+    fd.n_heap = 0
+    for i in range(nq):
+        L = &fd.ls[fd.queue[i]]
+        L.load = L.load0
+        L.unfrozen = L.n
+        L.rem = L.capacity
+        if pass_ == 1:
+            L.bound = 0
+            if L.meets:
+                L.rem = L.capacity * (1 + REL_TIE)
+        elif pass_ == 2 and L.meets and L.bound:
+            L.rem = L.capacity * fd.share
+        if L.unfrozen > 0 and L.load > 0:
+            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
+                return -1
+    for i in range(ncomp):
+        sl = fd.comp[i]
+        fd.slots[sl].frozen = 0
+        if fd.slots[sl].cap > 0:
+            if _heap_push(fd, fd.slots[sl].cap, -1 - sl) < 0:
+                return -1
+    while fd.n_heap > 0:
+        top = _heap_pop(fd)
+        if top.id < 0:                               # a flow's rate limit
+            sl = -1 - top.id
+            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
+                return -1
+            continue
+        L = &fd.ls[top.id]
+        if L.unfrozen == 0 or L.load <= 0 or L.rem / L.load != top.key:
+            continue                                 # stale: the link's key has grown since
+        i = 0
+        froze = 0
+        while i < L.n:
+            sl = L.ent[i] // SLOT_LINKS
+            if not fd.slots[sl].frozen:
+                froze = 1
+                if _freeze(fd, sl, top.key) < 0:
+                    return -1
+            i += 1
+        if pass_ == 1 and froze:
+            L.bound = 1
+    return 0
+
+
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
     cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came
+    cdef bint shared = 0
     cdef LinkSet* L
     cdef FluidSlot* x
-    cdef HeapItem top
     cdef double r
     fd.stamp += 1
     stamp = fd.stamp
@@ -356,21 +416,19 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     while qi < nq:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
-        L.load = 0
-        L.unfrozen = L.n
+        L.load0 = 0
         came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
             e = L.ent[i]
             sl = e // SLOT_LINKS
             x = &fd.slots[sl]
             k = e - sl * SLOT_LINKS
-            L.load += _coef(x, k)
+            L.load0 += _coef(x, k)
             if 0 < k < x.n_fwd and came != -2:
                 came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
             if x.stamp == stamp:
                 continue
             x.stamp = stamp
-            x.frozen = 0
             if room_for_one(<void**> &fd.comp, ncomp, &fd.cap_comp, sizeof(int32_t), 64) < 0:
                 return -1
             fd.comp[ncomp] = sl
@@ -381,35 +439,17 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     fd.ls[q].stamp = stamp
                     fd.queue[nq] = q
                     nq += 1
-        L.rem = L.capacity * (fd.share if came == -2 else 1.0)
-    # progressive filling
-    fd.n_heap = 0
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        if L.unfrozen > 0 and L.load > 0:
-            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
-                return -1
-    for i in range(ncomp):
-        x = &fd.slots[fd.comp[i]]
-        if x.cap > 0:
-            if _heap_push(fd, x.cap, -1 - fd.comp[i]) < 0:
-                return -1
-    while fd.n_heap > 0:
-        top = _heap_pop(fd)
-        if top.id < 0:                               # a flow's rate limit
-            sl = -1 - top.id
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
-                return -1
-            continue
-        L = &fd.ls[top.id]
-        if L.unfrozen == 0 or L.load <= 0 or L.rem / L.load != top.key:
-            continue                                 # stale: the link's key has grown since
-        i = 0
-        while i < L.n:
-            sl = L.ent[i] // SLOT_LINKS
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
-                return -1
-            i += 1
+        L.meets = came == -2
+    if _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0) < 0:
+        return -1
+    if fd.share < 1:
+        for i in range(nq):
+            L = &fd.ls[fd.queue[i]]
+            if L.meets and L.bound:
+                shared = 1
+                break
+        if shared and _fill(fd, nq, ncomp, 2) < 0:
+            return -1
     # new send-completion times where rates changed
     for i in range(ncomp):
         sl = fd.comp[i]

@@ -97,6 +97,27 @@ def test_a_given_share_and_startup_override_the_calibration():
                         "source": {"share": "calibration", "startup": "given"}}
 
 
+@pytest.mark.parametrize("rate", ["40Gbps", "50Gbps"])
+def test_the_share_applies_only_where_demand_exceeds_the_link(rate):
+    """Two flows meet at the receiver's link (100G) but are capped below it in sum (40G
+    each) or exactly at it (50G each, the tie of an all-to-all's perfect balance): the link
+    is not their bottleneck, so no scheme would act there and the share does not apply:
+    each takes exactly what the same capped flow takes alone.  Uncapped, the same two share
+    the link x the share."""
+    def run(n, cap):
+        sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", mode="flow",
+                         flow={"share": 0.5, "startup": "0us"})
+        for i in range(1, n + 1):
+            sim.add_flow(i, 0, 2_000_000, rate=cap)
+        return sim, sim.run(progress=False)
+    _, alone = run(1, rate)
+    _, met = run(2, rate)
+    assert np.array_equal(met.flows["fct_ns"], np.repeat(alone.flows["fct_ns"], 2))
+    sim, shared = run(2, None)
+    assert np.allclose(shared.flows["fct_ns"], _incast_closed_form(sim, shared, 2, 2_000_000, 0.5, 0),
+                       rtol=1e-9, atol=0.01)
+
+
 def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
     monkeypatch.setattr("rocesim.simulation.flow_calibration", lambda name: None)
     sim, res = _incast("dcqcn")
