@@ -314,7 +314,7 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
 
 
 cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
-    """Flow slot `sl` keeps `rate`; its links lose its load (and get their new keys)."""
+    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill)."""
     cdef FluidSlot* x = &fd.slots[sl]
     cdef int32_t k, port
     cdef double c
@@ -330,9 +330,6 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
             L.rem = 0
         L.load -= c
         L.unfrozen -= 1
-        if L.unfrozen > 0 and L.load > 0:
-            if _heap_push(fd, L.rem / L.load, port) < 0:
-                return -1
     return 0
 
 
@@ -349,6 +346,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     cdef int32_t i, sl, froze
     cdef LinkSet* L
     cdef HeapItem top
+    cdef double level
     fd.n_heap = 0
     for i in range(nq):
         L = &fd.ls[fd.queue[i]]
@@ -378,15 +376,20 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
                 return -1
             continue
         L = &fd.ls[top.id]
-        if L.unfrozen == 0 or L.load <= 0 or L.rem / L.load != top.key:
-            continue                                 # stale: the link's key has grown since
+        if L.unfrozen == 0 or L.load <= 0:
+            continue
+        level = L.rem / L.load
+        if level > top.key:                          # stale: its key grew as flows froze (lazily
+            if _heap_push(fd, level, top.id) < 0:    # updated: a link's key only grows, so the top
+                return -1                            # is the true smallest once it is current)
+            continue
         i = 0
         froze = 0
         while i < L.n:
             sl = L.ent[i] // SLOT_LINKS
             if not fd.slots[sl].frozen:
                 froze = 1
-                if _freeze(fd, sl, top.key) < 0:
+                if _freeze(fd, sl, level) < 0:
                     return -1
             i += 1
         if pass_ == 1 and froze:
