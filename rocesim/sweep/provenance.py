@@ -3,8 +3,8 @@
 `resolve(run)` loads and checks a run's scenario as `rocesim check` does (nothing runs) and
 describes what it is made from: the resolved scenario (the base with `set:` and the run's
 parameters applied) in a canonical form, and every file its loading read (flow, CDF,
-topology, workload and trace files, through `rocesim._textfile.recording_reads`; and a
-Python scheme's module), each by its SHA-256.  The digest of the two identifies the run:
+topology, workload and trace files, through `rocesim._textfile.recording_reads`; a Python
+scheme's module; in flow mode, the calibration values used), each by its SHA-256.  The digest of the two identifies the run:
 its worker stores it in the run's `provenance.json`, and a later sweep compares it with
 what the sweep resolves now (`run_folder.state`).  File paths enter the digest relative to the
 scenario's folder, so a project moved as a whole keeps its runs current.  The rocesim
@@ -62,6 +62,7 @@ def resolve(run):
         scn.sim.check()
     files = {os.path.relpath(p, run.base_dir): h for p, h in read.items()}
     files.update(_scheme_module(scn.sim.scheme))
+    files.update(_flow_calibration(scn.sim))
     scenario = canonical(asked)                           # after the build: only a checked scenario
     return scn, {"sha256": digest(scenario, files), "rocesim": __version__,
                  "base_dir": os.path.abspath(run.base_dir), "files": files, "scenario": scenario}
@@ -78,6 +79,15 @@ def _scheme_module(scheme) -> dict:
             return {f"python:{cls.__module__}": hashlib.sha256(f.read()).hexdigest()}
     except OSError as e:                      # imported, then removed: nothing can vouch for it
         return {f"python:{cls.__module__}": f"unreadable: {e.strerror or e}"}
+
+
+def _flow_calibration(sim) -> dict:
+    """{"flow:calibration": SHA-256 of the share and startup a flow-mode run uses} (they come
+    from rocesim/cc/flow_calibration.json unless the scenario gives them), {} at packet level."""
+    if sim.mode != "flow":
+        return {}
+    used = json.dumps({"share": sim.flow["share"], "startup_ps": sim.flow["startup"]}, sort_keys=True)
+    return {"flow:calibration": hashlib.sha256(used.encode()).hexdigest()}
 
 
 def check(runs) -> dict:

@@ -477,6 +477,20 @@ def test_provenance_names_every_file_a_run_reads_and_is_documented(tmp_path):
     assert {"provenance.json", *made_from} <= documented
 
 
+def test_a_flow_mode_run_is_stale_when_the_calibration_it_used_changes(tmp_path, monkeypatch):
+    """The share and startup a flow-mode run takes from rocesim/cc/flow_calibration.json are
+    part of what it was made from; a packet-level run does not use them."""
+    from rocesim.sweep import provenance
+    base = {"topology": BASE["topology"], "cc": {"scheme": "dcqcn"},
+            "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "64KB"}]}
+    runs = {m: sweep.expand({"base": base, "set": {"mode": m}}, str(tmp_path)).runs[0] for m in ("flow", "packet")}
+    before = {m: provenance.resolve(r)[1] for m, r in runs.items()}
+    assert "flow:calibration" in before["flow"]["files"] and "flow:calibration" not in before["packet"]["files"]
+    monkeypatch.setattr("rocesim.simulation.flow_calibration", lambda name: (0.5, 1000))
+    after = {m: provenance.resolve(r)[1]["sha256"] for m, r in runs.items()}
+    assert after["flow"] != before["flow"]["sha256"] and after["packet"] == before["packet"]["sha256"]
+
+
 def test_a_refused_resume_leaves_the_stale_runs_out_of_the_index_and_table(tmp_path, capsys):
     from rocesim import cli
     sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})
