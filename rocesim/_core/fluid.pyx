@@ -39,14 +39,14 @@ queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.math cimport ceil
-from rocesim._core.defs cimport Sim, Event, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
-from rocesim._core.events cimport ev_push, ev_next, ev_pop
+from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
+from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.link cimport tx_time
 from rocesim._core.growth cimport room_for_one
 from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
-from rocesim._core.loop cimport STOP_EMPTY, STOP_TIME, STOP_EVENTS
+from rocesim._core.loop cimport STOP_EMPTY, event_due
 
 cdef enum:
     MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
@@ -483,20 +483,8 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     cdef int64_t n = 0
     cdef int status = STOP_EMPTY
     cdef int32_t f
-    cdef Event* nxt
     cdef Event ev
-    while s.n_events > 0:
-        if s.error != ERR_NONE:
-            break
-        nxt = ev_next(s)
-        if nxt == NULL:
-            break
-        if nxt.time > until:
-            status = STOP_TIME
-            break
-        if n >= max_events:
-            status = STOP_EVENTS
-            break
+    while event_due(s, until, n, max_events, &status):
         ev = ev_pop(s)
         if ev.time < s.now:
             s.st.time_errors += 1

@@ -7,10 +7,10 @@ caller (engine.Core.run) at a simulated-time or event-count limit, so Python can
 progress and stop cleanly between slices.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, ERR_NONE, EV_ARRIVE, EV_TX,
+from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, EV_ARRIVE, EV_TX,
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_ACK_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
-from rocesim._core.events cimport ev_push, ev_next, ev_pop
+from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.qp cimport qp_of
 from rocesim._core.link cimport wire_pop, port_set_paused, __builtin_prefetch
 from rocesim._core.pool cimport pkt_free
@@ -34,18 +34,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     cdef int status = STOP_EMPTY
     cdef int64_t rate
     cdef Event* nxt
-    while s.n_events > 0:
-        if s.error != ERR_NONE:
-            break
-        nxt = ev_next(s)
-        if nxt == NULL:
-            break                             # out of memory: s.error is set
-        if nxt.time > until:
-            status = STOP_TIME
-            break
-        if n >= max_events:
-            status = STOP_EVENTS
-            break
+    while event_due(s, until, n, max_events, &status):
         ev = ev_pop(s)
         if s.front.n > 0 and s.front.a[0].kind <= EV_TX:
             # start fetching what the next event will touch while this one runs: at

@@ -31,8 +31,10 @@ FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "id
 FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
 FLOW_MODE_EMPTY_PORTS = ("tx_packets", "drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
                          "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
+# summary.json's `drops` is their sum: a switch buffer's refusals (the core's `drops`), then the rest
+DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
-    "link_crossings", "drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
+    "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
     "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
@@ -76,7 +78,8 @@ class Results:
         summary = dict(
             scheme=sim.scheme.name, mode=sim.mode, seed=sim.seed, hosts=sim.topology.n_hosts,
             switches=sim.topology.n_switches, topology=sim.topology.name,
-            events=st["events"], link_crossings=st["link_crossings"], drops=st["drops"],
+            events=st["events"], link_crossings=st["link_crossings"],
+            drops=st["drops"] + sum(st[k] for k in DROP_CAUSES if k != "buffer_drops"), buffer_drops=st["drops"],
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
             data_packets_sent=st["data_packets_sent"],

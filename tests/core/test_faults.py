@@ -34,7 +34,7 @@ def test_link_down_loses_packets_and_rerouting_avoids_it(reroute, tmp_path):
     sim.add_fault("link_down", "20us", link=[4, 6], until="400us", reroute_after=reroute)
     res = sim.run()
     s = res.summary
-    assert s["link_drops"] > 0 and s["drops"] == 0
+    assert s["link_drops"] > 0 and s["drops"] == s["link_drops"] + s["no_route_drops"] and s["buffer_drops"] == 0
     assert s["flows_completed"] == 2                      # recovered (NACKs, timeouts)
     fct = res.flows["fct_ns"][flows]
     if reroute == "never":
