@@ -61,9 +61,10 @@ from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "nccl_nvls", "auto"),
-    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
-    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "nccl_nvls", "nccl_nvls_tree",
+                  "auto"),
+    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "nccl_nvls", "auto"),
+    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "nccl_nvls", "auto"),
     "alltoall": ("direct", "pairwise"),
     "broadcast": ("ring", "direct"),
     "reduce": ("ring", "direct"),
@@ -79,7 +80,7 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce; for
     nccl_ring two nodes per slice (`nccl.nccl_slice_estimate`, from `size`)."""
     p = max(int(ranks), 2)
-    if algorithm in ("nccl_ring", "nccl_nvls", "auto"):
+    if algorithm in ("nccl_ring", "nccl_nvls", "nccl_nvls_tree", "auto"):
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
         cfg = NcclConfig.resolve(nccl)
@@ -507,8 +508,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         (nccl_ring_stream if nccl.pipeline == "stream" else nccl_ring)(t, op, size, nccl)
     elif algorithm == "nccl_tree":
         (nccl_tree_stream if stream else nccl_tree)(t, size, nccl)
-    elif algorithm == "nccl_nvls":
-        nccl_nvls(t, size, nccl)
+    elif algorithm in ("nccl_nvls", "nccl_nvls_tree"):
+        nccl_nvls(t, op, size, nccl, "tree" if algorithm == "nccl_nvls_tree" else "ring")
     elif algorithm == "ring":
         _ring(t, op, p, size)
     elif algorithm == "ring_bidir":
