@@ -16,8 +16,9 @@ the rank; broadcast/reduce: the buffer).
 
 On a multi-GPU platform a transfer between GPUs of one server crosses the scale-up
 domain as a fluid transfer (compute-like nodes, see `rocesim.network.platform`), one between
-servers is a flow between the GPUs' NICs; with `pxn` (and always on a rail-only fabric)
-a transfer to another rail is forwarded through the GPU on the destination's rail.
+servers is a flow between the GPUs' NICs; with `pxn` (the default, as NCCL's PXN: see
+`nccl.PXN_DEFAULT`; and always on a rail-only fabric) a transfer to another rail is
+forwarded through the GPU on the destination's rail.
 
 Algorithms (and their time in an idle network, p ranks, m bytes, link rate B,
 per-step latency alpha; Thakur et al., IJHPCA 2005):
@@ -55,7 +56,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
+from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
                                    nccl_tree_stream, tree_chunks, tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
@@ -423,7 +424,7 @@ def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, 
 
 
 def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
-                 start=0, chunks=1, pxn=False, job="") -> CollectiveRecord:
+                 start=0, chunks=1, pxn=PXN_DEFAULT, job="") -> CollectiveRecord:
     """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a
     pipeline-parallel stage boundary); a record like a collective's, with op `sendrecv`
     and one start and done node per rank of `src` then `dst`."""
@@ -442,12 +443,13 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
 
 
 def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
-                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
+                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=PXN_DEFAULT,
                    job="", closed_form=True, nccl=None) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
     `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
-    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
+    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first
+    (NCCL's PXN, on by default as in NCCL).
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes

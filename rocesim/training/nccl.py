@@ -61,7 +61,7 @@ from rocesim.training.trees import binary_trees, tree_allreduce, tree_depths
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_ring_stream",
            "ring_place_bytes", "nccl_tree", "nccl_tree_stream", "tree_streams", "tree_chunks",
            "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls", "nvls_available",
-           "nvls_bus_bps"]
+           "nvls_bus_bps", "PXN_DEFAULT"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -72,6 +72,13 @@ SIMPLE_THREAD_THRESHOLD = 64            # src/include/comm.h: NCCL_SIMPLE_THREAD
 SIMPLE_MAX_NTHREADS = 512               # src/include/device.h: NCCL_SIMPLE_MAX_NTHREADS
 WINDOW = NCCL_STEPS // SLICESTEPS       # slices a connection may have in flight (its buffer's NCCL_STEPS slots)
 RING_STEPS = {"allreduce": lambda p: 2 * (p - 1), "reducescatter": lambda p: p - 1, "allgather": lambda p: p - 1}
+# PXN (rail-aligned forwarding, `Platform.relay`) is on unless told otherwise, as in NCCL since
+# 2.12: NCCL_PXN_DISABLE defaults to 0 (src/graph/paths.cc, ncclPxnDisable) and
+# NCCL_P2P_PXN_LEVEL to 2 (src/graph/search.cc, ncclTopoGetNetDev), so a send/recv (and so an
+# all-to-all) to a GPU of another server leaves through the NIC on the destination's rail, via
+# the GPU of its own server on that rail over NVLink.  Rings, trees and NVLS are rail-aligned
+# already and do not change; textbook algorithms' cross-rail hops are forwarded the same way.
+PXN_DEFAULT = True
 
 NCCL = Section(
     "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
