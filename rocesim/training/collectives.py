@@ -56,8 +56,9 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
-                                   nccl_tree_stream, tree_chunks, tree_streams)
+from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream,
+                                   nccl_slice_estimate, nccl_tree, nccl_tree_stream, nvls_in_server_ps, tree_chunks,
+                                   tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
@@ -386,7 +387,7 @@ def _hierarchical(t, p, m, group_size, inter="ring"):
 def _in_server_ps(t, op, algorithm, m, step_latency=0):
     """The duration of a collective whose ranks all sit in one server, from the fluid
     scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
-    all-to-all), or None when there is none.  With one chunk and every rank starting
+    all-to-all; NVLS: `nccl.nvls_in_server_ps`), or None when there is none.  With one chunk and every rank starting
     together it is exactly what the step-by-step transfers give (tests/network/test_platform.py),
     in a handful of nodes instead of hundreds."""
     pf, ranks = t.platform, t.ranks
@@ -394,6 +395,8 @@ def _in_server_ps(t, op, algorithm, m, step_latency=0):
     if su is None or G == 1 or t.C != 1 or np.unique(pf.server[ranks]).size != 1:
         return None
     p = ranks.size
+    if algorithm == "nccl_nvls":
+        return nvls_in_server_ps(pf, ranks, op, m, step_latency)
     if algorithm in ("ring", "nccl_ring") and op in ("allreduce", "reducescatter", "allgather"):
         a, b = ranks, np.roll(ranks, -1)
         nbytes = np.full(p, split_bytes(m, p).max())
@@ -490,8 +493,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
-        if closed_form else None
+    step = nccl.step_latency if algorithm in ("nccl_ring", "nccl_nvls") else 0
+    fluid = _in_server_ps(t, op, algorithm, size, step) if closed_form else None
     if fluid is not None:
         everyone = t.join([], 0)                    # when every rank has started (C = 1)
         g.depend(np.repeat(everyone, p), start_nodes)

@@ -61,7 +61,7 @@ from rocesim.training.trees import binary_trees, tree_allreduce, tree_depths
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_ring_stream",
            "ring_place_bytes", "nccl_tree", "nccl_tree_stream", "tree_streams", "tree_chunks",
            "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls", "nvls_available",
-           "nvls_bus_bps", "PXN_DEFAULT"]
+           "nvls_bus_bps", "nvls_in_server_ps", "PXN_DEFAULT"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -662,6 +662,28 @@ def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
 
 NVLS_PIECES = 16      # pieces the NVLS stages pipeline in: one piece's reduce-scatter, network and
                      # all-gather overlap the next's (NCCL pipelines them chunk by chunk)
+
+
+def nvls_in_server_ps(platform, ranks, op: str, m: int, step_latency: int) -> int | None:
+    """How long `nccl_nvls` takes for `op` of `m` bytes on `ranks`, all in one server and
+    starting together, or None without NVLink SHARP: what its pieces give, each stage
+    step_latency + (k-1)/k of the piece at the GPU's rate + the hop; the reduce-scatter
+    stages one after the other, each piece's all-gather after its reduce-scatter and the
+    previous piece's all-gather (all-gather or reduce-scatter: their stages in a row)."""
+    su = platform.scale_up
+    if su is None or not su.nvls:
+        return None
+    k = len(ranks)
+    rs_end = ag_end = 0
+    for piece in split_bytes(m, NVLS_PIECES):
+        if piece <= 0:
+            continue
+        stage = step_latency + int(np.ceil(int(piece) * (k - 1) / k * 8e12 / su.rate_bps)) + su.delay_ps
+        if op != "allgather":
+            rs_end += stage
+        if op != "reducescatter":
+            ag_end = max(rs_end, ag_end) + stage
+    return rs_end if op == "reducescatter" else ag_end
 
 
 def nccl_nvls(t, op: str, m: int, cfg: NcclConfig, across: str = "ring") -> None:

@@ -88,6 +88,28 @@ def test_in_server_closed_form_equals_the_step_by_step_fluid_model(kind, op, alg
     assert times[0] == pytest.approx(times[1], abs=1e-3)
 
 
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter"])
+def test_nvls_in_server_closed_form_equals_its_pieces(op):
+    """NVLS in one server (`nccl.nvls_in_server_ps`): the same time as its 16 pieces' stages,
+    in one node per rank (and its start and done) instead of a stage per piece and rank; odd
+    sizes (pieces a byte apart) too."""
+    from rocesim.training.collectives import append_collective
+    from rocesim.training.graph import Graph
+    one = pf.on_topology(topology.star(8, "200Gbps", "0.5us"), 8, ScaleUp(1600 * 10**9, 10**6, "switch", True))
+    for m in (4 * MIB, 4 * MIB + 7):
+        times, nodes = [], []
+        for closed in (True, False):
+            sim = Simulation(one)
+            g = Graph()
+            rec = append_collective(g, op, "nccl_nvls", np.arange(8), m, platform=one, closed_form=closed)
+            sim.collectives.append(rec.shifted(sim.add_graph(g)))
+            res = sim.run()
+            times.append(res.collectives["duration_ns"][0])
+            nodes.append(g.n)
+        assert times[0] == pytest.approx(times[1], abs=1e-3)
+        assert 4 * nodes[0] < nodes[1]
+
+
 def test_hierarchical_allreduce_closed_form():
     """Ring reduce-scatter in the server, ring all-reduce rail by rail, all-gather in the
     server: 2(G-1)(delta + m/(G R)) + 2(S-1)(alpha + m/(G S) F/B)."""
