@@ -748,14 +748,17 @@ def nccl_nvls(t, op: str, m: int, cfg: NcclConfig, across: str = "ring") -> None
             gathered = reduced                                                # the slices are all there
             if S > 1:
                 gathered = t.g.compute(hosts[groups[:, 0]], 0, **kw)
-                for col in groups.T:                                          # rail by rail across servers
-                    sub = t.subset(col)
-                    _nvls_across(sub, across, max(1, piece // k), cfg)
-                    for ids, src in zip(sub.first, sub.src):
-                        t.g.depend(ids, reduced[in_server[col[src]]])
-                    for ids, dst in zip(sub.final, sub.dst):
-                        t.g.depend(gathered[in_server[col[dst]]], ids)
-                    t.nodes += sub.nodes
+                if across == "tree":                                          # every rail at once
+                    _nvls_trees(t, groups, max(1, piece // k), reduced, gathered, cfg)
+                else:
+                    for col in groups.T:                                      # rail by rail across servers
+                        sub = t.subset(col)
+                        nccl_ring(sub, "allreduce", max(1, piece // k), cfg)
+                        for ids, src in zip(sub.first, sub.src):
+                            t.g.depend(ids, reduced[in_server[col[src]]])
+                        for ids, dst in zip(sub.final, sub.dst):
+                            t.g.depend(gathered[in_server[col[dst]]], ids)
+                        t.nodes += sub.nodes
                 t.nodes.append(gathered)
         ag = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
         t.g.depend(ag, gathered[in_server])
@@ -767,15 +770,42 @@ def nccl_nvls(t, op: str, m: int, cfg: NcclConfig, across: str = "ring") -> None
     t.dst.append(np.arange(ranks.size))
 
 
-def _nvls_across(sub, across: str, m: int, cfg: NcclConfig) -> None:
-    """The all-reduce of `m` bytes across servers among one local index's GPUs (`sub`): NCCL's
-    ring, or (NVLS_TREE) the double binary tree over the servers, half of `m` on each tree,
-    every send `step_latency` after what it waits for and at least `min_message` bytes."""
-    if across == "ring":
-        nccl_ring(sub, "allreduce", m, cfg)
-        return
-    sub.step_delay, sub.min_bytes = cfg.step_latency, cfg.min_message
-    p = sub.ranks.size
-    for parent, half in zip(binary_trees(p), split_bytes(m, 2)):
-        if half > 0:
-            tree_allreduce(sub, parent, int(half), p)
+def _nvls_trees(t, groups, m: int, reduced, gathered, cfg: NcclConfig) -> None:
+    """NVLS_TREE's step across servers: on every rail at once (column c of `groups`, the
+    positions server by server), an all-reduce of `m` bytes over the double binary tree of
+    the servers, half of `m` on each tree: up the tree level by level (a server sends when
+    its children's halves have arrived and its `reduced` node is done), then down from the
+    root; each server's `gathered` node waits for what reaches it.  Every send leaves
+    `step_latency` after what it waits for and is at least `min_message` bytes."""
+    S, k = groups.shape
+    t.step_delay, t.min_bytes = cfg.step_latency, cfg.min_message
+    cols = lambda ids, i: ids[:, i * k:(i + 1) * k]                  # edge i's k rails
+    own = lambda servers: np.repeat(reduced[servers], k)[None, :]
+    for parent, half in zip(binary_trees(S), split_bytes(m, 2)):
+        if half <= 0:
+            continue
+        depth = tree_depths(parent)
+        kids = [np.flatnonzero(parent == s) for s in range(S)]
+        got = [[] for _ in range(S)]                                  # per server: (C, k) arrivals it waits for
+        for d in range(int(depth.max()), 0, -1):                      # up, deepest level first
+            ss = np.flatnonzero(depth == d)
+            after = [own(ss)] + [np.concatenate([got[s][j] if len(got[s]) > j else np.full((t.C, k), -1)
+                                                 for s in ss], axis=1) for j in range(2)]
+            arrived = t.send(groups[ss].ravel(), groups[parent[ss]].ravel(), int(half), after)
+            for i, s in enumerate(ss):
+                got[parent[s]].append(cols(arrived, i))
+        root = int(np.flatnonzero(parent < 0)[0])
+        for d in range(int(depth.max())):                             # down, from the root
+            edges = [(s, c) for s in np.flatnonzero(depth == d) for c in kids[s]]
+            if not edges:
+                continue
+            a, b = (np.array(x) for x in zip(*edges))
+            after = [np.concatenate([got[s][j] if len(got[s]) > j else np.full((t.C, k), -1) for s in a], axis=1)
+                     for j in range(2)] + ([own(a)] if d == 0 else [])
+            arrived = t.send(groups[a].ravel(), groups[b].ravel(), int(half), after)
+            for i, c in enumerate(b):
+                got[c] = [cols(arrived, i)]
+        for s in range(S):
+            for ids in got[s]:
+                t.g.depend(np.broadcast_to(gathered[s], ids.shape), ids)
+        t.g.depend(gathered[root:root + 1], reduced[root:root + 1])
