@@ -599,10 +599,12 @@ def nvls_available(op: str, platform, ranks) -> str | None:
     updateCollCostTable; src/transport/nvls.cc, ncclNvlsInit; tuning.cc): NVLS needs a
     scale-up switch that reduces (`scale_up.nvls`, NVLink SHARP: NCCL's nvlsSupport, which
     NCCL_NVLS_ENABLE=2, the default, takes from the GPU's multicast support) and more than 2
-    of the communicator's GPUs in each server, as many in every server.  In one server
-    `nccl_nvls` for all-reduce, all-gather and reduce-scatter (these two at most 32 GPUs;
-    NCCL 2.19+); across servers `nccl_nvls_tree` for all-reduce only (NVLS proper across
-    servers needs CollNet, and NVLS all-gather/reduce-scatter too, which rocesim has not)."""
+    of the communicator's GPUs in each server, as many in every server (and a reduction NVLS
+    supports, src/include/device.h ncclNvlsSupported: sums of fp16, bf16, fp32, as training
+    reduces).  In one server `nccl_nvls` for all-reduce, all-gather and reduce-scatter (these
+    two at most 32 GPUs; NCCL 2.19+); across servers `nccl_nvls_tree` for all-reduce only
+    (NVLS proper across servers needs CollNet, and NVLS all-gather/reduce-scatter too, which
+    rocesim has not)."""
     pf = platform
     su = pf.scale_up
     if su is None or not su.nvls:
