@@ -33,7 +33,7 @@ from rocesim.results import Results
 from rocesim.results.sampling import Sampler
 from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
-from rocesim.training.nccl import NcclConfig
+from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
 from rocesim.settings import show
@@ -263,14 +263,14 @@ class Simulation:
         return offset
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
-                       prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=(), pxn=False,
+                       prio=config.DEFAULT_FLOW_PRIORITY, start=0, group_size=None, after=(), pxn=PXN_DEFAULT,
                        job=""):
         """Add a collective (see `rocesim.training.collectives`) on `ranks` (GPU ranks of the
         platform; with a plain topology, hosts; "all" = every rank).
 
         It starts at `start`, or when every flow id in `after` is done.  `pxn` forwards
         traffic to other rails through the scale-up domain first (rail-aligned, as NCCL's
-        PXN).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
+        PXN; on by default, as in NCCL).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
         nodes and its flows).
         """
         self._not_running("add_collective")

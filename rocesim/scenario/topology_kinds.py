@@ -29,7 +29,8 @@ SCALE_UP = Section("{rate, delay, kind}: a server's scale-up domain (NVLink/NVSw
                    kind=Setting(Choice(*pf.SCALE_UP_KINDS), "switch",
                                 "switch (NVSwitch), mesh (rate / (G-1) per pair) or ring (rate / 2 per link)"),
                    nvls=Setting(Boolean(), False, "the switch reduces and multicasts (NVLink SHARP, H100's "
-                                                  "NVSwitch and later): the nccl_nvls all-reduce"))
+                                                  "NVSwitch and later): NCCL's NVLS algorithms (nccl_nvls, "
+                                                  "nccl_nvls_tree), which auto picks as NCCL does"))
 
 
 def _links():

@@ -18,6 +18,7 @@ from rocesim.settings import (REQUIRED, Boolean, Custom, Ids, Integer, Kinds, Li
 from rocesim.scenario.topology_kinds import rekey
 from rocesim.scenario.workload_entry import WORKLOAD, add_workload
 from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM, flow_count_estimate
+from rocesim.training.nccl import PXN_DEFAULT
 
 HOST = Custom("a host id (0..hosts-1)")
 PRIO = Setting(PRIORITY, DEFAULT_FLOW_PRIORITY, "the flows' priority (traffic class), 1..7")
@@ -66,8 +67,9 @@ TRAFFIC = Kinds(
                        chunks=Setting(Integer(1), 1, "pieces the message is cut into, pipelined through the steps"),
                        start=START, prio=PRIO,
                        group_size=Setting(Integer(1), None, "hierarchical: ranks per group (default: the server)"),
-                       pxn=Setting(Boolean(), False, "forward transfers to other rails through the scale-up "
-                                                     "domain first (NCCL's PXN)")),
+                       pxn=Setting(Boolean(), PXN_DEFAULT, "forward transfers to other rails through the "
+                                                           "scale-up domain first (NCCL's PXN, on by default as "
+                                                           "in NCCL since 2.12)")),
     workload=WORKLOAD,
 )
 

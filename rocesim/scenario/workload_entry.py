@@ -18,6 +18,7 @@ from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Sectio
 from rocesim.training import workloads
 from rocesim.training.collectives import ALGORITHMS
 from rocesim.training.jobs import PLACEMENTS, place
+from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.astra import read_astra_sim
 from rocesim.training.workloads.chakra import add_chakra, read_chakra
@@ -28,7 +29,7 @@ from rocesim.training.workloads.simai import read_simai
 
 # per-operation algorithms a workload may choose, and the workload roles that map to an op
 ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
-LLM_ONLY = ("parallelism", "pxn")
+LLM_ONLY = ("parallelism",)
 
 WORKLOAD = Section(
     "a training workload: iterations of a model's compute and communication on a job's ranks",
@@ -63,8 +64,9 @@ WORKLOAD = Section(
                         None, "LLM presets: the parallel groups"),
     pipeline=Setting(Choice(*SCHEDULES), None, "LLM presets and SimAI files with pp > 1: the pipeline schedule "
                                                "(default 1f1b for presets, gpipe, the file's order, for SimAI files)"),
-    pxn=Setting(Boolean(), None, "LLM presets: rail-aligned forwarding for the job's collectives (NCCL's PXN; "
-                                 "default false)"),
+    pxn=Setting(Boolean(), None, "rail-aligned forwarding for the job's transfers (NCCL's PXN); default true "
+                                 "(NCCL's default since 2.12), false for SimAI files (SimAI's AS_PXN_ENABLE is "
+                                 "off by default)"),
 )
 
 
@@ -84,8 +86,12 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
         raise ScenarioError(f"{key}.dependencies", "only ASTRA-sim and SimAI files ({astra_sim: file}, "
                                                    "{simai: file}) take it")
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
+    # SimAI 1.6 forwards through the rail's GPU only with AS_PXN_ENABLE=1 (astra-sim/system/
+    # MockNcclGroup.cc), off by default and in the runs rocesim is compared with
+    # (validation/reference/simai/RUNS.md): SimAI files run without PXN unless told
+    pxn = v["pxn"] if v["pxn"] is not None else (PXN_DEFAULT and not simai)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
-                  start=v["start"], tag=index, job=job)
+                  start=v["start"], tag=index, job=job, pxn=pxn)
     if llm:
         return _llm(sim, v, key, model, ranks, common)
     if isinstance(model, str):
@@ -130,12 +136,12 @@ def _algorithms(algos, key) -> dict:
 
 
 def _llm(sim, v, key, name, ranks, common):
-    """An LLM preset with `params`, `parallelism` (dp is what is left), `pipeline`, `pxn`."""
+    """An LLM preset with `params`, `parallelism` (dp is what is left), `pipeline`."""
     model, dims = LLM_PRESETS[name].make(v["params"], f"{key}.params")
     par = v["parallelism"] or {}
     dims.update({k: x for k, x in par.items() if x is not None})
     add_llm_training(sim, model, ranks, v["iterations"], Parallelism.for_ranks(len(ranks), **dims),
-                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), **common)
+                     pipeline=v["pipeline"] or "1f1b", **common)
 
 
 def _job_ranks(sim, v, key, index, ranks_of):

@@ -16,8 +16,9 @@ the rank; broadcast/reduce: the buffer).
 
 On a multi-GPU platform a transfer between GPUs of one server crosses the scale-up
 domain as a fluid transfer (compute-like nodes, see `rocesim.network.platform`), one between
-servers is a flow between the GPUs' NICs; with `pxn` (and always on a rail-only fabric)
-a transfer to another rail is forwarded through the GPU on the destination's rail.
+servers is a flow between the GPUs' NICs; with `pxn` (the default, as NCCL's PXN: see
+`nccl.PXN_DEFAULT`; and always on a rail-only fabric) a transfer to another rail is
+forwarded through the GPU on the destination's rail.
 
 Algorithms (and their time in an idle network, p ranks, m bytes, link rate B,
 per-step latency alpha; Thakur et al., IJHPCA 2005):
@@ -55,15 +56,17 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
-                                   nccl_tree_stream, tree_chunks, tree_streams)
+from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream,
+                                   nccl_slice_estimate, nccl_tree, nccl_tree_stream, nvls_in_server_ps, tree_chunks,
+                                   tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
 
 ALGORITHMS = {
     "allreduce": ("ring", "ring_bidir", "halving_doubling", "double_binary_tree", "hierarchical",
-                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "nccl_nvls", "auto"),
-    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
-    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "auto"),
+                  "hierarchical_tree", "dimensional", "themis", "nccl_ring", "nccl_tree", "nccl_nvls", "nccl_nvls_tree",
+                  "auto"),
+    "reducescatter": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "nccl_nvls", "auto"),
+    "allgather": ("ring", "ring_bidir", "halving_doubling", "nccl_ring", "nccl_nvls", "auto"),
     "alltoall": ("direct", "pairwise"),
     "broadcast": ("ring", "direct"),
     "reduce": ("ring", "direct"),
@@ -79,7 +82,7 @@ def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
     2 log2(ranks) for halving-doubling, 4 for trees, and 1 for broadcast and reduce; for
     nccl_ring two nodes per slice (`nccl.nccl_slice_estimate`, from `size`)."""
     p = max(int(ranks), 2)
-    if algorithm in ("nccl_ring", "nccl_nvls", "auto"):
+    if algorithm in ("nccl_ring", "nccl_nvls", "nccl_nvls_tree", "auto"):
         return 2 * nccl_slice_estimate(op, p, size, NcclConfig.resolve(nccl)) + 4 * p
     if algorithm == "nccl_tree":         # every chunk of every channel up and down the tree
         cfg = NcclConfig.resolve(nccl)
@@ -384,7 +387,7 @@ def _hierarchical(t, p, m, group_size, inter="ring"):
 def _in_server_ps(t, op, algorithm, m, step_latency=0):
     """The duration of a collective whose ranks all sit in one server, from the fluid
     scale-up model's closed form (ring all-reduce, reduce-scatter, all-gather; direct
-    all-to-all), or None when there is none.  With one chunk and every rank starting
+    all-to-all; NVLS: `nccl.nvls_in_server_ps`), or None when there is none.  With one chunk and every rank starting
     together it is exactly what the step-by-step transfers give (tests/network/test_platform.py),
     in a handful of nodes instead of hundreds."""
     pf, ranks = t.platform, t.ranks
@@ -392,6 +395,8 @@ def _in_server_ps(t, op, algorithm, m, step_latency=0):
     if su is None or G == 1 or t.C != 1 or np.unique(pf.server[ranks]).size != 1:
         return None
     p = ranks.size
+    if algorithm == "nccl_nvls":
+        return nvls_in_server_ps(pf, ranks, op, m, step_latency)
     if algorithm in ("ring", "nccl_ring") and op in ("allreduce", "reducescatter", "allgather"):
         a, b = ranks, np.roll(ranks, -1)
         nbytes = np.full(p, split_bytes(m, p).max())
@@ -422,7 +427,7 @@ def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, 
 
 
 def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
-                 start=0, chunks=1, pxn=False, job="") -> CollectiveRecord:
+                 start=0, chunks=1, pxn=PXN_DEFAULT, job="") -> CollectiveRecord:
     """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a
     pipeline-parallel stage boundary); a record like a collective's, with op `sendrecv`
     and one start and done node per rank of `src` then `dst`."""
@@ -441,12 +446,13 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
 
 
 def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
-                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
+                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=PXN_DEFAULT,
                    job="", closed_form=True, nccl=None) -> CollectiveRecord:
     """Append a collective to Graph `g`; returns its record (graph-local ids).
 
     `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
-    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
+    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first
+    (NCCL's PXN, on by default as in NCCL).
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
@@ -487,8 +493,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    fluid = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0) \
-        if closed_form else None
+    step = nccl.step_latency if algorithm in ("nccl_ring", "nccl_nvls") else 0
+    fluid = _in_server_ps(t, op, algorithm, size, step) if closed_form else None
     if fluid is not None:
         everyone = t.join([], 0)                    # when every rank has started (C = 1)
         g.depend(np.repeat(everyone, p), start_nodes)
@@ -507,8 +513,8 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         (nccl_ring_stream if nccl.pipeline == "stream" else nccl_ring)(t, op, size, nccl)
     elif algorithm == "nccl_tree":
         (nccl_tree_stream if stream else nccl_tree)(t, size, nccl)
-    elif algorithm == "nccl_nvls":
-        nccl_nvls(t, size, nccl)
+    elif algorithm in ("nccl_nvls", "nccl_nvls_tree"):
+        nccl_nvls(t, op, size, nccl, "tree" if algorithm == "nccl_nvls_tree" else "ring")
     elif algorithm == "ring":
         _ring(t, op, p, size)
     elif algorithm == "ring_bidir":

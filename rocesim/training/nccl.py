@@ -41,8 +41,9 @@ min(G x B_nic, B_su x G/(G-1)) (each NIC carries one channel's share in each dir
 each GPU's port the shares of the channels that do not leave the server at it; CASES.md,
 and SimAI's analytical formula); tests/training/test_nccl.py checks it.
 
-`nccl_tree` and `nccl_nvls` are described where they are built; `auto_algorithm` is NCCL's
-tuning model (src/graph/tuning.cc).  A collective that would be cut into more than
+`nccl_tree` and `nccl_nvls` (NVLS, and NVLS_TREE as `nccl_nvls_tree`) are described where
+they are built; `auto_algorithm` is NCCL's tuning model (src/graph/tuning.cc, with NVLS where
+the scale-up switch reduces: `nvls_available`).  A collective that would be cut into more than
 `max_transfers` slices is built coarser (`ring_plan`, `tree_chunks`), so that a 1024-GPU
 job fits in memory.
 """
@@ -59,7 +60,8 @@ from rocesim.training.trees import binary_trees, tree_allreduce, tree_depths
 
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "channels_for", "nccl_ring", "nccl_ring_stream",
            "ring_place_bytes", "nccl_tree", "nccl_tree_stream", "tree_streams", "tree_chunks",
-           "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls"]
+           "nccl_slice_estimate", "RING_STEPS", "auto_algorithm", "tuned_time_us", "nccl_nvls", "nvls_available",
+           "nvls_bus_bps", "nvls_in_server_ps", "PXN_DEFAULT"]
 
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
@@ -70,6 +72,13 @@ SIMPLE_THREAD_THRESHOLD = 64            # src/include/comm.h: NCCL_SIMPLE_THREAD
 SIMPLE_MAX_NTHREADS = 512               # src/include/device.h: NCCL_SIMPLE_MAX_NTHREADS
 WINDOW = NCCL_STEPS // SLICESTEPS       # slices a connection may have in flight (its buffer's NCCL_STEPS slots)
 RING_STEPS = {"allreduce": lambda p: 2 * (p - 1), "reducescatter": lambda p: p - 1, "allgather": lambda p: p - 1}
+# PXN (rail-aligned forwarding, `Platform.relay`) is on unless told otherwise, as in NCCL since
+# 2.12: NCCL_PXN_DISABLE defaults to 0 (src/graph/paths.cc, ncclPxnDisable) and
+# NCCL_P2P_PXN_LEVEL to 2 (src/graph/search.cc, ncclTopoGetNetDev), so a send/recv (and so an
+# all-to-all) to a GPU of another server leaves through the NIC on the destination's rail, via
+# the GPU of its own server on that rail over NVLink.  Rings, trees and NVLS are rail-aligned
+# already and do not change; textbook algorithms' cross-rail hops are forwarded the same way.
+PXN_DEFAULT = True
 
 NCCL = Section(
     "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
@@ -536,12 +545,19 @@ def nccl_tree_stream(t, m: int, cfg: NcclConfig) -> None:
         t.nodes.append(t.final[-1])
 
 
-# NCCL's tuning model (src/graph/tuning.cc, ncclTopoTuneModel, Simple protocol), in us:
-# a collective takes latency + bytes / algorithm bandwidth, and NCCL runs the fastest.
-BASE_LATENCY_US = {"nccl_ring": 8.4, "nccl_tree": 8.4}            # baseLatencies[algo][Simple]
-HW_LATENCY_US = {"nvlink": {"nccl_ring": 3.4, "nccl_tree": 4.0},   # hwLatencies[hw][algo][Simple]
-                 "net": {"nccl_ring": 14.0, "nccl_tree": 14.0}}
+# NCCL's tuning model (src/graph/tuning.cc, ncclTopoTuneModel, Simple protocol; the values of
+# NCCL 2.23-2.27), in us: a collective takes latency + bytes / algorithm bandwidth, and NCCL
+# runs the fastest of the algorithms available (src/enqueue.cc, updateCollCostTable and
+# topoGetAlgoInfo).  NVLS and NVLS_TREE have no base latency; NVLS's latency is its NVLink
+# one alone (one server), NVLS_TREE's the NVLink one + 2 x log2(servers) network ones.
+BASE_LATENCY_US = {"nccl_ring": 8.4, "nccl_tree": 8.4, "nccl_nvls": 0.0, "nccl_nvls_tree": 0.0}   # baseLat
+HW_LATENCY_US = {"nvlink": {"nccl_ring": 3.4, "nccl_tree": 4.0, "nccl_nvls": 25.0, "nccl_nvls_tree": 25.0},
+                 "net": {"nccl_ring": 14.0, "nccl_tree": 14.0, "nccl_nvls": 18.0, "nccl_nvls_tree": 14.0}}  # hwLat
 TREE_BW_FACTOR = 0.92                                                # the tree all-reduce's busBw x .92
+NVLS_BW_RATIO = 5 / 6                # NVLS / NVLS_TREE all-reduce: algorithm bandwidth = 5/6 of the bus's
+NVLS_GATHER_NET_FACTOR = 0.9         # NVLS all-gather / reduce-scatter: min(intra (k-1)/k, inter x 0.9)
+NVLS_MIN_GPUS = 3                    # src/transport/nvls.cc, ncclNvlsInit: no NVLS on 2 GPUs or fewer
+NVLS_MAX_ARITY = 32                  # src/include/device.h NCCL_MAX_NVLS_ARITY: all-gather/reduce-scatter
 
 
 def platform_bus_bps(platform, ranks) -> float:
@@ -561,16 +577,62 @@ def platform_bus_bps(platform, ranks) -> float:
     return min(nics_used(pf, ranks).size * nic, su)
 
 
+def nvls_bus_bps(op: str, platform, ranks) -> float:
+    """The bus bandwidth of NCCL's NVLS algorithms, bit/s (tuning.cc): its channels together
+    have a GPU's NVLink port (intra) and, across servers, the NICs the communicator's GPUs
+    of a server use (inter).  One server: all-reduce the port, all-gather and reduce-scatter
+    the port x (k-1)/k; across servers (NVLS_TREE, all-reduce): min(port, NICs), the NICs
+    halved beyond 2 servers (a tree's inner node sends to and receives from two)."""
+    pf = platform
+    ranks = np.asarray(ranks, np.int64)
+    servers = np.unique(pf.server[ranks]).size
+    port = float(pf.scale_up.rate_bps)
+    k = ranks.size // servers
+    if servers == 1:
+        return port if op == "allreduce" else min(port * (k - 1) / k, port * NVLS_GATHER_NET_FACTOR)
+    nic = nics_used(pf, ranks).size * float(pf.topology.host_rate(int(pf.host[ranks[0]])))
+    return min(port, nic if servers <= 2 else nic / 2)
+
+
+def nvls_available(op: str, platform, ranks) -> str | None:
+    """The NVLS algorithm NCCL's tuning may pick for `op` on `ranks`, or None (src/enqueue.cc,
+    updateCollCostTable; src/transport/nvls.cc, ncclNvlsInit; tuning.cc): NVLS needs a
+    scale-up switch that reduces (`scale_up.nvls`, NVLink SHARP: NCCL's nvlsSupport, which
+    NCCL_NVLS_ENABLE=2, the default, takes from the GPU's multicast support) and more than 2
+    of the communicator's GPUs in each server, as many in every server (and a reduction NVLS
+    supports, src/include/device.h ncclNvlsSupported: sums of fp16, bf16, fp32, as training
+    reduces).  In one server `nccl_nvls` for all-reduce, all-gather and reduce-scatter (these
+    two at most 32 GPUs; NCCL 2.19+); across servers `nccl_nvls_tree` for all-reduce only
+    (NVLS proper across servers needs CollNet, and NVLS all-gather/reduce-scatter too, which
+    rocesim has not)."""
+    pf = platform
+    su = pf.scale_up
+    if su is None or not su.nvls:
+        return None
+    counts = np.unique(pf.server[np.asarray(ranks, np.int64)], return_counts=True)[1]
+    k = int(counts[0])
+    if (counts != k).any() or k < NVLS_MIN_GPUS:
+        return None
+    if counts.size == 1:
+        return "nccl_nvls" if op == "allreduce" or k <= NVLS_MAX_ARITY else None
+    return "nccl_nvls_tree" if op == "allreduce" else None
+
+
 def tuned_time_us(algorithm: str, op: str, platform, ranks, nbytes: int) -> float:
-    """NCCL's estimate of a collective's time with `algorithm` (nccl_ring or nccl_tree, Simple
-    protocol): base latency + per-step latencies (NVLink steps and network steps) +
-    bytes over the algorithm bandwidth (ring: bus bandwidth x n / steps; tree: half of
-    0.92 x the bus bandwidth)."""
+    """NCCL's estimate of a collective's time with `algorithm` (Simple protocol): latency
+    (base + per-step NVLink and network latencies) + bytes over the algorithm bandwidth
+    (ring: bus bandwidth x n / steps; tree: half of 0.92 x the bus bandwidth; NVLS and
+    NVLS_TREE all-reduce: 5/6 of `nvls_bus_bps`, NVLS all-gather/reduce-scatter: all of it)."""
     pf = platform
     ranks = np.asarray(ranks, np.int64)
     n = ranks.size
     nodes = np.unique(pf.server[ranks]).size
     intra, inter = HW_LATENCY_US["nvlink"][algorithm], HW_LATENCY_US["net"][algorithm]
+    if algorithm in ("nccl_nvls", "nccl_nvls_tree"):
+        bus = nvls_bus_bps(op, pf, ranks) / 8 / 1e6
+        levels = 2 * int(np.log2(nodes)) if algorithm == "nccl_nvls_tree" else int(nodes > 1)
+        return (BASE_LATENCY_US[algorithm] + intra + levels * inter
+                + nbytes / (bus * (NVLS_BW_RATIO if op == "allreduce" else 1.0)))
     bus = platform_bus_bps(pf, ranks) / 8 / 1e6                      # bytes per us
     if algorithm == "nccl_ring":
         steps = RING_STEPS[op](n)
@@ -584,77 +646,168 @@ def tuned_time_us(algorithm: str, op: str, platform, ranks, nbytes: int) -> floa
 
 
 def auto_algorithm(op: str, platform, ranks, nbytes: int) -> str:
-    """The algorithm NCCL's tuning model picks for `op` of `nbytes` on `ranks`: the tree only
-    for all-reduce (NCCL runs reduce-scatter and all-gather on rings) on servers holding the
-    same number of the communicator's GPUs, whichever is faster."""
+    """The algorithm NCCL's tuning model picks for `op` of `nbytes` on `ranks`, the fastest by
+    `tuned_time_us` among: the ring; the tree for all-reduce (NCCL runs reduce-scatter and
+    all-gather on rings) on servers holding the same number of the communicator's GPUs; and
+    NVLS where `nvls_available` says NCCL has it."""
     counts = np.unique(platform.server[np.asarray(ranks, np.int64)], return_counts=True)[1]
-    if op != "allreduce" or (counts != counts[0]).any():       # the tree needs even servers
-        return "nccl_ring"
-    return min(("nccl_ring", "nccl_tree"), key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))
+    candidates = ["nccl_ring"]
+    if op == "allreduce" and (counts == counts[0]).all():       # the tree needs even servers
+        candidates.append("nccl_tree")
+    nvls = nvls_available(op, platform, ranks)
+    if nvls is not None:
+        candidates.append(nvls)
+    if len(candidates) == 1:
+        return candidates[0]
+    return min(candidates, key=lambda a: tuned_time_us(a, op, platform, ranks, nbytes))
 
 
 NVLS_PIECES = 16      # pieces the NVLS stages pipeline in: one piece's reduce-scatter, network and
                      # all-gather overlap the next's (NCCL pipelines them chunk by chunk)
 
 
-def nccl_nvls(t, m: int, cfg: NcclConfig) -> None:
-    """NCCL's NVLS all-reduce of `m` bytes (NVLink SHARP: the NVSwitch reduces and multicasts;
-    src/device/all_reduce.h, runNvls), on the ranks of `t`, in NVLS_PIECES pieces.
+def nvls_in_server_ps(platform, ranks, op: str, m: int, step_latency: int) -> int | None:
+    """How long `nccl_nvls` takes for `op` of `m` bytes on `ranks`, all in one server and
+    starting together, or None without NVLink SHARP: what its pieces give, each stage
+    step_latency + (k-1)/k of the piece at the GPU's rate + the hop; the reduce-scatter
+    stages one after the other, each piece's all-gather after its reduce-scatter and the
+    previous piece's all-gather (all-gather or reduce-scatter: their stages in a row)."""
+    su = platform.scale_up
+    if su is None or not su.nvls:
+        return None
+    k = len(ranks)
+    rs_end = ag_end = 0
+    for piece in split_bytes(m, NVLS_PIECES):
+        if piece <= 0:
+            continue
+        stage = step_latency + int(np.ceil(int(piece) * (k - 1) / k * 8e12 / su.rate_bps)) + su.delay_ps
+        if op != "allgather":
+            rs_end += stage
+        if op != "reducescatter":
+            ag_end = max(rs_end, ag_end) + stage
+    return rs_end if op == "reducescatter" else ag_end
 
-    Per piece, inside each server: a reduce-scatter through the switch (each GPU's port
-    sends (k-1)/k of the piece, the switch hands GPU g the reduced slice g), then with
-    several servers NCCL's ring all-reduce of each slice across the servers among the GPUs
-    of the same local index (each over its own NIC: rail by rail), then an all-gather by
-    multicast (each GPU writes its slice once, its port receives the (k-1)/k of the piece
-    the others wrote).  The switch's work is fluid: the reduce-scatter holds a GPU's
-    sending side, the all-gather its receiving side, so successive pieces overlap them
-    (an idle server: (1 + 1/NVLS_PIECES) (k-1)/k m / R, where a ring takes 2 (k-1)/k m / R)."""
+
+def nccl_nvls(t, op: str, m: int, cfg: NcclConfig, across: str = "ring") -> None:
+    """NCCL's NVLS `op` of `m` bytes (NVLink SHARP: the NVSwitch reduces and multicasts;
+    src/device/all_reduce.h runNvls and runNvlsTree, all_gather.h and reduce_scatter.h
+    runNvls), on the ranks of `t`, in NVLS_PIECES pieces.
+
+    All-reduce, per piece, inside each server: a reduce-scatter through the switch (each
+    GPU's port sends (k-1)/k of the piece, the switch hands GPU g the reduced slice g), then
+    with several servers an all-reduce of each slice across the servers among the GPUs of
+    the same local index (each over its own NIC: rail by rail), `across` = "ring" (NCCL's
+    ring) or "tree" (NVLS_TREE, `nccl_nvls_tree`: the double binary tree over the servers,
+    half of the slice on each of its trees), then an all-gather by multicast (each GPU
+    writes its slice once, its port receives the (k-1)/k of the piece the others wrote).
+    Reduce-scatter (m the input) is the first stage alone, all-gather (m the output) the
+    last alone, both inside one server.  The switch's work is fluid: the reduce-scatter
+    holds a GPU's sending side, the all-gather its receiving side, so successive pieces
+    overlap them (an idle server, all-reduce: (1 + 1/NVLS_PIECES) (k-1)/k m / R, where a
+    ring takes 2 (k-1)/k m / R; all-gather or reduce-scatter: (k-1)/k m / R + one stage's
+    latency per piece, as the ring)."""
     pf, ranks = t.platform, t.ranks
     su = pf.scale_up
     if su is None or not su.nvls:
-        raise ScenarioError("algorithm", "nccl_nvls needs a scale-up switch with NVLink SHARP "
+        raise ScenarioError("algorithm", "NVLS needs a scale-up switch with NVLink SHARP "
                                          "(topology.scale_up.nvls: true)")
     server = pf.server[ranks]
     servers, counts = np.unique(server, return_counts=True)
     if (counts != counts[0]).any():
         raise ScenarioError("ranks", "NVLS needs the same number of the communicator's GPUs in every server")
     k, S = int(counts[0]), servers.size
+    if op != "allreduce" and S > 1:
+        raise ScenarioError("ranks", f"NVLS {op} runs inside one server (across servers NCCL needs CollNet)")
     groups = np.lexsort((pf.local[ranks], server)).reshape(S, k)         # positions, server by server
     in_server = np.searchsorted(servers, server)                          # each position's server index
     hosts = pf.host[ranks]
     kw = t.node_kw
-    send_side = recv_side = None                                          # per position: the last stage node
-    for j, piece in enumerate(split_bytes(m, NVLS_PIECES)):
+    send_side = recv_side = reduced = None                                # per position: the last stage node
+    for piece in split_bytes(m, NVLS_PIECES):
         piece = int(piece)
         if piece <= 0:
             continue
         share_ps = int(np.ceil(piece * (k - 1) / k * 8e12 / su.rate_bps))
-        rs = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
-        if send_side is None:
-            t.first.append(rs)
-            t.src.append(np.arange(ranks.size))
+        if op == "allgather":
+            if recv_side is None:             # every GPU's part is there once its server has started
+                gathered = t.g.compute(hosts[groups[:, 0]], 0, **kw)
+                t.first.append(np.repeat(gathered, k))
+                t.src.append(groups.ravel())
+                t.nodes.append(gathered)
         else:
-            t.g.depend(rs, send_side)
-        send_side = rs
-        reduced = t.g.compute(hosts[groups[:, 0]], 0, **kw)                  # the server's slices are reduced
-        t.g.depend(np.repeat(reduced, k), rs[groups.ravel()])
-        gathered = reduced                                                    # the slices are all there
-        if S > 1:
-            gathered = t.g.compute(hosts[groups[:, 0]], 0, **kw)
-            for col in groups.T:                                              # rail by rail across servers
-                sub = t.subset(col)
-                nccl_ring(sub, "allreduce", max(1, piece // k), cfg)
-                for ids, src in zip(sub.first, sub.src):
-                    t.g.depend(ids, reduced[in_server[col[src]]])
-                for ids, dst in zip(sub.final, sub.dst):
-                    t.g.depend(gathered[in_server[col[dst]]], ids)
-                t.nodes += sub.nodes
-        t.nodes += [rs, reduced] + ([gathered] if S > 1 else [])
+            rs = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
+            if send_side is None:
+                t.first.append(rs)
+                t.src.append(np.arange(ranks.size))
+            else:
+                t.g.depend(rs, send_side)
+            send_side = rs
+            reduced = t.g.compute(hosts[groups[:, 0]], 0, **kw)              # the server's slices are reduced
+            t.g.depend(np.repeat(reduced, k), rs[groups.ravel()])
+            t.nodes += [rs, reduced]
+            if op == "reducescatter":
+                continue
+            gathered = reduced                                                # the slices are all there
+            if S > 1:
+                gathered = t.g.compute(hosts[groups[:, 0]], 0, **kw)
+                if across == "tree":                                          # every rail at once
+                    _nvls_trees(t, groups, max(1, piece // k), reduced, gathered, cfg)
+                else:
+                    for col in groups.T:                                      # rail by rail across servers
+                        sub = t.subset(col)
+                        nccl_ring(sub, "allreduce", max(1, piece // k), cfg)
+                        for ids, src in zip(sub.first, sub.src):
+                            t.g.depend(ids, reduced[in_server[col[src]]])
+                        for ids, dst in zip(sub.final, sub.dst):
+                            t.g.depend(gathered[in_server[col[dst]]], ids)
+                        t.nodes += sub.nodes
+                t.nodes.append(gathered)
         ag = t.g.compute(hosts, share_ps + su.delay_ps, delay=cfg.step_latency, **kw)
         t.g.depend(ag, gathered[in_server])
         if recv_side is not None:
             t.g.depend(ag, recv_side)
         recv_side = ag
         t.nodes.append(ag)
-    t.final.append(recv_side)
+    t.final.append(recv_side if op != "reducescatter" else reduced[in_server])
     t.dst.append(np.arange(ranks.size))
+
+
+def _nvls_trees(t, groups, m: int, reduced, gathered, cfg: NcclConfig) -> None:
+    """NVLS_TREE's step across servers: on every rail at once (column c of `groups`, the
+    positions server by server), an all-reduce of `m` bytes over the double binary tree of
+    the servers, half of `m` on each tree: up the tree level by level (a server sends when
+    its children's halves have arrived and its `reduced` node is done), then down from the
+    root; each server's `gathered` node waits for what reaches it.  Every send leaves
+    `step_latency` after what it waits for and is at least `min_message` bytes."""
+    S, k = groups.shape
+    t.step_delay, t.min_bytes = cfg.step_latency, cfg.min_message
+    cols = lambda ids, i: ids[:, i * k:(i + 1) * k]                  # edge i's k rails
+    own = lambda servers: np.repeat(reduced[servers], k)[None, :]
+    for parent, half in zip(binary_trees(S), split_bytes(m, 2)):
+        if half <= 0:
+            continue
+        depth = tree_depths(parent)
+        kids = [np.flatnonzero(parent == s) for s in range(S)]
+        got = [[] for _ in range(S)]                                  # per server: (C, k) arrivals it waits for
+        for d in range(int(depth.max()), 0, -1):                      # up, deepest level first
+            ss = np.flatnonzero(depth == d)
+            after = [own(ss)] + [np.concatenate([got[s][j] if len(got[s]) > j else np.full((t.C, k), -1)
+                                                 for s in ss], axis=1) for j in range(2)]
+            arrived = t.send(groups[ss].ravel(), groups[parent[ss]].ravel(), int(half), after)
+            for i, s in enumerate(ss):
+                got[parent[s]].append(cols(arrived, i))
+        root = int(np.flatnonzero(parent < 0)[0])
+        for d in range(int(depth.max())):                             # down, from the root
+            edges = [(s, c) for s in np.flatnonzero(depth == d) for c in kids[s]]
+            if not edges:
+                continue
+            a, b = (np.array(x) for x in zip(*edges))
+            after = [np.concatenate([got[s][j] if len(got[s]) > j else np.full((t.C, k), -1) for s in a], axis=1)
+                     for j in range(2)] + ([own(a)] if d == 0 else [])
+            arrived = t.send(groups[a].ravel(), groups[b].ravel(), int(half), after)
+            for i, c in enumerate(b):
+                got[c] = [cols(arrived, i)]
+        for s in range(S):
+            for ids in got[s]:
+                t.g.depend(np.broadcast_to(gathered[s], ids.shape), ids)
+        t.g.depend(gathered[root:root + 1], reduced[root:root + 1])

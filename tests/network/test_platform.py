@@ -88,6 +88,28 @@ def test_in_server_closed_form_equals_the_step_by_step_fluid_model(kind, op, alg
     assert times[0] == pytest.approx(times[1], abs=1e-3)
 
 
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter"])
+def test_nvls_in_server_closed_form_equals_its_pieces(op):
+    """NVLS in one server (`nccl.nvls_in_server_ps`): the same time as its 16 pieces' stages,
+    in one node per rank (and its start and done) instead of a stage per piece and rank; odd
+    sizes (pieces a byte apart) too."""
+    from rocesim.training.collectives import append_collective
+    from rocesim.training.graph import Graph
+    one = pf.on_topology(topology.star(8, "200Gbps", "0.5us"), 8, ScaleUp(1600 * 10**9, 10**6, "switch", True))
+    for m in (4 * MIB, 4 * MIB + 7):
+        times, nodes = [], []
+        for closed in (True, False):
+            sim = Simulation(one)
+            g = Graph()
+            rec = append_collective(g, op, "nccl_nvls", np.arange(8), m, platform=one, closed_form=closed)
+            sim.collectives.append(rec.shifted(sim.add_graph(g)))
+            res = sim.run()
+            times.append(res.collectives["duration_ns"][0])
+            nodes.append(g.n)
+        assert times[0] == pytest.approx(times[1], abs=1e-3)
+        assert 4 * nodes[0] < nodes[1]
+
+
 def test_hierarchical_allreduce_closed_form():
     """Ring reduce-scatter in the server, ring all-reduce rail by rail, all-gather in the
     server: 2(G-1)(delta + m/(G R)) + 2(S-1)(alpha + m/(G S) F/B)."""
@@ -118,14 +140,37 @@ def test_alltoall_closed_form_with_and_without_rail_aligned_forwarding():
     p = S * G
     plat = rail(S, G, spines=2, fabric_rate="800Gbps")
     far = 2 * D + 2 * D + 3 * 1048 * 8 / B                     # NIC-leaf-spine-leaf-NIC
-    res, t, _ = run(plat, "alltoall", "direct", m)
+    res, t, _ = run(plat, "alltoall", "direct", m, pxn=False)
     assert t == pytest.approx(max((S - 1) * G * m / p * F * 8 / B + far, DELTA + (G - 1) * m / p * 8 / R), rel=0.02)
+    assert res.ports["tx_bytes"][res.ports["node"] >= plat.topology.n_hosts + G].sum() > 0   # across rails
     res, t_pxn, _ = run(plat, "alltoall", "direct", m, pxn=True)
     t1 = DELTA + S * (G - 1) * m / p * 8 / R
     nic = max((S - 1) * G * m / p, (S - 1) * (G - 1) * m / p + t1 * B / 8) * F * 8 / B
     assert t_pxn == pytest.approx(nic + ALPHA, rel=0.02)
     spines = res.ports["node"] >= plat.topology.n_hosts + G
     assert res.ports["tx_bytes"][spines].sum() == 0
+
+
+def test_pxn_is_on_unless_told_off_as_in_nccl():
+    """NCCL enables PXN by default since 2.12 (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2): an
+    all-to-all with no `pxn` given, from the API or YAML, gives exactly the flows of `pxn:
+    true` (every network flow on its rail), and `pxn: false` still sends across rails."""
+    S, G, m = 2, 4, 1 * MIB
+    plat = rail(S, G, spines=2, fabric_rate="800Gbps")
+    flows = {}
+    for pxn in (None, True, False):
+        kw = {} if pxn is None else {"pxn": pxn}
+        res, _, _ = run(plat, "alltoall", "direct", m, **kw)
+        net = ~res.flows["is_compute"]
+        flows[pxn] = (res.flows["src"][net], res.flows["dst"][net], res.flows["size_bytes"][net])
+    assert all((a == b).all() for a, b in zip(flows[None], flows[True]))
+    assert (flows[None][0] % G == flows[None][1] % G).all()
+    assert (flows[False][0] % G != flows[False][1] % G).any()
+    entry = {"kind": "collective", "op": "alltoall", "size": "1MiB"}
+    for extra, cross in (({}, False), ({"pxn": False}, True)):
+        res = scenario.build({"topology": PLATFORM, "traffic": [{**entry, **extra}]}).sim.run()
+        net = ~res.flows["is_compute"]
+        assert (res.flows["src"][net] % 8 != res.flows["dst"][net] % 8).any() == cross
 
 
 def test_rail_only_forwards_across_rails_and_refuses_direct_cross_rail_flows():

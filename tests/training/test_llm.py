@@ -156,7 +156,7 @@ def test_jobs_need_disjoint_ranks_and_names():
         scenario.build(raw)
     assert e.value.key == "traffic[1].job"
     raw = jobs_scenario("packed")
-    raw["traffic"][1] = {"kind": "workload", "model": "dlrm", "pxn": True, "gpus": 4}
+    raw["traffic"][1] = {"kind": "workload", "model": "dlrm", "parallelism": {"tp": 2}, "gpus": 4}
     with pytest.raises(ScenarioError) as e:
         scenario.build(raw)
-    assert e.value.key == "traffic[1].pxn"
+    assert e.value.key == "traffic[1].parallelism"

@@ -136,7 +136,8 @@ def test_full_size_preset_graph_builds(name, gpus):
         flops += model.logits_flops() if s == par.pp - 1 else 0
         expect = 3 * flops / (par.tp * par.cp) / (model.tflops * 1e12) * 1e12
         assert per_rank[stage == s] == pytest.approx(expect, rel=1e-6)
-    assert g.n < 4000 * gpus       # the most: Llama 3 8B's ring all-reduce over 1024 ranks, 2 x 1023 steps each
+    assert g.n < 4600 * gpus       # the most: Llama 3 8B's ring all-reduce over 1024 ranks, 2 x 1023 steps each,
+    #                                with PXN's second leg on the hops that change servers and rails
 
 
 def test_llama3_70b_with_nccl_algorithms_at_1024_gpus_stays_within_the_memory_estimate():

@@ -275,6 +275,78 @@ def test_nccl_nvls_across_servers_crosses_nics_rail_by_rail_with_fewer_bytes_tha
     assert e.value.key == "algorithm"
 
 
+def test_auto_picks_nvls_as_nccls_tuning_does_and_only_where_the_switch_reduces():
+    """NCCL 2.27's tuning (tuning.cc, ncclTopoTuneModel; enqueue.cc, updateCollCostTable),
+    R = 2880 Gbps = 360000 B/us per GPU port, 8 x 400G NICs = 400000 B/us per server:
+    NVLS in one server 25 us + m / (R 5/6) (all-reduce), 25 us + m / (R 7/8) (all-gather,
+    reduce-scatter); NVLS_TREE across S servers 25 + 2 log2(S) x 14 us + m / (5/6 min(R,
+    NICs, halved beyond 2 servers)).  Never NVLS without `nvls`, with 2 GPUs a server or
+    uneven servers; never NVLS all-gather/reduce-scatter across servers (it needs CollNet)."""
+    from rocesim.training.nccl import auto_algorithm, tuned_time_us
+    R, nics = 360000.0, 400000.0
+    plat = nvls_platform(8, 8)
+    one, two, all8 = np.arange(8), np.arange(16), np.arange(64)
+    m = 1 << 30
+    assert tuned_time_us("nccl_nvls", "allreduce", plat, one, m) == pytest.approx(25 + m / (R * 5 / 6))
+    assert tuned_time_us("nccl_nvls", "allgather", plat, one, m) == pytest.approx(25 + m / (R * 7 / 8))
+    assert tuned_time_us("nccl_nvls_tree", "allreduce", plat, two, m) == pytest.approx(25 + 28 + m / (R * 5 / 6))
+    assert tuned_time_us("nccl_nvls_tree", "allreduce", plat, all8, m) == \
+        pytest.approx(25 + 6 * 14 + m / (nics / 2 * 5 / 6))
+    for size in (1 << 16, 1 << 20, 4 << 30):
+        assert auto_algorithm("allreduce", plat, one, size) == "nccl_nvls"      # faster and sooner
+        assert auto_algorithm("allreduce", plat, two, size) == "nccl_nvls_tree"
+        for op in ("allgather", "reducescatter"):
+            assert auto_algorithm(op, plat, two, size) == "nccl_ring"
+    assert auto_algorithm("allreduce", plat, all8, 1 << 20) == "nccl_nvls_tree"
+    assert auto_algorithm("allreduce", plat, all8, 4 << 30) == "nccl_ring"     # the halved NICs lose
+    # all-gather in one server: NVLS's lower latency against the ring's bandwidth (bus R 8/7,
+    # algorithm bandwidth x 8/7, latency 8.4 + 7 x 3.4): NVLS below the crossing, the ring above
+    ring_bw = R * 8 / 7 * 8 / 7
+    cross = (8.4 + 7 * 3.4 - 25) / (1 / (R * 7 / 8) - 1 / ring_bw)
+    for op in ("allgather", "reducescatter"):
+        assert auto_algorithm(op, plat, one, int(0.9 * cross)) == "nccl_nvls"
+        assert auto_algorithm(op, plat, one, int(1.1 * cross)) == "nccl_ring"
+    for where, ranks in ((platform(8, 8), one), (platform(8, 8), all8), (nvls_platform(2, 2), np.arange(4)),
+                         (nvls_platform(2, 8), np.array([0, 1, 2, 8]))):
+        for size in (1 << 16, 1 << 30):
+            assert auto_algorithm("allreduce", where, ranks, size) in ("nccl_ring", "nccl_tree")
+            assert auto_algorithm("allgather", where, ranks, size) == "nccl_ring"
+
+
+@pytest.mark.parametrize("op", ["allgather", "reducescatter"])
+def test_nccl_nvls_all_gather_and_reduce_scatter_in_one_server_are_their_closed_form(op):
+    """One stage per piece (multicast writes, or the switch's reduction): NVLS_PIECES x
+    ((k-1)/k of the piece at R + hop + step latency), as a ring's bandwidth term with fewer
+    steps; across servers NCCL needs CollNet: refused."""
+    from rocesim.training.nccl import NVLS_PIECES
+    k, m = 8, 256 * MIB
+    _, _, d = run(nvls_platform(2, k), op, m, ranks=list(range(k)), algorithm="nccl_nvls")
+    stage = np.ceil(m / NVLS_PIECES * (k - 1) / k * 8e12 / 2880e9) + 10**6 + 10**6
+    assert d == pytest.approx(NVLS_PIECES * stage * 1e-12, abs=1e-9)
+    with pytest.raises(ScenarioError) as e:
+        run(nvls_platform(2, k), op, m, algorithm="nccl_nvls")
+    assert e.value.key == "ranks"
+
+
+def test_nccl_nvls_tree_crosses_servers_on_binary_trees_rail_by_rail_and_auto_runs_it():
+    """NVLS_TREE on 4 servers of 4 GPUs: each reduced slice goes up and down both trees of the
+    double binary tree over the servers, half on each: 2 (S-1) m bytes on the network, all
+    rail-aligned, no more than the ring variant; `auto` on 2 servers runs it."""
+    S, k, m = 4, 4, 64 * MIB
+    plat = nvls_platform(S, k)
+    for algorithm in ("nccl_nvls_tree", "nccl_nvls"):
+        res, rec, _ = run(plat, "allreduce", m, algorithm=algorithm)
+        net = rec.flows[~res.flows["is_compute"][rec.flows]]
+        assert (res.flows["src"][net] % k == res.flows["dst"][net] % k).all()
+        assert res.flows["size_bytes"][net].sum() == 2 * (S - 1) * m
+    sim = Simulation(nvls_platform(2, k))
+    rec = sim.add_collective("allreduce", None, "all", m)
+    assert rec.algorithm == "nccl_nvls_tree"
+    res = sim.run()
+    assert res.collectives["algorithm"].tolist() == ["nccl_nvls_tree"]
+    assert res.summary["flows_completed"] == res.summary["flows_total"]
+
+
 def test_nccl_max_transfers_coarsens_but_keeps_bytes_rails_and_rings():
     """Above nccl.max_transfers a collective merges each NIC's duplicate channels and cuts
     fewer, larger slices: at most the budget's transfers (one slice per step and one

@@ -229,6 +229,24 @@ def test_yaml_entry_with_a_simai_file(tmp_path):
         assert info.value.key == key
 
 
+def test_simai_files_run_without_pxn_as_simai_does_unless_told(tmp_path):
+    """SimAI forwards through the destination rail's GPU only with AS_PXN_ENABLE=1
+    (astra-sim/system/MockNcclGroup.cc; off in the reference runs): a SimAI file's all-to-all
+    across servers and rails crosses rails by default, and stays on its rails with `pxn: true`
+    (NCCL's default, which the LLM presets and layer models take)."""
+    write(tmp_path, HEAD.format(tp=8, ep=1, pp=1, ga=1, n=8, ppc=0),
+          [row("a", 1000, "ALLTOALL 800000", 1000, "NONE 0", 1000, "NONE 0")], "model.txt")
+    raw = {"topology": {"kind": "rail_optimized", "servers": 2, "gpus_per_server": 4,
+                        "nic_link": {"rate": "100Gbps", "delay": "1us"},
+                        "scale_up": {"rate": "800Gbps", "delay": "100ns"}},
+           "traffic": [{"kind": "workload", "model": {"simai": "model.txt"}}]}
+    for extra, cross in (({}, True), ({"pxn": True}, False)):
+        res = sc.build({**raw, "traffic": [{**raw["traffic"][0], **extra}]}, str(tmp_path)).sim.run()
+        net = ~res.flows["is_compute"]
+        assert net.any()
+        assert (res.flows["src"][net] % 4 != res.flows["dst"][net] % 4).any() == cross
+
+
 PUBLISHED = sorted(f for f in os.listdir(WORKLOADS) if f.endswith(".txt"))
 
 

@@ -50,6 +50,7 @@ from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective, p
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph
+from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.workloads import _protowire as pw
 
 INVALID_NODE, METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, \
@@ -436,12 +437,14 @@ def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, **options) -
 
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
                  prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None,
-                 platform=None) -> TrainingGraph:
+                 platform=None, pxn=PXN_DEFAULT) -> TrainingGraph:
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
     `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
     as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms.  On a multi-GPU platform a send between GPUs of
-    one server crosses the scale-up domain, one between servers their NICs.
+    `nccl` shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards the collectives'
+    transfers to other rails through the scale-up domain.  On a multi-GPU platform a send
+    between GPUs of one server crosses the scale-up domain, one between servers their NICs
+    (the trace's send/recv pairs go NIC to NIC, without PXN).
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
@@ -483,7 +486,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
                 continue
             rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
-                                 job=job, nccl=nccl, platform=platform)
+                                 job=job, nccl=nccl, platform=platform, pxn=pxn)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes

@@ -50,6 +50,7 @@ from rocesim.errors import ScenarioError
 from rocesim.settings import Section
 from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
 from rocesim.training.workloads.presets import Preset, count
@@ -326,7 +327,7 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
 
 
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
-              prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=False,
+              prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=PXN_DEFAULT,
               check=None, nccl=None) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
     as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;

@@ -56,6 +56,7 @@ from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
@@ -166,12 +167,12 @@ def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
                    prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None) -> TrainingGraph:
+                   pipeline="gpipe", nccl=None, pxn=PXN_DEFAULT) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
     with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
     (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
-    is built; `nccl` shapes the nccl_* algorithms."""
+    is built; `nccl` shapes the nccl_* algorithms; `pxn`: NCCL's PXN (rail-aligned forwarding)."""
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     if dependencies not in DEPENDENCIES:
@@ -179,7 +180,7 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     if pipeline not in SCHEDULES:
         raise ScenarioError("pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
-                 chunks, prio, start, tag, job, dependencies == "simai", nccl)
+                 chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn)
     wl = workload
     for it in range(iterations):
         if it == 1 and check is not None:
@@ -206,7 +207,8 @@ class _Builder:
     stream and, per (stage, layer), what that layer's next forward waits for.  Per-rank
     arrays span the job's ranks (-1: nothing); passes run on `members` (a stage)."""
 
-    def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None):
+    def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None,
+                 pxn=PXN_DEFAULT):
         self.platform, self.wl, self.ranks = platform, wl, ranks
         self.n = ranks.size
         where = wl.where or "mp_size"
@@ -219,7 +221,7 @@ class _Builder:
         self.hosts = platform.host_of(ranks)
         self.algorithms, self.chunks, self.prio, self.start, self.tag, self.job = \
             algorithms, chunks, prio, start, tag, job
-        self.simai, self.nccl = simai, nccl
+        self.simai, self.nccl, self.pxn = simai, nccl, pxn
         self.g = Graph()
         self.records = []
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
@@ -262,7 +264,8 @@ class _Builder:
             for op in ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,):
                 rec = append_collective(self.g, op, self.algorithms[op], self.ranks[row], max(size, row.size),
                                         chunks=self.chunks, prio=self.prio, cid=len(self.records), iteration=it,
-                                        tag=self.tag, platform=self.platform, job=self.job, nccl=self.nccl)
+                                        tag=self.tag, platform=self.platform, job=self.job, nccl=self.nccl,
+                                        pxn=self.pxn)
                 self.g.depend(rec.start_nodes, done[row])
                 done[row] = rec.done_nodes
                 self.records.append(rec)
@@ -316,7 +319,7 @@ class _Builder:
         stream's last node); returns, per rank of `dst`, the node its data arrived at."""
         rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.wl.pp_comm), platform=self.platform,
                            prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
-                           job=self.job)
+                           pxn=self.pxn, job=self.job)
         k = src.size
         self._after(rec.start_nodes[:k], src, self.last)
         self.g.depend(rec.start_nodes[k:], rec.start_nodes[:k])   # (not roots of the graph)
