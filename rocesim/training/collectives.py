@@ -55,6 +55,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
+from rocesim.training.graph import Graph
 from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
                                    nccl_tree_stream, tree_chunks, tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
@@ -529,3 +530,133 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
     return CollectiveRecord(cid, op, algorithm, ranks, int(size), start_nodes, done_nodes, flows, job)
+
+
+class Templates:
+    """Collectives built once and copied (`append_collectives`), for one platform.
+
+    A collective's graph depends on its ranks only through their servers' order, their
+    local GPU indices (hence their rails) and their NICs' rates and delays (`_Transfers`,
+    `nccl`, `trees`; ranks are numbered server-major, so the ranks' order follows). Two
+    groups with the same local indices position by position, whose servers come in the
+    same order, make the same graph up to the hosts, when every NIC has the same link:
+    it is built once, on the first such group, and copied with its hosts moved server by
+    server.  The dimensional and themis all-reduces (which also look at pods) and plain
+    topologies of differing hosts are built group by group."""
+
+    def __init__(self, platform: Platform):
+        self.platform = platform
+        topo = platform.topology
+        links = {(topo.host_rate(h), topo.host_delay(h)) for h in range(topo.n_hosts)}
+        self.uniform = len(links) <= 1
+        self.built: dict = {}
+
+    def signatures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of ranks: (its key: local indices, then each position's server as its rank
+        among the row's servers; the row's servers in order; where each new one starts in that
+        sorted row)."""
+        pf = self.platform
+        server = pf.server[rows]
+        order = np.argsort(server, axis=1, kind="stable")
+        ordered = np.take_along_axis(server, order, axis=1)
+        new = np.ones(ordered.shape, bool)
+        new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        dense = np.empty_like(ordered)
+        np.put_along_axis(dense, order, np.cumsum(new, axis=1) - 1, axis=1)
+        return np.concatenate([pf.local[rows], dense], axis=1), ordered, new
+
+
+@dataclass
+class _Template:
+    """One collective's nodes and edges with ids from 0 and hosts as (server index in the
+    group's sorted servers, NIC of the server); the record's node ids."""
+
+    columns: dict
+    src_at: np.ndarray
+    dst_at: np.ndarray
+    nic_src: np.ndarray
+    nic_dst: np.ndarray
+    children: np.ndarray
+    parents: np.ndarray
+    record: CollectiveRecord
+
+
+def _template(templates, op, algorithm, ranks, size, ordered, new, **options) -> _Template:
+    """Build the collective on `ranks` into a graph of its own and describe it as a template."""
+    tg = Graph()
+    rec = append_collective(tg, op, algorithm, ranks, size, cid=0, **options)
+    cols = {name: tg.column(name) for name in tg._cols}
+    servers = ordered[new]                                   # the group's servers, sorted
+    N = templates.platform.nics_per_server
+    at = {}
+    for side in ("src", "dst"):
+        server = cols[side] // N
+        i = np.searchsorted(servers, server)
+        if (i >= servers.size).any() or (servers[np.minimum(i, servers.size - 1)] != server).any():
+            raise AssertionError("a collective's node outside its ranks' servers")   # (cannot happen)
+        at[side] = (i, cols[side] % N)
+    children, parents = tg.edges()
+    return _Template(cols, at["src"][0], at["dst"][0], at["src"][1], at["dst"][1], children, parents, rec)
+
+
+def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templates | None = None, **options
+                       ) -> list[CollectiveRecord]:
+    """`append_collective(g, op, algorithm, row, size, cid=cids[k], **options)` for every row
+    `k` of `rows` (ranks, one group per row), in row order: the same nodes, ids and records;
+    the same edges, each node's children in the same order (the edges of all the groups
+    come first, in row order).  With `templates` (for the graph's platform) a group whose
+    collective has the same shape as an earlier one's (`Templates`) is copied from it
+    instead of built."""
+    rows = np.atleast_2d(np.asarray(rows, np.int64))
+    cids = np.asarray(cids, np.int64)
+    per_dim = algorithm in ("dimensional", "themis")
+    if templates is None or not templates.uniform or per_dim or options.get("platform") is not templates.platform:
+        return [append_collective(g, op, algorithm, row, size, cid=int(c), **options) for row, c in zip(rows, cids)]
+    keys, ordered, new = templates.signatures(rows)
+    uniq, first, kind = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    kind = kind.ravel()
+    cfg = NcclConfig.resolve(options.get("nccl"))
+    fixed = (op, algorithm, int(size), cfg, tuple(sorted((k, v) for k, v in options.items()
+                                                          if k not in ("nccl", "platform"))))
+    tmpl = []
+    for u, f in enumerate(first):
+        key = (fixed, uniq[u].tobytes())
+        if key not in templates.built:
+            templates.built[key] = _template(templates, op, algorithm, rows[f], size, ordered[f], new[f], **options)
+        tmpl.append(templates.built[key])
+    sizes = np.array([t.columns["src"].size for t in tmpl], np.int64)[kind]
+    rel = np.concatenate([[0], np.cumsum(sizes)[:-1]])      # where each row's nodes go
+    base = g.n + rel
+    total = int(sizes.sum())
+    N = templates.platform.nics_per_server
+    cols = {name: np.empty(total, tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
+    edges = []
+    records: list = [None] * rows.shape[0]
+    for u, t in enumerate(tmpl):
+        which = np.flatnonzero(kind == u)
+        T = t.columns["src"].size
+        at = rel[which][:, None] + np.arange(T)
+        servers = ordered[which][:, new[first[u]]]           # per row: its servers, sorted
+        for name, v in t.columns.items():
+            if name == "src":
+                v = servers[:, t.src_at] * N + t.nic_src
+            elif name == "dst":
+                v = servers[:, t.dst_at] * N + t.nic_dst
+            elif name == "collective":
+                v = np.where(v >= 0, cids[which][:, None], v)
+            cols[name][at] = v
+        edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
+        r = t.record
+        for k in which:
+            b = int(base[k])
+            records[k] = CollectiveRecord(int(cids[k]), r.op, r.algorithm, rows[k], r.size, r.start_nodes + b,
+                                          r.done_nodes + b, r.flows + b, r.job)
+    if len(edges) == 1:
+        children, parents = edges[0][1].ravel(), edges[0][2].ravel()
+    else:                                                   # row by row
+        row = np.concatenate([np.repeat(w, c.shape[1]) for w, c, _ in edges])
+        order = np.argsort(row, kind="stable")
+        children = np.concatenate([c.ravel() for _, c, _ in edges])[order]
+        parents = np.concatenate([p.ravel() for _, _, p in edges])[order]
+    g.extend(cols, children, parents)
+    return records

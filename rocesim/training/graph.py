@@ -36,12 +36,19 @@ class Graph:
     def _add(self, src, dst, size, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
         src = np.atleast_1d(np.asarray(src, np.int64))
         k = src.size
-        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        cols = {}
         for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
             v = np.asarray(v, _DTYPES[name])
-            self._cols[name].append(np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,))))
+            cols[name] = np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,)))
+        return self._append_columns(cols, k)
+
+    def _append_columns(self, cols: dict, k: int) -> np.ndarray:
+        """Append `k` nodes given as whole columns of the graph's dtypes; returns their ids."""
+        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        for name, v in cols.items():
+            self._cols[name].append(v)
         self.n += k
         first = self._merged[0]
         if len(self._cols["src"]) - first >= _MERGE:
@@ -49,6 +56,16 @@ class Graph:
                 parts[first:] = [np.concatenate(parts[first:])]
             self._merged[0] += 1
         return ids
+
+    def extend(self, columns: dict, children=(), parents=()) -> int:
+        """Append nodes given as whole columns (every column of the graph, arrays of one
+        length) and edges between graph ids (children[i] waits for parents[i]); returns the
+        id of the first new node."""
+        first = self.n
+        k = len(columns["src"])
+        self._append_columns({name: np.asarray(columns[name], _DTYPES[name]) for name in self._cols}, k)
+        self.depend(children, parents)
+        return first
 
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
               iteration=-1, start=0) -> np.ndarray:

@@ -48,7 +48,7 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, Templates, add_sendrecv, append_collectives
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
@@ -346,6 +346,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     coords = par.coords()
     stage_of = coords["pp"]
     g = Graph()
+    templates = Templates(platform)
     records = []
     tpcp = par.tp * par.cp
     tokens = model.micro_batch * model.seq
@@ -380,15 +381,15 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     def collective(dim, s, op, size, it, algorithm=None):
         if size <= 0:
             return
-        for members in by_stage[dim][s]:
-            if members.size < 2:
-                continue
-            rec = append_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
-                                 prio=prio, cid=len(records), iteration=it, tag=tag,
-                                 platform=platform, pxn=pxn, job=job, nccl=nccl)
-            after(rec.start_nodes, last[members])
-            last[members] = rec.done_nodes
-            records.append(rec)
+        rows = by_stage[dim][s]
+        if rows.shape[1] < 2 or not rows.shape[0]:
+            return
+        recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
+                                  cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
+                                  prio=prio, iteration=it, tag=tag, platform=platform, pxn=pxn, job=job, nccl=nccl)
+        after(np.concatenate([r.start_nodes for r in recs]), last[rows].ravel())
+        last[rows] = np.stack([r.done_nodes for r in recs])
+        records.extend(recs)
 
     def sendrecv(src, dst, size, it):
         rec = add_sendrecv(g, ranks[src], ranks[dst], int(size), platform=platform, prio=prio,

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, Templates, add_sendrecv, append_collectives
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
@@ -221,6 +221,7 @@ class _Builder:
             algorithms, chunks, prio, start, tag, job
         self.simai, self.nccl = simai, nccl
         self.g = Graph()
+        self.templates = Templates(platform)
         self.records = []
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
         self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
@@ -256,16 +257,20 @@ class _Builder:
         in_stage = np.zeros(self.n, bool)
         in_stage[members] = True
         size = max(comm.size, SIMAI_MIN_FWD_BYTES) if self.simai and phase == "fwd" else comm.size
-        for row in rows[in_stage[rows[:, 0]]]:
-            if row.size < 2:
-                continue
-            for op in ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,):
-                rec = append_collective(self.g, op, self.algorithms[op], self.ranks[row], max(size, row.size),
-                                        chunks=self.chunks, prio=self.prio, cid=len(self.records), iteration=it,
-                                        tag=self.tag, platform=self.platform, job=self.job, nccl=self.nccl)
-                self.g.depend(rec.start_nodes, done[row])
-                done[row] = rec.done_nodes
-                self.records.append(rec)
+        rows = rows[in_stage[rows[:, 0]]]
+        if rows.shape[1] >= 2 and rows.shape[0]:
+            # allreduce_alltoall: each group's all-reduce then its all-to-all, group after group
+            ops = ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,)
+            for batch in ([r[None, :] for r in rows] if len(ops) > 1 else [rows]):
+                for op in ops:
+                    recs = append_collectives(self.g, op, self.algorithms[op], self.ranks[batch],
+                                              max(size, batch.shape[1]), cids=len(self.records) + np.arange(len(batch)),
+                                              templates=self.templates, chunks=self.chunks, prio=self.prio,
+                                              iteration=it, tag=self.tag, platform=self.platform, job=self.job,
+                                              nccl=self.nccl)
+                    self.g.depend(np.stack([r.start_nodes for r in recs]), done[batch])
+                    done[batch] = np.stack([r.done_nodes for r in recs])
+                    self.records.extend(recs)
         if update_ps > 0:
             done = self.delay(members, update_ps, it, done)
         return done
