@@ -28,7 +28,7 @@ from rocesim.training.workloads.simai import read_simai
 
 # per-operation algorithms a workload may choose, and the workload roles that map to an op
 ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
-LLM_ONLY = ("parallelism", "pxn")
+LLM_ONLY = ("parallelism", "pxn", "fold_tp")
 
 WORKLOAD = Section(
     "a training workload: iterations of a model's compute and communication on a job's ranks",
@@ -65,6 +65,11 @@ WORKLOAD = Section(
                                                "(default 1f1b for presets, gpipe, the file's order, for SimAI files)"),
     pxn=Setting(Boolean(), None, "LLM presets: rail-aligned forwarding for the job's collectives (NCCL's PXN; "
                                  "default false)"),
+    fold_tp=Setting(Boolean(), None, "LLM presets: run the ranks of each TP group as one stream (one compute node "
+                                     "per TP group and step, each TP all-reduce one node of its closed-form "
+                                     "time) where that gives every rank the same times (dense model, TP inside "
+                                     "servers; otherwise ignored): several times fewer nodes for flow-mode runs "
+                                     "of large jobs; the flows' ids change, hence their ECMP paths (default false)"),
 )
 
 
@@ -135,7 +140,7 @@ def _llm(sim, v, key, name, ranks, common):
     par = v["parallelism"] or {}
     dims.update({k: x for k, x in par.items() if x is not None})
     add_llm_training(sim, model, ranks, v["iterations"], Parallelism.for_ranks(len(ranks), **dims),
-                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), **common)
+                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), fold_tp=bool(v["fold_tp"]), **common)
 
 
 def _job_ranks(sim, v, key, index, ranks_of):

@@ -441,20 +441,10 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
-def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
-                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
-                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
-    """Append a collective to Graph `g`; returns its record (graph-local ids).
-
-    `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
-    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
-    A collective inside one server takes its fluid closed form when it has one
-    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
-    `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
-    the nccl_* algorithms.
-    The start nodes are roots starting at `start` unless the caller makes them depend on
-    other nodes (`g.depend(record.start_nodes, ...)`).
-    """
+def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl):
+    """A collective's inputs checked and its plan: (ranks, algorithm (auto resolved), chunks,
+    pieces each transfer is cut into, lanes (channels), whether NCCL's tree runs as
+    streams, the NCCL settings)."""
     if op not in ALGORITHMS:
         raise ScenarioError("op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
     if algorithm not in ALGORITHMS[op]:
@@ -476,15 +466,45 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     if algorithm.startswith("hierarchical") or algorithm in ("dimensional", "themis"):
         smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
-    per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
+    per_dimension = algorithm in ("dimensional", "themis")
     nccl = NcclConfig.resolve(nccl)
-    pieces, lanes = chunks, 1                               # what each transfer is cut into; channels
+    pieces, lanes, stream = chunks, 1, False                # what each transfer is cut into; channels
     if algorithm == "nccl_tree":                            # NCCL cuts its own chunks and slices
         pieces, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
         stream = tree_streams(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
         pieces = 1 if stream else pieces
     elif per_dimension or algorithm == "nccl_ring":         # (dimensional: chunks scheduled one by one)
         pieces = 1
+    return ranks, algorithm, chunks, pieces, lanes, stream, nccl
+
+
+def closed_form(op, algorithm, ranks, size, *, platform, chunks=1, nccl=None) -> tuple[str, int] | None:
+    """(algorithm, duration in ps) when `append_collective` builds the collective on `ranks`
+    of `platform` in its closed form (inside one server, `_in_server_ps`), else None."""
+    ranks, algorithm, _, pieces, lanes, _, nccl = _plan(op, algorithm, ranks, size, chunks, None, platform, nccl)
+    t = _Transfers(Graph(), ranks, pieces, DEFAULT_FLOW_PRIORITY, 0, -1, 0, platform, False, lanes)
+    ps = _in_server_ps(t, op, algorithm, size, nccl.step_latency if algorithm == "nccl_ring" else 0)
+    return None if ps is None else (algorithm, ps)
+
+
+def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
+                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
+                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
+    """Append a collective to Graph `g`; returns its record (graph-local ids).
+
+    `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
+    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first.
+    A collective inside one server takes its fluid closed form when it has one
+    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
+    `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
+    the nccl_* algorithms.
+    The start nodes are roots starting at `start` unless the caller makes them depend on
+    other nodes (`g.depend(record.start_nodes, ...)`).
+    """
+    ranks, algorithm, chunks, pieces, lanes, stream, nccl = _plan(op, algorithm, ranks, size, chunks, group_size,
+                                                                   platform, nccl)
+    p = ranks.size
+    per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
     t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)

@@ -48,7 +48,8 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import DEFAULT_ALGORITHM, Templates, add_sendrecv, append_collectives
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveRecord, Templates, add_sendrecv,
+                                         append_collectives, closed_form)
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
@@ -318,6 +319,26 @@ LLM_PRESETS = {
         cp=count(1, "default context parallelism"), **compute_settings("A100", 0.48))),
     **{name: Preset(full_size(name), full_size_section(name)) for name in FULL},
 }
+def tp_foldable(platform, model: LLM, ranks, par: Parallelism, algorithm: str, chunks: int, nccl) -> dict | None:
+    """When the ranks of every TP group can run as one stream with the same times (`llm_graph`'s
+    `fold_tp`): a dense model (no experts: an all-to-all starts rank by rank) without CP,
+    TP > 1, every TP group inside one server, and its all-reduce in the same closed form
+    wherever it sits (`collectives.closed_form`: it waits for all its ranks, then they all
+    finish together; so a rank's compute after it, and a stage's compute after the
+    per-rank arrivals from the previous stage, end when the TP group's next all-reduce
+    would start anyway).  Returns {all-reduce bytes: (algorithm, closed-form ps)} for the size the
+    TP group all-reduces, or None."""
+    if par.tp < 2 or par.cp > 1 or model.experts or chunks != 1:
+        return None
+    rows = np.asarray(ranks, np.int64)[par.groups("tp")]
+    if (platform.server[rows] != platform.server[rows[:, :1]]).any():
+        return None
+    size = model.micro_batch * model.seq * model.hidden * BYTES
+    forms = {closed_form("allreduce", algorithm, row, size, platform=platform, chunks=chunks, nccl=nccl)
+             for row in np.unique(platform.local[rows], axis=0)}       # each placement inside a server
+    return None if len(forms) != 1 or None in forms else {size: forms.pop()}
+
+
 def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:
     """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
     (options as `llm_graph`'s)."""
@@ -327,10 +348,16 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
 
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=False,
-              check=None, nccl=None) -> TrainingGraph:
+              check=None, nccl=None, fold_tp=False) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
     as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms."""
+    `nccl` shapes the nccl_* algorithms.
+
+    `fold_tp` (large jobs in flow mode) runs the ranks of each TP group as one stream when that
+    gives every rank the same times (`tp_foldable`): one compute node per TP group and
+    step instead of one per rank, and each TP all-reduce as one node of its closed-form
+    duration (the collective still has its record, its start being when its last rank
+    is ready); transfers between stages and collectives of other groups stay per rank."""
     ranks = np.asarray(ranks, np.int64)
     if par.size != ranks.size:
         raise ScenarioError("parallelism", f"tp x cp x dp x pp = {par.size} is not the job's {ranks.size} ranks")
@@ -368,21 +395,43 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     groups = {d: par.groups(d) for d in ("tp", "cp", "dp", "ep", "edp")}
     by_stage = {d: [gr[stage_of[gr[:, 0]] == s] for s in range(par.pp)] for d, gr in groups.items()}
     last = np.full(ranks.size, -1, np.int64)                  # per rank: its compute stream's last node
+    stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
+    tp_form = tp_foldable(platform, model, ranks, par, algorithms["allreduce"], chunks, nccl) if fold_tp else None
+    # the streams of each stage: its ranks one by one, or its TP groups (rows of ranks)
+    streams = [by_stage["tp"][s] if tp_form else stage_ranks[s][:, None] for s in range(par.pp)]
 
     def after(ids, parents):
         ok = parents >= 0
         g.depend(ids[ok], parents[ok])
 
-    def compute(members, duration, it):
-        ids = g.compute(hosts[members], duration, iteration=it, tag=tag, start=start)
-        after(ids, last[members])
-        last[members] = ids
+    def after_rows(ids, parents):
+        """ids[i] waits for each distinct node of parents[i] (-1: none)."""
+        if parents.shape[1] > 1:
+            parents = np.sort(parents, axis=1)
+            parents[:, 1:][parents[:, 1:] == parents[:, :-1]] = -1
+        ok = parents >= 0
+        g.depend(np.broadcast_to(ids[:, None], parents.shape)[ok], parents[ok])
+
+    def compute(s, duration, it):
+        rows = streams[s]
+        ids = g.compute(hosts[rows[:, 0]], duration, iteration=it, tag=tag, start=start)
+        after_rows(ids, last[rows])
+        last[rows] = ids[:, None]
 
     def collective(dim, s, op, size, it, algorithm=None):
         if size <= 0:
             return
         rows = by_stage[dim][s]
         if rows.shape[1] < 2 or not rows.shape[0]:
+            return
+        if tp_form and dim == "tp":                                 # one node per TP group
+            cids = len(records) + np.arange(rows.shape[0])
+            algo, duration = tp_form[int(size)]
+            ids = g.compute(hosts[rows[:, 0]], duration, collective=cids, iteration=it, tag=tag)
+            after_rows(ids, last[rows])
+            last[rows] = ids[:, None]
+            records.extend(CollectiveRecord(int(c), op, algo, ranks[row], int(size), ids[k:k + 1], ids[k:k + 1],
+                                            job=job) for k, (c, row) in enumerate(zip(cids, rows)))
             return
         recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
                                   cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
@@ -413,9 +462,9 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
         for step in steps:
             if step == "attn":
-                compute(members, mult * attn_ps, it)
+                compute(s, mult * attn_ps, it)
             elif step == "mlp":
-                compute(members, mult * mlp_ps[moe], it)
+                compute(s, mult * mlp_ps[moe], it)
             elif step == "tp":
                 collective("tp", s, "allreduce", act // par.cp, it)
             elif step == "cp":
@@ -428,13 +477,12 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         """A stage's layers for one micro-batch, with the logits on the last stage."""
         logits = logits_ps if s == par.pp - 1 else 0
         if logits and backward:
-            compute(members, 2 * logits, it)
+            compute(s, 2 * logits, it)
         for moe in (moe_of[s][::-1] if backward else moe_of[s]):
             layer_pass(s, members, it, backward, moe)
         if logits and not backward:
-            compute(members, logits, it)
+            compute(s, logits, it)
 
-    stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
     boundary = act // tpcp                                          # per rank, per micro-batch
     for it in range(iterations):
         if it == 1 and check is not None:
@@ -454,11 +502,13 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                         break
                     members = stage_ranks[s]
                     if need is not None:
-                        recv = arrived.pop(need)
-                        join = g.compute(hosts[members], 0, iteration=it, tag=tag)
-                        after(join, last[members])
-                        after(join, recv)
-                        last[members] = join
+                        got = np.full(ranks.size, -1, np.int64)
+                        got[members] = arrived.pop(need)
+                        rows = streams[s]
+                        join = g.compute(hosts[rows[:, 0]], 0, iteration=it, tag=tag)
+                        after_rows(join, last[rows])
+                        after_rows(join, got[rows])
+                        last[rows] = join[:, None]
                     stage_pass(s, members, it, kind == "B")
                     peer = s + 1 if kind == "F" else s - 1
                     if 0 <= peer < par.pp:
@@ -473,7 +523,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
             collective("dp", s, "allreduce", dense_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
             collective("edp", s, "allreduce", expert_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
             if model.optimizer_us > 0:
-                compute(stage_ranks[s], int(model.optimizer_us * 1e6), it)
+                compute(s, int(model.optimizer_us * 1e6), it)
     end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
     after(end, last)
     return TrainingGraph(g, records, iterations, job)
