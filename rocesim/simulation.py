@@ -31,7 +31,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
-from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
+from rocesim.training.collectives import DEFAULT_ALGORITHM, Collectives, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import NcclConfig
 from rocesim.run_loop import RunLoop
@@ -134,7 +134,7 @@ class Simulation:
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
         self.faults = []             # rocesim.network.faults.Fault, in the order added
-        self.collectives = []        # CollectiveRecord of every collective added
+        self.collectives = Collectives()     # CollectiveRecord of every collective added (kept in batches)
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
@@ -294,9 +294,9 @@ class Simulation:
         first_iteration, first_collective = len(self.iterations), len(self.collectives)
         workload.graph.offset_ids(first_iteration, first_collective)
         offset = self.add_graph(workload.graph)
-        collectives = [r.shifted(offset, first_collective) for r in workload.collectives]
+        collectives = Collectives(workload.collectives).shifted(offset, first_collective)
         iterations = list(range(first_iteration, first_iteration + workload.iterations))
-        self.collectives.extend(collectives)
+        self.collectives.extend(collectives.parts())
         self.iterations.extend(iterations)
         self.iteration_jobs.update({i: workload.job for i in iterations})
         return TrainingInfo(iterations, collectives)

@@ -45,6 +45,7 @@ per-step latency alpha; Thakur et al., IJHPCA 2005):
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,6 +117,94 @@ class CollectiveRecord:
         return CollectiveRecord(self.id + ids, self.op, self.algorithm, self.ranks, self.size,
                                 self.start_nodes + offset, self.done_nodes + offset, self.flows + offset,
                                 self.job)
+
+
+@dataclass
+class CollectiveBatch:
+    """One collective on several groups at once, as `CollectiveRecord`s row by row: row k is
+    collective `ids[k]` on `ranks[k]`, with its start, done and other nodes in row k of
+    `start_nodes`, `done_nodes` and `flows` (the records of a large job, without a Python
+    object per collective)."""
+
+    ids: np.ndarray            # (m,)
+    op: str
+    algorithm: str
+    ranks: np.ndarray          # (m, p)
+    size: int
+    start_nodes: np.ndarray    # (m, a)
+    done_nodes: np.ndarray     # (m, b)
+    flows: np.ndarray          # (m, f), each row sorted
+    job: str = ""
+
+    def __len__(self) -> int:
+        return self.ids.size
+
+    def record(self, k: int) -> CollectiveRecord:
+        return CollectiveRecord(int(self.ids[k]), self.op, self.algorithm, self.ranks[k], self.size,
+                                self.start_nodes[k], self.done_nodes[k], self.flows[k], self.job)
+
+    def rows(self, name: str) -> np.ndarray:
+        """The (m, .) array of `start_nodes`, `done_nodes` or `flows`."""
+        return getattr(self, name)
+
+    def shifted(self, offset: int, ids: int = 0) -> "CollectiveBatch":
+        """The batch once its graph's node ids start at `offset` and collective ids at `ids`."""
+        return CollectiveBatch(self.ids + ids, self.op, self.algorithm, self.ranks, self.size,
+                               self.start_nodes + offset, self.done_nodes + offset, self.flows + offset, self.job)
+
+
+class Collectives:
+    """A sequence of `CollectiveRecord`s kept as records and `CollectiveBatch`es (its parts):
+    indexing and iterating give records, `parts()` what it holds."""
+
+    def __init__(self, parts=()):
+        self._parts: list = []
+        self._ends: list[int] = []
+        self.extend(parts.parts() if isinstance(parts, Collectives) else parts)
+
+    def append(self, part) -> None:
+        """Add a record or a batch."""
+        self._parts.append(part)
+        self._ends.append((self._ends[-1] if self._ends else 0) + (len(part) if isinstance(part, CollectiveBatch)
+                                                                    else 1))
+
+    def extend(self, parts) -> None:
+        for part in parts:
+            self.append(part)
+
+    def parts(self) -> list:
+        return self._parts
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError("collective index out of range")
+        k %= n
+        i = bisect.bisect_right(self._ends, k)
+        part = self._parts[i]
+        return part.record(k - (self._ends[i - 1] if i else 0)) if isinstance(part, CollectiveBatch) else part
+
+    def __iter__(self):
+        for part in self._parts:
+            if isinstance(part, CollectiveBatch):
+                yield from (part.record(k) for k in range(len(part)))
+            else:
+                yield part
+
+    def shifted(self, offset: int, ids: int = 0) -> "Collectives":
+        """Every part once the graph's node ids start at `offset` and collective ids at `ids`."""
+        return Collectives(p.shifted(offset, ids) for p in self._parts)
+
+
+def node_rows(parts, name: str) -> np.ndarray:
+    """`start_nodes` or `done_nodes` of records and batches, one row per collective."""
+    return np.concatenate([p.rows(name) if isinstance(p, CollectiveBatch) else getattr(p, name)[None, :]
+                           for p in parts])
 
 
 def _hosts_for(ranks) -> Platform:
@@ -620,9 +709,10 @@ def _template(templates, op, algorithm, ranks, size, ordered, new, **options) ->
 
 
 def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templates | None = None, **options
-                       ) -> list[CollectiveRecord]:
+                       ) -> list:
     """`append_collective(g, op, algorithm, row, size, cid=cids[k], **options)` for every row
-    `k` of `rows` (ranks, one group per row), in row order: the same nodes, ids and records;
+    `k` of `rows` (ranks, one group per row), in row order: the same nodes, ids and records
+    (as records and `CollectiveBatch`es, in row order);
     the same edges, each node's children in the same order (the edges of all the groups
     come first, in row order).  With `templates` (for the graph's platform) a group whose
     collective has the same shape as an earlier one's (`Templates`) is copied from it
@@ -666,11 +756,15 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
                 v = np.where(v >= 0, cids[which][:, None], v)
             cols[name][at] = v
         edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
-        r = t.record
-        for k in which:
-            b = int(base[k])
-            records[k] = CollectiveRecord(int(cids[k]), r.op, r.algorithm, rows[k], r.size, r.start_nodes + b,
-                                          r.done_nodes + b, r.flows + b, r.job)
+        r, b = t.record, base[which][:, None]
+        if len(tmpl) == 1:
+            records = [CollectiveBatch(cids, r.op, r.algorithm, rows, r.size, r.start_nodes + b, r.done_nodes + b,
+                                       r.flows + b, r.job)]
+        else:
+            for j, k in enumerate(which):
+                records[k] = CollectiveBatch(cids[k:k + 1], r.op, r.algorithm, rows[k:k + 1], r.size,
+                                             r.start_nodes[None, :] + b[j], r.done_nodes[None, :] + b[j],
+                                             r.flows[None, :] + b[j], r.job)
     if len(edges) == 1:
         children, parents = edges[0][1].ravel(), edges[0][2].ravel()
     else:                                                   # row by row

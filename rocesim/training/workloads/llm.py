@@ -48,8 +48,8 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveRecord, Templates, add_sendrecv,
-                                         append_collectives, closed_form)
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+                                         append_collectives, closed_form, node_rows)
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
@@ -374,7 +374,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     stage_of = coords["pp"]
     g = Graph()
     templates = Templates(platform)
-    records = []
+    records = Collectives()
     tpcp = par.tp * par.cp
     tokens = model.micro_batch * model.seq
     act = tokens * model.hidden * BYTES                       # one micro-batch's activations
@@ -430,14 +430,14 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
             ids = g.compute(hosts[rows[:, 0]], duration, collective=cids, iteration=it, tag=tag)
             after_rows(ids, last[rows])
             last[rows] = ids[:, None]
-            records.extend(CollectiveRecord(int(c), op, algo, ranks[row], int(size), ids[k:k + 1], ids[k:k + 1],
-                                            job=job) for k, (c, row) in enumerate(zip(cids, rows)))
+            records.append(CollectiveBatch(cids, op, algo, ranks[rows], int(size), ids[:, None], ids[:, None],
+                                           np.zeros((ids.size, 0), np.int64), job))
             return
         recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
                                   cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
                                   prio=prio, iteration=it, tag=tag, platform=platform, pxn=pxn, job=job, nccl=nccl)
-        after(np.concatenate([r.start_nodes for r in recs]), last[rows].ravel())
-        last[rows] = np.stack([r.done_nodes for r in recs])
+        after(node_rows(recs, "start_nodes").ravel(), last[rows].ravel())
+        last[rows] = node_rows(recs, "done_nodes")
         records.extend(recs)
 
     def sendrecv(src, dst, size, it):

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import DEFAULT_ALGORITHM, Templates, add_sendrecv, append_collectives
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, Collectives, Templates, add_sendrecv, append_collectives,
+                                         node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
@@ -222,7 +223,7 @@ class _Builder:
         self.simai, self.nccl = simai, nccl
         self.g = Graph()
         self.templates = Templates(platform)
-        self.records = []
+        self.records = Collectives()
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
         self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
 
@@ -268,8 +269,8 @@ class _Builder:
                                               templates=self.templates, chunks=self.chunks, prio=self.prio,
                                               iteration=it, tag=self.tag, platform=self.platform, job=self.job,
                                               nccl=self.nccl)
-                    self.g.depend(np.stack([r.start_nodes for r in recs]), done[batch])
-                    done[batch] = np.stack([r.done_nodes for r in recs])
+                    self.g.depend(node_rows(recs, "start_nodes"), done[batch])
+                    done[batch] = node_rows(recs, "done_nodes")
                     self.records.extend(recs)
         if update_ps > 0:
             done = self.delay(members, update_ps, it, done)
