@@ -40,6 +40,9 @@ class Graph:
         for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
+            if isinstance(v, (int, np.integer)):              # (most columns of most calls)
+                cols[name] = np.full(k, v, _DTYPES[name])
+                continue
             v = np.asarray(v, _DTYPES[name])
             cols[name] = np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,)))
         return self._append_columns(cols, k)

@@ -406,7 +406,9 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
 
     def after_rows(ids, parents):
         """ids[i] waits for each distinct node of parents[i] (-1: none)."""
-        if parents.shape[1] > 1:
+        if parents.shape[1] > 1 and (parents == parents[:, :1]).all():     # (a TP group's one stream)
+            parents = parents[:, :1]
+        elif parents.shape[1] > 1:
             parents = np.sort(parents, axis=1)
             parents[:, 1:][parents[:, 1:] == parents[:, :-1]] = -1
         ok = parents >= 0
