@@ -426,15 +426,6 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         rows = by_stage[dim][s]
         if rows.shape[1] < 2 or not rows.shape[0]:
             return
-        if tp_form and dim == "tp":                                 # one node per TP group
-            cids = len(records) + np.arange(rows.shape[0])
-            algo, duration = tp_form[int(size)]
-            ids = g.compute(hosts[rows[:, 0]], duration, collective=cids, iteration=it, tag=tag)
-            after_rows(ids, last[rows])
-            last[rows] = ids[:, None]
-            records.append(CollectiveBatch(cids, op, algo, ranks[rows], int(size), ids[:, None], ids[:, None],
-                                           np.zeros((ids.size, 0), np.int64), job))
-            return
         recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
                                   cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
                                   prio=prio, iteration=it, tag=tag, platform=platform, pxn=pxn, job=job, nccl=nccl)
@@ -452,38 +443,63 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         records.append(rec)
         return rec.done_nodes[k:]                               # when each receiver has it
 
-    def layer_pass(s, members, it, backward, moe):
-        mult = 2 if backward else 1
-        steps = ["attn", "tp", "mlp", "tp"]
-        if par.cp > 1:
-            steps.insert(0, "cp")
-        if moe:
-            steps[-2:-1] = ["a2a", "mlp", "a2a"]
-        if backward:
-            steps = steps[::-1]
-        moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
-        for step in steps:
-            if step == "attn":
-                compute(s, mult * attn_ps, it)
-            elif step == "mlp":
-                compute(s, mult * mlp_ps[moe], it)
-            elif step == "tp":
-                collective("tp", s, "allreduce", act // par.cp, it)
-            elif step == "cp":
-                kv = tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
-                collective("cp", s, "reducescatter" if backward else "allgather", kv, it)
-            else:
-                collective("ep", s, "alltoall", moe_tokens, it, algorithms.get("moe_alltoall"))
-
-    def stage_pass(s, members, it, backward):
-        """A stage's layers for one micro-batch, with the logits on the last stage."""
+    def pass_steps(s, backward) -> list[tuple]:
+        """A stage's steps for one micro-batch, in order: ("compute", ps) or (group kind, op,
+        bytes, algorithm or None); the logits on the last stage."""
         logits = logits_ps if s == par.pp - 1 else 0
-        if logits and backward:
-            compute(s, 2 * logits, it)
+        out = [("compute", 2 * logits)] if logits and backward else []
+        mult = 2 if backward else 1
+        moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
+        kv = tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
         for moe in (moe_of[s][::-1] if backward else moe_of[s]):
-            layer_pass(s, members, it, backward, moe)
+            steps = ["attn", "tp", "mlp", "tp"]
+            if par.cp > 1:
+                steps.insert(0, "cp")
+            if moe:
+                steps[-2:-1] = ["a2a", "mlp", "a2a"]
+            out += [("compute", mult * attn_ps) if step == "attn" else
+                    ("compute", mult * mlp_ps[moe]) if step == "mlp" else
+                    ("tp", "allreduce", act // par.cp, None) if step == "tp" else
+                    ("cp", "reducescatter" if backward else "allgather", kv, None) if step == "cp" else
+                    ("ep", "alltoall", moe_tokens, algorithms.get("moe_alltoall"))
+                    for step in (steps[::-1] if backward else steps)]
         if logits and not backward:
-            compute(s, logits, it)
+            out.append(("compute", logits))
+        return out
+
+    def stage_pass(s, it, backward):
+        """A stage's layers for one micro-batch, with the logits on the last stage."""
+        steps = pass_steps(s, backward)
+        if tp_form:
+            folded_pass(s, it, steps)
+            return
+        for step in steps:
+            if step[0] == "compute":
+                compute(s, step[1], it)
+            else:
+                collective(step[0], s, *step[1:3], it, step[3])
+
+    def folded_pass(s, it, steps):
+        """`stage_pass` with each TP group one stream: its steps (compute, TP all-reduces in
+        closed form) one chain of nodes per TP group, added at once."""
+        rows = streams[s]
+        m, q = rows.shape[0], len(steps)
+        tp = np.array([step[0] == "tp" for step in steps])
+        n_tp = int(tp.sum())
+        size = act // par.cp
+        algo, tp_ps = tp_form[size]
+        duration = np.array([tp_ps if is_tp else step[1] for step, is_tp in zip(steps, tp)], np.int64)
+        cid = np.full((q, m), -1, np.int64)
+        cid[tp] = len(records) + np.arange(n_tp * m).reshape(n_tp, m)
+        ids = g.compute(np.tile(hosts[rows[:, 0]], q), np.repeat(duration, m), collective=cid.ravel(), iteration=it,
+                        tag=tag, start=np.repeat(np.where(tp, 0, start), m)).reshape(q, m)
+        after_rows(ids[0], last[rows])
+        g.depend(ids[1:], ids[:-1])
+        last[rows] = ids[-1][:, None]
+        if n_tp:
+            done = ids[tp].reshape(-1, 1)
+            records.append(CollectiveBatch(cid[tp].ravel(), "allreduce", algo, np.tile(ranks[rows], (n_tp, 1)),
+                                           int(size), done, done, np.zeros((done.size, 0), np.int64), job))
 
     boundary = act // tpcp                                          # per rank, per micro-batch
     for it in range(iterations):
@@ -511,7 +527,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                         after_rows(join, last[rows])
                         after_rows(join, got[rows])
                         last[rows] = join[:, None]
-                    stage_pass(s, members, it, kind == "B")
+                    stage_pass(s, it, kind == "B")
                     peer = s + 1 if kind == "F" else s - 1
                     if 0 <= peer < par.pp:
                         arrived[(kind, s, j)] = sendrecv(members, stage_ranks[peer], boundary, it)
