@@ -741,7 +741,6 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
     N = templates.platform.nics_per_server
     cols = {name: np.empty(total, tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
     edges = []
-    records: list = [None] * rows.shape[0]
     for u, t in enumerate(tmpl):
         which = np.flatnonzero(kind == u)
         T = t.columns["src"].size
@@ -756,15 +755,25 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
                 v = np.where(v >= 0, cids[which][:, None], v)
             cols[name][at] = v
         edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
-        r, b = t.record, base[which][:, None]
-        if len(tmpl) == 1:
-            records = [CollectiveBatch(cids, r.op, r.algorithm, rows, r.size, r.start_nodes + b, r.done_nodes + b,
-                                       r.flows + b, r.job)]
-        else:
-            for j, k in enumerate(which):
-                records[k] = CollectiveBatch(cids[k:k + 1], r.op, r.algorithm, rows[k:k + 1], r.size,
-                                             r.start_nodes[None, :] + b[j], r.done_nodes[None, :] + b[j],
-                                             r.flows[None, :] + b[j], r.job)
+    # the records: one batch when every group's record has the same shape (the usual case)
+    shapes = {(t.record.algorithm, t.record.start_nodes.size, t.record.done_nodes.size, t.record.flows.size)
+              for t in tmpl}
+    if len(shapes) == 1:
+        r = tmpl[0].record
+        rec_rows = {name: np.empty((rows.shape[0], getattr(r, name).size), np.int64)
+                    for name in ("start_nodes", "done_nodes", "flows")}
+        for u, t in enumerate(tmpl):
+            which = np.flatnonzero(kind == u)
+            for name, out in rec_rows.items():
+                out[which] = getattr(t.record, name)[None, :] + base[which][:, None]
+        records = [CollectiveBatch(cids, r.op, r.algorithm, rows, r.size, **rec_rows, job=r.job)]
+    else:
+        records = []
+        for k in range(rows.shape[0]):
+            r, b = tmpl[kind[k]].record, base[k]
+            records.append(CollectiveBatch(cids[k:k + 1], r.op, r.algorithm, rows[k:k + 1], r.size,
+                                           r.start_nodes[None, :] + b, r.done_nodes[None, :] + b,
+                                           r.flows[None, :] + b, r.job))
     if len(edges) == 1:
         children, parents = edges[0][1].ravel(), edges[0][2].ravel()
     else:                                                   # row by row
