@@ -28,7 +28,7 @@ from rocesim.training.workloads.simai import read_simai
 
 # per-operation algorithms a workload may choose, and the workload roles that map to an op
 ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
-LLM_ONLY = ("parallelism", "pxn", "fold_tp")
+LLM_ONLY = ("parallelism", "pxn")
 
 WORKLOAD = Section(
     "a training workload: iterations of a model's compute and communication on a job's ranks",
@@ -65,11 +65,13 @@ WORKLOAD = Section(
                                                "(default 1f1b for presets, gpipe, the file's order, for SimAI files)"),
     pxn=Setting(Boolean(), None, "LLM presets: rail-aligned forwarding for the job's collectives (NCCL's PXN; "
                                  "default false)"),
-    fold_tp=Setting(Boolean(), None, "LLM presets: run the ranks of each TP group as one stream (one compute node "
-                                     "per TP group and step, each TP all-reduce one node of its closed-form "
-                                     "time) where that gives every rank the same times (dense model, TP inside "
-                                     "servers; otherwise ignored): several times fewer nodes for flow-mode runs "
-                                     "of large jobs; the flows' ids change, hence their ECMP paths (default false)"),
+    fold_tp=Setting(Boolean(), False, "LLM presets, layer models, ASTRA-sim and SimAI files: run the ranks of each "
+                                      "TP (model-parallel) group as one stream, one compute node per group and "
+                                      "step, each TP collective with a closed form inside a server one node of "
+                                      "its duration, when every TP group sits inside one server (LLM presets: "
+                                      "dense models only; otherwise it does nothing): the same times in many "
+                                      "times fewer nodes, for flow-mode runs of large jobs; the flows' ids "
+                                      "change, hence their ECMP paths"),
 )
 
 
@@ -90,7 +92,7 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
                                                    "{simai: file}) take it")
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
-                  start=v["start"], tag=index, job=job)
+                  start=v["start"], tag=index, job=job, fold_tp=v["fold_tp"])
     if llm:
         return _llm(sim, v, key, model, ranks, common)
     if isinstance(model, str):
@@ -111,6 +113,9 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
         prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        if v["fold_tp"]:
+            raise ScenarioError(f"{key}.fold_tp", "Chakra traces have no TP groups to fold")
+        common.pop("fold_tp")
         add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, v["iterations"], **common)
         return
     else:
@@ -140,7 +145,7 @@ def _llm(sim, v, key, name, ranks, common):
     par = v["parallelism"] or {}
     dims.update({k: x for k, x in par.items() if x is not None})
     add_llm_training(sim, model, ranks, v["iterations"], Parallelism.for_ranks(len(ranks), **dims),
-                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), fold_tp=bool(v["fold_tp"]), **common)
+                     pipeline=v["pipeline"] or "1f1b", pxn=bool(v["pxn"]), **common)
 
 
 def _job_ranks(sim, v, key, index, ranks_of):

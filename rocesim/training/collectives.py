@@ -723,8 +723,13 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
     if templates is None or not templates.uniform or per_dim or options.get("platform") is not templates.platform:
         return [append_collective(g, op, algorithm, row, size, cid=int(c), **options) for row, c in zip(rows, cids)]
     keys, ordered, new = templates.signatures(rows)
-    uniq, first, kind = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    kind = kind.ravel()
+    if (keys == keys[:1]).all():                          # (the usual case: one shape)
+        kind, first = np.zeros(len(keys), np.int64), np.zeros(1, np.int64)
+    else:
+        index: dict = {}
+        kind = np.array([index.setdefault(k.tobytes(), len(index)) for k in keys], np.int64)
+        first = np.unique(kind, return_index=True)[1]
+    uniq = keys[first]
     cfg = NcclConfig.resolve(options.get("nccl"))
     fixed = (op, algorithm, int(size), cfg, tuple(sorted((k, v) for k, v in options.items()
                                                           if k not in ("nccl", "platform"))))

@@ -94,6 +94,17 @@ class Graph:
                 self._edges[first:] = [(np.concatenate([c for c, _ in tail]), np.concatenate([p for _, p in tail]))]
                 self._merged[1] += 1
 
+    def depend_rows(self, children, parents):
+        """children[i] waits for each distinct node of parents[i] (an array (len(children), k)
+        of ids; -1: none)."""
+        if parents.shape[1] > 1 and (parents == parents[:, :1]).all():     # (one stream of k ranks)
+            parents = parents[:, :1]
+        elif parents.shape[1] > 1:
+            parents = np.sort(parents, axis=1)
+            parents[:, 1:][parents[:, 1:] == parents[:, :-1]] = -1
+        ok = parents >= 0
+        self.depend(np.broadcast_to(np.asarray(children)[:, None], parents.shape)[ok], parents[ok])
+
     def offset_ids(self, iteration: int, collective: int) -> None:
         """Add `iteration` and `collective` to the nodes' non-negative iteration and
         collective ids (local to the graph until it joins a Simulation)."""

@@ -404,20 +404,10 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         ok = parents >= 0
         g.depend(ids[ok], parents[ok])
 
-    def after_rows(ids, parents):
-        """ids[i] waits for each distinct node of parents[i] (-1: none)."""
-        if parents.shape[1] > 1 and (parents == parents[:, :1]).all():     # (a TP group's one stream)
-            parents = parents[:, :1]
-        elif parents.shape[1] > 1:
-            parents = np.sort(parents, axis=1)
-            parents[:, 1:][parents[:, 1:] == parents[:, :-1]] = -1
-        ok = parents >= 0
-        g.depend(np.broadcast_to(ids[:, None], parents.shape)[ok], parents[ok])
-
     def compute(s, duration, it):
         rows = streams[s]
         ids = g.compute(hosts[rows[:, 0]], duration, iteration=it, tag=tag, start=start)
-        after_rows(ids, last[rows])
+        g.depend_rows(ids, last[rows])
         last[rows] = ids[:, None]
 
     def collective(dim, s, op, size, it, algorithm=None):
@@ -493,7 +483,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         cid[tp] = len(records) + np.arange(n_tp * m).reshape(n_tp, m)
         ids = g.compute(np.tile(hosts[rows[:, 0]], q), np.repeat(duration, m), collective=cid.ravel(), iteration=it,
                         tag=tag, start=np.repeat(np.where(tp, 0, start), m)).reshape(q, m)
-        after_rows(ids[0], last[rows])
+        g.depend_rows(ids[0], last[rows])
         g.depend(ids[1:], ids[:-1])
         last[rows] = ids[-1][:, None]
         if n_tp:
@@ -524,8 +514,8 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                         got[members] = arrived.pop(need)
                         rows = streams[s]
                         join = g.compute(hosts[rows[:, 0]], 0, iteration=it, tag=tag)
-                        after_rows(join, last[rows])
-                        after_rows(join, got[rows])
+                        g.depend_rows(join, last[rows])
+                        g.depend_rows(join, got[rows])
                         last[rows] = join[:, None]
                     stage_pass(s, it, kind == "B")
                     peer = s + 1 if kind == "F" else s - 1

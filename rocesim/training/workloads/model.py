@@ -52,8 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import (DEFAULT_ALGORITHM, Collectives, Templates, add_sendrecv, append_collectives,
-                                         node_rows)
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+                                         append_collectives, closed_form, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
@@ -167,12 +167,21 @@ def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
                    prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None) -> TrainingGraph:
+                   pipeline="gpipe", nccl=None, fold_tp=False) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
     with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
     (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
-    is built; `nccl` shapes the nccl_* algorithms."""
+    is built; `nccl` shapes the nccl_* algorithms.
+
+    `fold_tp` (large jobs in flow mode), when every model-parallel (mp) group sits inside
+    one server: the ranks of each mp group run as one stream (one compute or delay node
+    per group and step) and each mp collective with a closed form inside the server
+    (`collectives.closed_form`) is one node of that duration.  It gives every rank the
+    times it would have when whatever makes the ranks of an mp group differ (collectives
+    of other groups, transfers between stages) is followed by an mp collective before
+    the next communication of another group, as in AICB's files; otherwise a rank waits
+    for the slowest of its mp group at its next compute."""
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     if dependencies not in DEPENDENCIES:
@@ -180,7 +189,7 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     if pipeline not in SCHEDULES:
         raise ScenarioError("pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
-                 chunks, prio, start, tag, job, dependencies == "simai", nccl)
+                 chunks, prio, start, tag, job, dependencies == "simai", nccl, fold_tp)
     wl = workload
     for it in range(iterations):
         if it == 1 and check is not None:
@@ -207,7 +216,8 @@ class _Builder:
     stream and, per (stage, layer), what that layer's next forward waits for.  Per-rank
     arrays span the job's ranks (-1: nothing); passes run on `members` (a stage)."""
 
-    def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None):
+    def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None,
+                 fold_tp=False):
         self.platform, self.wl, self.ranks = platform, wl, ranks
         self.n = ranks.size
         where = wl.where or "mp_size"
@@ -226,6 +236,12 @@ class _Builder:
         self.records = Collectives()
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
         self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
+        # the ranks' streams, one row each: every rank alone, or with fold_tp each mp group
+        mp = self.grp["mp"]
+        self.fold = bool(fold_tp) and mp.shape[1] > 1 and chunks == 1 and \
+            bool((platform.server[ranks[mp]] == platform.server[ranks[mp[:, :1]]]).all())
+        self.streams = mp if self.fold else np.arange(self.n)[:, None]
+        self._forms: dict = {}                           # (op, bytes) -> closed form in an mp group, or None
 
     def _full(self, members, ids) -> np.ndarray:
         out = np.full(self.n, -1, np.int64)
@@ -237,35 +253,66 @@ class _Builder:
         ok = p >= 0
         self.g.depend(ids[ok], p[ok])
 
+    def _rows(self, members) -> np.ndarray:
+        """The streams (rows of ranks) of `members` (whole streams)."""
+        if not self.fold:
+            return members[:, None]
+        inside = np.zeros(self.n, bool)
+        inside[members] = True
+        return self.streams[inside[self.streams[:, 0]]]
+
     def compute(self, members, duration, it, after=()) -> np.ndarray:
-        """A compute step on every rank of `members` after its stream's last one and `after`."""
-        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag, start=self.start)
+        """A compute step on every stream of `members` after its last one and `after`."""
+        rows = self._rows(members)
+        ids = self.g.compute(self.hosts[rows[:, 0]], duration, iteration=it, tag=self.tag, start=self.start)
         for a in (self.last,) + tuple(after):
-            self._after(ids, members, a)
-        self.last[members] = ids
-        return self._full(members, ids)
+            self.g.depend_rows(ids, a[rows])
+        self.last[rows] = ids[:, None]
+        return self._full(rows, ids[:, None])
 
     def delay(self, members, duration, it, done) -> np.ndarray:
         """A delay off the compute stream after `done` (the update delay)."""
-        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag)
-        self._after(ids, members, done)
-        return self._full(members, ids)
+        rows = self._rows(members)
+        ids = self.g.compute(self.hosts[rows[:, 0]], duration, iteration=it, tag=self.tag)
+        self.g.depend_rows(ids, done[rows])
+        return self._full(rows, ids[:, None])
+
+    def _closed_form(self, op, size):
+        """(algorithm, ps) of `op` of `size` bytes in every mp group (closed forms inside a
+        server, the same wherever the group sits), or None."""
+        if (op, size) not in self._forms:
+            mp = self.ranks[self.grp["mp"]]
+            forms = {closed_form(op, self.algorithms[op], row, size, platform=self.platform, nccl=self.nccl)
+                     for row in mp[np.unique(self.platform.local[mp], axis=0, return_index=True)[1]]}
+            self._forms[(op, size)] = forms.pop() if len(forms) == 1 else None
+        return self._forms[(op, size)]
 
     def communicate(self, comm: Comm, phase, it, trigger, members, update_ps=0) -> np.ndarray:
         """One collective per group of the stage of `members`; per rank, the node that says it is done."""
         done = trigger.copy()
-        rows = self.grp[_group_of(comm, phase, self.wl.parallelism)]
+        group = _group_of(comm, phase, self.wl.parallelism)
+        rows = self.grp[group]
         in_stage = np.zeros(self.n, bool)
         in_stage[members] = True
         size = max(comm.size, SIMAI_MIN_FWD_BYTES) if self.simai and phase == "fwd" else comm.size
         rows = rows[in_stage[rows[:, 0]]]
-        if rows.shape[1] >= 2 and rows.shape[0]:
+        ops = ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,)
+        size = max(size, rows.shape[1])
+        forms = [self._closed_form(op, size) for op in ops] if self.fold and group == "mp" else [None]
+        if rows.shape[1] >= 2 and rows.shape[0] and None not in forms:     # one node per mp group (fold_tp)
+            for op, (algorithm, ps) in zip(ops, forms):
+                cids = len(self.records) + np.arange(len(rows))
+                ids = self.g.compute(self.hosts[rows[:, 0]], ps, collective=cids, iteration=it, tag=self.tag)
+                self.g.depend_rows(ids, done[rows])
+                done[rows] = ids[:, None]
+                self.records.append(CollectiveBatch(cids, op, algorithm, self.ranks[rows], size, ids[:, None],
+                                                    ids[:, None], np.zeros((len(rows), 0), np.int64), self.job))
+        elif rows.shape[1] >= 2 and rows.shape[0]:
             # allreduce_alltoall: each group's all-reduce then its all-to-all, group after group
-            ops = ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,)
             for batch in ([r[None, :] for r in rows] if len(ops) > 1 else [rows]):
                 for op in ops:
-                    recs = append_collectives(self.g, op, self.algorithms[op], self.ranks[batch],
-                                              max(size, batch.shape[1]), cids=len(self.records) + np.arange(len(batch)),
+                    recs = append_collectives(self.g, op, self.algorithms[op], self.ranks[batch], size,
+                                              cids=len(self.records) + np.arange(len(batch)),
                                               templates=self.templates, chunks=self.chunks, prio=self.prio,
                                               iteration=it, tag=self.tag, platform=self.platform, job=self.job,
                                               nccl=self.nccl)
