@@ -72,6 +72,11 @@ WORKLOAD = Section(
                                       "dense models only; otherwise it does nothing): the same times in many "
                                       "times fewer nodes, for flow-mode runs of large jobs; the flows' ids "
                                       "change, hence their ECMP paths"),
+    fold_dp=Setting(Integer(0), 0, "layer models, ASTRA-sim and SimAI files: simulate only this many data-parallel "
+                                   "replicas per stage (a multiple of ep dividing dp; 0: all): the others run as "
+                                   "them, their TP and EP collectives and stage transfers left out of the fabric "
+                                   "(assumed not to slow the simulated ones down), the data-parallel gradients "
+                                   "simulated on every rank; collectives.csv lists the simulated groups only"),
 )
 
 
@@ -93,6 +98,11 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
                   start=v["start"], tag=index, job=job, fold_tp=v["fold_tp"])
+    if llm or (isinstance(model, dict) and set(model) == {"chakra"}):
+        if v["fold_dp"]:
+            raise ScenarioError(f"{key}.fold_dp", "only layer models, ASTRA-sim and SimAI files take it")
+    else:
+        common["fold_dp"] = v["fold_dp"]
     if llm:
         return _llm(sim, v, key, model, ranks, common)
     if isinstance(model, str):

@@ -167,7 +167,7 @@ def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
                    prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None, fold_tp=False) -> TrainingGraph:
+                   pipeline="gpipe", nccl=None, fold_tp=False, fold_dp=0) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
     with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
@@ -181,7 +181,17 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     times it would have when whatever makes the ranks of an mp group differ (collectives
     of other groups, transfers between stages) is followed by an mp collective before
     the next communication of another group, as in AICB's files; otherwise a rank waits
-    for the slowest of its mp group at its next compute."""
+    for the slowest of its mp group at its next compute.
+
+    `fold_dp` = n > 0 (large jobs in flow mode) simulates only the first n data-parallel
+    replicas of each stage (n a multiple of the expert parallelism dividing dp): a rank
+    at data-parallel place j runs as the rank at place j mod n of its data-parallel
+    group (the same stream), the collectives of groups made only of the others (TP, EP
+    all-to-alls) and their transfers between stages are left out, and the collectives of
+    groups across the replicas (the data-parallel gradients) are simulated on every rank.
+    It assumes that the replicas left out would not slow the simulated ones down in the
+    fabric (their all-to-alls and stage transfers are not there to share links with);
+    collectives.csv lists the simulated groups only."""
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     if dependencies not in DEPENDENCIES:
@@ -189,7 +199,7 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     if pipeline not in SCHEDULES:
         raise ScenarioError("pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
-                 chunks, prio, start, tag, job, dependencies == "simai", nccl, fold_tp)
+                 chunks, prio, start, tag, job, dependencies == "simai", nccl, fold_tp, fold_dp)
     wl = workload
     for it in range(iterations):
         if it == 1 and check is not None:
@@ -217,7 +227,7 @@ class _Builder:
     arrays span the job's ranks (-1: nothing); passes run on `members` (a stage)."""
 
     def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None,
-                 fold_tp=False):
+                 fold_tp=False, fold_dp=0):
         self.platform, self.wl, self.ranks = platform, wl, ranks
         self.n = ranks.size
         where = wl.where or "mp_size"
@@ -240,7 +250,21 @@ class _Builder:
         mp = self.grp["mp"]
         self.fold = bool(fold_tp) and mp.shape[1] > 1 and chunks == 1 and \
             bool((platform.server[ranks[mp]] == platform.server[ranks[mp[:, :1]]]).all())
-        self.streams = mp if self.fold else np.arange(self.n)[:, None]
+        units = mp if self.fold else np.arange(self.n)[:, None]
+        # fold_dp: each rank's representative (the rank at its place mod fold_dp in its DP group)
+        self.rep_of = np.arange(self.n)
+        if fold_dp:
+            dp = self.grp["dp"]
+            if fold_dp < 1 or dp.shape[1] % fold_dp or fold_dp % wl.ep_size:
+                raise ScenarioError("fold_dp", f"expected a multiple of ep={wl.ep_size} dividing dp={dp.shape[1]}, "
+                                               f"got {fold_dp}")
+            self.rep_of[dp] = dp[:, np.arange(dp.shape[1]) % fold_dp]
+            # a stream: a representative unit then the units that run as it
+            key = self.rep_of[units[:, 0]]
+            order = np.lexsort((np.arange(len(units)), key != units[:, 0], key))
+            units = units[order].reshape(int((key == units[:, 0]).sum()), -1)
+        self.kept = self.rep_of == np.arange(self.n)
+        self.streams = units
         self._forms: dict = {}                           # (op, bytes) -> closed form in an mp group, or None
 
     def _full(self, members, ids) -> np.ndarray:
@@ -255,7 +279,7 @@ class _Builder:
 
     def _rows(self, members) -> np.ndarray:
         """The streams (rows of ranks) of `members` (whole streams)."""
-        if not self.fold:
+        if self.streams.shape[1] == 1:
             return members[:, None]
         inside = np.zeros(self.n, bool)
         inside[members] = True
@@ -296,6 +320,8 @@ class _Builder:
         in_stage[members] = True
         size = max(comm.size, SIMAI_MIN_FWD_BYTES) if self.simai and phase == "fwd" else comm.size
         rows = rows[in_stage[rows[:, 0]]]
+        left_out = ~self.kept[rows].any(axis=1)               # groups of replicas fold_dp leaves out
+        rows, left_out = rows[~left_out], rows[left_out]
         ops = ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,)
         size = max(size, rows.shape[1])
         forms = [self._closed_form(op, size) for op in ops] if self.fold and group == "mp" else [None]
@@ -319,6 +345,7 @@ class _Builder:
                     self.g.depend(node_rows(recs, "start_nodes"), done[batch])
                     done[batch] = node_rows(recs, "done_nodes")
                     self.records.extend(recs)
+        done[left_out] = done[self.rep_of[left_out]]
         if update_ps > 0:
             done = self.delay(members, update_ps, it, done)
         return done
@@ -367,6 +394,8 @@ class _Builder:
     def send(self, src, dst, it) -> np.ndarray:
         """Each rank of `src` sends `pp_comm` bytes to the same-place rank of `dst` (after its
         stream's last node); returns, per rank of `dst`, the node its data arrived at."""
+        keep = self.kept[src]                                     # (fold_dp: the simulated replicas)
+        src, dst, mirror = src[keep], dst[keep], dst[~keep]
         rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.wl.pp_comm), platform=self.platform,
                            prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
                            job=self.job)
@@ -374,7 +403,9 @@ class _Builder:
         self._after(rec.start_nodes[:k], src, self.last)
         self.g.depend(rec.start_nodes[k:], rec.start_nodes[:k])   # (not roots of the graph)
         self.records.append(rec)
-        return self._full(dst, rec.done_nodes[k:])
+        out = self._full(dst, rec.done_nodes[k:])
+        out[mirror] = out[self.rep_of[mirror]]
+        return out
 
     def pipeline_iteration(self, it, kind):
         """One iteration of every stage's schedule, in an order that respects the transfers."""
