@@ -17,6 +17,7 @@ from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Sectio
                               show)
 from rocesim.training import workloads
 from rocesim.training.collectives import ALGORITHMS
+from rocesim.training.graph import WorkloadEstimated
 from rocesim.training.jobs import PLACEMENTS, place
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.astra import read_astra_sim
@@ -82,7 +83,15 @@ WORKLOAD = Section(
 
 def add_workload(sim, v, key, base_dir, index, ranks_of):
     """Add a resolved workload entry `v` (WORKLOAD) to `sim`; `ranks_of(value, key)` reads
-    a ranks list against the platform."""
+    a ranks list against the platform.  With `sim.estimate_workloads` a large workload is
+    only sized (`Simulation.workload_progress`): its projected nodes go to `sim.estimated_nodes`."""
+    try:
+        _add_workload(sim, v, key, base_dir, index, ranks_of)
+    except WorkloadEstimated as e:
+        sim.estimated_nodes += e.nodes
+
+
+def _add_workload(sim, v, key, base_dir, index, ranks_of):
     model = v["model"]
     llm = isinstance(model, str) and model in LLM_PRESETS
     simai = isinstance(model, dict) and set(model) == {"simai"}

@@ -122,6 +122,33 @@ class Graph:
         return (np.concatenate([c for c, _ in self._edges]), np.concatenate([p for _, p in self._edges]))
 
 
+class WorkloadEstimated(Exception):
+    """Raised by `Simulation.workload_progress` when only an estimate of a workload's size
+    was asked for (`rocesim check`): `nodes` is its projected node count."""
+
+    def __init__(self, nodes: int):
+        super().__init__(nodes)
+        self.nodes = int(nodes)
+
+
+class Progress:
+    """A workload generator's progress report: every `step` of `total` units (stage passes
+    or layer passes), `report(what, nodes so far, fraction done)` (e.g.
+    `Simulation.workload_progress`), so that a graph too large is refused, and sized by
+    `rocesim check`, from its first part."""
+
+    def __init__(self, report, what: str, total: int, steps: int = 100):
+        self.report, self.what, self.total = report, what, max(int(total), 1)
+        self.step = max(1, self.total // steps)
+        self.done = 0
+
+    def advance(self, nodes: int, units: int = 1) -> None:
+        before = self.done // self.step
+        self.done += units
+        if self.report is not None and self.done // self.step != before and self.done < self.total:
+            self.report(self.what, nodes, self.done / self.total)
+
+
 @dataclass
 class TrainingGraph:
     """What a workload adds to a Simulation (`Simulation.add_workload`): its graph, its

@@ -50,7 +50,7 @@ from rocesim.errors import ScenarioError
 from rocesim.settings import Section
 from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
                                          append_collectives, closed_form, node_rows)
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
 from rocesim.training.workloads.presets import Preset, count
@@ -343,15 +343,16 @@ def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, 
     """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
     (options as `llm_graph`'s)."""
     return sim.add_workload(llm_graph(sim.platform, model, ranks, iterations, par, check=sim.workload_check,
-                                      nccl=sim.nccl, **options))
+                                      progress=sim.workload_progress, nccl=sim.nccl, **options))
 
 
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=False,
-              check=None, nccl=None, fold_tp=False) -> TrainingGraph:
+              check=None, nccl=None, fold_tp=False, progress=None) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
-    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms.
+    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration,
+    `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`) as it
+    goes; `nccl` shapes the nccl_* algorithms.
 
     `fold_tp` (large jobs in flow mode) runs the ranks of each TP group as one stream when that
     gives every rank the same times (`tp_foldable`): one compute node per TP group and
@@ -459,6 +460,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
 
     def stage_pass(s, it, backward):
         """A stage's layers for one micro-batch, with the logits on the last stage."""
+        passes.advance(g.n)
         steps = pass_steps(s, backward)
         if tp_form:
             folded_pass(s, it, steps)
@@ -492,6 +494,8 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                                            int(size), done, done, np.zeros((done.size, 0), np.int64), job))
 
     boundary = act // tpcp                                          # per rank, per micro-batch
+    passes = Progress(progress, f"{iterations:,} iterations of {model.name} training",
+                      iterations * par.pp * 2 * model.micro_batches)
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of {model.name} training", g.n * iterations)

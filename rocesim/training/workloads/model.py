@@ -56,7 +56,7 @@ from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Co
                                          append_collectives, closed_form, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
@@ -161,18 +161,19 @@ def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
 def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> TrainingInfo:
     """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
     platform; on a plain topology, hosts) to `sim` (options as `training_graph`'s)."""
-    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations,
-                                           check=sim.workload_check, nccl=sim.nccl, **options))
+    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations, check=sim.workload_check,
+                                           progress=sim.workload_progress, nccl=sim.nccl, **options))
 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
                    prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None, fold_tp=False, fold_dp=0) -> TrainingGraph:
+                   pipeline="gpipe", nccl=None, fold_tp=False, fold_dp=0, progress=None) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
     with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
     (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
-    is built; `nccl` shapes the nccl_* algorithms.
+    is built, `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`)
+    may as it goes; `nccl` shapes the nccl_* algorithms.
 
     `fold_tp` (large jobs in flow mode), when every model-parallel (mp) group sits inside
     one server: the ranks of each mp group run as one stream (one compute or delay node
@@ -201,6 +202,9 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
                  chunks, prio, start, tag, job, dependencies == "simai", nccl, fold_tp, fold_dp)
     wl = workload
+    # progress in layer passes (each stage runs every layer forward and backward)
+    b.progress = Progress(progress, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
+                          iterations * wl.pp * 2 * len(wl.layers))
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of workload {wl.name or 'layers'}", b.g.n * iterations)
@@ -244,6 +248,7 @@ class _Builder:
         self.g = Graph()
         self.templates = Templates(platform)
         self.records = Collectives()
+        self.progress = Progress(None, "", 1)
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
         self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
         # the ranks' streams, one row each: every rank alone, or with fold_tp each mp group
@@ -354,6 +359,7 @@ class _Builder:
         """Forward passes of `layers` (indices) on `members`; returns what the next step waits for."""
         s = int(self.stage_of[members[0]])
         for li in layers:
+            self.progress.advance(self.g.n)
             layer = self.wl.layers[li]
             waits = tuple(carry) + ((self.pending.pop((s, li)),) if (s, li) in self.pending else ())
             f = self.compute(members, layer.fwd_ps, it, waits)
@@ -371,6 +377,7 @@ class _Builder:
             if li in wl.checkpoint_initiates:        # recompute the forward from the checkpoint below
                 first = max(c for c in wl.checkpoints if c < li)
                 carry = self.forward(range(first, li), members, it, carry)
+            self.progress.advance(self.g.n)
             layer = wl.layers[li]
             ig = self.compute(members, layer.ig_ps, it, carry)
             carry = ()
