@@ -400,6 +400,7 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     finish = np.maximum.reduceat(end[order], first)              # NaN if any node unfinished
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
     table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+    del end, sel, order                          # (a node's worth each, while the breakdown runs)
     table.update(iteration_breakdown(flows, table))
     table["job"] = job
     return table
