@@ -56,7 +56,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.graph import Graph
+from rocesim.training.graph import COLUMNS, Graph
 from rocesim.training.nccl import (NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream, nccl_slice_estimate, nccl_tree,
                                    nccl_tree_stream, tree_chunks, tree_streams)
 from rocesim.training.trees import binary_trees, tree_allreduce
@@ -576,6 +576,21 @@ def closed_form(op, algorithm, ranks, size, *, platform, chunks=1, nccl=None) ->
     return None if ps is None else (algorithm, ps)
 
 
+def closed_form_rows(op, algorithm, rows, size, *, platform, chunks=1, nccl=None) -> tuple[str, int] | None:
+    """The closed form (`closed_form`) of `op` on every row of `rows` (ranks, one group per
+    row), when each group sits in one server and every placement in a server gives the same
+    one (it depends on the local GPUs only); else None."""
+    rows = np.atleast_2d(np.asarray(rows, np.int64))
+    if (platform.server[rows] != platform.server[rows[:, :1]]).any():
+        return None
+    first: dict = {}                                         # a row of each placement
+    for k, local in enumerate(map(tuple, platform.local[rows].tolist())):
+        first.setdefault(local, k)
+    forms = {closed_form(op, algorithm, rows[k], size, platform=platform, chunks=chunks, nccl=nccl)
+             for k in first.values()}
+    return forms.pop() if len(forms) == 1 else None
+
+
 def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
                    iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=False,
                    job="", closed_form=True, nccl=None) -> CollectiveRecord:
@@ -694,7 +709,7 @@ def _template(templates, op, algorithm, ranks, size, ordered, new, **options) ->
     """Build the collective on `ranks` into a graph of its own and describe it as a template."""
     tg = Graph()
     rec = append_collective(tg, op, algorithm, ranks, size, cid=0, **options)
-    cols = {name: tg.column(name) for name in tg._cols}
+    cols = {name: tg.column(name) for name in COLUMNS}
     servers = ordered[new]                                   # the group's servers, sorted
     N = templates.platform.nics_per_server
     at = {}

@@ -17,6 +17,7 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 # compact columns: a training run can hold millions of nodes
 _DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
                delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+COLUMNS = tuple(_DTYPES)          # a graph's node columns
 # pieces appended before the newest are merged into one array: a small numpy array costs
 # ~100 bytes of its own, more than the 46 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
@@ -27,8 +28,7 @@ class Graph:
     """Nodes (data flows and compute steps) and edges (child waits for parent)."""
 
     def __init__(self):
-        self._cols = {k: [] for k in ("src", "dst", "size", "start", "prio", "compute", "delay", "tag",
-                                      "collective", "iteration")}
+        self._cols = {k: [] for k in COLUMNS}
         self._edges: list[tuple[np.ndarray, np.ndarray]] = []
         self._merged = [0, 0]          # pieces of the columns, of the edges, already merged
         self.n = 0

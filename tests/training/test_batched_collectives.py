@@ -9,7 +9,7 @@ from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
 from rocesim.training.collectives import (ALGORITHMS, CollectiveBatch, Collectives, Templates, append_collective,
                                           append_collectives)
-from rocesim.training.graph import Graph
+from rocesim.training.graph import COLUMNS, Graph
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
 
@@ -21,7 +21,7 @@ ROWS = {"tp": np.arange(64).reshape(8, 8), "tp2": np.arange(64).reshape(32, 2),
 
 def same_graph(g1, g2):
     """Same node columns; same edges as the core reads them (children per parent, in order)."""
-    for name in g1._cols:
+    for name in COLUMNS:
         a, b = g1.column(name), g2.column(name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
     (c1, p1), (c2, p2) = g1.edges(), g2.edges()

@@ -49,7 +49,7 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
 from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
-                                         append_collectives, closed_form, node_rows)
+                                         append_collectives, closed_form_rows, node_rows)
 from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
@@ -323,20 +323,17 @@ def tp_foldable(platform, model: LLM, ranks, par: Parallelism, algorithm: str, c
     """When the ranks of every TP group can run as one stream with the same times (`llm_graph`'s
     `fold_tp`): a dense model (no experts: an all-to-all starts rank by rank) without CP,
     TP > 1, every TP group inside one server, and its all-reduce in the same closed form
-    wherever it sits (`collectives.closed_form`: it waits for all its ranks, then they all
-    finish together; so a rank's compute after it, and a stage's compute after the
+    wherever it sits (`collectives.closed_form_rows`: it waits for all its ranks, then they
+    all finish together; so a rank's compute after it, and a stage's compute after the
     per-rank arrivals from the previous stage, end when the TP group's next all-reduce
-    would start anyway).  Returns {all-reduce bytes: (algorithm, closed-form ps)} for the size the
-    TP group all-reduces, or None."""
+    would start anyway).  Returns {all-reduce bytes: (algorithm, closed-form ps)} for the
+    size the TP group all-reduces, or None."""
     if par.tp < 2 or par.cp > 1 or model.experts or chunks != 1:
         return None
-    rows = np.asarray(ranks, np.int64)[par.groups("tp")]
-    if (platform.server[rows] != platform.server[rows[:, :1]]).any():
-        return None
     size = model.micro_batch * model.seq * model.hidden * BYTES
-    forms = {closed_form("allreduce", algorithm, row, size, platform=platform, chunks=chunks, nccl=nccl)
-             for row in np.unique(platform.local[rows], axis=0)}       # each placement inside a server
-    return None if len(forms) != 1 or None in forms else {size: forms.pop()}
+    form = closed_form_rows("allreduce", algorithm, np.asarray(ranks, np.int64)[par.groups("tp")], size,
+                            platform=platform, chunks=chunks, nccl=nccl)
+    return None if form is None else {size: form}
 
 
 def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
-                                         append_collectives, closed_form, node_rows)
+                                         append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
@@ -310,10 +310,8 @@ class _Builder:
         """(algorithm, ps) of `op` of `size` bytes in every mp group (closed forms inside a
         server, the same wherever the group sits), or None."""
         if (op, size) not in self._forms:
-            mp = self.ranks[self.grp["mp"]]
-            forms = {closed_form(op, self.algorithms[op], row, size, platform=self.platform, nccl=self.nccl)
-                     for row in mp[np.unique(self.platform.local[mp], axis=0, return_index=True)[1]]}
-            self._forms[(op, size)] = forms.pop() if len(forms) == 1 else None
+            self._forms[(op, size)] = closed_form_rows(op, self.algorithms[op], self.ranks[self.grp["mp"]], size,
+                                                       platform=self.platform, chunks=self.chunks, nccl=self.nccl)
         return self._forms[(op, size)]
 
     def communicate(self, comm: Comm, phase, it, trigger, members, update_ps=0) -> np.ndarray:
