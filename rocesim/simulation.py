@@ -259,10 +259,12 @@ class Simulation:
         self._flows.append(src=src, dst=dst, size=size, start=graph.column("start"), prio=prio,
                            compute=compute, delay=graph.column("delay"), tag=graph.column("tag"),
                            collective=graph.column("collective"), iteration=graph.column("iteration"))
-        children, parents = graph.edges()
+        children, parents = graph.edges(np.int32)
         if children.size:
             # ids of this graph's own nodes: int32 halves what a million-flow graph keeps
-            self._flows.edges.append(((children + offset).astype(np.int32), (parents + offset).astype(np.int32)))
+            children += np.int32(offset)
+            parents += np.int32(offset)
+            self._flows.edges.append((children, parents))
         return offset
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,

@@ -86,8 +86,8 @@ class Graph:
     def depend(self, children, parents):
         """children[i] waits for parents[i] (arrays of ids, broadcast)."""
         c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))
-        if c.size:
-            self._edges.append((c.ravel().copy(), p.ravel().copy()))
+        if c.size:                     # kept as int32: a graph's ids are those of the core's flows
+            self._edges.append((c.ravel().astype(np.int32), p.ravel().astype(np.int32)))
             first = self._merged[1]
             if len(self._edges) - first >= _MERGE:
                 tail = self._edges[first:]
@@ -116,10 +116,12 @@ class Graph:
         parts = self._cols[name]
         return np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name])
 
-    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+    def edges(self, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+        """(children, parents): children[i] waits for parents[i]."""
         if not self._edges:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return (np.concatenate([c for c, _ in self._edges]), np.concatenate([p for _, p in self._edges]))
+            return np.zeros(0, dtype), np.zeros(0, dtype)
+        return (np.concatenate([c for c, _ in self._edges]).astype(dtype, copy=False),
+                np.concatenate([p for _, p in self._edges]).astype(dtype, copy=False))
 
 
 class WorkloadEstimated(Exception):
