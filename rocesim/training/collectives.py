@@ -140,6 +140,7 @@ class CollectiveBatch:
         return self.ids.size
 
     def record(self, k: int) -> CollectiveRecord:
+        """Row k as a record."""
         return CollectiveRecord(int(self.ids[k]), self.op, self.algorithm, self.ranks[k], self.size,
                                 self.start_nodes[k], self.done_nodes[k], self.flows[k], self.job)
 
@@ -169,10 +170,12 @@ class Collectives:
                                                                     else 1))
 
     def extend(self, parts) -> None:
+        """Add records and batches, in order."""
         for part in parts:
             self.append(part)
 
     def parts(self) -> list:
+        """The records and batches held, in order."""
         return self._parts
 
     def __len__(self) -> int:

@@ -30,10 +30,10 @@ def same_graph(g1, g2):
 
 
 @pytest.mark.parametrize("op,algorithm", [(op, a) for op, algs in ALGORITHMS.items() for a in algs])
-@pytest.mark.parametrize("nccl", [None, {"pipeline": "stream"}])
-def test_append_collectives_equals_group_by_group(op, algorithm, nccl):
+@pytest.mark.parametrize("nccl,pxn", [(None, False), ({"pipeline": "stream"}, False), (None, True)])
+def test_append_collectives_equals_group_by_group(op, algorithm, nccl, pxn):
     for name, rows in ROWS.items():
-        opts = dict(platform=PLATFORM, iteration=2, tag=1, nccl=nccl, chunks=2)
+        opts = dict(platform=PLATFORM, iteration=2, tag=1, nccl=nccl, chunks=2, pxn=pxn)
         g1, g2 = Graph(), Graph()
         g1.compute([0], 5)
         g2.compute([0], 5)
