@@ -676,7 +676,8 @@ class Templates:
         topo = platform.topology
         links = {(topo.host_rate(h), topo.host_delay(h)) for h in range(topo.n_hosts)}
         self.uniform = len(links) <= 1
-        self.built: dict = {}
+        self.built: dict = {}                    # (options, shape) -> _Template
+        self.layouts: dict = {}                  # (options, rows) -> _Layout
 
     def signatures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row of ranks: (its key: local indices, then each position's server as its rank
@@ -734,12 +735,42 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
     the same edges, each node's children in the same order (the edges of all the groups
     come first, in row order).  With `templates` (for the graph's platform) a group whose
     collective has the same shape as an earlier one's (`Templates`) is copied from it
-    instead of built."""
+    instead of built, and a call like an earlier one (the same rows and options) repeats it."""
     rows = np.atleast_2d(np.asarray(rows, np.int64))
     cids = np.asarray(cids, np.int64)
     per_dim = algorithm in ("dimensional", "themis")
     if templates is None or not templates.uniform or per_dim or options.get("platform") is not templates.platform:
         return [append_collective(g, op, algorithm, row, size, cid=int(c), **options) for row, c in zip(rows, cids)]
+    fixed = (op, algorithm, int(size), NcclConfig.resolve(options.get("nccl")),
+             tuple(sorted((k, v) for k, v in options.items() if k not in ("nccl", "platform"))))
+    key = (fixed, rows.shape, rows.tobytes())
+    if key not in templates.layouts:
+        templates.layouts[key] = _layout(templates, fixed, op, algorithm, rows, size, options)
+    lay = templates.layouts[key]
+    n0 = g.n
+    cols = {name: np.where(lay.cid_row >= 0, cids[lay.cid_row], -1) if name == "collective" else v.copy()
+            for name, v in lay.columns.items()}
+    records = [CollectiveBatch(cids[which], r.op, r.algorithm, rows[which], r.size, r.start_nodes + n0,
+                               r.done_nodes + n0, r.flows + n0, r.job) for which, r in lay.records]
+    g.extend(cols, lay.children + n0, lay.parents + n0)
+    return records
+
+
+@dataclass
+class _Layout:
+    """What `append_collectives` appends for some rows, node ids from 0: the columns (the
+    collective's id left out: each node's row in `cid_row`, -1 for none), the edges, and
+    the records as (rows, a batch with row-relative ids)."""
+
+    columns: dict
+    cid_row: np.ndarray
+    children: np.ndarray
+    parents: np.ndarray
+    records: list
+
+
+def _layout(templates, fixed, op, algorithm, rows, size, options) -> _Layout:
+    """The `_Layout` of `rows`: each row's collective copied from the template of its shape."""
     keys, ordered, new = templates.signatures(rows)
     if (keys == keys[:1]).all():                          # (the usual case: one shape)
         kind, first = np.zeros(len(keys), np.int64), np.zeros(1, np.int64)
@@ -747,27 +778,20 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
         index: dict = {}
         kind = np.array([index.setdefault(k.tobytes(), len(index)) for k in keys], np.int64)
         first = np.unique(kind, return_index=True)[1]
-    uniq = keys[first]
-    cfg = NcclConfig.resolve(options.get("nccl"))
-    fixed = (op, algorithm, int(size), cfg, tuple(sorted((k, v) for k, v in options.items()
-                                                          if k not in ("nccl", "platform"))))
     tmpl = []
-    for u, f in enumerate(first):
-        key = (fixed, uniq[u].tobytes())
+    for f in first:
+        key = (fixed, keys[f].tobytes())
         if key not in templates.built:
             templates.built[key] = _template(templates, op, algorithm, rows[f], size, ordered[f], new[f], **options)
         tmpl.append(templates.built[key])
     sizes = np.array([t.columns["src"].size for t in tmpl], np.int64)[kind]
-    rel = np.concatenate([[0], np.cumsum(sizes)[:-1]])      # where each row's nodes go
-    base = g.n + rel
-    total = int(sizes.sum())
+    base = np.concatenate([[0], np.cumsum(sizes)[:-1]])     # where each row's nodes start
     N = templates.platform.nics_per_server
-    cols = {name: np.empty(total, tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
+    cols = {name: np.empty(int(sizes.sum()), tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
     edges = []
     for u, t in enumerate(tmpl):
         which = np.flatnonzero(kind == u)
-        T = t.columns["src"].size
-        at = rel[which][:, None] + np.arange(T)
+        at = base[which][:, None] + np.arange(t.columns["src"].size)
         servers = ordered[which][:, new[first[u]]]           # per row: its servers, sorted
         for name, v in t.columns.items():
             if name == "src":
@@ -775,9 +799,10 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
             elif name == "dst":
                 v = servers[:, t.dst_at] * N + t.nic_dst
             elif name == "collective":
-                v = np.where(v >= 0, cids[which][:, None], v)
+                v = np.where(v >= 0, which[:, None], -1)      # the row, for its collective id
             cols[name][at] = v
         edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
+    cid_row = cols["collective"].astype(np.int64)           # (the column itself is filled per call)
     # the records: one batch when every group's record has the same shape (the usual case)
     shapes = {(t.record.algorithm, t.record.start_nodes.size, t.record.done_nodes.size, t.record.flows.size)
               for t in tmpl}
@@ -789,14 +814,16 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
             which = np.flatnonzero(kind == u)
             for name, out in rec_rows.items():
                 out[which] = getattr(t.record, name)[None, :] + base[which][:, None]
-        records = [CollectiveBatch(cids, r.op, r.algorithm, rows, r.size, **rec_rows, job=r.job)]
+        records = [(np.arange(rows.shape[0]), CollectiveBatch(None, r.op, r.algorithm, None, r.size, **rec_rows,
+                                                              job=r.job))]
     else:
         records = []
         for k in range(rows.shape[0]):
             r, b = tmpl[kind[k]].record, base[k]
-            records.append(CollectiveBatch(cids[k:k + 1], r.op, r.algorithm, rows[k:k + 1], r.size,
-                                           r.start_nodes[None, :] + b, r.done_nodes[None, :] + b,
-                                           r.flows[None, :] + b, r.job))
+            records.append((np.arange(k, k + 1), CollectiveBatch(None, r.op, r.algorithm, None, r.size,
+                                                                 r.start_nodes[None, :] + b,
+                                                                 r.done_nodes[None, :] + b, r.flows[None, :] + b,
+                                                                 r.job)))
     if len(edges) == 1:
         children, parents = edges[0][1].ravel(), edges[0][2].ravel()
     else:                                                   # row by row
@@ -804,5 +831,4 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
         order = np.argsort(row, kind="stable")
         children = np.concatenate([c.ravel() for _, c, _ in edges])[order]
         parents = np.concatenate([p.ravel() for _, _, p in edges])[order]
-    g.extend(cols, children, parents)
-    return records
+    return _Layout(cols, cid_row, children, parents, records)
