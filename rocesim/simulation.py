@@ -314,7 +314,7 @@ class Simulation:
     ESTIMATE_FROM = 0.02         # fraction of a large workload built before `estimate_workloads` stops it
     ESTIMATE_ABOVE = 1_000_000   # nodes a workload must be projected to have for that
 
-    def workload_progress(self, what: str, nodes: int, fraction: float) -> None:
+    def workload_progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
         """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if
         the projected whole would not fit the memory limit (when running, from a tenth on: a
         projection from less may overshoot); with `estimate_workloads` (as `rocesim check`
@@ -323,7 +323,7 @@ class Simulation:
         if fraction < 0.1 and not self.estimate_workloads:
             return
         projected = int(nodes / max(fraction, 1e-9))
-        self.memory.flows("iterations", f"{what} (projected from its first {fraction:.0%})", self.n_flows,
+        self.memory.flows("iterations", f"{what} (projected from its first {fraction:.0%}{hint})", self.n_flows,
                           projected)
         if self.estimate_workloads and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
             raise WorkloadEstimated(projected)

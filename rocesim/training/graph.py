@@ -135,12 +135,12 @@ class WorkloadEstimated(Exception):
 
 class Progress:
     """A workload generator's progress report: every `step` of `total` units (stage passes
-    or layer passes), `report(what, nodes so far, fraction done)` (e.g.
+    or layer passes), `report(what, nodes so far, fraction done, hint)` (e.g.
     `Simulation.workload_progress`), so that a graph too large is refused, and sized by
     `rocesim check`, from its first part."""
 
-    def __init__(self, report, what: str, total: int, steps: int = 100):
-        self.report, self.what, self.total = report, what, max(int(total), 1)
+    def __init__(self, report, what: str, total: int, steps: int = 100, hint: str = ""):
+        self.report, self.what, self.total, self.hint = report, what, max(int(total), 1), hint
         self.step = max(1, self.total // steps)
         self.done = 0
 
@@ -148,7 +148,7 @@ class Progress:
         before = self.done // self.step
         self.done += units
         if self.report is not None and self.done // self.step != before and self.done < self.total:
-            self.report(self.what, nodes, self.done / self.total)
+            self.report(self.what, nodes, self.done / self.total, self.hint)
 
 
 @dataclass

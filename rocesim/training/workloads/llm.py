@@ -492,7 +492,8 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
 
     boundary = act // tpcp                                          # per rank, per micro-batch
     passes = Progress(progress, f"{iterations:,} iterations of {model.name} training",
-                      iterations * par.pp * 2 * model.micro_batches)
+                      iterations * par.pp * 2 * model.micro_batches,
+                      hint="" if tp_form or model.experts or par.tp < 2 else "; the workload key fold_tp shrinks it")
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of {model.name} training", g.n * iterations)

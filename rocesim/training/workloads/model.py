@@ -204,7 +204,8 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     wl = workload
     # progress in layer passes (each stage runs every layer forward and backward)
     b.progress = Progress(progress, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
-                          iterations * wl.pp * 2 * len(wl.layers))
+                          iterations * wl.pp * 2 * len(wl.layers),
+                          hint="" if b.fold and fold_dp else "; the workload keys fold_tp and fold_dp shrink it")
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of workload {wl.name or 'layers'}", b.g.n * iterations)
