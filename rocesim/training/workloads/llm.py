@@ -319,6 +319,8 @@ LLM_PRESETS = {
         cp=count(1, "default context parallelism"), **compute_settings("A100", 0.48))),
     **{name: Preset(full_size(name), full_size_section(name)) for name in FULL},
 }
+
+
 def tp_foldable(platform, model: LLM, ranks, par: Parallelism, algorithm: str, chunks: int, nccl) -> dict | None:
     """When the ranks of every TP group can run as one stream with the same times (`llm_graph`'s
     `fold_tp`): a dense model (no experts: an all-to-all starts rank by rank) without CP,

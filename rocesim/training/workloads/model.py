@@ -178,7 +178,7 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     `fold_tp` (large jobs in flow mode), when every model-parallel (mp) group sits inside
     one server: the ranks of each mp group run as one stream (one compute or delay node
     per group and step) and each mp collective with a closed form inside the server
-    (`collectives.closed_form`) is one node of that duration.  It gives every rank the
+    (`collectives.closed_form_rows`) is one node of that duration.  It gives every rank the
     times it would have when whatever makes the ranks of an mp group differ (collectives
     of other groups, transfers between stages) is followed by an mp collective before
     the next communication of another group, as in AICB's files; otherwise a rank waits
