@@ -21,6 +21,9 @@ records its CPU seconds and peak RSS in `extra_info`, with what else it measures
 * one iteration of Llama 3 70B on 1024 GPUs (scenarios/platforms/llama3_70b_1024.yaml:
   TP 8 x PP 8 x DP 16, 64 micro-batches, packet level): CPU seconds, peak RSS, crossings;
 * one iteration of each full-size LLM preset on 64 GPUs (one micro-batch): CPU seconds.
+* one iteration in flow mode of SimAI's GPT-13B, the 1024-GPU GPT and Llama 3 70B (also with
+  fold_tp), SimAI's 9,216-GPU MoE example and Llama 3 405B on 16,384 GPUs: the whole
+  process's CPU seconds and peak RSS.
 
 A case asserts only that it did its work (all flows done, every row written); its figures
 go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
@@ -291,19 +294,29 @@ FLOW_CASES = {   # scenario -> the --set overrides of its quick (CI smoke) form
     "gpt_1024": ["topology.servers=8", "topology.servers_per_pod=8", "traffic[0].params={layers: 4, micro_batches: 2}"],
     "llama3_70b_1024": ["topology.servers=8", "topology.servers_per_pod=8",
                         "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"],
+    # quick: AICB's Llama 7B (TP 2) on 64 GPUs, 4 of its 32 data-parallel replicas simulated
+    "simai_moe_9216": ["topology.servers=8", "topology.servers_per_pod=8", "traffic[0].fold_dp=4",
+                       "traffic[0].model={simai: ../../validation/reference/simai/workloads/"
+                       "L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1_A100.txt}"],
+    "llama3_405b_16k": ["topology.servers=16", "topology.servers_per_pod=4", "topology.pods_per_block=2",
+                        "topology.cores=8", "traffic[0].parallelism={tp: 8, pp: 2}",
+                        "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"],
 }
 
 
-@pytest.mark.parametrize("name", list(FLOW_CASES))
+@pytest.mark.parametrize("name", [*FLOW_CASES, "llama3_70b_1024:fold_tp"])   # (with each TP group one stream)
 def test_flow_mode_iteration(benchmark, tmp_path, name):
     """One training iteration in flow mode (`--mode flow`: fluid flows, NCCL's collectives as
-    streams): the whole `rocesim run` process's CPU seconds and peak RSS, and the iteration."""
-    scen = os.path.join(os.path.dirname(HERE), "scenarios", "platforms", f"{name}.yaml")
-    quick = [a for s in FLOW_CASES[name] for a in ("--set", s)] if QUICK else []
+    streams): the whole `rocesim run` process's CPU seconds and peak RSS, and the iteration.
+    The 9,216- and 16,384-GPU cases fold what their scenario files say (fold_tp, fold_dp)."""
+    base, _, variant = name.partition(":")                 # scenario[:variant], the variant a --set of its own
+    scen = os.path.join(os.path.dirname(HERE), "scenarios", "platforms", f"{base}.yaml")
+    sets = (FLOW_CASES[base] if QUICK else []) + ([f"traffic[0].{variant}=true"] if variant else [])
+    quick = [a for s in sets for a in ("--set", s)]
     cpu, rss = benchmark.pedantic(lambda: rocesim_run(scen, tmp_path / "out", tmp_path, "--mode", "flow", "--no-plot",
                                                       *quick), rounds=1, iterations=1)
     it = json.load(open(tmp_path / "out" / "summary.json"))
     benchmark.extra_info.update(cpu_s=round(cpu, 2), peak_rss_mb=round(rss, 1), core_cpu_s=it["cpu_s"],
                                 nodes=it["flows_total"], iteration_ms=round((it.get("iteration_mean_ns") or 0) / 1e6, 3))
     assert it["mode"] == "flow"
-    assert it["flows_completed"] == it["flows_total"] or (QUICK and "stop=20ms" in FLOW_CASES[name])
+    assert it["flows_completed"] == it["flows_total"] or (QUICK and "stop=20ms" in FLOW_CASES[base])

@@ -31,8 +31,8 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.results import Results
 from rocesim.results.sampling import Sampler
-from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.collectives import DEFAULT_ALGORITHM, Collectives, append_collective
+from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo, WorkloadEstimated
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.run_loop import RunLoop
 from rocesim.run_progress import RunProgress
@@ -134,7 +134,10 @@ class Simulation:
         self._overrides = _parse_overrides(routes or [])
         self._flows = _FlowColumns()
         self.faults = []             # rocesim.network.faults.Fault, in the order added
-        self.collectives = []        # CollectiveRecord of every collective added
+        self.collectives = Collectives()     # CollectiveRecord of every collective added (kept in batches)
+        # `rocesim check`: large workloads sized from their first part, not built (workload_progress)
+        self.estimate_workloads = False
+        self.estimated_nodes = 0
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
@@ -256,10 +259,12 @@ class Simulation:
         self._flows.append(src=src, dst=dst, size=size, start=graph.column("start"), prio=prio,
                            compute=compute, delay=graph.column("delay"), tag=graph.column("tag"),
                            collective=graph.column("collective"), iteration=graph.column("iteration"))
-        children, parents = graph.edges()
+        children, parents = graph.edges(np.int32)
         if children.size:
             # ids of this graph's own nodes: int32 halves what a million-flow graph keeps
-            self._flows.edges.append(((children + offset).astype(np.int32), (parents + offset).astype(np.int32)))
+            children += np.int32(offset)
+            parents += np.int32(offset)
+            self._flows.edges.append((children, parents))
         return offset
 
     def add_collective(self, op, algorithm=None, ranks="all", size="1MB", *, chunks=1,
@@ -294,9 +299,9 @@ class Simulation:
         first_iteration, first_collective = len(self.iterations), len(self.collectives)
         workload.graph.offset_ids(first_iteration, first_collective)
         offset = self.add_graph(workload.graph)
-        collectives = [r.shifted(offset, first_collective) for r in workload.collectives]
+        collectives = Collectives(workload.collectives).shifted(offset, first_collective)
         iterations = list(range(first_iteration, first_iteration + workload.iterations))
-        self.collectives.extend(collectives)
+        self.collectives.extend(collectives.parts())
         self.iterations.extend(iterations)
         self.iteration_jobs.update({i: workload.job for i in iterations})
         return TrainingInfo(iterations, collectives)
@@ -305,6 +310,23 @@ class Simulation:
         """Refuse a workload of `nodes` flows and compute steps that would not fit the memory
         limit (the generators call it once their first iteration is built)."""
         self.memory.flows("iterations", what, self.n_flows, nodes)
+
+    ESTIMATE_FROM = 0.02         # fraction of a large workload built before `estimate_workloads` stops it
+    ESTIMATE_ABOVE = 1_000_000   # nodes a workload must be projected to have for that
+
+    def workload_progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
+        """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if
+        the projected whole would not fit the memory limit (when running, from a tenth on: a
+        projection from less may overshoot); with `estimate_workloads` (as `rocesim check`
+        sets it) from the start, and stop a large one (raise `WorkloadEstimated`) once it
+        has built ESTIMATE_FROM of itself."""
+        if fraction < 0.1 and not self.estimate_workloads:
+            return
+        projected = int(nodes / max(fraction, 1e-9))
+        self.memory.flows("iterations", f"{what} (projected from its first {fraction:.0%}{hint})", self.n_flows,
+                          projected)
+        if self.estimate_workloads and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
+            raise WorkloadEstimated(projected)
 
     def flow_column(self, name: str, dtype, default=0) -> np.ndarray:
         """One column of every flow added so far (src, dst, size, start, prio, tag, dport,

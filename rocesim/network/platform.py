@@ -240,13 +240,19 @@ def _nics(gpus, nics) -> tuple[int, int]:
 
 def rail_optimized(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, nics_per_server=None,
                    servers_per_pod=None, spines=None, oversubscription=1.0, fabric_rate=None,
-                   fabric_delay=None) -> Platform:
-    """A rail-optimized two-tier fabric: in each pod of ``servers_per_pod`` servers, NIC ``n``
-    of every server links to the pod's leaf of rail ``n``; every leaf links to every spine.
+                   fabric_delay=None, pods_per_block=None, cores=None) -> Platform:
+    """A rail-optimized fabric: in each pod of ``servers_per_pod`` servers, NIC ``n`` of every
+    server links to the pod's leaf of rail ``n``; every leaf links to every spine (two tiers).
 
-    Numbering: NIC hosts server-major, then leaves (pod by pod, rail by rail), then spines.
-    ``spines`` defaults to what gives each leaf ``oversubscription`` : 1 of down- to
-    uplink capacity (one link per spine). Fabric rate and delay default to the NIC's.
+    Three tiers with ``pods_per_block``: the pods form blocks of that many, each block has
+    its own ``spines`` spines joined to every leaf of the block, and ``cores`` core switches
+    in one plane per spine index (``cores / spines`` each; default: as many as a spine has
+    leaves below it, 1:1) join spine ``j`` of every block to every core of plane ``j``.
+
+    Numbering: NIC hosts server-major, then leaves (pod by pod, rail by rail), then spines
+    (block by block), then cores (plane by plane).  ``spines`` defaults to what gives each
+    leaf ``oversubscription`` : 1 of down- to uplink capacity (one link per spine). Fabric
+    rate and delay default to the NIC's.
     """
     S = _count(servers, "servers")
     G, N = _nics(gpus_per_server, nics_per_server)
@@ -262,20 +268,41 @@ def rail_optimized(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, n
         spines = max(1, math.ceil(per_pod * nic_rate / (oversubscription * fabric_rate) - 1e-9))
     n_spines = _count(spines, "spines")
     pods = S // per_pod
-    topo = topo_mod.Topology(S * N, name=f"rail_optimized({S}x{G}, {pods} pods, {n_spines} spines)")
+    per_block = pods if pods_per_block is None else _count(pods_per_block, "pods_per_block")
+    if pods % per_block:
+        raise ScenarioError("pods_per_block", f"{per_block} does not divide the {pods} pods")
+    blocks = pods // per_block
+    if cores is not None and pods_per_block is None:
+        raise ScenarioError("cores", "a core tier needs pods_per_block (the pods under one set of spines)")
+    per_plane = per_block * N if cores is None else _count(cores, "cores") // n_spines
+    if cores is not None and cores % n_spines:
+        raise ScenarioError("cores", f"{cores} cores do not make one plane of equal size per spine ({n_spines})")
+    tiers = 3 if pods_per_block is not None else 2
+    name = f"{pods} pods, {n_spines} spines" + (f" per block of {per_block} pods, {n_spines * per_plane} cores"
+                                                 if tiers == 3 else "")
+    topo = topo_mod.Topology(S * N, name=f"rail_optimized({S}x{G}, {name})")
     leaves = np.asarray(topo.add_switches(pods * N))
-    spine_ids = topo.add_switches(n_spines)
+    spine_ids = np.asarray(topo.add_switches(n_spines * (blocks if tiers == 3 else 1))).reshape(-1, n_spines)
     for host in range(S * N):
         s, n = divmod(host, N)
         topo.add_link(host, int(leaves[(s // per_pod) * N + n]), nic_rate, nic_delay)
-    for leaf in leaves:
-        for spine in spine_ids:
-            topo.add_link(int(leaf), spine, fabric_rate, fabric_delay)
+    for i, leaf in enumerate(leaves):
+        for spine in spine_ids[i // (per_block * N) if tiers == 3 else 0]:
+            topo.add_link(int(leaf), int(spine), fabric_rate, fabric_delay)
+    if tiers == 3:
+        core_ids = np.asarray(topo.add_switches(n_spines * per_plane)).reshape(n_spines, per_plane)
+        for block in spine_ids:
+            for j, spine in enumerate(block):
+                for core in core_ids[j]:
+                    topo.add_link(int(spine), int(core), fabric_rate, fabric_delay)
     topo.validate()
     ratio = per_pod * nic_rate / (n_spines * fabric_rate)
+    notes = {"leaves": len(leaves), "spines": spine_ids.size, "pods": pods, "oversubscription": f"{ratio:g}:1"}
+    if tiers == 3:
+        notes.update(blocks=blocks, cores=n_spines * per_plane,
+                     core_oversubscription=f"{per_block * N / per_plane:g}:1")
     return Platform(topo, S, G, N, scale_up, "rail_optimized", pods=pods, uplink_share=min(1.0, 1 / ratio),
-                    notes={"leaves": len(leaves), "spines": n_spines, "pods": pods,
-                           "oversubscription": f"{ratio:g}:1"})
+                    notes=notes)
 
 
 def rail_only(servers, gpus_per_server, nic_rate, nic_delay, scale_up, *, nics_per_server=None) -> Platform:

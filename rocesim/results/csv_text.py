@@ -38,7 +38,8 @@ def _column(a: np.ndarray):
         return _FLOAT, a.astype(np.float64, copy=False)
     if kind in "iu":                      # beyond int64: Python's digits
         return _TEXT, [str(int(x)).encode() for x in a]
-    return _TEXT, [_quote(str(x)).encode() for x in a]
+    cell = {}                             # each distinct value quoted once (ops, algorithms, jobs repeat)
+    return _TEXT, [cell[x] if x in cell else cell.setdefault(x, _quote(str(x)).encode()) for x in a.tolist()]
 
 
 def write_csv(path, cols: dict) -> None:

@@ -45,8 +45,12 @@ def iteration_breakdown(flows, iterations) -> dict:
         ss = np.concatenate([s[c], s[~c], s[~c]])
         ee = np.concatenate([e[c], e[~c], e[~c]])
         kind = np.concatenate([np.ones(c.sum(), bool), np.zeros(2 * (~c).sum(), bool)])
+        del s, e, c, src, dst, sel                # (a node's worth each: a large run's peak is here)
         order = np.argsort(host, kind="stable")
-        host, ss, ee, kind = host[order], ss[order], ee[order], kind[order]
+        host, kind = host[order], kind[order]
+        ss = ss[order]
+        ee = ee[order]
+        del order
         bounds = np.flatnonzero(np.diff(host)) + 1
         per_host = []
         for h_s, h_e, h_k in zip(np.split(ss, bounds), np.split(ee, bounds), np.split(kind, bounds)):

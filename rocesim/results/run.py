@@ -365,19 +365,22 @@ def _collective_table(records, flows) -> dict | None:
     start, rx = flows["start_ns"], flows["start_ns"] + flows["rx_fct_ns"]
     out = {k: [] for k in ("collective_id", "op", "algorithm", "ranks", "size_bytes", "start_ns",
                            "finish_ns", "duration_ns", "job")}
-    for r in records:
-        nodes = np.concatenate([r.start_nodes, r.flows, r.done_nodes])
-        s, f = np.fmin.reduce(start[r.start_nodes]), np.max(rx[nodes])     # NaN if unfinished
-        out["collective_id"].append(r.id)
-        out["op"].append(r.op)
-        out["algorithm"].append(r.algorithm)
-        out["ranks"].append(len(r.ranks))
-        out["size_bytes"].append(r.size)
+    # records, or batches of them (rows of node ids: `training.collectives.CollectiveBatch`)
+    for r in (records.parts() if hasattr(records, "parts") else records):
+        first, every = np.atleast_2d(r.start_nodes), np.atleast_2d(r.flows)
+        nodes = np.concatenate([first, every, np.atleast_2d(r.done_nodes)], axis=1)
+        s, f = np.fmin.reduce(start[first], axis=1), np.max(rx[nodes], axis=1)     # NaN if unfinished
+        m = s.size
+        out["collective_id"].append(np.atleast_1d(r.ids if hasattr(r, "ids") else r.id))
+        out["op"] += [r.op] * m
+        out["algorithm"] += [r.algorithm] * m
+        out["ranks"].append(np.full(m, np.shape(r.ranks)[-1]))
+        out["size_bytes"].append(np.full(m, r.size))
         out["start_ns"].append(s)
         out["finish_ns"].append(f)
         out["duration_ns"].append(f - s)
-        out["job"].append(r.job)
-    table = {k: np.asarray(v) for k, v in out.items()}
+        out["job"] += [r.job] * m
+    table = {k: np.asarray(v) if k in ("op", "algorithm", "job") else np.concatenate(v) for k, v in out.items()}
     job = table.pop("job")
     table["algbw_gbps"], table["busbw_gbps"] = bandwidths_gbps(table)
     table["job"] = job
@@ -400,6 +403,7 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     finish = np.maximum.reduceat(end[order], first)              # NaN if any node unfinished
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
     table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
+    del end, sel, order                          # (a node's worth each, while the breakdown runs)
     table.update(iteration_breakdown(flows, table))
     table["job"] = job
     return table

@@ -74,8 +74,10 @@ class Scenario:
     raw: dict = field(default_factory=dict)
 
 
-def build(raw: dict, base_dir=".") -> Scenario:
-    """Check a scenario mapping and build its Simulation (nothing runs yet)."""
+def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
+    """Check a scenario mapping and build its Simulation (nothing runs yet); with
+    `estimate_workloads` (`rocesim check`) a large workload is sized from its first part
+    and not built (`Simulation.workload_progress`)."""
     check_depth(raw)
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
     top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k) for k in ("name", "seed", "stop", "mode")}
@@ -86,6 +88,7 @@ def build(raw: dict, base_dir=".") -> Scenario:
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],
                      flow=raw.get("flow"))
+    sim.estimate_workloads = estimate_workloads
     # faults and outputs before the traffic: what the mode refuses is refused before a workload is built
     faults = raw.get("faults") or []
     if not isinstance(faults, list):
@@ -101,10 +104,11 @@ def build(raw: dict, base_dir=".") -> Scenario:
     return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw)
 
 
-def load(path, overrides=()) -> Scenario:
-    """Read, override (`key.path=value` strings, values in YAML syntax), check and build."""
+def load(path, overrides=(), estimate_workloads=False) -> Scenario:
+    """Read, override (`key.path=value` strings, values in YAML syntax), check and build
+    (`estimate_workloads`: see `build`)."""
     raw = apply_overrides(read(path), overrides)
-    return build(raw, os.path.dirname(os.path.abspath(path)))
+    return build(raw, os.path.dirname(os.path.abspath(path)), estimate_workloads)
 
 
 def _memory(limits) -> MemoryLimit:

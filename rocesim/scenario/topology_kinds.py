@@ -93,7 +93,11 @@ TOPOLOGY = Kinds(
                            spines=Setting(Integer(1), None, "spine switches (or oversubscription)"),
                            oversubscription=Setting(Number(0.0), None, "leaf down:up capacity, which sets the spines "
                                                                         "(default 1)"),
-                           fabric_link=Setting(LINK, None, "leaf-spine links (default: nic_link)")),
+                           fabric_link=Setting(LINK, None, "leaf-spine links (default: nic_link)"),
+                           pods_per_block=Setting(Integer(1), None, "three tiers: pods under one set of spines "
+                                                                      "(`spines` per block; default: two tiers)"),
+                           cores=Setting(Integer(1), None, "three tiers: core switches, one plane of cores / spines "
+                                                             "per spine index (default: 1:1 above the spines)")),
     rail_only=Section("rail-only servers: one switch per rail, no spine (Wang et al. 2023)", **_rails()),
     astra_sim=Section("an ASTRA-sim 2.0 network file as a rail_only or rail_optimized platform",
                       path=Setting(Path(), REQUIRED, "the network file (topology, npus_count, bandwidth, latency)"),
@@ -177,7 +181,7 @@ def _rail_optimized(v, key, memory):
                              _scale_up(v["scale_up"]), nics_per_server=v["nics_per_server"],
                              servers_per_pod=v["servers_per_pod"], spines=v["spines"],
                              oversubscription=v["oversubscription"] or 1.0, fabric_rate=fabric["rate"],
-                             fabric_delay=fabric["delay"])
+                             fabric_delay=fabric["delay"], pods_per_block=v["pods_per_block"], cores=v["cores"])
 
 
 def _rail_only(v, key, memory):

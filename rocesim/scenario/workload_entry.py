@@ -17,6 +17,7 @@ from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Sectio
                               show)
 from rocesim.training import workloads
 from rocesim.training.collectives import ALGORITHMS
+from rocesim.training.graph import WorkloadEstimated
 from rocesim.training.jobs import PLACEMENTS, place
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import Parallelism
@@ -67,12 +68,32 @@ WORKLOAD = Section(
     pxn=Setting(Boolean(), None, "rail-aligned forwarding for the job's transfers (NCCL's PXN); default true "
                                  "(NCCL's default since 2.12), false for SimAI files (SimAI's AS_PXN_ENABLE is "
                                  "off by default)"),
+    fold_tp=Setting(Boolean(), False, "LLM presets, layer models, ASTRA-sim and SimAI files: run the ranks of each "
+                                      "TP (model-parallel) group as one stream, one compute node per group and "
+                                      "step, each TP collective with a closed form inside a server one node of "
+                                      "its duration, when every TP group sits inside one server (LLM presets: "
+                                      "dense models only; otherwise it does nothing): the same times in many "
+                                      "times fewer nodes, for flow-mode runs of large jobs; the flows' ids "
+                                      "change, hence their ECMP paths"),
+    fold_dp=Setting(Integer(0), 0, "layer models, ASTRA-sim and SimAI files: simulate only this many data-parallel "
+                                   "replicas per stage (a multiple of ep dividing dp; 0: all): the others run as "
+                                   "them, their TP and EP collectives and stage transfers left out of the fabric "
+                                   "(assumed not to slow the simulated ones down), the data-parallel gradients "
+                                   "simulated on every rank; collectives.csv lists the simulated groups only"),
 )
 
 
 def add_workload(sim, v, key, base_dir, index, ranks_of):
     """Add a resolved workload entry `v` (WORKLOAD) to `sim`; `ranks_of(value, key)` reads
-    a ranks list against the platform."""
+    a ranks list against the platform.  With `sim.estimate_workloads` a large workload is
+    only sized (`Simulation.workload_progress`): its projected nodes go to `sim.estimated_nodes`."""
+    try:
+        _add_workload(sim, v, key, base_dir, index, ranks_of)
+    except WorkloadEstimated as e:
+        sim.estimated_nodes += e.nodes
+
+
+def _add_workload(sim, v, key, base_dir, index, ranks_of):
     model = v["model"]
     llm = isinstance(model, str) and model in LLM_PRESETS
     simai = isinstance(model, dict) and set(model) == {"simai"}
@@ -91,7 +112,12 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
     # (validation/reference/simai/RUNS.md): SimAI files run without PXN unless told
     pxn = v["pxn"] if v["pxn"] is not None else (PXN_DEFAULT and not simai)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
-                  start=v["start"], tag=index, job=job, pxn=pxn)
+                  start=v["start"], tag=index, job=job, pxn=pxn, fold_tp=v["fold_tp"])
+    if llm or (isinstance(model, dict) and set(model) == {"chakra"}):
+        if v["fold_dp"]:
+            raise ScenarioError(f"{key}.fold_dp", "only layer models, ASTRA-sim and SimAI files take it")
+    else:
+        common["fold_dp"] = v["fold_dp"]
     if llm:
         return _llm(sim, v, key, model, ranks, common)
     if isinstance(model, str):
@@ -112,6 +138,9 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
         if not isinstance(prefix, str):
             raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
         prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
+        if v["fold_tp"]:
+            raise ScenarioError(f"{key}.fold_tp", "Chakra traces have no TP groups to fold")
+        common.pop("fold_tp")
         add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, v["iterations"], **common)
         return
     else:

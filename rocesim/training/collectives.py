@@ -46,6 +46,7 @@ per-step latency alpha; Thakur et al., IJHPCA 2005):
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
+from rocesim.training.graph import COLUMNS, Graph
 from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream,
                                    nccl_slice_estimate, nccl_tree, nccl_tree_stream, nvls_in_server_ps, tree_chunks,
                                    tree_streams)
@@ -118,6 +120,97 @@ class CollectiveRecord:
         return CollectiveRecord(self.id + ids, self.op, self.algorithm, self.ranks, self.size,
                                 self.start_nodes + offset, self.done_nodes + offset, self.flows + offset,
                                 self.job)
+
+
+@dataclass
+class CollectiveBatch:
+    """One collective on several groups at once, as `CollectiveRecord`s row by row: row k is
+    collective `ids[k]` on `ranks[k]`, with its start, done and other nodes in row k of
+    `start_nodes`, `done_nodes` and `flows` (the records of a large job, without a Python
+    object per collective)."""
+
+    ids: np.ndarray            # (m,)
+    op: str
+    algorithm: str
+    ranks: np.ndarray          # (m, p)
+    size: int
+    start_nodes: np.ndarray    # (m, a)
+    done_nodes: np.ndarray     # (m, b)
+    flows: np.ndarray          # (m, f), each row sorted
+    job: str = ""
+
+    def __len__(self) -> int:
+        return self.ids.size
+
+    def record(self, k: int) -> CollectiveRecord:
+        """Row k as a record."""
+        return CollectiveRecord(int(self.ids[k]), self.op, self.algorithm, self.ranks[k], self.size,
+                                self.start_nodes[k], self.done_nodes[k], self.flows[k], self.job)
+
+    def rows(self, name: str) -> np.ndarray:
+        """The (m, .) array of `start_nodes`, `done_nodes` or `flows`."""
+        return getattr(self, name)
+
+    def shifted(self, offset: int, ids: int = 0) -> "CollectiveBatch":
+        """The batch once its graph's node ids start at `offset` and collective ids at `ids`."""
+        return CollectiveBatch(self.ids + ids, self.op, self.algorithm, self.ranks, self.size,
+                               self.start_nodes + offset, self.done_nodes + offset, self.flows + offset, self.job)
+
+
+class Collectives:
+    """A sequence of `CollectiveRecord`s kept as records and `CollectiveBatch`es (its parts):
+    indexing and iterating give records, `parts()` what it holds."""
+
+    def __init__(self, parts=()):
+        self._parts: list = []
+        self._ends: list[int] = []
+        self.extend(parts.parts() if isinstance(parts, Collectives) else parts)
+
+    def append(self, part) -> None:
+        """Add a record or a batch."""
+        self._parts.append(part)
+        self._ends.append((self._ends[-1] if self._ends else 0) + (len(part) if isinstance(part, CollectiveBatch)
+                                                                    else 1))
+
+    def extend(self, parts) -> None:
+        """Add records and batches, in order."""
+        for part in parts:
+            self.append(part)
+
+    def parts(self) -> list:
+        """The records and batches held, in order."""
+        return self._parts
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError("collective index out of range")
+        k %= n
+        i = bisect.bisect_right(self._ends, k)
+        part = self._parts[i]
+        return part.record(k - (self._ends[i - 1] if i else 0)) if isinstance(part, CollectiveBatch) else part
+
+    def __iter__(self):
+        for part in self._parts:
+            if isinstance(part, CollectiveBatch):
+                yield from (part.record(k) for k in range(len(part)))
+            else:
+                yield part
+
+    def shifted(self, offset: int, ids: int = 0) -> "Collectives":
+        """Every part once the graph's node ids start at `offset` and collective ids at `ids`."""
+        return Collectives(p.shifted(offset, ids) for p in self._parts)
+
+
+def node_rows(parts, name: str) -> np.ndarray:
+    """`start_nodes` or `done_nodes` of records and batches, one row per collective."""
+    return np.concatenate([p.rows(name) if isinstance(p, CollectiveBatch) else getattr(p, name)[None, :]
+                           for p in parts])
 
 
 def _hosts_for(ranks) -> Platform:
@@ -445,21 +538,10 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
-def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
-                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=PXN_DEFAULT,
-                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
-    """Append a collective to Graph `g`; returns its record (graph-local ids).
-
-    `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
-    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first
-    (NCCL's PXN, on by default as in NCCL).
-    A collective inside one server takes its fluid closed form when it has one
-    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
-    `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
-    the nccl_* algorithms.
-    The start nodes are roots starting at `start` unless the caller makes them depend on
-    other nodes (`g.depend(record.start_nodes, ...)`).
-    """
+def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl):
+    """A collective's inputs checked and its plan: (ranks, algorithm (auto resolved), chunks,
+    pieces each transfer is cut into, lanes (channels), whether NCCL's tree runs as
+    streams, the NCCL settings)."""
     if op not in ALGORITHMS:
         raise ScenarioError("op", f"unknown collective {op!r}; valid: {', '.join(ALGORITHMS)}")
     if algorithm not in ALGORITHMS[op]:
@@ -481,20 +563,70 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     if algorithm.startswith("hierarchical") or algorithm in ("dimensional", "themis"):
         smallest //= 2 * max(platform.gpus_per_server if platform is not None else 1, group_size or 1)
     chunks = max(1, min(chunks, smallest))                 # no empty chunk
-    per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
+    per_dimension = algorithm in ("dimensional", "themis")
     nccl = NcclConfig.resolve(nccl)
-    pieces, lanes = chunks, 1                               # what each transfer is cut into; channels
+    pieces, lanes, stream = chunks, 1, False                # what each transfer is cut into; channels
     if algorithm == "nccl_tree":                            # NCCL cuts its own chunks and slices
         pieces, lanes = tree_chunks(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
         stream = tree_streams(platform if platform is not None else _hosts_for(ranks), ranks, size, nccl)
         pieces = 1 if stream else pieces
     elif per_dimension or algorithm == "nccl_ring":         # (dimensional: chunks scheduled one by one)
         pieces = 1
+    return ranks, algorithm, chunks, pieces, lanes, stream, nccl
+
+
+def _step_latency(algorithm, nccl) -> int:
+    """NCCL's per-step software latency (ps) that a closed form inside one server counts."""
+    return nccl.step_latency if algorithm in ("nccl_ring", "nccl_nvls") else 0
+
+
+def closed_form(op, algorithm, ranks, size, *, platform, chunks=1, nccl=None) -> tuple[str, int] | None:
+    """(algorithm, duration in ps) when `append_collective` builds the collective on `ranks`
+    of `platform` in its closed form (inside one server, `_in_server_ps`), else None."""
+    ranks, algorithm, _, pieces, lanes, _, nccl = _plan(op, algorithm, ranks, size, chunks, None, platform, nccl)
+    t = _Transfers(Graph(), ranks, pieces, DEFAULT_FLOW_PRIORITY, 0, -1, 0, platform, False, lanes)
+    ps = _in_server_ps(t, op, algorithm, size, _step_latency(algorithm, nccl))
+    return None if ps is None else (algorithm, ps)
+
+
+def closed_form_rows(op, algorithm, rows, size, *, platform, chunks=1, nccl=None) -> tuple[str, int] | None:
+    """The closed form (`closed_form`) of `op` on every row of `rows` (ranks, one group per
+    row), when each group sits in one server and every placement in a server gives the same
+    one (it depends on the local GPUs only); else None."""
+    rows = np.atleast_2d(np.asarray(rows, np.int64))
+    if (platform.server[rows] != platform.server[rows[:, :1]]).any():
+        return None
+    first: dict = {}                                         # a row of each placement
+    for k, local in enumerate(map(tuple, platform.local[rows].tolist())):
+        first.setdefault(local, k)
+    forms = {closed_form(op, algorithm, rows[k], size, platform=platform, chunks=chunks, nccl=nccl)
+             for k in first.values()}
+    return forms.pop() if len(forms) == 1 else None
+
+
+def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
+                   iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=PXN_DEFAULT,
+                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
+    """Append a collective to Graph `g`; returns its record (graph-local ids).
+
+    `ranks` are GPU ranks of `platform` (a `rocesim.network.platform.Platform`; None: ranks are
+    hosts).  `pxn` forwards transfers to other rails through the scale-up domain first
+    (NCCL's PXN, on by default as in NCCL).
+    A collective inside one server takes its fluid closed form when it has one
+    (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
+    `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
+    the nccl_* algorithms.
+    The start nodes are roots starting at `start` unless the caller makes them depend on
+    other nodes (`g.depend(record.start_nodes, ...)`).
+    """
+    ranks, algorithm, chunks, pieces, lanes, stream, nccl = _plan(op, algorithm, ranks, size, chunks, group_size,
+                                                                   platform, nccl)
+    p = ranks.size
+    per_dimension = algorithm in ("dimensional", "themis")  # chunks scheduled one by one, not pipelined
     t = _Transfers(g, ranks, pieces, prio, cid, iteration, tag, platform, pxn, lanes)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
-    step = nccl.step_latency if algorithm in ("nccl_ring", "nccl_nvls") else 0
-    fluid = _in_server_ps(t, op, algorithm, size, step) if closed_form else None
+    fluid = _in_server_ps(t, op, algorithm, size, _step_latency(algorithm, nccl)) if closed_form else None
     if fluid is not None:
         everyone = t.join([], 0)                    # when every rank has started (C = 1)
         g.depend(np.repeat(everyone, p), start_nodes)
@@ -535,3 +667,178 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
     return CollectiveRecord(cid, op, algorithm, ranks, int(size), start_nodes, done_nodes, flows, job)
+
+
+class Templates:
+    """Collectives built once and copied (`append_collectives`), for one platform.
+
+    A collective's graph depends on its ranks only through their servers' order, their
+    local GPU indices (hence their rails) and their NICs' rates and delays (`_Transfers`,
+    `nccl`, `trees`; ranks are numbered server-major, so the ranks' order follows). Two
+    groups with the same local indices position by position, whose servers come in the
+    same order, make the same graph up to the hosts, when every NIC has the same link:
+    it is built once, on the first such group, and copied with its hosts moved server by
+    server.  The dimensional and themis all-reduces (which also look at pods) and plain
+    topologies of differing hosts are built group by group."""
+
+    def __init__(self, platform: Platform):
+        self.platform = platform
+        topo = platform.topology
+        links = {(topo.host_rate(h), topo.host_delay(h)) for h in range(topo.n_hosts)}
+        self.uniform = len(links) <= 1
+        self.built: dict = {}                    # (options, shape) -> _Template
+        self.layouts: dict = {}                  # (options, rows) -> _Layout
+
+    def signatures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of ranks: (its key: local indices, then each position's server as its rank
+        among the row's servers; the row's servers in order; where each new one starts in that
+        sorted row)."""
+        pf = self.platform
+        server = pf.server[rows]
+        order = np.argsort(server, axis=1, kind="stable")
+        ordered = np.take_along_axis(server, order, axis=1)
+        new = np.ones(ordered.shape, bool)
+        new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        dense = np.empty_like(ordered)
+        np.put_along_axis(dense, order, np.cumsum(new, axis=1) - 1, axis=1)
+        return np.concatenate([pf.local[rows], dense], axis=1), ordered, new
+
+
+@dataclass
+class _Template:
+    """One collective's nodes and edges with ids from 0 and hosts as (server index in the
+    group's sorted servers, NIC of the server); the record's node ids."""
+
+    columns: dict
+    src_at: np.ndarray
+    dst_at: np.ndarray
+    nic_src: np.ndarray
+    nic_dst: np.ndarray
+    children: np.ndarray
+    parents: np.ndarray
+    record: CollectiveRecord
+
+
+def _template(templates, op, algorithm, ranks, size, ordered, new, **options) -> _Template:
+    """Build the collective on `ranks` into a graph of its own and describe it as a template."""
+    tg = Graph()
+    rec = append_collective(tg, op, algorithm, ranks, size, cid=0, **options)
+    cols = {name: tg.column(name) for name in COLUMNS}
+    servers = ordered[new]                                   # the group's servers, sorted
+    N = templates.platform.nics_per_server
+    at = {}
+    for side in ("src", "dst"):
+        server = cols[side] // N
+        i = np.searchsorted(servers, server)
+        if (i >= servers.size).any() or (servers[np.minimum(i, servers.size - 1)] != server).any():
+            raise AssertionError("a collective's node outside its ranks' servers")   # (cannot happen)
+        at[side] = (i, cols[side] % N)
+    children, parents = tg.edges()
+    return _Template(cols, at["src"][0], at["dst"][0], at["src"][1], at["dst"][1], children, parents, rec)
+
+
+def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templates | None = None, **options
+                       ) -> list:
+    """`append_collective(g, op, algorithm, row, size, cid=cids[k], **options)` for every row
+    `k` of `rows` (ranks, one group per row), in row order: the same nodes, ids and records
+    (as records and `CollectiveBatch`es, in row order);
+    the same edges, each node's children in the same order (the edges of all the groups
+    come first, in row order).  With `templates` (for the graph's platform) a group whose
+    collective has the same shape as an earlier one's (`Templates`) is copied from it
+    instead of built, and a call like an earlier one (the same rows and options) repeats it."""
+    rows = np.atleast_2d(np.asarray(rows, np.int64))
+    cids = np.asarray(cids, np.int64)
+    per_dim = algorithm in ("dimensional", "themis")
+    if templates is None or not templates.uniform or per_dim or options.get("platform") is not templates.platform:
+        return [append_collective(g, op, algorithm, row, size, cid=int(c), **options) for row, c in zip(rows, cids)]
+    fixed = (op, algorithm, int(size), NcclConfig.resolve(options.get("nccl")),
+             tuple(sorted((k, v) for k, v in options.items() if k not in ("nccl", "platform"))))
+    key = (fixed, rows.shape, rows.tobytes())
+    if key not in templates.layouts:
+        templates.layouts[key] = _layout(templates, fixed, op, algorithm, rows, size, options)
+    lay = templates.layouts[key]
+    n0 = g.n
+    cols = {name: np.where(lay.cid_row >= 0, cids[lay.cid_row], -1) if name == "collective" else v.copy()
+            for name, v in lay.columns.items()}
+    records = [CollectiveBatch(cids[which], r.op, r.algorithm, rows[which], r.size, r.start_nodes + n0,
+                               r.done_nodes + n0, r.flows + n0, r.job) for which, r in lay.records]
+    g.extend(cols, lay.children + n0, lay.parents + n0)
+    return records
+
+
+@dataclass
+class _Layout:
+    """What `append_collectives` appends for some rows, node ids from 0: the columns (the
+    collective's id left out: each node's row in `cid_row`, -1 for none), the edges, and
+    the records as (rows, a batch with row-relative ids)."""
+
+    columns: dict
+    cid_row: np.ndarray
+    children: np.ndarray
+    parents: np.ndarray
+    records: list
+
+
+def _layout(templates, fixed, op, algorithm, rows, size, options) -> _Layout:
+    """The `_Layout` of `rows`: each row's collective copied from the template of its shape."""
+    keys, ordered, new = templates.signatures(rows)
+    if (keys == keys[:1]).all():                          # (the usual case: one shape)
+        kind, first = np.zeros(len(keys), np.int64), np.zeros(1, np.int64)
+    else:
+        index: dict = {}
+        kind = np.array([index.setdefault(k.tobytes(), len(index)) for k in keys], np.int64)
+        first = np.unique(kind, return_index=True)[1]
+    tmpl = []
+    for f in first:
+        key = (fixed, keys[f].tobytes())
+        if key not in templates.built:
+            templates.built[key] = _template(templates, op, algorithm, rows[f], size, ordered[f], new[f], **options)
+        tmpl.append(templates.built[key])
+    sizes = np.array([t.columns["src"].size for t in tmpl], np.int64)[kind]
+    base = np.concatenate([[0], np.cumsum(sizes)[:-1]])     # where each row's nodes start
+    N = templates.platform.nics_per_server
+    cols = {name: np.empty(int(sizes.sum()), tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
+    edges = []
+    for u, t in enumerate(tmpl):
+        which = np.flatnonzero(kind == u)
+        at = base[which][:, None] + np.arange(t.columns["src"].size)
+        servers = ordered[which][:, new[first[u]]]           # per row: its servers, sorted
+        for name, v in t.columns.items():
+            if name == "src":
+                v = servers[:, t.src_at] * N + t.nic_src
+            elif name == "dst":
+                v = servers[:, t.dst_at] * N + t.nic_dst
+            elif name == "collective":
+                v = np.where(v >= 0, which[:, None], -1)      # the row, for its collective id
+            cols[name][at] = v
+        edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
+    cid_row = cols["collective"].astype(np.int64)           # (the column itself is filled per call)
+    # the records: one batch when every group's record has the same shape (the usual case)
+    shapes = {(t.record.algorithm, t.record.start_nodes.size, t.record.done_nodes.size, t.record.flows.size)
+              for t in tmpl}
+    if len(shapes) == 1:
+        r = tmpl[0].record
+        rec_rows = {name: np.empty((rows.shape[0], getattr(r, name).size), np.int64)
+                    for name in ("start_nodes", "done_nodes", "flows")}
+        for u, t in enumerate(tmpl):
+            which = np.flatnonzero(kind == u)
+            for name, out in rec_rows.items():
+                out[which] = getattr(t.record, name)[None, :] + base[which][:, None]
+        records = [(np.arange(rows.shape[0]), CollectiveBatch(None, r.op, r.algorithm, None, r.size, **rec_rows,
+                                                              job=r.job))]
+    else:
+        records = []
+        for k in range(rows.shape[0]):
+            r, b = tmpl[kind[k]].record, base[k]
+            records.append((np.arange(k, k + 1), CollectiveBatch(None, r.op, r.algorithm, None, r.size,
+                                                                 r.start_nodes[None, :] + b,
+                                                                 r.done_nodes[None, :] + b, r.flows[None, :] + b,
+                                                                 r.job)))
+    if len(edges) == 1:
+        children, parents = edges[0][1].ravel(), edges[0][2].ravel()
+    else:                                                   # row by row
+        row = np.concatenate([np.repeat(w, c.shape[1]) for w, c, _ in edges])
+        order = np.argsort(row, kind="stable")
+        children = np.concatenate([c.ravel() for _, c, _ in edges])[order]
+        parents = np.concatenate([p.ravel() for _, _, p in edges])[order]
+    return _Layout(cols, cid_row, children, parents, records)

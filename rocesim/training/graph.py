@@ -17,6 +17,7 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 # compact columns: a training run can hold millions of nodes
 _DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
                delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+COLUMNS = tuple(_DTYPES)          # a graph's node columns
 # pieces appended before the newest are merged into one array: a small numpy array costs
 # ~100 bytes of its own, more than the 46 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
@@ -27,8 +28,7 @@ class Graph:
     """Nodes (data flows and compute steps) and edges (child waits for parent)."""
 
     def __init__(self):
-        self._cols = {k: [] for k in ("src", "dst", "size", "start", "prio", "compute", "delay", "tag",
-                                      "collective", "iteration")}
+        self._cols = {k: [] for k in COLUMNS}
         self._edges: list[tuple[np.ndarray, np.ndarray]] = []
         self._merged = [0, 0]          # pieces of the columns, of the edges, already merged
         self.n = 0
@@ -36,12 +36,22 @@ class Graph:
     def _add(self, src, dst, size, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
         src = np.atleast_1d(np.asarray(src, np.int64))
         k = src.size
-        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        cols = {}
         for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
+            if isinstance(v, (int, np.integer)):              # (most columns of most calls)
+                cols[name] = np.full(k, v, _DTYPES[name])
+                continue
             v = np.asarray(v, _DTYPES[name])
-            self._cols[name].append(np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,))))
+            cols[name] = np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,)))
+        return self._append_columns(cols, k)
+
+    def _append_columns(self, cols: dict, k: int) -> np.ndarray:
+        """Append `k` nodes given as whole columns of the graph's dtypes; returns their ids."""
+        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        for name, v in cols.items():
+            self._cols[name].append(v)
         self.n += k
         first = self._merged[0]
         if len(self._cols["src"]) - first >= _MERGE:
@@ -49,6 +59,16 @@ class Graph:
                 parts[first:] = [np.concatenate(parts[first:])]
             self._merged[0] += 1
         return ids
+
+    def extend(self, columns: dict, children=(), parents=()) -> int:
+        """Append nodes given as whole columns (every column of the graph, arrays of one
+        length) and edges between graph ids (children[i] waits for parents[i]); returns the
+        id of the first new node."""
+        first = self.n
+        k = len(columns["src"])
+        self._append_columns({name: np.asarray(columns[name], _DTYPES[name]) for name in self._cols}, k)
+        self.depend(children, parents)
+        return first
 
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
               iteration=-1, start=0) -> np.ndarray:
@@ -66,13 +86,24 @@ class Graph:
     def depend(self, children, parents):
         """children[i] waits for parents[i] (arrays of ids, broadcast)."""
         c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))
-        if c.size:
-            self._edges.append((c.ravel().copy(), p.ravel().copy()))
+        if c.size:                     # kept as int32: a graph's ids are those of the core's flows
+            self._edges.append((c.ravel().astype(np.int32), p.ravel().astype(np.int32)))
             first = self._merged[1]
             if len(self._edges) - first >= _MERGE:
                 tail = self._edges[first:]
                 self._edges[first:] = [(np.concatenate([c for c, _ in tail]), np.concatenate([p for _, p in tail]))]
                 self._merged[1] += 1
+
+    def depend_rows(self, children, parents):
+        """children[i] waits for each distinct node of parents[i] (an array (len(children), k)
+        of ids; -1: none)."""
+        if parents.shape[1] > 1 and (parents == parents[:, :1]).all():     # (one stream of k ranks)
+            parents = parents[:, :1]
+        elif parents.shape[1] > 1:
+            parents = np.sort(parents, axis=1)
+            parents[:, 1:][parents[:, 1:] == parents[:, :-1]] = -1
+        ok = parents >= 0
+        self.depend(np.broadcast_to(np.asarray(children)[:, None], parents.shape)[ok], parents[ok])
 
     def offset_ids(self, iteration: int, collective: int) -> None:
         """Add `iteration` and `collective` to the nodes' non-negative iteration and
@@ -85,10 +116,39 @@ class Graph:
         parts = self._cols[name]
         return np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name])
 
-    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+    def edges(self, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+        """(children, parents): children[i] waits for parents[i]."""
         if not self._edges:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return (np.concatenate([c for c, _ in self._edges]), np.concatenate([p for _, p in self._edges]))
+            return np.zeros(0, dtype), np.zeros(0, dtype)
+        return (np.concatenate([c for c, _ in self._edges]).astype(dtype, copy=False),
+                np.concatenate([p for _, p in self._edges]).astype(dtype, copy=False))
+
+
+class WorkloadEstimated(Exception):
+    """Raised by `Simulation.workload_progress` when only an estimate of a workload's size
+    was asked for (`rocesim check`): `nodes` is its projected node count."""
+
+    def __init__(self, nodes: int):
+        super().__init__(nodes)
+        self.nodes = int(nodes)
+
+
+class Progress:
+    """A workload generator's progress report: every `step` of `total` units (stage passes
+    or layer passes), `report(what, nodes so far, fraction done, hint)` (e.g.
+    `Simulation.workload_progress`), so that a graph too large is refused, and sized by
+    `rocesim check`, from its first part."""
+
+    def __init__(self, report, what: str, total: int, steps: int = 100, hint: str = ""):
+        self.report, self.what, self.total, self.hint = report, what, max(int(total), 1), hint
+        self.step = max(1, self.total // steps)
+        self.done = 0
+
+    def advance(self, nodes: int, units: int = 1) -> None:
+        before = self.done // self.step
+        self.done += units
+        if self.report is not None and self.done // self.step != before and self.done < self.total:
+            self.report(self.what, nodes, self.done / self.total, self.hint)
 
 
 @dataclass

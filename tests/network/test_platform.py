@@ -260,3 +260,27 @@ def test_check_prints_the_platform(tmp_path, capsys):
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "4 servers x 8 GPUs = 32 ranks" in out and "rails: 8" in out and "bisection" in out
+
+
+def test_rail_optimized_three_tiers():
+    """Blocks of pods under their own spines, cores in one plane per spine index: the
+    counts, every leaf on its block's spines only, and a flow between blocks crossing leaf,
+    spine, core, spine, leaf completes."""
+    plat = pf.rail_optimized(8, 2, "100Gbps", "1us", ScaleUp(10**12, 10**6), servers_per_pod=2, pods_per_block=2)
+    t = plat.topology
+    leaves, spines, cores = 4 * 2, 2 * 2, 2 * 4          # 4 pods x 2 rails; 2 blocks x 2; 2 planes x (2 pods x 2 rails)
+    assert t.n_switches == leaves + spines + cores
+    assert t.n_links == 16 + leaves * 2 + spines * 4
+    assert plat.notes["blocks"] == 2 and plat.notes["core_oversubscription"] == "1:1"
+    first_spine = 16 + leaves
+    a, b = np.asarray(t.link_a), np.asarray(t.link_b)
+    up = (a >= 16) & (a < first_spine)                   # leaf -> spine links
+    assert set(zip(a[up] - 16, b[up] - first_spine)) == {(leaf, leaf // 4 * 2 + j) for leaf in range(8) for j in (0, 1)}
+    sim = Simulation(plat, mode="flow")
+    sim.add_flow(0, 15, 10**6)                           # server 0 rail 0 -> server 7 rail 1: another block
+    res = sim.run(progress=False)
+    assert res.summary["flows_completed"] == 1
+    with pytest.raises(ScenarioError, match="pods_per_block"):
+        pf.rail_optimized(8, 2, "100Gbps", "1us", ScaleUp(10**12, 10**6), servers_per_pod=2, pods_per_block=3)
+    with pytest.raises(ScenarioError, match="cores"):
+        pf.rail_optimized(8, 2, "100Gbps", "1us", ScaleUp(10**12, 10**6), servers_per_pod=2, cores=4)

@@ -4,8 +4,8 @@ Topologies, traffic, workloads and numbers, from YAML and the Python API alike."
 import pytest
 import yaml
 
-from helpers import LINK, cli_error, scenario_error, small_scenario, write_file
-from rocesim import memory
+from helpers import LINK, cli_error, scenario_error, small_scenario, write_file, write_scenario
+from rocesim import Simulation, memory
 from rocesim import scenario as sc
 from rocesim.errors import ScenarioError
 from rocesim.network import topology as topo_mod
@@ -119,3 +119,35 @@ def test_hpcc_file_declaring_huge_node_count(tmp_path):
 def test_huge_numbers_in_units(value):
     e = scenario_error(small_scenario(stop=value))
     assert e.key == "stop"
+
+
+GPT_64 = {"topology": {"kind": "rail_optimized", "servers": 8, "gpus_per_server": 8,
+                       "nic_link": {"rate": "400Gbps", "delay": "1us"}, "scale_up": {"rate": "3600Gbps", "delay": "1us"}},
+          "mode": "flow",
+          "traffic": [{"kind": "workload", "model": "gpt", "params": {"layers": 8, "micro_batches": 8},
+                       "parallelism": {"tp": 8, "pp": 4}, "iterations": 2}]}
+
+
+def test_check_sizes_a_large_workload_from_its_first_part(tmp_path, monkeypatch):
+    """`rocesim check` (estimate_workloads) stops a workload above ESTIMATE_ABOVE nodes once
+    it has built ESTIMATE_FROM of itself: its projected size is within a factor of 2 of the
+    whole's (here its first passes are forwards, the gradients' collectives come last), and
+    nothing of it is in the Simulation."""
+    path = write_scenario(tmp_path, GPT_64)
+    whole = sc.load(path).sim.n_flows
+    monkeypatch.setattr(Simulation, "ESTIMATE_ABOVE", 1000)
+    est = sc.load(path, estimate_workloads=True).sim
+    assert est.n_flows == 0 and whole / 2 < est.estimated_nodes < 2 * whole
+    monkeypatch.setattr(Simulation, "ESTIMATE_ABOVE", 10 * whole)          # small: built whole
+    small = sc.load(path, estimate_workloads=True).sim
+    assert small.n_flows == whole and small.estimated_nodes == 0
+
+
+def test_a_workload_too_large_is_refused_from_its_projection(tmp_path):
+    """Refused once a tenth of it is built (running) or at once (check), before the whole
+    graph exists, naming the projection."""
+    whole = sc.load(write_scenario(tmp_path, GPT_64)).sim.n_flows
+    raw = dict(GPT_64, limits={"memory": f"{memory.memory_estimate(64, 8, 128, whole // 4) // 10**6}MB"})
+    for estimate in (False, True):
+        with pytest.raises(ScenarioError, match="projected from its first"):
+            sc.load(write_scenario(tmp_path, raw), estimate_workloads=estimate)

@@ -271,3 +271,42 @@ def test_published_workloads_load_and_check(tmp_path, name):
     scn = sc.build(raw, str(tmp_path))
     scn.sim.check()
     assert scn.sim.collectives and len(scn.sim.iterations) == 1
+
+
+def _folded_runs(tmp_path, folds, ep=1, gradients=True):
+    """Iteration times, node counts and collectives of a pp 2, ga 3, tp 2, dp 4 SimAI workload
+    on one pod (no flow has a choice of path) in flow mode, for each (fold_tp, fold_dp)."""
+    grads = [row("grads", wc="ALLREDUCE 6553600"), row("moe", wc="ALLREDUCE_DP_EP 65536")] if gradients else []
+    rows = (grads + [row("moe", fc="ALLTOALL_EP 65536", ic="ALLTOALL_EP 65536")]
+            + [row("attn", fc="ALLGATHER 819200", ic="REDUCESCATTER 819200"), row("mlp", ic="ALLREDUCE 8192")] * 3
+            + [row("loss", fc="ALLREDUCE 64", delay=100)] + [row("pad")] * (2 - len(grads)))
+    wl = read_simai(write(tmp_path, HEAD.format(tp=2, ep=ep, pp=2, ga=3, n=16, ppc=409600), rows))
+    out = []
+    for fold_tp, fold_dp in folds:
+        sim = Simulation(rails(4, 4), mode="flow")
+        add_training(sim, wl, np.arange(16), 2, dependencies="simai", fold_tp=fold_tp, fold_dp=fold_dp)
+        res = sim.run(progress=False)
+        assert res.summary["flows_completed"] == res.summary["flows_total"]
+        out.append((res.iterations["duration_ns"].tolist(), res.summary["flows_total"], len(sim.collectives)))
+    return out
+
+
+def test_fold_tp_and_fold_dp_keep_the_iteration_times(tmp_path):
+    """Folding the TP groups changes no time; nor does folding the data-parallel replicas
+    when they share no link (one pod, rail-aligned transfers between stages, no collective
+    across replicas); with the data-parallel gradients, whose rings share NICs with the
+    transfers of the replicas left out, within 1%."""
+    (t0, n0, c0), (t1, n1, c1), (t2, n2, c2), (t3, n3, c3) = _folded_runs(
+        tmp_path, [(False, 0), (True, 0), (True, 2), (False, 4)], gradients=False)
+    assert t0 == t1 == t2 == t3
+    assert n3 == n0 and c3 == c0                       # fold_dp = dp: everything simulated
+    assert n1 < n0 / 2 and n2 < n1 and c2 < c1 == c0
+    (g0, _, _), (g1, _, _), (g2, _, _) = _folded_runs(tmp_path, [(False, 0), (True, 0), (True, 2)])
+    assert g0 == g1 and np.allclose(g0, g2, rtol=0.01)
+
+
+def test_fold_dp_must_divide_dp_in_multiples_of_ep(tmp_path):
+    with pytest.raises(ScenarioError, match="fold_dp"):
+        _folded_runs(tmp_path, [(False, 3)])
+    with pytest.raises(ScenarioError, match="fold_dp"):
+        _folded_runs(tmp_path, [(False, 1)], ep=2)

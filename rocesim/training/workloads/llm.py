@@ -48,8 +48,9 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+                                         append_collectives, closed_form_rows, node_rows)
+from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
@@ -319,19 +320,45 @@ LLM_PRESETS = {
         cp=count(1, "default context parallelism"), **compute_settings("A100", 0.48))),
     **{name: Preset(full_size(name), full_size_section(name)) for name in FULL},
 }
+
+
+def tp_foldable(platform, model: LLM, ranks, par: Parallelism, algorithm: str, chunks: int, nccl) -> dict | None:
+    """When the ranks of every TP group can run as one stream with the same times (`llm_graph`'s
+    `fold_tp`): a dense model (no experts: an all-to-all starts rank by rank) without CP,
+    TP > 1, every TP group inside one server, and its all-reduce in the same closed form
+    wherever it sits (`collectives.closed_form_rows`: it waits for all its ranks, then they
+    all finish together; so a rank's compute after it, and a stage's compute after the
+    per-rank arrivals from the previous stage, end when the TP group's next all-reduce
+    would start anyway).  Returns {all-reduce bytes: (algorithm, closed-form ps)} for the
+    size the TP group all-reduces, or None."""
+    if par.tp < 2 or par.cp > 1 or model.experts or chunks != 1:
+        return None
+    size = model.micro_batch * model.seq * model.hidden * BYTES
+    form = closed_form_rows("allreduce", algorithm, np.asarray(ranks, np.int64)[par.groups("tp")], size,
+                            platform=platform, chunks=chunks, nccl=nccl)
+    return None if form is None else {size: form}
+
+
 def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:
     """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
     (options as `llm_graph`'s)."""
     return sim.add_workload(llm_graph(sim.platform, model, ranks, iterations, par, check=sim.workload_check,
-                                      nccl=sim.nccl, **options))
+                                      progress=sim.workload_progress, nccl=sim.nccl, **options))
 
 
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=PXN_DEFAULT,
-              check=None, nccl=None) -> TrainingGraph:
+              check=None, nccl=None, fold_tp=False, progress=None) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
-    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms."""
+    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration,
+    `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`) as it
+    goes; `nccl` shapes the nccl_* algorithms.
+
+    `fold_tp` (large jobs in flow mode) runs the ranks of each TP group as one stream when that
+    gives every rank the same times (`tp_foldable`): one compute node per TP group and
+    step instead of one per rank, and each TP all-reduce as one node of its closed-form
+    duration (the collective still has its record, its start being when its last rank
+    is ready); transfers between stages and collectives of other groups stay per rank."""
     ranks = np.asarray(ranks, np.int64)
     if par.size != ranks.size:
         raise ScenarioError("parallelism", f"tp x cp x dp x pp = {par.size} is not the job's {ranks.size} ranks")
@@ -347,7 +374,8 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     coords = par.coords()
     stage_of = coords["pp"]
     g = Graph()
-    records = []
+    templates = Templates(platform)
+    records = Collectives()
     tpcp = par.tp * par.cp
     tokens = model.micro_batch * model.seq
     act = tokens * model.hidden * BYTES                       # one micro-batch's activations
@@ -368,28 +396,33 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     groups = {d: par.groups(d) for d in ("tp", "cp", "dp", "ep", "edp")}
     by_stage = {d: [gr[stage_of[gr[:, 0]] == s] for s in range(par.pp)] for d, gr in groups.items()}
     last = np.full(ranks.size, -1, np.int64)                  # per rank: its compute stream's last node
+    stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
+    tp_form = tp_foldable(platform, model, ranks, par, algorithms["allreduce"], chunks, nccl) if fold_tp else None
+    # the streams of each stage: its ranks one by one, or its TP groups (rows of ranks)
+    streams = [by_stage["tp"][s] if tp_form else stage_ranks[s][:, None] for s in range(par.pp)]
 
     def after(ids, parents):
         ok = parents >= 0
         g.depend(ids[ok], parents[ok])
 
-    def compute(members, duration, it):
-        ids = g.compute(hosts[members], duration, iteration=it, tag=tag, start=start)
-        after(ids, last[members])
-        last[members] = ids
+    def compute(s, duration, it):
+        rows = streams[s]
+        ids = g.compute(hosts[rows[:, 0]], duration, iteration=it, tag=tag, start=start)
+        g.depend_rows(ids, last[rows])
+        last[rows] = ids[:, None]
 
     def collective(dim, s, op, size, it, algorithm=None):
         if size <= 0:
             return
-        for members in by_stage[dim][s]:
-            if members.size < 2:
-                continue
-            rec = append_collective(g, op, algorithm or algorithms[op], ranks[members], int(size), chunks=chunks,
-                                 prio=prio, cid=len(records), iteration=it, tag=tag,
-                                 platform=platform, pxn=pxn, job=job, nccl=nccl)
-            after(rec.start_nodes, last[members])
-            last[members] = rec.done_nodes
-            records.append(rec)
+        rows = by_stage[dim][s]
+        if rows.shape[1] < 2 or not rows.shape[0]:
+            return
+        recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
+                                  cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
+                                  prio=prio, iteration=it, tag=tag, platform=platform, pxn=pxn, job=job, nccl=nccl)
+        after(node_rows(recs, "start_nodes").ravel(), last[rows].ravel())
+        last[rows] = node_rows(recs, "done_nodes")
+        records.extend(recs)
 
     def sendrecv(src, dst, size, it):
         rec = add_sendrecv(g, ranks[src], ranks[dst], int(size), platform=platform, prio=prio,
@@ -401,41 +434,69 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         records.append(rec)
         return rec.done_nodes[k:]                               # when each receiver has it
 
-    def layer_pass(s, members, it, backward, moe):
-        mult = 2 if backward else 1
-        steps = ["attn", "tp", "mlp", "tp"]
-        if par.cp > 1:
-            steps.insert(0, "cp")
-        if moe:
-            steps[-2:-1] = ["a2a", "mlp", "a2a"]
-        if backward:
-            steps = steps[::-1]
-        moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
-        for step in steps:
-            if step == "attn":
-                compute(members, mult * attn_ps, it)
-            elif step == "mlp":
-                compute(members, mult * mlp_ps[moe], it)
-            elif step == "tp":
-                collective("tp", s, "allreduce", act // par.cp, it)
-            elif step == "cp":
-                kv = tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
-                collective("cp", s, "reducescatter" if backward else "allgather", kv, it)
-            else:
-                collective("ep", s, "alltoall", moe_tokens, it, algorithms.get("moe_alltoall"))
-
-    def stage_pass(s, members, it, backward):
-        """A stage's layers for one micro-batch, with the logits on the last stage."""
+    def pass_steps(s, backward) -> list[tuple]:
+        """A stage's steps for one micro-batch, in order: ("compute", ps) or (group kind, op,
+        bytes, algorithm or None); the logits on the last stage."""
         logits = logits_ps if s == par.pp - 1 else 0
-        if logits and backward:
-            compute(members, 2 * logits, it)
+        out = [("compute", 2 * logits)] if logits and backward else []
+        mult = 2 if backward else 1
+        moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
+        kv = tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
         for moe in (moe_of[s][::-1] if backward else moe_of[s]):
-            layer_pass(s, members, it, backward, moe)
+            steps = ["attn", "tp", "mlp", "tp"]
+            if par.cp > 1:
+                steps.insert(0, "cp")
+            if moe:
+                steps[-2:-1] = ["a2a", "mlp", "a2a"]
+            out += [("compute", mult * attn_ps) if step == "attn" else
+                    ("compute", mult * mlp_ps[moe]) if step == "mlp" else
+                    ("tp", "allreduce", act // par.cp, None) if step == "tp" else
+                    ("cp", "reducescatter" if backward else "allgather", kv, None) if step == "cp" else
+                    ("ep", "alltoall", moe_tokens, algorithms.get("moe_alltoall"))
+                    for step in (steps[::-1] if backward else steps)]
         if logits and not backward:
-            compute(members, logits, it)
+            out.append(("compute", logits))
+        return out
 
-    stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
+    def stage_pass(s, it, backward):
+        """A stage's layers for one micro-batch, with the logits on the last stage."""
+        passes.advance(g.n)
+        steps = pass_steps(s, backward)
+        if tp_form:
+            folded_pass(s, it, steps)
+            return
+        for step in steps:
+            if step[0] == "compute":
+                compute(s, step[1], it)
+            else:
+                collective(step[0], s, *step[1:3], it, step[3])
+
+    def folded_pass(s, it, steps):
+        """`stage_pass` with each TP group one stream: its steps (compute, TP all-reduces in
+        closed form) one chain of nodes per TP group, added at once."""
+        rows = streams[s]
+        m, q = rows.shape[0], len(steps)
+        tp = np.array([step[0] == "tp" for step in steps])
+        n_tp = int(tp.sum())
+        size = act // par.cp
+        algo, tp_ps = tp_form[size]
+        duration = np.array([tp_ps if is_tp else step[1] for step, is_tp in zip(steps, tp)], np.int64)
+        cid = np.full((q, m), -1, np.int64)
+        cid[tp] = len(records) + np.arange(n_tp * m).reshape(n_tp, m)
+        ids = g.compute(np.tile(hosts[rows[:, 0]], q), np.repeat(duration, m), collective=cid.ravel(), iteration=it,
+                        tag=tag, start=np.repeat(np.where(tp, 0, start), m)).reshape(q, m)
+        g.depend_rows(ids[0], last[rows])
+        g.depend(ids[1:], ids[:-1])
+        last[rows] = ids[-1][:, None]
+        if n_tp:
+            done = ids[tp].reshape(-1, 1)
+            records.append(CollectiveBatch(cid[tp].ravel(), "allreduce", algo, np.tile(ranks[rows], (n_tp, 1)),
+                                           int(size), done, done, np.zeros((done.size, 0), np.int64), job))
+
     boundary = act // tpcp                                          # per rank, per micro-batch
+    passes = Progress(progress, f"{iterations:,} iterations of {model.name} training",
+                      iterations * par.pp * 2 * model.micro_batches,
+                      hint="" if tp_form or model.experts or par.tp < 2 else "; the workload key fold_tp shrinks it")
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of {model.name} training", g.n * iterations)
@@ -454,12 +515,14 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
                         break
                     members = stage_ranks[s]
                     if need is not None:
-                        recv = arrived.pop(need)
-                        join = g.compute(hosts[members], 0, iteration=it, tag=tag)
-                        after(join, last[members])
-                        after(join, recv)
-                        last[members] = join
-                    stage_pass(s, members, it, kind == "B")
+                        got = np.full(ranks.size, -1, np.int64)
+                        got[members] = arrived.pop(need)
+                        rows = streams[s]
+                        join = g.compute(hosts[rows[:, 0]], 0, iteration=it, tag=tag)
+                        g.depend_rows(join, last[rows])
+                        g.depend_rows(join, got[rows])
+                        last[rows] = join[:, None]
+                    stage_pass(s, it, kind == "B")
                     peer = s + 1 if kind == "F" else s - 1
                     if 0 <= peer < par.pp:
                         arrived[(kind, s, j)] = sendrecv(members, stage_ranks[peer], boundary, it)
@@ -473,7 +536,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
             collective("dp", s, "allreduce", dense_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
             collective("edp", s, "allreduce", expert_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
             if model.optimizer_us > 0:
-                compute(stage_ranks[s], int(model.optimizer_us * 1e6), it)
+                compute(s, int(model.optimizer_us * 1e6), it)
     end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
     after(end, last)
     return TrainingGraph(g, records, iterations, job)

@@ -52,10 +52,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import DEFAULT_ALGORITHM, add_sendrecv, append_collective
+from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+                                         append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
+from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
 
@@ -161,18 +162,38 @@ def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
 def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> TrainingInfo:
     """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
     platform; on a plain topology, hosts) to `sim` (options as `training_graph`'s)."""
-    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations,
-                                           check=sim.workload_check, nccl=sim.nccl, **options))
+    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations, check=sim.workload_check,
+                                           progress=sim.workload_progress, nccl=sim.nccl, **options))
 
 
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
                    prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None, pxn=PXN_DEFAULT) -> TrainingGraph:
+                   pipeline="gpipe", nccl=None, pxn=PXN_DEFAULT, fold_tp=False, fold_dp=0, progress=None) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
     with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
     (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
-    is built; `nccl` shapes the nccl_* algorithms; `pxn`: NCCL's PXN (rail-aligned forwarding)."""
+    is built, `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`)
+    may as it goes; `nccl` shapes the nccl_* algorithms; `pxn`: NCCL's PXN (rail-aligned forwarding).
+
+    `fold_tp` (large jobs in flow mode), when every model-parallel (mp) group sits inside
+    one server: the ranks of each mp group run as one stream (one compute or delay node
+    per group and step) and each mp collective with a closed form inside the server
+    (`collectives.closed_form_rows`) is one node of that duration.  It gives every rank the
+    times it would have when whatever makes the ranks of an mp group differ (collectives
+    of other groups, transfers between stages) is followed by an mp collective before
+    the next communication of another group, as in AICB's files; otherwise a rank waits
+    for the slowest of its mp group at its next compute.
+
+    `fold_dp` = n > 0 (large jobs in flow mode) simulates only the first n data-parallel
+    replicas of each stage (n a multiple of the expert parallelism dividing dp): a rank
+    at data-parallel place j runs as the rank at place j mod n of its data-parallel
+    group (the same stream), the collectives of groups made only of the others (TP, EP
+    all-to-alls) and their transfers between stages are left out, and the collectives of
+    groups across the replicas (the data-parallel gradients) are simulated on every rank.
+    It assumes that the replicas left out would not slow the simulated ones down in the
+    fabric (their all-to-alls and stage transfers are not there to share links with);
+    collectives.csv lists the simulated groups only."""
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
     if dependencies not in DEPENDENCIES:
@@ -180,8 +201,12 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     if pipeline not in SCHEDULES:
         raise ScenarioError("pipeline", f"unknown schedule {pipeline!r}; valid: {', '.join(SCHEDULES)}")
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
-                 chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn)
+                 chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn, fold_tp, fold_dp)
     wl = workload
+    # progress in layer passes (each stage runs every layer forward and backward)
+    b.progress = Progress(progress, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
+                          iterations * wl.pp * 2 * len(wl.layers),
+                          hint="" if b.fold and fold_dp else "; the workload keys fold_tp and fold_dp shrink it")
     for it in range(iterations):
         if it == 1 and check is not None:
             check(f"{iterations:,} iterations of workload {wl.name or 'layers'}", b.g.n * iterations)
@@ -208,7 +233,7 @@ class _Builder:
     arrays span the job's ranks (-1: nothing); passes run on `members` (a stage)."""
 
     def __init__(self, platform, wl: Workload, ranks, algorithms, chunks, prio, start, tag, job, simai, nccl=None,
-                 pxn=PXN_DEFAULT):
+                 pxn=PXN_DEFAULT, fold_tp=False, fold_dp=0):
         self.platform, self.wl, self.ranks = platform, wl, ranks
         self.n = ranks.size
         where = wl.where or "mp_size"
@@ -223,9 +248,31 @@ class _Builder:
             algorithms, chunks, prio, start, tag, job
         self.simai, self.nccl, self.pxn = simai, nccl, pxn
         self.g = Graph()
-        self.records = []
+        self.templates = Templates(platform)
+        self.records = Collectives()
+        self.progress = Progress(None, "", 1)
         self.last = np.full(self.n, -1, np.int64)       # per rank: the previous compute node
         self.pending: dict[tuple[int, int], np.ndarray] = {}   # (stage, layer) -> what its next forward waits for
+        # the ranks' streams, one row each: every rank alone, or with fold_tp each mp group
+        mp = self.grp["mp"]
+        self.fold = bool(fold_tp) and mp.shape[1] > 1 and chunks == 1 and \
+            bool((platform.server[ranks[mp]] == platform.server[ranks[mp[:, :1]]]).all())
+        units = mp if self.fold else np.arange(self.n)[:, None]
+        # fold_dp: each rank's representative (the rank at its place mod fold_dp in its DP group)
+        self.rep_of = np.arange(self.n)
+        if fold_dp:
+            dp = self.grp["dp"]
+            if fold_dp < 1 or dp.shape[1] % fold_dp or fold_dp % wl.ep_size:
+                raise ScenarioError("fold_dp", f"expected a multiple of ep={wl.ep_size} dividing dp={dp.shape[1]}, "
+                                               f"got {fold_dp}")
+            self.rep_of[dp] = dp[:, np.arange(dp.shape[1]) % fold_dp]
+            # a stream: a representative unit then the units that run as it
+            key = self.rep_of[units[:, 0]]
+            order = np.lexsort((np.arange(len(units)), key != units[:, 0], key))
+            units = units[order].reshape(int((key == units[:, 0]).sum()), -1)
+        self.kept = self.rep_of == np.arange(self.n)
+        self.streams = units
+        self._forms: dict = {}                           # (op, bytes) -> closed form in an mp group, or None
 
     def _full(self, members, ids) -> np.ndarray:
         out = np.full(self.n, -1, np.int64)
@@ -237,38 +284,73 @@ class _Builder:
         ok = p >= 0
         self.g.depend(ids[ok], p[ok])
 
+    def _rows(self, members) -> np.ndarray:
+        """The streams (rows of ranks) of `members` (whole streams)."""
+        if self.streams.shape[1] == 1:
+            return members[:, None]
+        inside = np.zeros(self.n, bool)
+        inside[members] = True
+        return self.streams[inside[self.streams[:, 0]]]
+
     def compute(self, members, duration, it, after=()) -> np.ndarray:
-        """A compute step on every rank of `members` after its stream's last one and `after`."""
-        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag, start=self.start)
+        """A compute step on every stream of `members` after its last one and `after`."""
+        rows = self._rows(members)
+        ids = self.g.compute(self.hosts[rows[:, 0]], duration, iteration=it, tag=self.tag, start=self.start)
         for a in (self.last,) + tuple(after):
-            self._after(ids, members, a)
-        self.last[members] = ids
-        return self._full(members, ids)
+            self.g.depend_rows(ids, a[rows])
+        self.last[rows] = ids[:, None]
+        return self._full(rows, ids[:, None])
 
     def delay(self, members, duration, it, done) -> np.ndarray:
         """A delay off the compute stream after `done` (the update delay)."""
-        ids = self.g.compute(self.hosts[members], duration, iteration=it, tag=self.tag)
-        self._after(ids, members, done)
-        return self._full(members, ids)
+        rows = self._rows(members)
+        ids = self.g.compute(self.hosts[rows[:, 0]], duration, iteration=it, tag=self.tag)
+        self.g.depend_rows(ids, done[rows])
+        return self._full(rows, ids[:, None])
+
+    def _closed_form(self, op, size):
+        """(algorithm, ps) of `op` of `size` bytes in every mp group (closed forms inside a
+        server, the same wherever the group sits), or None."""
+        if (op, size) not in self._forms:
+            self._forms[(op, size)] = closed_form_rows(op, self.algorithms[op], self.ranks[self.grp["mp"]], size,
+                                                       platform=self.platform, chunks=self.chunks, nccl=self.nccl)
+        return self._forms[(op, size)]
 
     def communicate(self, comm: Comm, phase, it, trigger, members, update_ps=0) -> np.ndarray:
         """One collective per group of the stage of `members`; per rank, the node that says it is done."""
         done = trigger.copy()
-        rows = self.grp[_group_of(comm, phase, self.wl.parallelism)]
+        group = _group_of(comm, phase, self.wl.parallelism)
+        rows = self.grp[group]
         in_stage = np.zeros(self.n, bool)
         in_stage[members] = True
         size = max(comm.size, SIMAI_MIN_FWD_BYTES) if self.simai and phase == "fwd" else comm.size
-        for row in rows[in_stage[rows[:, 0]]]:
-            if row.size < 2:
-                continue
-            for op in ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,):
-                rec = append_collective(self.g, op, self.algorithms[op], self.ranks[row], max(size, row.size),
-                                        chunks=self.chunks, prio=self.prio, cid=len(self.records), iteration=it,
-                                        tag=self.tag, platform=self.platform, job=self.job, nccl=self.nccl,
-                                        pxn=self.pxn)
-                self.g.depend(rec.start_nodes, done[row])
-                done[row] = rec.done_nodes
-                self.records.append(rec)
+        rows = rows[in_stage[rows[:, 0]]]
+        left_out = ~self.kept[rows].any(axis=1)               # groups of replicas fold_dp leaves out
+        rows, left_out = rows[~left_out], rows[left_out]
+        ops = ("allreduce", "alltoall") if comm.op == "allreduce_alltoall" else (comm.op,)
+        size = max(size, rows.shape[1])
+        forms = [self._closed_form(op, size) for op in ops] if self.fold and group == "mp" else [None]
+        if rows.shape[1] >= 2 and rows.shape[0] and None not in forms:     # one node per mp group (fold_tp)
+            for op, (algorithm, ps) in zip(ops, forms):
+                cids = len(self.records) + np.arange(len(rows))
+                ids = self.g.compute(self.hosts[rows[:, 0]], ps, collective=cids, iteration=it, tag=self.tag)
+                self.g.depend_rows(ids, done[rows])
+                done[rows] = ids[:, None]
+                self.records.append(CollectiveBatch(cids, op, algorithm, self.ranks[rows], size, ids[:, None],
+                                                    ids[:, None], np.zeros((len(rows), 0), np.int64), self.job))
+        elif rows.shape[1] >= 2 and rows.shape[0]:
+            # allreduce_alltoall: each group's all-reduce then its all-to-all, group after group
+            for batch in ([r[None, :] for r in rows] if len(ops) > 1 else [rows]):
+                for op in ops:
+                    recs = append_collectives(self.g, op, self.algorithms[op], self.ranks[batch], size,
+                                              cids=len(self.records) + np.arange(len(batch)),
+                                              templates=self.templates, chunks=self.chunks, prio=self.prio,
+                                              iteration=it, tag=self.tag, platform=self.platform, job=self.job,
+                                              nccl=self.nccl, pxn=self.pxn)
+                    self.g.depend(node_rows(recs, "start_nodes"), done[batch])
+                    done[batch] = node_rows(recs, "done_nodes")
+                    self.records.extend(recs)
+        done[left_out] = done[self.rep_of[left_out]]
         if update_ps > 0:
             done = self.delay(members, update_ps, it, done)
         return done
@@ -277,6 +359,7 @@ class _Builder:
         """Forward passes of `layers` (indices) on `members`; returns what the next step waits for."""
         s = int(self.stage_of[members[0]])
         for li in layers:
+            self.progress.advance(self.g.n)
             layer = self.wl.layers[li]
             waits = tuple(carry) + ((self.pending.pop((s, li)),) if (s, li) in self.pending else ())
             f = self.compute(members, layer.fwd_ps, it, waits)
@@ -294,6 +377,7 @@ class _Builder:
             if li in wl.checkpoint_initiates:        # recompute the forward from the checkpoint below
                 first = max(c for c in wl.checkpoints if c < li)
                 carry = self.forward(range(first, li), members, it, carry)
+            self.progress.advance(self.g.n)
             layer = wl.layers[li]
             ig = self.compute(members, layer.ig_ps, it, carry)
             carry = ()
@@ -317,6 +401,8 @@ class _Builder:
     def send(self, src, dst, it) -> np.ndarray:
         """Each rank of `src` sends `pp_comm` bytes to the same-place rank of `dst` (after its
         stream's last node); returns, per rank of `dst`, the node its data arrived at."""
+        keep = self.kept[src]                                     # (fold_dp: the simulated replicas)
+        src, dst, mirror = src[keep], dst[keep], dst[~keep]
         rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.wl.pp_comm), platform=self.platform,
                            prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
                            pxn=self.pxn, job=self.job)
@@ -324,7 +410,9 @@ class _Builder:
         self._after(rec.start_nodes[:k], src, self.last)
         self.g.depend(rec.start_nodes[k:], rec.start_nodes[:k])   # (not roots of the graph)
         self.records.append(rec)
-        return self._full(dst, rec.done_nodes[k:])
+        out = self._full(dst, rec.done_nodes[k:])
+        out[mirror] = out[self.rep_of[mirror]]
+        return out
 
     def pipeline_iteration(self, it, kind):
         """One iteration of every stage's schedule, in an order that respects the transfers."""
