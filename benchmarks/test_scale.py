@@ -259,34 +259,54 @@ def test_simai_gpt13b_iteration_64_gpus(benchmark, tmp_path):
     assert (tmp_path / "out" / "flows.csv").exists()
 
 
-@pytest.mark.parametrize("preset", ["llama3_8b", "llama3_70b", "llama3_405b", "gpt3_175b", "mixtral_8x7b",
-                                    "deepseek_v3"])
-def test_llm_preset_iteration_64_gpus(benchmark, preset):
-    """One iteration of a full-size preset on 64 GPUs (8 servers, rail-optimized), one
-    micro-batch per replica, pp and ep cut to fit (405B and GPT-3: PP 8; DeepSeek-V3: EP 4);
-    quick: 16 GPUs, 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer), TP 8 x PP 2."""
+LLM_PRESET_NAMES = ["llama3_8b", "llama3_70b", "llama3_405b", "gpt3_175b", "mixtral_8x7b", "deepseek_v3"]
+
+
+def _preset_iteration(benchmark, preset, gpus, mode="packet", fold_tp=False) -> dict:
+    """One iteration of a full-size preset on `gpus` GPUs (servers of 8, rail-optimized,
+    pods of 32 servers beyond 256 GPUs), one micro-batch per replica, pp and ep cut to fit;
+    quick: 16 GPUs, 4 layers of 512 tokens (DeepSeek-V3: 5, to keep an MoE layer), TP 8 x PP 2.
+    `fold_tp` applies to dense presets only (MoE layers' all-to-alls start rank by rank)."""
     params = dict(micro_batches=1, **(dict(layers=5 if preset == "deepseek_v3" else 4, seq=512) if QUICK else {}))
-    gpus = 16 if QUICK else 64
+    gpus = 16 if QUICK else gpus
     info = run_child(benchmark, f"""
 from rocesim.network.platform import ScaleUp, rail_optimized
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
 gpus = {gpus}
-sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6)),
-                 nic={{"payload": "4000B"}})
+sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6),
+                                servers_per_pod=32 if gpus > 256 else None),
+                 nic={{"payload": "4000B"}}, mode={mode!r})
 model, dims = LLM_PRESETS[{preset!r}].make({params!r})
 if {QUICK!r}:
     dims.update(tp=8, pp=2, **({{"ep": 1}} if "ep" in dims else {{}}))
 dims["pp"] = min(dims["pp"], gpus // dims["tp"])
 if "ep" in dims:
     dims["ep"] = min(dims["ep"], gpus // (dims["tp"] * dims["pp"]))
-add_llm_training(sim, model, range(gpus), 1, Parallelism.for_ranks(gpus, **dims))
+add_llm_training(sim, model, range(gpus), 1, Parallelism.for_ranks(gpus, **dims),
+                 fold_tp={fold_tp!r} and "ep" not in dims)
 res = sim.run(progress=False)
 s = res.summary
 out = dict(gpus=gpus, nodes=s["flows_total"], completed=s["flows_completed"], crossings=s["link_crossings"],
            core_cpu_s=s["cpu_s"], iteration_ms=float(res.iterations["duration_ns"][0]) / 1e6)
 """)
-    assert info["completed"] == info["nodes"]
+    assert info["completed"] == info["nodes"] and info["iteration_ms"] > 0
+    return info
+
+
+@pytest.mark.parametrize("preset", LLM_PRESET_NAMES)
+def test_llm_preset_iteration_64_gpus(benchmark, preset):
+    """One iteration of a full-size preset on 64 GPUs at the packet level (405B and GPT-3:
+    PP 8; DeepSeek-V3: EP 4)."""
+    _preset_iteration(benchmark, preset, 64)
+
+
+@pytest.mark.parametrize("gpus", [256, 1024])
+@pytest.mark.parametrize("preset", LLM_PRESET_NAMES)
+def test_llm_preset_iteration_flow_mode(benchmark, preset, gpus):
+    """One iteration of a full-size preset on 256 and 1024 GPUs in flow mode, dense presets
+    with fold_tp (on the development machine: at most 25 s of CPU, Mixtral at 1024 GPUs)."""
+    _preset_iteration(benchmark, preset, gpus, mode="flow", fold_tp=True)
 
 
 FLOW_CASES = {   # scenario -> the --set overrides of its quick (CI smoke) form
