@@ -191,8 +191,9 @@ FLOW = Section(
     "flow mode's calibration: what the fluid misses of the schemes' packet-level behaviour "
     "(mode: flow only; ignored in packet mode)",
     share=Setting(Word("auto") | Number(0.0, 1.0), "auto",
-                  "the fraction of every link's capacity the fluid flows may use (the steady-state "
-                  "utilisation the scheme reaches at the packet level); 'auto' = the scheme's calibration "
+                  "the fraction of a link's capacity the fluid flows may use where flows arriving over "
+                  "two links or more meet and their demand exceeds it (the steady-state utilisation "
+                  "the scheme reaches at the packet level); 'auto' = the scheme's calibration "
                   "(rocesim/cc/flow_calibration.json, made by validation/flow_calibration.py; 1 for a "
                   "scheme it has no entry for)"),
     startup=Setting(Word("auto") | Time(), "auto",

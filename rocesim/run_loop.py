@@ -75,9 +75,7 @@ class RunLoop:
             if self.progress is not None:
                 self.progress.update(core.stats())
             if status != STOP_EMPTY and watch.stalled(core.stats()):
-                # every flow done: only superseded timers were left (the flow mode's old send
-                # completions, up to the latest rate change's): it ended, it did not stall
-                return status, core.stats()["flows_done"] < self.n_flows
+                return status, True
             hit = False
             if status == STOP_TIME and until == reroute_at:
                 self.set_routes(core, self.reroutes.pop(0)[1])

@@ -486,11 +486,16 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     cdef Event ev
     while event_due(s, until, n, max_events, &status):
         ev = ev_pop(s)
+        n += 1
+        f = ev.target
+        if ev.kind == EV_FLUID and ev.arg == FL_SENT and (fd.slot_of[f] == NIL
+                                                          or fd.slots[fd.slot_of[f]].sent_at != ev.time):
+            continue        # superseded by a rate change: a no-op, and it does not move the clock
+                            # (after the last flow such events, up to the slowest rate's, would run
+                            # it on with nothing happening, which the run loop takes for a stall)
         if ev.time < s.now:
             s.st.time_errors += 1
         s.now = ev.time
-        n += 1
-        f = ev.target
         if ev.kind == EV_FLOW_START:
             s.last_work = s.now
             if ev.arg:
@@ -507,8 +512,6 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             flow_compute_done(s, f)
         elif ev.kind == EV_FLUID:
             if ev.arg == FL_SENT:
-                if fd.slot_of[f] == NIL or fd.slots[fd.slot_of[f]].sent_at != s.now:
-                    continue                         # superseded by a rate change
                 s.last_work = s.now
                 _sent(s, fd, f)
             elif ev.arg == FL_SOLVE:

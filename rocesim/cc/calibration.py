@@ -3,8 +3,9 @@
 The flow mode (`mode: flow`, rocesim/_core/fluid.pyx) runs data flows as fluids sharing
 link capacity max-min fairly: it knows nothing of a scheme's queues, rate cuts or window
 ramp-up.  Two numbers per scheme stand for what it misses (the core's `fluid_share` and
-`fluid_startup_ps`): `share`, the fraction of every link's capacity the fluid flows may use
-(the scheme's steady-state utilisation of a shared bottleneck), and `startup_ps`, a delay
+`fluid_startup_ps`): `share`, the fraction of a link's capacity the fluid flows may use
+where flows arriving over two links or more meet and their demand exceeds it (the scheme's
+steady-state utilisation of a shared bottleneck), and `startup_ps`, a delay
 before each data flow joins the fluid (its start-up cost beyond the closed form).
 
 They are data, `flow_calibration.json` next to this module, written by

@@ -31,7 +31,7 @@ FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "id
 FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
 FLOW_MODE_EMPTY_PORTS = ("tx_packets", "drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
                          "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
-# summary.json's `drops` is their sum: a switch buffer's refusals (the core's `drops`), then the rest
+# summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals, the core's `drops`)
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
@@ -79,7 +79,7 @@ class Results:
             scheme=sim.scheme.name, mode=sim.mode, seed=sim.seed, hosts=sim.topology.n_hosts,
             switches=sim.topology.n_switches, topology=sim.topology.name,
             events=st["events"], link_crossings=st["link_crossings"],
-            drops=st["drops"] + sum(st[k] for k in DROP_CAUSES if k != "buffer_drops"), buffer_drops=st["drops"],
+            drops=None, buffer_drops=st["drops"],               # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
             data_packets_sent=st["data_packets_sent"],
@@ -96,6 +96,7 @@ class Results:
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
             stopped_at_limit=stop_ps is not None)
+        summary["drops"] = sum(summary[k] for k in DROP_CAUSES)
         cycles = [_cycle_record(r, world) for r in core.deadlock_records()]
         summary.update(deadlock_detection=bool(core.deadlock_detection), deadlock=bool(cycles),
                        deadlock_cycles=cycles)

@@ -159,3 +159,18 @@ def test_a_fluid_run_is_deterministic():
                          f"{int(rng.integers(0, 50))}us")
         return np.asarray(sim.run().flows["fct_ns"])
     assert np.array_equal(once(), once())
+
+
+def test_a_finished_run_is_not_taken_for_a_stall_by_superseded_send_completions():
+    """A 10 GB flow shares its receiver's link with three short ones, so its send completion
+    is scheduled at 25, 33 and 50 Gb/s (about 3.2, 2.4 and 1.6 s) before it runs alone at
+    100 Gb/s and ends at 0.84 s.  Those superseded events lie more than the stall watch's
+    simulated second past the last work: skipping them must not move the clock, and the
+    run ends complete, not stalled."""
+    sim = fluid(topology.star(5, "100Gbps", "1us"))
+    sim.add_flow(1, 0, 10_000_000_000)
+    for host, size in zip((2, 3, 4), (1_000_000, 2_000_000, 3_000_000)):
+        sim.add_flow(host, 0, size)
+    s = sim.run(progress=False).summary
+    assert (s["stalled"], s["flows_completed"]) == (False, 4)
+    assert s["sim_time_ns"] < 1e9
