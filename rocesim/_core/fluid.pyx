@@ -38,7 +38,7 @@ queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.math cimport ceil
+from libc.math cimport ceil, fmin, INFINITY
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.link cimport tx_time
@@ -119,6 +119,12 @@ cdef void fluid_free(Sim* s) noexcept:
 
 # --- a heap of (key, id) with the smallest key on top ---------------------------------
 
+cdef inline bint _before(double key, int32_t id, HeapItem* b) noexcept nogil:
+    """(key, id) comes before b: ties go by id, so that the order of equal keys, and so
+    which link freezes a flow, does not depend on what else the heap holds."""
+    return key < b.key or (key == b.key and id < b.id)
+
+
 cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
     cdef int64_t i, up
     cdef HeapItem* a
@@ -129,7 +135,7 @@ cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
     fd.n_heap += 1
     while i > 0:
         up = (i - 1) >> 1
-        if a[up].key <= key:
+        if not _before(key, id, &a[up]):
             break
         a[i] = a[up]
         i = up
@@ -149,9 +155,9 @@ cdef HeapItem _heap_pop(Fluid* fd) noexcept nogil:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and a[c + 1].key < a[c].key:
+        if c + 1 < n and _before(a[c + 1].key, a[c + 1].id, &a[c]):
             c += 1
-        if last.key <= a[c].key:
+        if not _before(a[c].key, a[c].id, &last):
             break
         a[i] = a[c]
         i = c
@@ -321,6 +327,7 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
     cdef LinkSet* L
     x.frozen = 1
     x.new_rate = rate
+    fd.unfrozen -= 1
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         L = &fd.ls[port]
@@ -342,35 +349,59 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     is the bottleneck; when none of them froze a flow, its rates are exact.  Pass 2 offers
     rate x share at the links where flows meet that pass 1 found bound: where the demand
     exceeds the link, as where a scheme acts at the packet level (no CNP is sent where no
-    queue builds)."""
-    cdef int32_t i, sl, froze
+    queue builds).  Returns how many links where flows meet it found bound (pass 1), or -1
+    when out of memory."""
+    cdef int32_t i, k, sl, froze, bound_meets = 0
     cdef LinkSet* L
+    cdef FluidSlot* x
     cdef HeapItem top
-    cdef double level
+    cdef double level, up, own, c
     fd.n_heap = 0
     for i in range(nq):
         L = &fd.ls[fd.queue[i]]
         L.load = L.load0
         L.unfrozen = L.n
         L.rem = L.capacity
+        L.peak = 0
         if pass_ == 1:
             L.bound = 0
             if L.meets:
                 L.rem = L.capacity * (1 + REL_TIE)
         elif pass_ == 2 and L.meets and L.bound:
             L.rem = L.capacity * fd.share
-        if L.unfrozen > 0 and L.load > 0:
-            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
-                return -1
+    # A link that carries one flow only limits that flow, at a level no other freeze
+    # changes: it joins the flow's own limit, one heap item per flow instead of one per
+    # link.  And a flow's rate cannot exceed the least its forward links offer (nor its
+    # limit): a shared link that holds all its flows at those rates and still has room
+    # never fills, so it never freezes a flow and stays out of the heap.
     for i in range(ncomp):
         sl = fd.comp[i]
-        fd.slots[sl].frozen = 0
-        if fd.slots[sl].cap > 0:
-            if _heap_push(fd, fd.slots[sl].cap, -1 - sl) < 0:
+        x = &fd.slots[sl]
+        x.frozen = 0
+        own = x.cap if x.cap > 0 else INFINITY
+        for k in range(x.n_links):
+            L = &fd.ls[fd.links[sl * SLOT_LINKS + k]]
+            c = _coef(x, k)
+            if L.n == 1 and c > 0:
+                own = fmin(own, L.rem / c)
+        up = own
+        for k in range(x.n_fwd):
+            up = fmin(up, fd.ls[fd.links[sl * SLOT_LINKS + k]].rem)
+        for k in range(x.n_links):
+            c = _coef(x, k)
+            if c > 0:
+                fd.ls[fd.links[sl * SLOT_LINKS + k]].peak += c * up
+        if own < INFINITY and _heap_push(fd, own, -1 - sl) < 0:
+            return -1
+    for i in range(nq):
+        L = &fd.ls[fd.queue[i]]
+        if L.n > 1 and L.load > 0 and L.peak >= L.rem:
+            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
                 return -1
-    while fd.n_heap > 0:
+    fd.unfrozen = ncomp
+    while fd.n_heap > 0 and fd.unfrozen > 0:        # the links left then have no flow to freeze
         top = _heap_pop(fd)
-        if top.id < 0:                               # a flow's rate limit
+        if top.id < 0:                               # a flow's own limit
             sl = -1 - top.id
             if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
                 return -1
@@ -394,13 +425,13 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
             i += 1
         if pass_ == 1 and froze:
             L.bound = 1
-    return 0
+            bound_meets += L.meets
+    return bound_meets
 
 
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came
-    cdef bint shared = 0
+    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came, bound_meets
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef double r
@@ -443,16 +474,11 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     fd.queue[nq] = q
                     nq += 1
         L.meets = came == -2
-    if _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0) < 0:
+    bound_meets = _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0)
+    if bound_meets < 0:
         return -1
-    if fd.share < 1:
-        for i in range(nq):
-            L = &fd.ls[fd.queue[i]]
-            if L.meets and L.bound:
-                shared = 1
-                break
-        if shared and _fill(fd, nq, ncomp, 2) < 0:
-            return -1
+    if fd.share < 1 and bound_meets > 0 and _fill(fd, nq, ncomp, 2) < 0:
+        return -1
     # new send-completion times where rates changed
     for i in range(ncomp):
         sl = fd.comp[i]
