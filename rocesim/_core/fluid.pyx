@@ -14,8 +14,9 @@ r x a, a = an ACK's wire bytes over those of the ack_every full packets it ackno
 Rates are max-min fair under these loads, a flow with a rate limit capped by it.  A link
 offers its rate, except where data flows that came over two or more different links meet
 (a switch egress several ingress ports feed) and their demand exceeds it (it is their
-bottleneck at full rate): where congestion control has something to control, it offers
-its rate x `share` (a calibration per scheme, measured at the packet level:
+bottleneck at full rate, the ACKs it carries left out: ACKs alone, a few percent of a
+link, do not make a queue that congestion control acts on): where congestion control has
+something to control, it offers its rate x `share` (a calibration per scheme, measured at the packet level:
 validation/flow_calibration.py; 1 by default).  When W has left the NIC at the rates in force, the
 last packet still crosses the later hops, each after the full packet before it (store
 and forward), plus every link's delay: the receiver then has the last byte (children are
@@ -313,8 +314,9 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
     return 1.0 if k < x.n_fwd else x.ack_coef
 
 
-cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
-    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill)."""
+cdef int _freeze(Fluid* fd, int32_t sl, double rate, bint data_only_meets) noexcept nogil:
+    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill).  With
+    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
     cdef FluidSlot* x = &fd.slots[sl]
     cdef int32_t k, port
     cdef double c
@@ -324,7 +326,7 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         L = &fd.ls[port]
-        c = _coef(x, k)
+        c = 0.0 if data_only_meets and L.meets and k >= x.n_fwd else _coef(x, k)
         L.rem -= c * rate
         if L.rem < 0:
             L.rem = 0
@@ -339,10 +341,15 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
     where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
     they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
-    is the bottleneck; when none of them froze a flow, its rates are exact.  Pass 2 offers
-    rate x share at the links where flows meet that pass 1 found bound: where the demand
-    exceeds the link, as where a scheme acts at the packet level (no CNP is sent where no
-    queue builds)."""
+    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
+    flows, the data alone being more than it carries.  The ACKs it carries are left out
+    because they would otherwise decide ties that are not congestion: on a ring whose hop
+    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
+    data its one sender's NIC sends, and which of the two binds depends only on the
+    neighbouring hops' ACKs (a few percent).  When no link where flows meet carries ACKs
+    or none was bound, its rates are exact (pass 0's).  Pass 2 offers rate x share at the
+    links where flows meet that pass 1 found bound: where the demand exceeds the link, as
+    where a scheme acts at the packet level (no CNP is sent where no queue builds)."""
     cdef int32_t i, sl, froze
     cdef LinkSet* L
     cdef HeapItem top
@@ -357,6 +364,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
             L.bound = 0
             if L.meets:
                 L.rem = L.capacity * (1 + REL_TIE)
+                L.load = L.data0
         elif pass_ == 2 and L.meets and L.bound:
             L.rem = L.capacity * fd.share
         if L.unfrozen > 0 and L.load > 0:
@@ -372,7 +380,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
         top = _heap_pop(fd)
         if top.id < 0:                               # a flow's rate limit
             sl = -1 - top.id
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
+            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key, pass_ == 1) < 0:
                 return -1
             continue
         L = &fd.ls[top.id]
@@ -387,9 +395,10 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
         froze = 0
         while i < L.n:
             sl = L.ent[i] // SLOT_LINKS
-            if not fd.slots[sl].frozen:
+            if not fd.slots[sl].frozen and not (pass_ == 1 and L.meets
+                                                and L.ent[i] - sl * SLOT_LINKS >= fd.slots[sl].n_fwd):
                 froze = 1
-                if _freeze(fd, sl, level) < 0:
+                if _freeze(fd, sl, level, pass_ == 1) < 0:
                     return -1
             i += 1
         if pass_ == 1 and froze:
@@ -400,7 +409,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
     cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came
-    cdef bint shared = 0
+    cdef bint shared = 0, acks_meet = 0
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef double r
@@ -420,6 +429,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
         L.load0 = 0
+        L.data0 = 0
         came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
             e = L.ent[i]
@@ -427,6 +437,8 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
             x = &fd.slots[sl]
             k = e - sl * SLOT_LINKS
             L.load0 += _coef(x, k)
+            if k < x.n_fwd:
+                L.data0 += 1.0
             if 0 < k < x.n_fwd and came != -2:
                 came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
             if x.stamp == stamp:
@@ -443,6 +455,8 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     fd.queue[nq] = q
                     nq += 1
         L.meets = came == -2
+        if L.meets and L.load0 > L.data0:
+            acks_meet = 1
     if _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0) < 0:
         return -1
     if fd.share < 1:
@@ -451,8 +465,9 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
             if L.meets and L.bound:
                 shared = 1
                 break
-        if shared and _fill(fd, nq, ncomp, 2) < 0:
-            return -1
+        if shared or acks_meet:                      # pass 1's rates left ACKs out where flows meet
+            if _fill(fd, nq, ncomp, 2 if shared else 0) < 0:
+                return -1
     # new send-completion times where rates changed
     for i in range(ncomp):
         sl = fd.comp[i]
