@@ -30,6 +30,7 @@ cdef struct LinkSet:       # the fluid flows on one port (one direction of a lin
     double rem             # during a solve: capacity left by the frozen flows
     double load            # during a solve: the unfrozen flows' loads per unit of rate
     double load0           # during a solve: every flow's load per unit of rate
+    double data0           # during a solve: its data flows' load per unit of rate (their number)
     double peak            # during a solve: its load with every flow at its links' least offer
     uint8_t meets          # during a solve: data flows from two or more links meet here
     uint8_t bound          # during a solve: it froze flows (it is a bottleneck)

@@ -14,8 +14,9 @@ r x a, a = an ACK's wire bytes over those of the ack_every full packets it ackno
 Rates are max-min fair under these loads, a flow with a rate limit capped by it.  A link
 offers its rate, except where data flows that came over two or more different links meet
 (a switch egress several ingress ports feed) and their demand exceeds it (it is their
-bottleneck at full rate): where congestion control has something to control, it offers
-its rate x `share` (a calibration per scheme, measured at the packet level:
+bottleneck at full rate, the ACKs it carries left out: ACKs alone, a few percent of a
+link, do not make a queue that congestion control acts on): where congestion control has
+something to control, it offers its rate x `share` (a calibration per scheme, measured at the packet level:
 validation/flow_calibration.py; 1 by default).  When W has left the NIC at the rates in force, the
 last packet still crosses the later hops, each after the full packet before it (store
 and forward), plus every link's delay: the receiver then has the last byte (children are
@@ -319,8 +320,9 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
     return 1.0 if k < x.n_fwd else x.ack_coef
 
 
-cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
-    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill)."""
+cdef int _freeze(Fluid* fd, int32_t sl, double rate, bint data_only_meets) noexcept nogil:
+    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill).  With
+    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
     cdef FluidSlot* x = &fd.slots[sl]
     cdef int32_t k, port
     cdef double c
@@ -331,7 +333,7 @@ cdef int _freeze(Fluid* fd, int32_t sl, double rate) noexcept nogil:
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         L = &fd.ls[port]
-        c = _coef(x, k)
+        c = 0.0 if data_only_meets and L.meets and k >= x.n_fwd else _coef(x, k)
         L.rem -= c * rate
         if L.rem < 0:
             L.rem = 0
@@ -346,11 +348,15 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
     where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
     they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
-    is the bottleneck; when none of them froze a flow, its rates are exact.  Pass 2 offers
-    rate x share at the links where flows meet that pass 1 found bound: where the demand
-    exceeds the link, as where a scheme acts at the packet level (no CNP is sent where no
-    queue builds).  Returns how many links where flows meet it found bound (pass 1), or -1
-    when out of memory."""
+    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
+    flows, the data alone being more than it carries.  The ACKs it carries are left out
+    because they would otherwise decide ties that are not congestion: on a ring whose hop
+    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
+    data its one sender's NIC sends, and which of the two binds depends only on the
+    neighbouring hops' ACKs (a few percent).  Pass 2 offers rate x share at the links
+    where flows meet that pass 1 found bound: where the demand exceeds the link, as where
+    a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
+    many links where flows meet pass 1 found bound, or -1 when out of memory."""
     cdef int32_t i, k, sl, froze, bound_meets = 0
     cdef LinkSet* L
     cdef FluidSlot* x
@@ -367,6 +373,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
             L.bound = 0
             if L.meets:
                 L.rem = L.capacity * (1 + REL_TIE)
+                L.load = L.data0
         elif pass_ == 2 and L.meets and L.bound:
             L.rem = L.capacity * fd.share
     # A link that carries one flow only limits that flow, at a level no other freeze
@@ -403,7 +410,7 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
         top = _heap_pop(fd)
         if top.id < 0:                               # a flow's own limit
             sl = -1 - top.id
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key) < 0:
+            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key, pass_ == 1) < 0:
                 return -1
             continue
         L = &fd.ls[top.id]
@@ -418,9 +425,10 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
         froze = 0
         while i < L.n:
             sl = L.ent[i] // SLOT_LINKS
-            if not fd.slots[sl].frozen:
+            if not fd.slots[sl].frozen and not (pass_ == 1 and L.meets
+                                                and L.ent[i] - sl * SLOT_LINKS >= fd.slots[sl].n_fwd):
                 froze = 1
-                if _freeze(fd, sl, level) < 0:
+                if _freeze(fd, sl, level, pass_ == 1) < 0:
                     return -1
             i += 1
         if pass_ == 1 and froze:
@@ -429,9 +437,33 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     return bound_meets
 
 
+cdef bint _overfull(Fluid* fd, int32_t nq) noexcept nogil:
+    """Pass 1 left out the ACKs where flows meet: do its rates, ACKs counted, exceed such a
+    link?  If not, they are pass 0's exact rates (max-min fair under looser constraints,
+    and feasible under the true ones); if so, pass 0 must run."""
+    cdef int32_t i, j, e, sl
+    cdef LinkSet* L
+    cdef FluidSlot* x
+    cdef double used
+    for i in range(nq):
+        L = &fd.ls[fd.queue[i]]
+        if not L.meets or L.load0 <= L.data0:
+            continue
+        used = 0
+        for j in range(L.n):
+            e = L.ent[j]
+            sl = e // SLOT_LINKS
+            x = &fd.slots[sl]
+            used += _coef(x, e - sl * SLOT_LINKS) * x.new_rate
+        if used > L.capacity:
+            return 1
+    return 0
+
+
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
     cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came, bound_meets
+    cdef bint acks_meet = 0
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef double r
@@ -451,6 +483,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
         L.load0 = 0
+        L.data0 = 0
         came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
             e = L.ent[i]
@@ -458,6 +491,8 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
             x = &fd.slots[sl]
             k = e - sl * SLOT_LINKS
             L.load0 += _coef(x, k)
+            if k < x.n_fwd:
+                L.data0 += 1.0
             if 0 < k < x.n_fwd and came != -2:
                 came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
             if x.stamp == stamp:
@@ -474,10 +509,15 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     fd.queue[nq] = q
                     nq += 1
         L.meets = came == -2
+        if L.meets and L.load0 > L.data0:
+            acks_meet = 1
     bound_meets = _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0)
     if bound_meets < 0:
         return -1
-    if fd.share < 1 and bound_meets > 0 and _fill(fd, nq, ncomp, 2) < 0:
+    if bound_meets > 0:
+        if _fill(fd, nq, ncomp, 2) < 0:
+            return -1
+    elif fd.share < 1 and acks_meet and _overfull(fd, nq) and _fill(fd, nq, ncomp, 0) < 0:
         return -1
     # new send-completion times where rates changed
     for i in range(ncomp):

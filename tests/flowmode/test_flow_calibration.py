@@ -118,6 +118,33 @@ def test_the_share_applies_only_where_demand_exceeds_the_link(rate):
                        rtol=1e-9, atol=0.01)
 
 
+def test_acks_alone_do_not_make_a_link_where_flows_meet_shared():
+    """A ring's hop across the spines: host 0 sends two flows to host 2, one over each spine,
+    so they meet at host 2's link, which also carries the ACKs of host 2's own flow to host
+    3.  Those ACKs make that link the bare fluid's bottleneck (the two flows are slower with
+    them than without), yet the data there is what host 0's one NIC sends, no more than the
+    link: no queue for a scheme to act on, so the share does not apply and the run is the
+    bare fluid's, exactly.  A second sender (host 1) to host 2 makes the data exceed the
+    link: the three flows then share it x the share, as an incast does."""
+    def run(share, flows):
+        sim = Simulation(topology.leaf_spine(2, 2, 2, "100Gbps", "1us"), cc="dcqcn", mode="flow",
+                         flow={"share": share, "startup": "0us"})
+        for src, dst, path in flows:
+            sim.add_flow(src, dst, 2_000_000, path=path)
+        return sim, sim.run(progress=False)
+    # hosts 0, 1 on leaf 4; hosts 2, 3 on leaf 5; spines 6, 7
+    hop = [(0, 2, [0, 4, 6, 5, 2]), (0, 2, [0, 4, 7, 5, 2])]
+    ring = hop + [(2, 3, None)]
+    _, half = run(0.5, ring)
+    _, bare = run(1, ring)
+    _, without_acks = run(1, hop)
+    assert np.array_equal(half.flows["fct_ns"], bare.flows["fct_ns"])
+    assert (bare.flows["fct_ns"][:2] > without_acks.flows["fct_ns"]).all()
+    sim, incast = run(0.5, hop + [(1, 2, [1, 4, 6, 5, 2])])
+    assert np.allclose(incast.flows["fct_ns"], _incast_closed_form(sim, incast, 3, 2_000_000, 0.5, 0),
+                       rtol=1e-9, atol=0.01)
+
+
 def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
     monkeypatch.setattr("rocesim.simulation.flow_calibration", lambda name: None)
     sim, res = _incast("dcqcn")
