@@ -128,7 +128,23 @@ def _check(args) -> int:
           f"{flows}, {_what(scn.sim)}")
     if scn.sim.platform.kind != "hosts":
         print(scn.sim.platform.describe())
+    # a note on stderr: stdout stays what scripts read (the ok line, the platform)
+    sys.stdout.flush()
+    print(_parallel_line(scn.sim), file=sys.stderr)
     return 0
+
+
+def _parallel_line(sim) -> str:
+    """`check`'s line on the parallel packet core (issue 20; not built yet): the parts it
+    would use, their lookahead and the share of dependency edges that would cross them."""
+    part = sim.partition()
+    done, start = sim.dependency_hosts()
+    share = (f"{part.crossing_share(done, start):.1%} of {done.size:,} dependencies cross parts" if done.size
+             else "no dependencies")
+    if sim.estimated_nodes:      # (not built: sized from their first part)
+        share = (f"{share} (not counting the workloads sized from their first part)" if done.size
+                 else "dependencies not counted (workloads sized from their first part, not built)")
+    return f"parallel core (issue 20, not yet used by runs): {part.describe()}; {share}"
 
 
 def _existing_folders(paths) -> None:

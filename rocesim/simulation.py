@@ -22,6 +22,7 @@ from rocesim import config
 
 from rocesim.network import routing
 from rocesim.network import faults as faults_mod
+from rocesim.network import partition as partition_mod
 from rocesim.cc import Context, get_scheme
 from rocesim.cc.calibration import UNCALIBRATED, flow_calibration
 from rocesim._core.engine import STOP_DEADLOCK, STOP_TIME, Core
@@ -55,6 +56,12 @@ class _FlowColumns:
         self.chunks.append(cols)
         self.n += count
         return ids
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(child ids, parent ids) of every dependency added so far, in the order added."""
+        if not self.edges:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([c for c, _ in self.edges]), np.concatenate([p for _, p in self.edges])
 
     def column(self, name, dtype, default=0) -> np.ndarray:
         """One column over all chunks; chunks without it contribute `default`."""
@@ -390,6 +397,31 @@ class Simulation:
                                      f"cannot be sent at {format_rate(rate)} within the simulator's time horizon "
                                      f"({format_time(MAX_TIME_PS)}): at most {format_size(most)}")
 
+    def dependency_hosts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per dependency edge added so far, in the order added: the host where its parent
+        completes (a data flow's destination, a compute step's own host) and the host where
+        its child starts (its source), as two int64 arrays."""
+        fl = self._flows
+        children, parents = fl.edge_arrays()
+        src, dst = fl.column("src", np.int64), fl.column("dst", np.int64)
+        done = np.where(fl.column("compute", np.int8)[parents] != 0, src[parents], dst[parents])
+        return done, src[children]
+
+    def partition(self, level="leaves") -> partition_mod.Partition:
+        """The parts a parallel packet core would cut this network into (issue 20; runs do
+        not use them yet): ``"leaves"``, ``"pods"`` or ``"none"``, the rule of
+        `rocesim.network.partition`."""
+        return partition_mod.partition(self.platform, self.ports, level)
+
+    def dependency_crossing(self, partition=None) -> float:
+        """The share of the dependency edges added so far whose parent completes in another
+        part of `partition` (default: `self.partition()`) than its child starts in: the
+        edges a parallel run would pass between parts (0.0 without edges)."""
+        part = self.partition() if partition is None else partition
+        if not isinstance(part, partition_mod.Partition):
+            raise ScenarioError("partition", f"expected a Partition (Simulation.partition), got {show(part)}")
+        return part.crossing_share(*self.dependency_hosts())
+
     def _not_running(self, what):
         """Refuse to change the world while run() is going (a scheme's callback calling
         add_flow, say): the core took the flows, dependencies and faults when run() began,
@@ -586,11 +618,7 @@ class Simulation:
         for fid, ports in fl.paths.items():
             path_off[fid] = len(path_ports)
             path_ports.extend(ports)
-        if fl.edges:
-            children = np.concatenate([c for c, _ in fl.edges])
-            parents = np.concatenate([p for _, p in fl.edges])
-        else:
-            children = parents = np.zeros(0, np.int64)
+        children, parents = fl.edge_arrays()
         if children.size and (children.min() < 0 or children.max() >= F
                               or parents.min() < 0 or parents.max() >= F):
             raise ScenarioError("dependencies", "a dependency names a flow id that does not exist")

@@ -190,19 +190,9 @@ class Platform:
 
     def bisection_bps(self) -> int:
         """Half of the narrowest tier-to-tier capacity (switches layered by hop distance from
-        the hosts): what half of the NICs can send to the other half at most."""
+        the hosts, `Topology.host_levels`): what half of the NICs can send to the other half at most."""
         t = self.topology
-        level = np.full(t.n_nodes, -1, np.int64)
-        level[: t.n_hosts] = 0
-        frontier = list(range(t.n_hosts))
-        while frontier:
-            nxt = []
-            for node in frontier:
-                for peer in t.neighbors(node):
-                    if level[peer] < 0:
-                        level[peer] = level[node] + 1
-                        nxt.append(peer)
-            frontier = nxt
+        level = t.host_levels()
         la, lb = level[t.link_a], level[t.link_b]
         lo = np.minimum(la, lb)
         up = la != lb

@@ -295,6 +295,23 @@ class Topology:
                     frontier.append(peer)
         return distance
 
+    def host_levels(self) -> np.ndarray:
+        """Per node, the number of links to its nearest host (hosts 0, ToRs 1, aggregations
+        or spines 2, cores 3; -1: no host reachable): the tiers of the fabric, counted from
+        the hosts."""
+        level = np.full(self.n_nodes, -1, dtype=np.int64)
+        level[: self.n_hosts] = 0
+        frontier = list(self.hosts)
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for peer in self.neighbors(node):
+                    if level[peer] < 0:
+                        level[peer] = level[node] + 1
+                        nxt.append(peer)
+            frontier = nxt
+        return level
+
     def island_of(self) -> np.ndarray:
         """Per node, the lowest host id it is connected to (-1: none); equal values share an island."""
         label = np.full(self.n_nodes, -1, dtype=np.int64)

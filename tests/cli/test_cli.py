@@ -203,6 +203,18 @@ def test_check_quickstart(capsys):
     assert out.startswith("ok: 32 hosts, 6 switches, ") and out.endswith(" flows, scheme none\n")
 
 
+def test_check_notes_the_parts_of_a_parallel_core(tmp_path, capsys):
+    # quickstart: 4 leaves of 8 hosts and 2 spines; 40 links, the 8 leaf-spine ones cut
+    assert main(["check", str(ROOT / "scenarios" / "quickstart.yaml")]) == 0
+    assert capsys.readouterr().err == (
+        "parallel core (issue 20, not yet used by runs): 6 parts at the leaf level (4 leaf groups, 2 switches), "
+        "lookahead 1us, 16/80 ports cut; no dependencies\n")
+    # three hosts on one switch: one leaf group, and the dependencies of an incast: none
+    assert main(["check", write_scenario(tmp_path, scenario())]) == 0
+    assert capsys.readouterr().err.endswith(": 1 part at the leaf level: the whole network is one leaf group; "
+                                            "no dependencies\n")
+
+
 def test_schemes(capsys):
     assert main(["schemes"]) == 0
     lines = capsys.readouterr().out.splitlines()
