@@ -192,6 +192,8 @@ def _brief(value: object, limit: int = 60) -> str:
 def _parse(value: object, key: str, q: _Quantity, bare_ok: bool,
            limit: int = _INT64_MAX, why: str = "what fits the simulator's 64-bit counters") -> int:
     """Parse ``value`` into a non-negative whole number of base units, at most ``limit``."""
+    if bare_ok and type(value) is int and 0 <= value <= limit:
+        return value                  # already base units (topology builders pass these per link)
     amount, text = _read_amount(value, key, q, bare_ok)
     if amount < 0:
         raise ScenarioError(key, f"{q.noun} must not be negative, got {text!r}")

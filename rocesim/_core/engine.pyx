@@ -311,22 +311,25 @@ cdef class Core:
         s.flows = <Flow*> calloc(F + 1, sizeof(Flow))     # and the sentinel (Flow.child_off)
         if s.flows == NULL:
             raise MemoryError()
-        due = np.where(n_parents == 0, start, delay)
+        cdef int32_t[::1] src_v = src, dst_v = dst, prio_v = prio, compute_v = is_compute
+        cdef int32_t[::1] parents_v = n_parents, child_off_v = child_off
+        cdef int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64), size_v = size
+        cdef int64_t[::1] limit_v
         for i in range(F):
             fl = &s.flows[i]
-            fl.src = src[i]
-            fl.dst = dst[i]
-            fl.prio = prio[i]
+            fl.src = src_v[i]
+            fl.dst = dst_v[i]
+            fl.prio = prio_v[i]
             fl.state = FS_WAITING
             fl.qp = NIL
-            fl.due = due[i]
-            fl.size = size[i]             # a compute step's duration (Flow.size)
+            fl.due = due_v[i]
+            fl.size = size_v[i]           # a compute step's duration (Flow.size)
             fl.released = NIL
             fl.finish = NIL
             fl.rx_finish = NIL
-            fl.is_compute = is_compute[i]
-            fl.slot.deps_left = n_parents[i]
-            fl.child_off = child_off[i]
+            fl.is_compute = compute_v[i]
+            fl.slot.deps_left = parents_v[i]
+            fl.child_off = child_off_v[i]
         s.flows[F].child_off = child_off[F]
         s.flows[F].qp = NIL
         if (path_off >= 0).any():
@@ -335,8 +338,9 @@ cdef class Core:
             s.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
             if s.flow_rate_limit == NULL:
                 raise MemoryError()
+            limit_v = rate_limit
             for i in range(F):
-                s.flow_rate_limit[i] = rate_limit[i]
+                s.flow_rate_limit[i] = limit_v[i]
         s.child_idx = _copy_i32(child_idx)
         s.start_order = _copy_i32(roots)
         s.n_roots = roots.shape[0]

@@ -68,7 +68,11 @@ def bandwidths_gbps(collectives) -> tuple[np.ndarray, np.ndarray]:
     less); NaN if unfinished."""
     size = np.asarray(collectives["size_bytes"], float)
     dur = np.asarray(collectives["duration_ns"], float)
-    factor = np.array([bus_factor(str(o), int(r)) for o, r in zip(collectives["op"], collectives["ranks"])])
+    ops, op_of = np.unique(np.asarray(collectives["op"]).astype(str), return_inverse=True)
+    ranks, ranks_of = np.unique(np.asarray(collectives["ranks"], np.int64), return_inverse=True)
+    kinds, kind_of = np.unique(op_of * len(ranks) + ranks_of, return_inverse=True)   # (op, ranks) pairs
+    factor = np.array([bus_factor(str(ops[k // len(ranks)]), int(ranks[k % len(ranks)])) for k in kinds],
+                      float)[kind_of.ravel()]
     with np.errstate(invalid="ignore", divide="ignore"):
         alg = 8 * size / dur                    # bytes per ns x 8 = Gb/s
     return alg, alg * factor
