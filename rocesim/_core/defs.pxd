@@ -2,7 +2,9 @@
 """Shared C structs and constants of the rocesim core.
 
 Every module of the core works on one `Sim` struct passed by pointer; there is no
-global state.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
+global state.  A run is held in parts (issue 20), each a `Sim` with its own queue, pools,
+counters and clock, sharing one world (Sim.parts; engine.pyx builds them): a module acts
+on the part it is given.  Today a run has one part.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
 one end of a full-duplex link: it owns the egress queues and the transmitter of
 one direction, and the in-flight FIFO of the packets on that direction's wire.
 
