@@ -2,7 +2,9 @@
 """Shared C structs and constants of the rocesim core.
 
 Every module of the core works on one `Sim` struct passed by pointer; there is no
-global state.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
+global state.  A run is held in parts (issue 20), each a `Sim` with its own queue, pools,
+counters and clock, sharing one world (Sim.parts; engine.pyx builds them): a module acts
+on the part it is given.  Today a run has one part.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
 one end of a full-duplex link: it owns the egress queues and the transmitter of
 one direction, and the in-flight FIFO of the packets on that direction's wire.
 
@@ -436,3 +438,13 @@ cdef struct Sim:
     void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
     void* fluid            # the flow-level network (fluid.pxd), NULL in packet mode
     int32_t error          # set by a Python callback that raised: the loop stops
+    # parts (issue 20): a run may be cut into parts, each a Sim of its own. A part has its
+    # own clock and seq, event queue, packet and queue-pair pools, losses, roots, counters
+    # (st), RNG, PFC timeline and error; the world (n_*, ports, sw, hosts, flows, the
+    # per-flow arrays, routing, child_idx, p, cc, qp_stride and the monitors' and faults'
+    # state) is shared: the same pointers in every part, owned and freed by part 0.
+    # Core.run needs one part until the window loop exists.
+    Sim** parts            # every part, by index (one array, shared)
+    int32_t n_parts
+    int32_t part           # this part's index in parts
+    uint8_t owns_world     # part 0: frees the world

@@ -10,18 +10,18 @@ arrays.
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
                                  ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
 from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
-from rocesim._core.qp cimport qp_at, qp_of, qp_stride_for, qp_pool_release
+from rocesim._core.qp cimport qp_at, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
@@ -54,6 +54,88 @@ STOP_DEADLOCK = loop.STOP_DEADLOCK
 
 cdef enum:
     INITIAL_POOL = 4096
+    PART_POOL = 256          # the first packets of a part other than part 0 (plan, 1.1)
+
+
+# --- parts (issue 20) ------------------------------------------------------------------
+# A Core holds its run in parts: `Sim` contexts that share the world's arrays (Sim: the
+# fields before `parts`) and have each their own queue, pools, counters, RNG, timeline,
+# losses, roots, clock and error.  Part 0 is built with the world and owns it; there is
+# one part until the window loop exists, so Core.run is today's loop on part 0.
+
+cdef uint64_t _part_rng(uint64_t seed, int32_t k) noexcept:
+    """Part k's RNG stream: part 0's is the single engine's, the others mixed from it."""
+    cdef uint64_t r = mix64(seed ^ <uint64_t> 0x5DEECE66D)
+    return r if k == 0 else mix64(r ^ <uint64_t> k)
+
+
+cdef int _init_part(Sim* s, int32_t k, uint64_t seed, int32_t pool) noexcept:
+    """Give part k its own empty state (the world already shared into `s`): the event
+    queue, a pool of `pool` packets, an empty queue-pair pool, its RNG; -1 if out of
+    memory.  Counters, timeline, losses and roots start zeroed (calloc)."""
+    s.part = k
+    s.qp_free = NIL
+    s.qp_stride = qp_stride_for(s.cc.flow_state_size)
+    s.rng = _part_rng(seed, k)
+    if ev_init(s, ev_bucket_shift(s.n_ports)) < 0 or pool_init(s, pool) < 0:
+        return -1
+    return 0
+
+
+cdef void _share_world(Sim* d, Sim* w) noexcept:
+    """Point part `d` at the world of part 0 (`w`), after any change to it (a scheme
+    installed, routes replaced, monitors or faults set)."""
+    d.n_hosts, d.n_nodes, d.n_ports, d.n_flows = w.n_hosts, w.n_nodes, w.n_ports, w.n_flows
+    d.ports, d.sw, d.hosts, d.flows = w.ports, w.sw, w.hosts, w.flows
+    d.flow_path_off, d.flow_rate_limit = w.flow_path_off, w.flow_rate_limit
+    d.route_class, d.n_route_classes, d.route_groups = w.route_class, w.n_route_classes, w.route_groups
+    d.route_ports, d.path_ports, d.n_path_ports = w.route_ports, w.path_ports, w.n_path_ports
+    d.child_idx = w.child_idx
+    d.p = w.p
+    d.cc = w.cc
+    d.qp_stride = w.qp_stride
+    d.deadlock, d.faults, d.watchdog, d.fluid = w.deadlock, w.faults, w.watchdog, w.fluid
+    d.parts, d.n_parts = w.parts, w.n_parts
+
+
+cdef void _free_part(Sim* s) noexcept:
+    """Free what part `s` holds of its own (not the world)."""
+    cdef int32_t i
+    for i in range(s.qp_cap):
+        loss_free(qp_at(s, i))
+    for i in range(s.n_qp_chunks):
+        free(s.qp_chunks[i])
+    free(s.qp_chunks)
+    free(s.losses)
+    ev_free(s)
+    free(s.pkts)
+    free(s.int_hops)
+    free(s.pkt_sack)
+    free(s.start_order)
+    free(s.tl)
+
+
+cdef void _free_world(Sim* s) noexcept:
+    """Free the world, which part 0 (`s`) owns."""
+    cdef int32_t i, k
+    if s.hosts != NULL:
+        for i in range(s.n_hosts):
+            free(s.hosts[i].active)
+            free(s.hosts[i].ready_bits)
+            free(s.hosts[i].ready_sum)
+            for k in range(NPRIO):
+                free(s.hosts[i].paced[k])
+    free(s.flow_path_off)
+    free(s.flow_rate_limit)
+    free(s.ports)
+    free(s.sw)
+    free(s.hosts)
+    free(s.flows)
+    free(s.route_groups)
+    free(s.route_ports)
+    free(s.route_class)
+    free(s.path_ports)
+    free(s.child_idx)
 
 
 def _as(a, dtype, name, n=None):
@@ -107,13 +189,22 @@ cdef class Core:
     `world` is a dict of numpy arrays (ports, switches, routes, flows) and `params`
     a dict of scalars; the constructor validates every index before copying.
     """
-    cdef Sim* s
+    cdef Sim* s             # part 0: the world's owner (and, with one part, the whole run)
+    cdef Sim** parts        # every part (s is parts[0])
+    cdef readonly int32_t n_parts   # how many (1 until the window loop exists)
+    cdef uint64_t seed
     cdef object _scheme
 
     def __cinit__(self):
         self.s = <Sim*> calloc(1, sizeof(Sim))
-        if self.s == NULL:
+        self.parts = <Sim**> calloc(1, sizeof(Sim*))
+        if self.s == NULL or self.parts == NULL:
             raise MemoryError()
+        self.parts[0] = self.s
+        self.n_parts = 1
+        self.s.parts = self.parts
+        self.s.n_parts = 1
+        self.s.owns_world = 1
         cc_ops_clear(&self.s.cc)          # no scheme installed: every callback a no-op
         self.s.qp_stride = qp_stride_for(0)
         self.s.qp_free = NIL
@@ -122,6 +213,7 @@ cdef class Core:
         cdef Sim* s = self.s
         cdef int32_t i, k, H, N, P, F, nsw
         cdef uint64_t seed = <uint64_t> int(params.get("seed", 1))
+        self.seed = seed
         H = int(world["n_hosts"])
         N = int(world["n_nodes"])
         if H <= 0 or N < H:
@@ -206,9 +298,8 @@ cdef class Core:
         s.n_path_ports = path_ports.shape[0]
         self._init_flows(world, path_ports.shape[0])
 
-        if ev_init(s, ev_bucket_shift(s.n_ports)) < 0 or pool_init(s, INITIAL_POOL) < 0:
+        if _init_part(s, 0, seed, INITIAL_POOL) < 0:
             raise MemoryError()
-        s.rng = mix64(seed ^ <uint64_t> 0x5DEECE66D)
         if params.get("fluid", False):
             self._init_fluid(params)
         flows_next_root(s)
@@ -348,46 +439,67 @@ cdef class Core:
 
     def __dealloc__(self):
         cdef Sim* s = self.s
-        cdef int32_t i, k
+        cdef int32_t k
         if s == NULL:
             return
+        if self.parts == NULL:        # (out of memory in __cinit__: nothing built yet)
+            free(s)
+            return
+        # the world's monitors and faults, the scheme's state, each part's own state, the
+        # world's arrays: each freed once, by part 0
         if s.cc.free_state != NULL:
             s.cc.free_state(s.cc.state)
         deadlock_free(s)
         fluid_free(s)
         faults_free(s)
         watchdog_free(s)
-        if s.hosts != NULL:
-            for i in range(s.n_hosts):
-                free(s.hosts[i].active)
-                free(s.hosts[i].ready_bits)
-                free(s.hosts[i].ready_sum)
-                for k in range(NPRIO):
-                    free(s.hosts[i].paced[k])
-        for i in range(s.qp_cap):
-            loss_free(qp_at(s, i))
-        for i in range(s.n_qp_chunks):
-            free(s.qp_chunks[i])
-        free(s.qp_chunks)
-        free(s.losses)
-        free(s.flow_path_off)
-        free(s.flow_rate_limit)
-        ev_free(s)
-        free(s.pkts)
-        free(s.int_hops)
-        free(s.pkt_sack)
-        free(s.ports)
-        free(s.sw)
-        free(s.hosts)
-        free(s.flows)
-        free(s.route_groups)
-        free(s.route_ports)
-        free(s.route_class)
-        free(s.path_ports)
-        free(s.start_order)
-        free(s.child_idx)
-        free(s.tl)
+        for k in range(self.n_parts):
+            if self.parts[k] != NULL:
+                _free_part(self.parts[k])
+        _free_world(s)
+        for k in range(1, self.n_parts):
+            free(self.parts[k])
+        free(self.parts)
         free(s)
+
+    cdef Sim* _make_part(self, int32_t k) except NULL:
+        """A new part k (k > 0): a Sim that shares part 0's world and has its own empty
+        queue, pools, counters, RNG stream and timeline; the caller adds it to `parts`."""
+        cdef Sim* p = <Sim*> calloc(1, sizeof(Sim))
+        if p == NULL:
+            raise MemoryError()
+        _share_world(p, self.s)
+        if _init_part(p, k, self.seed, PART_POOL) < 0:
+            _free_part(p)
+            free(p)
+            raise MemoryError()
+        return p
+
+    cdef _sync_parts(self):
+        """Every part sees part 0's world again (after a scheme, routes, monitors or faults
+        changed it), and the list of parts."""
+        cdef int32_t k
+        for k in range(self.n_parts):
+            self.parts[k].parts = self.parts
+            self.parts[k].n_parts = self.n_parts
+        for k in range(1, self.n_parts):
+            _share_world(self.parts[k], self.s)
+
+    def _add_empty_part(self):
+        """Tests only (issue 20, stage 1): one more part, with no events and no flows of its
+        own, so that the readbacks' aggregation over parts can be checked; Core.run needs
+        one part until the window loop exists."""
+        cdef Sim** grown
+        cdef Sim* p = self._make_part(self.n_parts)
+        grown = <Sim**> realloc(self.parts, (self.n_parts + 1) * sizeof(Sim*))
+        if grown == NULL:
+            _free_part(p)
+            free(p)
+            raise MemoryError()
+        self.parts = grown
+        self.parts[self.n_parts] = p
+        self.n_parts += 1
+        self._sync_parts()
 
     def capsule(self):
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
@@ -399,7 +511,7 @@ cdef class Core:
         `needs_cnp`: receivers answer ECN-marked data with CNPs (the scheme's declaration).
         Whatever `install` returns is kept alive as long as this Core (Python schemes).
         """
-        if self.s.qp_peak:
+        if self.stats()["queue_pairs_peak"]:
             raise ValueError("install_scheme: the run has started; install the scheme before it")
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
@@ -407,6 +519,7 @@ cdef class Core:
         self._scheme = module.install(self, params)
         self.s.cc.needs_cnp = needs_cnp
         self.s.qp_stride = qp_stride_for(self.s.cc.flow_state_size)
+        self._sync_parts()
 
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
@@ -417,6 +530,7 @@ cdef class Core:
         if deadlock_init(self.s, interval_ps, threshold_ps, stop) < 0:
             deadlock_free(self.s)
             raise MemoryError()
+        self._sync_parts()
 
     def set_faults(self, time_ps, kind, target, value):
         """Schedule faults (faults.pyx): arrays of time, kind (F_*), target (a host for NIC
@@ -435,7 +549,7 @@ cdef class Core:
         nic = (kind == F_NIC_STOP) | (kind == F_NIC_RESUME)
         _check_range(target[nic], 0, self.s.n_hosts, "fault_target (hosts)")
         _check_range(target[~nic], 0, self.s.n_ports, "fault_target (ports)")
-        if n and (time_ps.min() < self.s.now or value.min() < 0
+        if n and (time_ps.min() < self.now_ps or value.min() < 0
                   or (value[kind == F_LINK_RATE] <= 0).any()):
             raise ValueError("core input: fault times must not be in the past, values >= 0, rates > 0")
         buf = <Fault*> malloc(max(n, 1) * sizeof(Fault))
@@ -450,6 +564,7 @@ cdef class Core:
         free(buf)
         if k < 0:
             raise MemoryError()
+        self._sync_parts()
 
     def enable_watchdog(self, int64_t interval_ps, int64_t detection_ps, int64_t restoration_ps,
                         int32_t action):
@@ -461,6 +576,7 @@ cdef class Core:
         if watchdog_init(self.s, interval_ps, detection_ps, restoration_ps, action) < 0:
             watchdog_free(self.s)
             raise MemoryError()
+        self._sync_parts()
 
     def set_routes(self, route_off, route_cnt, route_ports, route_class=None):
         """Replace the routing tables (after a link went down or came back up)."""
@@ -476,6 +592,7 @@ cdef class Core:
         free(s.route_class)
         s.route_groups, s.route_ports, s.route_class = <RouteGroup*> groups, ports, cls
         s.n_route_classes = n_classes
+        self._sync_parts()
 
     def deadlock_records(self):
         """The deadlocks found so far: a list of dicts (times in ps, ports in cycle order)."""
@@ -515,6 +632,8 @@ cdef class Core:
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
         cdef int status
+        if self.n_parts != 1:
+            raise NotImplementedError("Core.run: a run in several parts needs the window loop (issue 20)")
         if self.s.fluid != NULL:
             status = fluid_loop(self.s, until_ps, max_events)
         else:
@@ -558,32 +677,35 @@ cdef class Core:
 
     @property
     def now_ps(self):
-        return self.s.now
+        """The simulated time reached: the latest clock over the parts."""
+        return max(self.parts[k].now for k in range(self.n_parts))
 
     @property
     def next_event_ps(self):
-        """Time of the next event, or -1 if none is left."""
-        cdef Event* ev = ev_next(self.s) if self.s.n_events > 0 else NULL
-        return ev.time if ev != NULL else -1
+        """Time of the next event over the parts, or -1 if none is left."""
+        cdef Event* ev
+        cdef int64_t t = -1
+        cdef int32_t k
+        for k in range(self.n_parts):
+            ev = ev_next(self.parts[k]) if self.parts[k].n_events > 0 else NULL
+            if ev != NULL and (t < 0 or ev.time < t):
+                t = ev.time
+        return t
 
     @property
     def packets_in_use(self):
-        return self.s.pool_used
+        return sum(self.parts[k].pool_used for k in range(self.n_parts))
 
     def stats(self):
-        """Counters of the whole run so far, as a dict of ints."""
-        cdef Sim* s = self.s
-        return dict(
-            events=s.st.events, link_crossings=s.st.link_crossings, drops=s.st.drops,
-            ttl_drops=s.st.ttl_drops, pfc_pauses=s.st.pauses, pfc_resumes=s.st.resumes,
-            cnps=s.st.cnps, nacks=s.st.nacks, acks=s.st.acks, timeouts=s.st.timeouts,
-            retx_bytes=s.st.retx_bytes, data_packets_sent=s.st.data_pkts_sent,
-            data_bytes_delivered=s.st.data_bytes_delivered, flows_done=s.st.flows_done,
-            time_errors=s.st.time_errors, link_drops=s.st.link_drops,
-            watchdog_drops=s.st.watchdog_drops, nic_drops=s.st.nic_drops,
-            no_route_drops=s.st.no_route_drops, fluid_solves=s.st.fluid_solves, packets_in_use=s.pool_used,
-            packets_peak=s.pool_peak, queue_pairs_in_use=s.qp_used, queue_pairs_peak=s.qp_peak, pending_events=s.n_events, event_queue_bytes=ev_bytes(s), sim_time_ps=s.now,
-            last_activity_ps=s.last_work)
+        """Counters of the whole run so far, as a dict of ints: sums over the parts (the
+        clocks: the latest part's)."""
+        return _counters(self.parts, self.n_parts)
+
+    def _part_stats(self, int32_t k):
+        """The counters of part k alone (tests: stats() aggregates these)."""
+        if not 0 <= k < self.n_parts:
+            raise IndexError(f"part {k} of {self.n_parts}")
+        return _counters(&self.parts[k], 1)
 
     def flow_arrays(self):
         """Per-flow results (numpy arrays, picoseconds; -1 where not reached).  `start_ps`
@@ -600,7 +722,9 @@ cdef class Core:
         cdef cnp.ndarray[int32_t] timeouts = np.zeros(F, np.int32)
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
         cdef Qp* qp
+        cdef Sim* part
         cdef int64_t k
+        cdef int32_t j, q
         retx[:] = 0
         cdef cnp.ndarray[cnp.uint8_t] has_parents = np.zeros(F, np.uint8)
         for k in range(s.flows[F].child_off):
@@ -613,18 +737,19 @@ cdef class Core:
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)
             state[i] = fl.state
-            delivered[i] = 0
-            if fl.qp != NIL:
-                qp = qp_of(s, i)
-                delivered[i] = qp.rcv_nxt
-                if qp.loss != NULL:
-                    retx[i] = qp.loss.retx_bytes
-                    timeouts[i] = qp.loss.n_timeouts
-            elif fl.state == FS_DONE and not fl.is_compute:
-                delivered[i] = fl.size
-        for k in range(s.n_losses):          # flows done with retransmissions (qp.pxd)
-            retx[s.losses[k].flow] = s.losses[k].retx_bytes
-            timeouts[s.losses[k].flow] = s.losses[k].n_timeouts
+            delivered[i] = fl.size if fl.qp == NIL and fl.state == FS_DONE and not fl.is_compute else 0
+        for j in range(self.n_parts):
+            part = self.parts[j]
+            for q in range(part.qp_cap):     # the flows in flight: their queue pairs
+                qp = qp_at(part, q)
+                if qp.flow != NIL:
+                    delivered[qp.flow] = qp.rcv_nxt
+                    if qp.loss != NULL:
+                        retx[qp.flow] = qp.loss.retx_bytes
+                        timeouts[qp.flow] = qp.loss.n_timeouts
+            for k in range(part.n_losses):   # flows done with retransmissions (qp.pxd)
+                retx[part.losses[k].flow] = part.losses[k].retx_bytes
+                timeouts[part.losses[k].flow] = part.losses[k].n_timeouts
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
                     timeouts=timeouts, state=state)
@@ -644,6 +769,7 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] wd_det = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] wd_res = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] wd_drop = np.empty(P, np.int64)
+        cdef int64_t now = self.now_ps
         for i in range(P):
             p = &s.ports[i]
             tx_bytes[i] = p.tx_bytes
@@ -658,7 +784,7 @@ cdef class Core:
             for k in range(NPRIO):
                 paused_ps[i, k] = p.paused_ps[k]
                 if (p.paused_mask >> k) & 1:
-                    paused_ps[i, k] += s.now - p.paused_since[k]
+                    paused_ps[i, k] += now - p.paused_since[k]
                 queue_bytes[i, k] = p.q_bytes[k]
         return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
                     paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask,
@@ -667,11 +793,16 @@ cdef class Core:
     def pause_timeline(self):
         """Every pause interval so far: (port, prio, start_ps, end_ps) arrays, end -1 for a
         pause still on now; ordered by start, then port and priority; and the count of
-        intervals not recorded (beyond the timeline's cap)."""
+        intervals not recorded (beyond the timeline's cap).  Each part records its own
+        ports' intervals; they are put together here."""
         cdef Sim* s = self.s
-        cdef int64_t n = s.tl_n, k, j
-        cdef int32_t i, q
+        cdef Sim* part
+        cdef int64_t n = 0, k, j = 0, lost = 0
+        cdef int32_t i, q, m
         cdef int64_t n_open = 0
+        for m in range(self.n_parts):
+            n += self.parts[m].tl_n
+            lost += self.parts[m].tl_lost
         for i in range(s.n_ports):
             for q in range(NPRIO):
                 if (s.ports[i].paused_mask >> q) & 1:
@@ -682,12 +813,14 @@ cdef class Core:
         end = np.empty(n + n_open, np.int64)
         cdef int32_t[::1] vport = port, vprio = prio
         cdef int64_t[::1] vstart = start, vend = end
-        for k in range(n):
-            vport[k] = s.tl[k].port
-            vprio[k] = s.tl[k].prio
-            vstart[k] = s.tl[k].start
-            vend[k] = s.tl[k].end
-        j = n
+        for m in range(self.n_parts):
+            part = self.parts[m]
+            for k in range(part.tl_n):
+                vport[j] = part.tl[k].port
+                vprio[j] = part.tl[k].prio
+                vstart[j] = part.tl[k].start
+                vend[j] = part.tl[k].end
+                j += 1
         for i in range(s.n_ports):
             for q in range(NPRIO):
                 if (s.ports[i].paused_mask >> q) & 1:
@@ -698,23 +831,28 @@ cdef class Core:
                     j += 1
         order = np.lexsort((prio, port, start))
         return dict(port=port[order], prio=prio[order], start_ps=start[order], end_ps=end[order],
-                    lost=s.tl_lost)
+                    lost=lost)
 
     def sample_flows(self):
-        """The active data flows now: (ids, sending rate in bps, bytes delivered in order)."""
-        cdef Sim* s = self.s
-        cdef int32_t n = s.qp_used, k = 0, q
+        """The active data flows now: (ids, sending rate in bps, bytes delivered in order),
+        from every part's queue pairs, by id."""
+        cdef Sim* s
+        cdef int32_t n = 0, k = 0, q, m
         cdef Qp* qp
+        for m in range(self.n_parts):
+            n += self.parts[m].qp_used
         cdef cnp.ndarray[int32_t] ids = np.empty(n, np.int32)
         cdef cnp.ndarray[int64_t] rate = np.empty(n, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(n, np.int64)
-        for q in range(s.qp_cap):
-            qp = qp_at(s, q)
-            if qp.flow != NIL:
-                ids[k] = qp.flow
-                rate[k] = qp.rate_bps
-                delivered[k] = qp.rcv_nxt
-                k += 1
+        for m in range(self.n_parts):
+            s = self.parts[m]
+            for q in range(s.qp_cap):
+                qp = qp_at(s, q)
+                if qp.flow != NIL:
+                    ids[k] = qp.flow
+                    rate[k] = qp.rate_bps
+                    delivered[k] = qp.rcv_nxt
+                    k += 1
         order = np.argsort(ids)
         return ids[order], rate[order], delivered[order]
 
@@ -743,6 +881,43 @@ cdef class Core:
             used[i] = s.sw[i].used
             shared[i] = s.sw[i].shared_used
         return dict(used_bytes=used, shared_used_bytes=shared)
+
+
+cdef dict _counters(Sim** parts, int32_t n):
+    """The counters of parts[0 .. n) summed (Stats, pools, pending events), and their
+    clocks' latest.  Peaks are summed too: exact with one part."""
+    cdef Stats st
+    cdef int64_t* total = <int64_t*> &st
+    cdef int64_t* one
+    cdef int64_t pool_used = 0, pool_peak = 0, qp_used = 0, qp_peak = 0, n_events = 0, ev_mem = 0
+    cdef int64_t now = 0, last_work = 0
+    cdef int32_t k, j
+    cdef Sim* s
+    memset(&st, 0, sizeof(Stats))
+    for k in range(n):
+        s = parts[k]
+        one = <int64_t*> &s.st
+        for j in range(<int32_t> (sizeof(Stats) // sizeof(int64_t))):    # Stats: int64 counters only
+            total[j] += one[j]
+        pool_used += s.pool_used
+        pool_peak += s.pool_peak
+        qp_used += s.qp_used
+        qp_peak += s.qp_peak
+        n_events += s.n_events
+        ev_mem += ev_bytes(s)
+        now = max(now, s.now)
+        last_work = max(last_work, s.last_work)
+    return dict(
+        events=st.events, link_crossings=st.link_crossings, drops=st.drops,
+        ttl_drops=st.ttl_drops, pfc_pauses=st.pauses, pfc_resumes=st.resumes,
+        cnps=st.cnps, nacks=st.nacks, acks=st.acks, timeouts=st.timeouts,
+        retx_bytes=st.retx_bytes, data_packets_sent=st.data_pkts_sent,
+        data_bytes_delivered=st.data_bytes_delivered, flows_done=st.flows_done,
+        time_errors=st.time_errors, link_drops=st.link_drops,
+        watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
+        no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
+        packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
+        pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
 
 
 cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:

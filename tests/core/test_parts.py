@@ -1,0 +1,102 @@
+"""The core holds its run in parts (issue 20, stage 1: engine.pyx): one `Sim` per part with
+its own queue, pools, counters, RNG and timeline, the world shared.  With one part the
+readbacks are that part's own; a part with nothing in it changes none of them."""
+import numpy as np
+import pytest
+
+from rocesim import Simulation, topology, traffic
+from rocesim._core import engine
+
+FS_DONE = 2      # defs.pxd
+
+
+def fat_tree_core():
+    """A fat_tree(4) under DCQCN with PFC and small buffers: an incast that pauses links
+    and marks ECN (the RNG), behind Poisson background traffic."""
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    sim = Simulation(t, seed=3, cc="dcqcn", switch={"buffer": "400KB", "pfc": {"enabled": True}})
+    rng = np.random.default_rng(3)
+    sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.5, 100 * 10**6, traffic.WEBSEARCH, rng))
+    sim.add_flows(traffic.incast(list(range(1, 13)), 0, 300_000, 20 * 10**6))
+    core, _ = sim._build_core()
+    return core
+
+
+def readbacks(core):
+    """Everything Python reads from a core, as plain values."""
+    ids, rate, delivered = core.sample_flows()
+    st = core.stats()
+    st.pop("event_queue_bytes")       # capacity, not state: an empty part's calendar adds some
+    return dict(stats=st, flows=core.flow_arrays(), ports=core.port_arrays(),
+                timeline=core.pause_timeline(), switches=core.switch_arrays(),
+                queues=core.sample_queues(np.arange(len(core.port_arrays()["drops"]))),
+                sampled=dict(ids=ids, rate=rate, delivered=delivered),
+                now=core.now_ps, next=core.next_event_ps, in_use=core.packets_in_use)
+
+
+def assert_same(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same(a[k], b[k])
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture(scope="module")
+def mid_run():
+    """A fat_tree(4) core stopped while flows are in flight and links paused."""
+    core = fat_tree_core()
+    core.run(300 * 10**6)             # 300 us
+    return core
+
+
+def test_one_part_is_the_whole_run(mid_run):
+    core = mid_run
+    assert core.n_parts == 1
+    assert core.stats() == core._part_stats(0)
+    st, fl = core.stats(), core.flow_arrays()
+    assert st["flows_done"] == (fl["state"] == FS_DONE).sum() > 0
+    assert st["queue_pairs_in_use"] > 0 and st["pfc_pauses"] > 0 and len(core.pause_timeline()["port"]) > 0
+    # the flows in flight, read two ways: by flow (flow_arrays) and by queue pair (sample_flows)
+    ids, _, delivered = core.sample_flows()
+    assert len(ids) == st["queue_pairs_in_use"]
+    np.testing.assert_array_equal(fl["delivered_bytes"][ids], delivered)
+    # sent, less what is still on the wires
+    assert 0 < st["link_crossings"] <= core.port_arrays()["tx_packets"].sum()
+
+
+def test_an_empty_part_changes_no_readback():
+    """A part with no events, flows or packets: every readback (sums, maxima, the timeline
+    put together, the queue pairs of every part) is what the one part gave, mid-run and at
+    the end; stats() is the sum over parts of each part's own."""
+    core = fat_tree_core()
+    core.run(300 * 10**6)
+    before = readbacks(core)
+    core._add_empty_part()
+    assert core.n_parts == 2
+    assert_same(before, readbacks(core))
+    one, empty, both = core._part_stats(0), core._part_stats(1), core.stats()
+    for k in both:
+        if k in ("sim_time_ps", "last_activity_ps"):
+            assert both[k] == max(one[k], empty[k]) and empty[k] == 0
+        elif k != "event_queue_bytes":
+            assert both[k] == one[k] + empty[k] and empty[k] == 0
+    assert both["event_queue_bytes"] == one["event_queue_bytes"] + empty["event_queue_bytes"]
+    with pytest.raises(NotImplementedError):
+        core.run(10**9)
+    del core                          # frees the world once, each part's own state once
+
+
+def test_an_empty_part_after_the_end_changes_no_readback():
+    core = fat_tree_core()
+    assert core.run(10**12) == engine.STOP_EMPTY
+    before = readbacks(core)
+    core._add_empty_part()
+    assert_same(before, readbacks(core))
+    fl = core.flow_arrays()
+    assert (fl["state"] == FS_DONE).all()
+    st = core.stats()
+    assert st["data_bytes_delivered"] == fl["delivered_bytes"].sum() > 0
+    assert st["link_crossings"] == core.port_arrays()["tx_packets"].sum()
+    assert st["packets_in_use"] == 0 and st["flows_done"] == len(fl["state"])
