@@ -402,10 +402,10 @@ cdef class Core:
         s.flows = <Flow*> calloc(F + 1, sizeof(Flow))     # and the sentinel (Flow.child_off)
         if s.flows == NULL:
             raise MemoryError()
-        cdef int32_t[::1] src_v = src, dst_v = dst, prio_v = prio, compute_v = is_compute
-        cdef int32_t[::1] parents_v = n_parents, child_off_v = child_off
-        cdef int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64), size_v = size
-        cdef int64_t[::1] limit_v
+        cdef const int32_t[::1] src_v = src, dst_v = dst, prio_v = prio, compute_v = is_compute
+        cdef const int32_t[::1] parents_v = n_parents, child_off_v = child_off
+        cdef const int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64), size_v = size
+        cdef const int64_t[::1] limit_v
         for i in range(F):
             fl = &s.flows[i]
             fl.src = src_v[i]

@@ -15,6 +15,7 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
     double remaining       # wire bytes still to send at t_last
     double ack_coef        # load on each reverse link per unit of rate (its ACKs)
     double cap             # its rate limit (bits/s), 0: none
+    double own             # during a solve: the least of its limit and what its links no other flow uses offer
     int64_t t_last
     int64_t sent_at        # when its last byte leaves at `rate` (the pending FL_SENT), or NIL
     int64_t lat_fwd        # the last byte, from its NIC to the receiver (ps)
@@ -31,7 +32,6 @@ cdef struct LinkSet:       # the fluid flows on one port (one direction of a lin
     double load            # during a solve: the unfrozen flows' loads per unit of rate
     double load0           # during a solve: every flow's load per unit of rate
     double data0           # during a solve: its data flows' load per unit of rate (their number)
-    double peak            # during a solve: its load with every flow at its links' least offer
     uint8_t meets          # during a solve: data flows from two or more links meet here
     uint8_t bound          # during a solve: it froze flows (it is a bottleneck)
 

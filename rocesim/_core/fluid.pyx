@@ -370,14 +370,19 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     cdef LinkSet* L
     cdef FluidSlot* x
     cdef HeapItem top
-    cdef double level, up, own, c
+    cdef double level, c
     fd.n_heap = 0
+    for i in range(ncomp):
+        x = &fd.slots[fd.comp[i]]
+        x.frozen = 0
+        x.own = x.cap if x.cap > 0 else INFINITY
+    # A link that carries one flow only limits that flow, at a level no other freeze
+    # changes: it joins the flow's own limit, one heap item per flow instead of one per link.
     for i in range(nq):
         L = &fd.ls[fd.queue[i]]
         L.load = L.load0
         L.unfrozen = L.n
         L.rem = L.capacity
-        L.peak = 0
         if pass_ == 1:
             L.bound = 0
             if L.meets:
@@ -385,37 +390,18 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
                 L.load = L.data0
         elif pass_ == 2 and L.meets and L.bound:
             L.rem = L.capacity * fd.share
-    # A link that carries one flow only limits that flow, at a level no other freeze
-    # changes: it joins the flow's own limit, one heap item per flow instead of one per
-    # link.  And a flow's rate cannot exceed the least its forward links offer (nor its
-    # limit): a shared link that holds all its flows at those rates and still has room
-    # never fills, so it never freezes a flow and stays out of the heap.
+        if L.n == 1:
+            sl = L.ent[0] // SLOT_LINKS
+            x = &fd.slots[sl]
+            c = _coef(x, L.ent[0] - sl * SLOT_LINKS)
+            if c > 0 and L.rem / c < x.own:
+                x.own = L.rem / c
+        elif L.load > 0 and _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
+            return -1
     for i in range(ncomp):
         sl = fd.comp[i]
-        x = &fd.slots[sl]
-        x.frozen = 0
-        own = x.cap if x.cap > 0 else INFINITY
-        for k in range(x.n_links):
-            L = &fd.ls[fd.links[sl * SLOT_LINKS + k]]
-            c = _coef(x, k)
-            if L.n == 1 and c > 0 and L.rem / c < own:
-                own = L.rem / c
-        up = own
-        for k in range(x.n_fwd):
-            L = &fd.ls[fd.links[sl * SLOT_LINKS + k]]
-            if L.rem < up:
-                up = L.rem
-        for k in range(x.n_links):
-            c = _coef(x, k)
-            if c > 0:
-                fd.ls[fd.links[sl * SLOT_LINKS + k]].peak += c * up
-        if own < INFINITY and _heap_push(fd, own, -1 - sl) < 0:
+        if fd.slots[sl].own < INFINITY and _heap_push(fd, fd.slots[sl].own, -1 - sl) < 0:
             return -1
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        if L.n > 1 and L.load > 0 and L.peak >= L.rem:
-            if _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
-                return -1
     fd.unfrozen = ncomp
     while fd.n_heap > 0 and fd.unfrozen > 0:        # the links left then have no flow to freeze
         top = _heap_pop(fd)
@@ -450,8 +436,9 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
 
 cdef bint _overfull(Fluid* fd, int32_t nq) noexcept nogil:
     """Pass 1 left out the ACKs where flows meet: do its rates, ACKs counted, exceed such a
-    link?  If not, they are pass 0's exact rates (max-min fair under looser constraints,
-    and feasible under the true ones); if so, pass 0 must run."""
+    link?  If not, they are pass 0's rates (max-min fair under looser constraints, and
+    feasible under the true ones, up to the REL_TIE a link where flows meet offers in pass
+    1); if so, pass 0 must run."""
     cdef int32_t i, j, e, sl
     cdef LinkSet* L
     cdef FluidSlot* x

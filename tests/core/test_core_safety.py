@@ -62,6 +62,29 @@ def test_a_core_without_a_scheme_runs_at_line_rate():
     assert out.split() == ["1", "True"]
 
 
+def test_the_core_takes_read_only_flow_columns():
+    """The core copies its inputs: read-only arrays (a memory map, a frozen column) are
+    accepted and give the same run as writable ones."""
+    out = run_child("""
+        import numpy as np
+        from rocesim import Simulation, topology
+        from rocesim._core.engine import Core
+        sim = Simulation(topology.star(3, "100Gbps", "1us"))
+        sim.add_flow(1, 2, 100_000)
+        finish = []
+        for frozen in (False, True):
+            world, params = sim._world()
+            for k, v in world.items():
+                if k.startswith("flow_") and isinstance(v, np.ndarray):
+                    v.setflags(write=not frozen)
+            core = Core(world, params)
+            core.run(10**12)
+            finish.append(int(core.flow_arrays()["finish_ps"][0]))
+        print(finish[0] == finish[1] > 0)
+    """)
+    assert out.split() == ["True"]
+
+
 def test_pathology_inputs_are_checked_before_they_reach_c():
     """Faults, routes, the detector and the watchdog reject bad input with ValueError."""
     out = run_child("""
