@@ -9,7 +9,7 @@ one channel's share each way, each GPU's port the channels that stay in the serv
 import numpy as np
 import pytest
 
-from helpers import write_scenario
+from helpers import HDR, MTU, ser_ps, write_scenario
 from rocesim import ScenarioError, Simulation, scenario
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
@@ -345,6 +345,48 @@ def test_nccl_nvls_tree_crosses_servers_on_binary_trees_rail_by_rail_and_auto_ru
     res = sim.run()
     assert res.collectives["algorithm"].tolist() == ["nccl_nvls_tree"]
     assert res.summary["flows_completed"] == res.summary["flows_total"]
+
+
+@pytest.mark.parametrize("S", [2, 4])
+def test_nccl_nvls_tree_allreduce_in_an_idle_platform_is_its_pipelined_closed_form(S):
+    """NVLS_TREE on S servers of k = 8 GPUs, m = 16 x 1,024,000 B: NVLS_PIECES (P = 16)
+    pieces of p bytes (rocesim/training/nccl.py, nccl_nvls and _nvls_trees).  Per piece:
+    the reduce-scatter holds each GPU's port for stage = step + (k-1)/k p / R + delta (its
+    compute node: share_ps + delay_ps after step_latency), then on every rail the double
+    binary tree moves p/k/2 = 64,000 B (n = 64 full packets) per tree edge, up level by
+    level and down from the root, each send step_latency after what it waits for
+    (_Transfers._leg: the flow's delay), then the all-gather stage (as long as the
+    reduce-scatter one).  A lone flow on an idle rail arrives (n + 1) s + 2 D after it
+    leaves: its packets back to back (s = one 1048 B frame at B) and the last one stored and
+    forwarded at the rail leaf (D = 1 us per wire); n s < 2 D, so a reverse flow's ACKs reach
+    a NIC after it has sent (no ACK in its way).  R = 400 Gbps makes a stage longer than the
+    network phase T_net, so pieces never share a link and the pipeline is the one of
+    nvls_in_server_ps with T_net inserted: (P + 1) stages + T_net.
+
+    S = 2: each tree is one edge, up then down: T_net = 2 T1, T1 = step + (n + 1) s + 2 D
+    (exact, to the ps).  S = 4 (trees A: 0 <- 1, 2; 1 <- 3 and B: 3 <- 2, 1; 2 <- 0): the
+    deepest up edges and the other leaves' edges go at once, on distinct links (T1), then
+    the second up level (T1), then each root sends to its two children from one NIC while
+    each child receives from both roots: 2n frames through a root's uplink and a child's
+    downlink, at least (2n + 1) s + 2 D after step; then the last down edge (T1).  How the
+    leaf interleaves the two roots' frames adds a few frame times (2 s measured): bound 4 s.
+    """
+    from rocesim.training.nccl import NVLS_PIECES
+    k, piece, R, D, step, delta = 8, 1_024_000, 400 * 10**9, 10**6, 10**6, 10**6   # bit/s, ps
+    plat = pf.rail_optimized(S, k, "400Gbps", "1us", ScaleUp(R, delta, "switch", True))
+    _, rec, d = run(plat, "allreduce", NVLS_PIECES * piece, algorithm="nccl_nvls_tree")
+    assert rec.algorithm == "nccl_nvls_tree"
+    n = piece // k // 2 // MTU
+    s = ser_ps(MTU + HDR, int(B))
+    stage = step + -(-piece * (k - 1) * 8 * 10**12 // (k * R)) + delta
+    t1 = step + (n + 1) * s + 2 * D
+    t_net = 2 * t1 if S == 2 else 3 * t1 + step + (2 * n + 1) * s + 2 * D
+    assert n * s < 2 * D and t_net < stage                     # no ACK in a sender's way, no shared link
+    closed = (NVLS_PIECES + 1) * stage + t_net
+    if S == 2:
+        assert d * 1e12 == pytest.approx(closed, abs=1)
+    else:
+        assert closed <= d * 1e12 + 1 <= closed + 4 * s
 
 
 def test_nccl_max_transfers_coarsens_but_keeps_bytes_rails_and_rings():
