@@ -111,12 +111,12 @@ class Partition:
         done = np.asarray(done_host, np.int64)
         start = np.asarray(start_host, np.int64)
         if done.shape != start.shape:
-            raise ScenarioError("dependencies", f"{done.size} parent hosts for {start.size} child hosts")
+            raise ValueError(f"dependencies: {done.size} parent hosts for {start.size} child hosts")
         if not done.size:
             return 0.0
         for hosts in (done, start):
             if hosts.min() < 0 or hosts.max() >= self.n_hosts:
-                raise ScenarioError("dependencies", f"a host outside 0..{self.n_hosts - 1}")
+                raise ValueError(f"dependencies: a host outside 0..{self.n_hosts - 1}")
         part = self.part_of_node
         return float(np.count_nonzero(part[done] != part[start]) / done.size)
 
@@ -134,8 +134,8 @@ def partition(platform: Platform, ports: Ports, level: str = "leaves", floor: fl
     topo = platform.topology
     N, H = topo.n_nodes, topo.n_hosts
     if (ports.n_nodes, ports.node.size) != (N, 2 * topo.n_links):
-        raise ScenarioError("ports", f"{ports.node.size} ports of {ports.n_nodes} nodes are not those of the "
-                                     f"platform's topology ({topo.n_links} links, {N} nodes)")
+        raise ValueError(f"{ports.node.size} ports of {ports.n_nodes} nodes are not those of the "
+                         f"platform's topology ({topo.n_links} links, {N} nodes)")
     a, b = ports.node.astype(np.int64), ports.peer_node.astype(np.int64)
     delay = ports.delay_ps
     if level == "none":

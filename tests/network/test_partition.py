@@ -160,6 +160,10 @@ def test_partition_crossing_share_of_three_dependencies():
     p = sim.partition()
     assert p.crossing_share([0, 2, 15], [1, 3, 14]) == 0.0           # each pair shares an edge switch
     assert p.crossing_share([], []) == 0.0
+    with pytest.raises(ValueError, match="2 parent hosts for 1 child"):
+        p.crossing_share([0, 1], [2])
+    with pytest.raises(ValueError, match="outside 0..15"):
+        p.crossing_share([16], [0])
 
 
 def test_partition_refuses_unknown_levels_and_floors():
