@@ -57,7 +57,7 @@ from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.dimensions import multidim_allreduce
-from rocesim.training.graph import COLUMNS, Graph
+from rocesim.training.graph import COLUMNS, DTYPES, Graph
 from rocesim.training.nccl import (PXN_DEFAULT, NcclConfig, auto_algorithm, nccl_nvls, nccl_ring, nccl_ring_stream,
                                    nccl_slice_estimate, nccl_tree, nccl_tree_stream, nvls_in_server_ps, tree_chunks,
                                    tree_streams)
@@ -706,8 +706,9 @@ class Templates:
 
 @dataclass
 class _Template:
-    """One collective's nodes and edges with ids from 0 and hosts as (server index in the
-    group's sorted servers, NIC of the server); the record's node ids."""
+    """One collective's nodes and edges (int32) with ids from 0 and hosts as (server index in
+    the group's sorted servers, NIC of the server); the record's node ids.  `columns` leaves
+    src and dst out (the hosts)."""
 
     columns: dict
     src_at: np.ndarray
@@ -723,17 +724,18 @@ def _template(templates, op, algorithm, ranks, size, ordered, new, **options) ->
     """Build the collective on `ranks` into a graph of its own and describe it as a template."""
     tg = Graph()
     rec = append_collective(tg, op, algorithm, ranks, size, cid=0, **options)
-    cols = {name: tg.column(name) for name in COLUMNS}
     servers = ordered[new]                                   # the group's servers, sorted
     N = templates.platform.nics_per_server
     at = {}
     for side in ("src", "dst"):
-        server = cols[side] // N
+        host = tg.column(side)
+        server = host // N
         i = np.searchsorted(servers, server)
         if (i >= servers.size).any() or (servers[np.minimum(i, servers.size - 1)] != server).any():
             raise AssertionError("a collective's node outside its ranks' servers")   # (cannot happen)
-        at[side] = (i, cols[side] % N)
-    children, parents = tg.edges()
+        at[side] = (i.astype(np.int32), host % N)
+    cols = {name: tg.column(name) for name in COLUMNS if name not in at}
+    children, parents = tg.edges(np.int32)
     return _Template(cols, at["src"][0], at["dst"][0], at["src"][1], at["dst"][1], children, parents, rec)
 
 
@@ -758,19 +760,19 @@ def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templat
         templates.layouts[key] = _layout(templates, fixed, op, algorithm, rows, size, options)
     lay = templates.layouts[key]
     n0 = g.n
-    cols = {name: np.where(lay.cid_row >= 0, cids[lay.cid_row], -1) if name == "collective" else v.copy()
-            for name, v in lay.columns.items()}
+    # the layout's columns themselves (a graph never changes its arrays): no copy of them
+    cols = dict(lay.columns, collective=np.where(lay.cid_row >= 0, cids.astype(np.int32)[lay.cid_row], np.int32(-1)))
     records = [CollectiveBatch(cids[which], r.op, r.algorithm, rows[which], r.size, r.start_nodes + n0,
                                r.done_nodes + n0, r.flows + n0, r.job) for which, r in lay.records]
-    g.extend(cols, lay.children + n0, lay.parents + n0)
+    g.extend(cols, lay.children + np.int32(n0), lay.parents + np.int32(n0))       # (int32: graph ids)
     return records
 
 
 @dataclass
 class _Layout:
     """What `append_collectives` appends for some rows, node ids from 0: the columns (the
-    collective's id left out: each node's row in `cid_row`, -1 for none), the edges, and
-    the records as (rows, a batch with row-relative ids)."""
+    collective's id left out: each node's row in `cid_row`, -1 for none), the edges (int32),
+    and the records as (rows, a batch with row-relative ids)."""
 
     columns: dict
     cid_row: np.ndarray
@@ -794,25 +796,28 @@ def _layout(templates, fixed, op, algorithm, rows, size, options) -> _Layout:
         if key not in templates.built:
             templates.built[key] = _template(templates, op, algorithm, rows[f], size, ordered[f], new[f], **options)
         tmpl.append(templates.built[key])
-    sizes = np.array([t.columns["src"].size for t in tmpl], np.int64)[kind]
+    sizes = np.array([t.src_at.size for t in tmpl], np.int64)[kind]
     base = np.concatenate([[0], np.cumsum(sizes)[:-1]])     # where each row's nodes start
     N = templates.platform.nics_per_server
-    cols = {name: np.empty(int(sizes.sum()), tmpl[0].columns[name].dtype) for name in tmpl[0].columns}
-    edges = []
-    for u, t in enumerate(tmpl):
+    cols = {name: np.empty(int(sizes.sum()), DTYPES[name]) for name in COLUMNS if name != "collective"}
+    cid_row = np.empty(int(sizes.sum()), np.int32)          # (the column itself is filled per call)
+    n_edges = np.array([t.children.size for t in tmpl], np.int64)[kind]
+    edge_base = np.concatenate([[0], np.cumsum(n_edges)[:-1]]).astype(np.int32)   # each row's edges, in row order
+    children, parents = np.empty(int(n_edges.sum()), np.int32), np.empty(int(n_edges.sum()), np.int32)
+    for u, t in enumerate(tmpl):                             # (int32 positions: no int64 (rows, nodes) arrays)
         which = np.flatnonzero(kind == u)
-        at = base[which][:, None] + np.arange(t.columns["src"].size)
         servers = ordered[which][:, new[first[u]]]           # per row: its servers, sorted
+        row_base = base[which].astype(np.int32)[:, None]
+        at = row_base + np.arange(t.src_at.size, dtype=np.int32)
+        cols["src"][at] = servers[:, t.src_at] * N + t.nic_src
+        cols["dst"][at] = servers[:, t.dst_at] * N + t.nic_dst
+        cid_row[at] = np.where(t.columns["collective"] >= 0, which[:, None].astype(np.int32), np.int32(-1))
         for name, v in t.columns.items():
-            if name == "src":
-                v = servers[:, t.src_at] * N + t.nic_src
-            elif name == "dst":
-                v = servers[:, t.dst_at] * N + t.nic_dst
-            elif name == "collective":
-                v = np.where(v >= 0, which[:, None], -1)      # the row, for its collective id
-            cols[name][at] = v
-        edges.append((which, t.children[None, :] + base[which][:, None], t.parents[None, :] + base[which][:, None]))
-    cid_row = cols["collective"].astype(np.int64)           # (the column itself is filled per call)
+            if name != "collective":
+                cols[name][at] = v
+        at = edge_base[which][:, None] + np.arange(t.children.size, dtype=np.int32)
+        children[at] = t.children + row_base
+        parents[at] = t.parents + row_base
     # the records: one batch when every group's record has the same shape (the usual case)
     shapes = {(t.record.algorithm, t.record.start_nodes.size, t.record.done_nodes.size, t.record.flows.size)
               for t in tmpl}
@@ -834,11 +839,4 @@ def _layout(templates, fixed, op, algorithm, rows, size, options) -> _Layout:
                                                                  r.start_nodes[None, :] + b,
                                                                  r.done_nodes[None, :] + b, r.flows[None, :] + b,
                                                                  r.job)))
-    if len(edges) == 1:
-        children, parents = edges[0][1].ravel(), edges[0][2].ravel()
-    else:                                                   # row by row
-        row = np.concatenate([np.repeat(w, c.shape[1]) for w, c, _ in edges])
-        order = np.argsort(row, kind="stable")
-        children = np.concatenate([c.ravel() for _, c, _ in edges])[order]
-        parents = np.concatenate([p.ravel() for _, _, p in edges])[order]
     return _Layout(cols, cid_row, children, parents, records)

@@ -15,9 +15,9 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 
 
 # compact columns: a training run can hold millions of nodes
-_DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
-               delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
-COLUMNS = tuple(_DTYPES)          # a graph's node columns
+DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
+              delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+COLUMNS = tuple(DTYPES)          # a graph's node columns
 # pieces appended before the newest are merged into one array: a small numpy array costs
 # ~100 bytes of its own, more than the 46 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
@@ -41,9 +41,9 @@ class Graph:
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
             if isinstance(v, (int, np.integer)):              # (most columns of most calls)
-                cols[name] = np.full(k, v, _DTYPES[name])
+                cols[name] = np.full(k, v, DTYPES[name])
                 continue
-            v = np.asarray(v, _DTYPES[name])
+            v = np.asarray(v, DTYPES[name])
             cols[name] = np.full(k, v) if v.ndim == 0 else np.array(np.broadcast_to(v, (k,)))
         return self._append_columns(cols, k)
 
@@ -62,12 +62,17 @@ class Graph:
 
     def extend(self, columns: dict, children=(), parents=()) -> int:
         """Append nodes given as whole columns (every column of the graph, arrays of one
-        length) and edges between graph ids (children[i] waits for parents[i]); returns the
-        id of the first new node."""
+        length) and edges between graph ids (children[i] waits for parents[i]; int32 arrays of
+        one length are kept as they are); returns the id of the first new node.  Columns of the
+        graph's dtypes are kept, not copied: the graph never changes its arrays in place."""
         first = self.n
         k = len(columns["src"])
-        self._append_columns({name: np.asarray(columns[name], _DTYPES[name]) for name in self._cols}, k)
-        self.depend(children, parents)
+        self._append_columns({name: np.asarray(columns[name], DTYPES[name]) for name in self._cols}, k)
+        c, p = np.asarray(children), np.asarray(parents)
+        if c.dtype == p.dtype == np.int32 and c.ndim == 1 and c.shape == p.shape:
+            self._add_edges(c, p)
+        else:
+            self.depend(c, p)
         return first
 
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
@@ -86,8 +91,13 @@ class Graph:
     def depend(self, children, parents):
         """children[i] waits for parents[i] (arrays of ids, broadcast)."""
         c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))
-        if c.size:                     # kept as int32: a graph's ids are those of the core's flows
-            self._edges.append((c.ravel().astype(np.int32), p.ravel().astype(np.int32)))
+        self._add_edges(c.ravel().astype(np.int32), p.ravel().astype(np.int32))
+
+    def _add_edges(self, c: np.ndarray, p: np.ndarray) -> None:
+        """Keep edges given as int32 arrays of one length (a graph's ids are those of the
+        core's flows)."""
+        if c.size:
+            self._edges.append((c, p))
             first = self._merged[1]
             if len(self._edges) - first >= _MERGE:
                 tail = self._edges[first:]
@@ -109,12 +119,12 @@ class Graph:
         """Add `iteration` and `collective` to the nodes' non-negative iteration and
         collective ids (local to the graph until it joins a Simulation)."""
         for name, offset in (("iteration", iteration), ("collective", collective)):
-            for chunk in self._cols[name]:
-                chunk[chunk >= 0] += offset
+            parts = self._cols[name]   # (new arrays: a part may be shared, see `extend`)
+            parts[:] = [np.where(chunk >= 0, chunk + chunk.dtype.type(offset), chunk) for chunk in parts]
 
     def column(self, name) -> np.ndarray:
         parts = self._cols[name]
-        return np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name])
+        return np.concatenate(parts) if parts else np.zeros(0, DTYPES[name])
 
     def edges(self, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
         """(children, parents): children[i] waits for parents[i]."""
