@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from rocesim.memory import MemoryLimit
 from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.results import Results
+from rocesim.results.run import CoreReadout
 from rocesim.results.sampling import Sampler
 from rocesim.training.collectives import DEFAULT_ALGORITHM, Collectives, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo, WorkloadEstimated
@@ -57,16 +59,23 @@ class _FlowColumns:
         self.n += count
         return ids
 
-    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """(child ids, parent ids) of every dependency added so far, in the order added."""
+    def edge_arrays(self, copy=True) -> tuple[np.ndarray, np.ndarray]:
+        """(child ids, parent ids) of every dependency added so far, in the order added
+        (`copy=False`: the arrays held, when there is one pair, to be read only)."""
         if not self.edges:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if len(self.edges) == 1 and not copy:
+            return self.edges[0]
         return np.concatenate([c for c, _ in self.edges]), np.concatenate([p for _, p in self.edges])
 
-    def column(self, name, dtype, default=0) -> np.ndarray:
-        """One column over all chunks; chunks without it contribute `default`."""
+    def column(self, name, dtype, default=0, copy=True) -> np.ndarray:
+        """One column over all chunks; chunks without it contribute `default` (`copy=False`:
+        the array held, when one chunk holds the column in `dtype`, to be read only)."""
         if not self.chunks:
             return np.zeros(0, dtype)
+        if len(self.chunks) == 1 and not copy:
+            chunk = self.chunks[0]
+            return np.asarray(chunk[name], dtype) if name in chunk else np.full(len(chunk["src"]), default, dtype)
         return np.concatenate([np.asarray(c[name], dtype) if name in c
                                else np.full(len(c["src"]), default, dtype) for c in self.chunks])
 
@@ -618,7 +627,7 @@ class Simulation:
         for fid, ports in fl.paths.items():
             path_off[fid] = len(path_ports)
             path_ports.extend(ports)
-        children, parents = fl.edge_arrays()
+        children, parents = fl.edge_arrays(copy=False)
         if children.size and (children.min() < 0 or children.max() >= F
                               or parents.min() < 0 or parents.max() >= F):
             raise ScenarioError("dependencies", "a dependency names a flow id that does not exist")
@@ -629,16 +638,17 @@ class Simulation:
         child_off = np.zeros(F, np.int32)
         if F:
             child_off[1:] = np.cumsum(n_children)[:-1]
+        column = partial(fl.column, copy=False)        # (read only, by the core: no copies)
         return dict(
-            flow_src=fl.column("src", np.int32), flow_dst=fl.column("dst", np.int32),
-            flow_size=fl.column("size", np.int64), flow_start=fl.column("start", np.int64),
-            flow_prio=fl.column("prio", np.int32), flow_is_compute=fl.column("compute", np.int32),
-            flow_delay=fl.column("delay", np.int64), flow_path_off=path_off,
-            flow_rate_limit=fl.column("rate_limit", np.int64),
+            flow_src=column("src", np.int32), flow_dst=column("dst", np.int32),
+            flow_size=column("size", np.int64), flow_start=column("start", np.int64),
+            flow_prio=column("prio", np.int32), flow_is_compute=column("compute", np.int32),
+            flow_delay=column("delay", np.int64), flow_path_off=path_off,
+            flow_rate_limit=column("rate_limit", np.int64),
             path_ports=np.asarray(path_ports, np.int32),
             flow_n_parents=np.bincount(children, minlength=F).astype(np.int32),
             flow_child_off=child_off, flow_n_children=n_children,
-            child_idx=children[order].astype(np.int32))
+            child_idx=children[order].astype(np.int32, copy=False))
 
     def _check_islands(self, fl):
         """On a network of islands (rail-only), a data flow must stay inside one."""
@@ -699,13 +709,16 @@ class Simulation:
             end = loop.run()
         finally:
             self._running = False
-        res = Results.from_core(self, core, world, wall_s=end.wall_s, cpu_s=end.cpu_s,
+        readout = CoreReadout(core)
+        samples = None if sampler is None else sampler.tables(self.ports.node)
+        del core, loop, sampler           # the core's memory is freed before the results' columns are made
+        res = Results.from_core(self, readout, world, wall_s=end.wall_s, cpu_s=end.cpu_s,
                                 interrupted=end.interrupted or end.failure is not None,
                                 stop_ps=t_stop if end.status == STOP_TIME else None)
+        del readout
+        res.samples = samples
         res.summary["stalled"] = end.stalled
         res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
-        if sampler is not None:
-            res.samples = sampler.tables(self.ports.node)
         if end.failure is not None:
             # the run is not lost: its results up to the error travel with the exception
             end.failure.results = res

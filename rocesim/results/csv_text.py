@@ -16,7 +16,7 @@ import numpy as np
 
 from rocesim.results._csv_cells import format_rows
 
-BLOCK_ROWS = 1 << 18           # rows formatted at once (bounds the working memory)
+BLOCK_ROWS = 1 << 15           # rows formatted at once (bounds the working memory: ~4 MB of text)
 _INT, _FLOAT, _BOOL, _TEXT = 0, 1, 2, 3
 
 
@@ -52,11 +52,11 @@ def write_csv(path, cols: dict) -> None:
         return
     head = io.StringIO()
     csv.writer(head).writerow(names)
-    kinds, data = zip(*(_column(a) for a in arrays)) if arrays else ((), ())
     with open(path, "wb") as f:
         f.write(head.getvalue().encode())
-        for lo in range(0, n, BLOCK_ROWS):
-            f.write(format_rows(list(data), list(kinds), lo, min(n, lo + BLOCK_ROWS)))
+        for lo in range(0, n, BLOCK_ROWS):      # (each block's columns converted on their own)
+            kinds, data = zip(*(_column(a[lo:lo + BLOCK_ROWS]) for a in arrays))
+            f.write(format_rows(list(data), list(kinds), 0, len(data[0])))
 
 
 def _write_one_column(path, name, a):

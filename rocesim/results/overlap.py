@@ -26,7 +26,7 @@ def union_length(start, end) -> float:
 def iteration_breakdown(flows, iterations) -> dict:
     """Per row of `iterations` (columns of iterations.csv): `compute_ns`, `overlap_ns` and
     `exposed_comm_ns`, means over the hosts that compute in the iteration (NaN if none)."""
-    it = np.asarray(flows["iteration"], np.int64)
+    it = np.asarray(flows["iteration"])
     comp = np.asarray(flows["is_compute"], bool)
     start = np.asarray(flows["start_ns"], float)
     length = np.where(comp, flows["fct_ns"], flows["rx_fct_ns"]).astype(float)

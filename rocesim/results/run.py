@@ -40,6 +40,24 @@ FLOW_MODE_EMPTY_SUMMARY = (
     "watchdog_detections", "pfc_timeline_lost")
 
 
+class CoreReadout:
+    """What `Results.from_core` reads of a core after its run, read at once: the core (its
+    flows alone are 64 bytes each) can be freed before the results' columns are made."""
+
+    def __init__(self, core):
+        self._read = dict(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
+                          deadlock_records=core.deadlock_records(), pause_timeline=core.pause_timeline(),
+                          switch_arrays=core.switch_arrays())
+        self.deadlock_detection = core.deadlock_detection
+
+    def __getattr__(self, name):
+        """The core's method of that name: returns what it returned."""
+        read = self.__dict__.get("_read", {})
+        if name not in read:
+            raise AttributeError(name)
+        return lambda: read[name]
+
+
 @dataclass
 class Results:
     """What a run produced.
@@ -61,8 +79,8 @@ class Results:
 
     @classmethod
     def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stop_ps):
-        """The results of `sim`'s run in `core`; `world` holds the network arrays, `stop_ps`
-        the stop time if the run reached it."""
+        """The results of `sim`'s run in `core` (or in a `CoreReadout` of it); `world` holds the
+        network arrays, `stop_ps` the stop time if the run reached it."""
         st = core.stats()
         # the stop time when the run hit it, else the last event that did something
         end_ps = stop_ps if stop_ps is not None else st["last_activity_ps"]
@@ -316,7 +334,7 @@ def _flow_columns(sim, fa, end_ps) -> dict:
         size_bytes=column("size", np.int64), start_ns=start_ns,
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
         prio=column("prio", np.int32), tag=column("tag", np.int32), dport=column("dport", np.int32, 100),
-        collective=column("collective", np.int64, -1), iteration=column("iteration", np.int64, -1),
+        collective=column("collective", np.int32, -1), iteration=column("iteration", np.int32, -1),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
         is_compute=column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
 
@@ -394,17 +412,23 @@ def _iteration_table(flows, jobs=None) -> dict | None:
     was interrupted) has an empty finish and duration; one that never started, an empty
     start too."""
     it = flows["iteration"]
-    if not (it >= 0).any():
+    sel = it >= 0
+    if not sel.any():
         return None
-    end = flows["start_ns"] + np.where(flows["is_compute"], flows["fct_ns"], flows["rx_fct_ns"])
-    sel = np.flatnonzero(it >= 0)
-    order = sel[np.argsort(it[sel], kind="stable")]
-    ids, first = np.unique(it[order], return_index=True)
-    start = np.fmin.reduceat(flows["start_ns"][order], first)    # NaN only if no node started
-    finish = np.maximum.reduceat(end[order], first)              # NaN if any node unfinished
+    it_sel = it[sel]
+    ids = np.flatnonzero(np.bincount(it_sel))
+    # per iteration id (no sort: min and max are exact in any order)
+    start = np.full(ids[-1] + 1, np.nan)
+    np.fmin.at(start, it_sel, flows["start_ns"][sel])                # NaN only if no node started
+    end = flows["start_ns"][sel]
+    end += np.where(flows["is_compute"][sel], flows["fct_ns"][sel], flows["rx_fct_ns"][sel])
+    finish = np.full(ids[-1] + 1, -np.inf)
+    with np.errstate(invalid="ignore"):
+        np.maximum.at(finish, it_sel, end)                          # NaN if any node unfinished
+    start, finish = start[ids], finish[ids]
     job = np.array([(jobs or {}).get(int(i), "") for i in ids], dtype=object)
     table = dict(iteration=ids, start_ns=start, finish_ns=finish, duration_ns=finish - start)
-    del end, sel, order                          # (a node's worth each, while the breakdown runs)
+    del end, sel, it_sel                         # (a node's worth each, while the breakdown runs)
     table.update(iteration_breakdown(flows, table))
     table["job"] = job
     return table
