@@ -70,12 +70,19 @@ class _FlowColumns:
 
     def column(self, name, dtype, default=0, copy=True) -> np.ndarray:
         """One column over all chunks; chunks without it contribute `default` (`copy=False`:
-        the array held, when one chunk holds the column in `dtype`, to be read only)."""
+        a read-only view of the array held, when one chunk holds the column in `dtype`)."""
         if not self.chunks:
             return np.zeros(0, dtype)
         if len(self.chunks) == 1 and not copy:
             chunk = self.chunks[0]
-            return np.asarray(chunk[name], dtype) if name in chunk else np.full(len(chunk["src"]), default, dtype)
+            if name not in chunk:
+                return np.full(len(chunk["src"]), default, dtype)
+            held = np.asarray(chunk[name])
+            if held.dtype != dtype:
+                return held.astype(dtype)
+            view = held.view()
+            view.flags.writeable = False
+            return view
         return np.concatenate([np.asarray(c[name], dtype) if name in c
                                else np.full(len(c["src"]), default, dtype) for c in self.chunks])
 
@@ -344,10 +351,11 @@ class Simulation:
         if self.estimate_workloads and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
             raise WorkloadEstimated(projected)
 
-    def flow_column(self, name: str, dtype, default=0) -> np.ndarray:
+    def flow_column(self, name: str, dtype, default=0, copy=True) -> np.ndarray:
         """One column of every flow added so far (src, dst, size, start, prio, tag, dport,
-        collective, iteration, compute, delay, rate_limit), as a numpy array."""
-        return self._flows.column(name, dtype, default)
+        collective, iteration, compute, delay, rate_limit), as a numpy array (`copy=False`:
+        a read-only view of the Simulation's own array when it holds one)."""
+        return self._flows.column(name, dtype, default, copy)
 
     def ranks(self, ranks="all", key="ranks") -> np.ndarray:
         """`ranks` ("all" or a list of GPU ranks) checked against the platform, as an array."""

@@ -29,31 +29,35 @@ def iteration_breakdown(flows, iterations) -> dict:
     it = np.asarray(flows["iteration"])
     comp = np.asarray(flows["is_compute"], bool)
     start = np.asarray(flows["start_ns"], float)
-    length = np.where(comp, flows["fct_ns"], flows["rx_fct_ns"]).astype(float)
     out = {k: np.full(len(iterations["iteration"]), np.nan) for k in ("compute_ns", "overlap_ns", "exposed_comm_ns")}
     for row, (i, t0, t1) in enumerate(zip(iterations["iteration"], iterations["start_ns"], iterations["finish_ns"])):
         sel = (it == i) & ~np.isnan(start)
         if not sel.any():
             continue                              # never started (the run stopped first)
-        t1 = t1 if np.isfinite(t1) else np.max(start[sel] + np.nan_to_num(length[sel]))
-        s = np.clip(start[sel], t0, t1)
-        e = np.clip(np.where(np.isnan(length[sel]), t1, start[sel] + length[sel]), t0, t1)   # unfinished: to the end
+        s = start[sel]
+        span = np.where(comp[sel], np.asarray(flows["fct_ns"])[sel], np.asarray(flows["rx_fct_ns"])[sel])
+        t1 = t1 if np.isfinite(t1) else np.max(s + np.nan_to_num(span))
+        e = s + span
+        e[np.isnan(span)] = t1                    # unfinished: to the end
+        del span
+        np.clip(e, t0, t1, out=e)
+        np.clip(s, t0, t1, out=s)
         c = comp[sel]
         src, dst = np.asarray(flows["src"])[sel], np.asarray(flows["dst"])[sel]
-        # (host, start, end, is compute): a compute step once, a flow for both its ends
-        host = np.concatenate([src[c], src[~c], dst[~c]])
-        ss = np.concatenate([s[c], s[~c], s[~c]])
-        ee = np.concatenate([e[c], e[~c], e[~c]])
-        kind = np.concatenate([np.ones(c.sum(), bool), np.zeros(2 * (~c).sum(), bool)])
-        del s, e, c, src, dst, sel                # (a node's worth each: a large run's peak is here)
-        order = np.argsort(host, kind="stable")
-        host, kind = host[order], kind[order]
-        ss = ss[order]
-        ee = ee[order]
-        del order
-        bounds = np.flatnonzero(np.diff(host)) + 1
+        computes, data = np.flatnonzero(c).astype(np.int32), np.flatnonzero(~c).astype(np.int32)
+        # (host, row of s and e): a compute step once, a flow for both its ends; compute steps first
+        host = np.concatenate([src[computes], src[data], dst[data]])
+        rows = np.concatenate([computes, data, data])
+        n_compute = computes.size
+        del c, src, dst, sel, computes, data      # (a node's worth each: a large run's peak is here)
+        order = np.argsort(host, kind="stable")   # each host's intervals: order[lo:hi], hosts in order
+        counts = np.bincount(host)
+        del host
+        bounds = np.concatenate([[0], np.cumsum(counts[counts > 0])])
         per_host = []
-        for h_s, h_e, h_k in zip(np.split(ss, bounds), np.split(ee, bounds), np.split(kind, bounds)):
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            at = order[lo:hi]
+            h_s, h_e, h_k = s[rows[at]], e[rows[at]], at < n_compute
             if not h_k.any():
                 continue                          # a host that only forwards: not a rank here
             busy_c = union_length(h_s[h_k], h_e[h_k])
