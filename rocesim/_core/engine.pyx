@@ -391,8 +391,11 @@ cdef class Core:
             raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
         # children in flow order, so that flow f's are child_idx[off[f] .. off[f + 1]]
         ends = np.cumsum(n_children, dtype=np.int64)
-        child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
-                              + np.arange(ends[F - 1] if F else 0)].astype(np.int32)
+        if not np.array_equal(child_off, ends - n_children):    # (Simulation gives them in flow order)
+            child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
+                                  + np.arange(ends[F - 1] if F else 0)].astype(np.int32)
+        else:
+            child_idx = child_idx[:ends[F - 1] if F else 0]
         child_off = np.concatenate([[0], ends]).astype(np.int32)
         if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
             raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")
@@ -404,7 +407,7 @@ cdef class Core:
             raise MemoryError()
         cdef const int32_t[::1] src_v = src, dst_v = dst, prio_v = prio, compute_v = is_compute
         cdef const int32_t[::1] parents_v = n_parents, child_off_v = child_off
-        cdef const int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64), size_v = size
+        cdef const int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64, copy=False), size_v = size
         cdef const int64_t[::1] limit_v
         for i in range(F):
             fl = &s.flows[i]

@@ -23,6 +23,13 @@ def union_length(start, end) -> float:
     return float(e[-1] - s[0] - gaps.sum())
 
 
+def _by_host(host, rows, n_hosts) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` grouped by `host` (in their order within a host), and where each host's start
+    (n_hosts + 1 bounds)."""
+    order = np.argsort(host, kind="stable")
+    return rows[order], np.concatenate([[0], np.cumsum(np.bincount(host, minlength=n_hosts))])
+
+
 def iteration_breakdown(flows, iterations) -> dict:
     """Per row of `iterations` (columns of iterations.csv): `compute_ns`, `overlap_ns` and
     `exposed_comm_ns`, means over the hosts that compute in the iteration (NaN if none)."""
@@ -43,21 +50,19 @@ def iteration_breakdown(flows, iterations) -> dict:
         np.clip(e, t0, t1, out=e)
         np.clip(s, t0, t1, out=s)
         c = comp[sel]
-        src, dst = np.asarray(flows["src"])[sel], np.asarray(flows["dst"])[sel]
         computes, data = np.flatnonzero(c).astype(np.int32), np.flatnonzero(~c).astype(np.int32)
-        # (host, row of s and e): a compute step once, a flow for both its ends; compute steps first
-        host = np.concatenate([src[computes], src[data], dst[data]])
-        rows = np.concatenate([computes, data, data])
-        n_compute = computes.size
-        del c, src, dst, sel, computes, data      # (a node's worth each: a large run's peak is here)
-        order = np.argsort(host, kind="stable")   # each host's intervals: order[lo:hi], hosts in order
-        counts = np.bincount(host)
-        del host
-        bounds = np.concatenate([[0], np.cumsum(counts[counts > 0])])
+        # by host, the rows of s and e: its compute steps, the flows it sends, those it receives
+        # (one column at a time: a large run's peak is here)
+        src = np.asarray(flows["src"])[sel]
+        n_hosts = int(max(src.max(), np.asarray(flows["dst"])[sel].max())) + 1
+        parts = [_by_host(src[computes], computes, n_hosts), _by_host(src[data], data, n_hosts)]
+        del src, computes
+        parts.append(_by_host(np.asarray(flows["dst"])[sel][data], data, n_hosts))
+        del sel, data
         per_host = []
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            at = order[lo:hi]
-            h_s, h_e, h_k = s[rows[at]], e[rows[at]], at < n_compute
+        for h in range(n_hosts):
+            mine = np.concatenate([rows[bounds[h]:bounds[h + 1]] for rows, bounds in parts])
+            h_s, h_e, h_k = s[mine], e[mine], c[mine]
             if not h_k.any():
                 continue                          # a host that only forwards: not a rank here
             busy_c = union_length(h_s[h_k], h_e[h_k])

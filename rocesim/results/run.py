@@ -331,7 +331,7 @@ def _flow_columns(sim, fa, end_ps) -> dict:
         slowdown = fct / ideal
     column = partial(sim.flow_column, copy=False)          # (read-only views where they can be)
     return dict(
-        flow_id=np.arange(len(fct)), src=column("src", np.int32), dst=column("dst", np.int32),
+        flow_id=np.arange(len(fct), dtype=np.int32), src=column("src", np.int32), dst=column("dst", np.int32),
         size_bytes=column("size", np.int64), start_ns=start_ns,
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
         prio=column("prio", np.int32), tag=column("tag", np.int32), dport=column("dport", np.int32, 100),
