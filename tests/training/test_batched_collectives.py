@@ -57,6 +57,27 @@ def test_append_collectives_equals_group_by_group(op, algorithm, nccl, pxn):
             assert len(templates.built) <= len(np.unique(PLATFORM.local[rows], axis=0)) * 2
 
 
+def test_offset_ids_moves_each_node_once_when_a_layout_repeats():
+    """append_collectives hands a layout's arrays to the graph without copying them (the same
+    arrays twice when a call repeats): offset_ids still moves every node's ids once, as on
+    the graph built group by group, and leaves the layout as it was."""
+    rows = ROWS["dp"]
+    opts = dict(platform=PLATFORM, iteration=0, tag=1, chunks=2)
+    g1, g2, templates = Graph(), Graph(), Templates(PLATFORM)
+    for c in (0, 8):
+        for k, row in enumerate(rows):
+            append_collective(g1, "allreduce", "ring", row, 1 << 20, cid=c + k, **opts)
+        append_collectives(g2, "allreduce", "ring", rows, 1 << 20, cids=c + np.arange(len(rows)),
+                           templates=templates, **opts)
+    layout, = templates.layouts.values()
+    before = {name: v.copy() for name, v in layout.columns.items()}
+    for g in (g1, g2):
+        g.offset_ids(3, 100)
+    same_graph(g1, g2)
+    assert set(g2.column("iteration").tolist()) == {3} and g2.column("collective").min() == 100
+    assert all(np.array_equal(v, before[name]) for name, v in layout.columns.items())
+
+
 def test_collectives_sequence_indexes_records_in_order():
     batch = CollectiveBatch(np.array([1, 2, 3]), "allreduce", "ring", np.arange(6).reshape(3, 2), 64,
                             np.arange(6).reshape(3, 2), np.arange(6, 12).reshape(3, 2), np.zeros((3, 0), np.int64))
