@@ -717,7 +717,7 @@ class Simulation:
             end = loop.run()
         finally:
             self._running = False
-        readout = CoreReadout(core)
+        readout = CoreReadout.of(core)
         samples = None if sampler is None else sampler.tables(self.ports.node)
         del core, loop, sampler           # the core's memory is freed before the results' columns are made
         res = Results.from_core(self, readout, world, wall_s=end.wall_s, cpu_s=end.cpu_s,

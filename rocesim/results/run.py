@@ -41,22 +41,24 @@ FLOW_MODE_EMPTY_SUMMARY = (
     "watchdog_detections", "pfc_timeline_lost")
 
 
+@dataclass(frozen=True)
 class CoreReadout:
-    """What `Results.from_core` reads of a core after its run, read at once: the core (its
-    flows alone are 64 bytes each) can be freed before the results' columns are made."""
+    """What `Results.from_core` reads of a core after its run, read at once (`of`), so that
+    the core (its flows alone are 64 bytes each) can be freed before the results' columns
+    are made."""
+    stats: dict
+    flow_arrays: dict
+    port_arrays: dict
+    deadlock_records: list
+    deadlock_detection: bool
+    pause_timeline: dict
+    switch_arrays: dict
 
-    def __init__(self, core):
-        self._read = dict(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
-                          deadlock_records=core.deadlock_records(), pause_timeline=core.pause_timeline(),
-                          switch_arrays=core.switch_arrays())
-        self.deadlock_detection = core.deadlock_detection
-
-    def __getattr__(self, name):
-        """The core's method of that name: returns what it returned."""
-        read = self.__dict__.get("_read", {})
-        if name not in read:
-            raise AttributeError(name)
-        return lambda: read[name]
+    @classmethod
+    def of(cls, core) -> "CoreReadout":
+        return cls(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
+                   deadlock_records=core.deadlock_records(), deadlock_detection=bool(core.deadlock_detection),
+                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays())
 
 
 @dataclass
@@ -79,14 +81,14 @@ class Results:
     pfc_timeline: dict | None = None         # pause intervals (see the module docstring)
 
     @classmethod
-    def from_core(cls, sim, core, world, *, wall_s, cpu_s, interrupted, stop_ps):
-        """The results of `sim`'s run in `core` (or in a `CoreReadout` of it); `world` holds the
+    def from_core(cls, sim, core: CoreReadout, world, *, wall_s, cpu_s, interrupted, stop_ps):
+        """The results of `sim`'s run, from what was read of its core; `world` holds the
         network arrays, `stop_ps` the stop time if the run reached it."""
-        st = core.stats()
+        st = core.stats
         # the stop time when the run hit it, else the last event that did something
         end_ps = stop_ps if stop_ps is not None else st["last_activity_ps"]
-        flows = _flow_columns(sim, core.flow_arrays(), end_ps)
-        pa = core.port_arrays()
+        flows = _flow_columns(sim, core.flow_arrays, end_ps)
+        pa = core.port_arrays
         ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
                      rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
@@ -116,10 +118,10 @@ class Results:
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
             stopped_at_limit=stop_ps is not None)
         summary["drops"] = sum(summary[k] for k in DROP_CAUSES)
-        cycles = [_cycle_record(r, world) for r in core.deadlock_records()]
-        summary.update(deadlock_detection=bool(core.deadlock_detection), deadlock=bool(cycles),
+        cycles = [_cycle_record(r, world) for r in core.deadlock_records]
+        summary.update(deadlock_detection=core.deadlock_detection, deadlock=bool(cycles),
                        deadlock_cycles=cycles)
-        tl = core.pause_timeline()
+        tl = core.pause_timeline
         summary["pfc_timeline_lost"] = int(tl["lost"])
         fluid = sim.mode == "flow"
         summary["fluid_solves"] = st.get("fluid_solves") if fluid else None
@@ -131,7 +133,7 @@ class Results:
             _blank(flows, FLOW_MODE_EMPTY_FLOWS)
             _blank(ports, FLOW_MODE_EMPTY_PORTS)
             summary.update(dict.fromkeys(FLOW_MODE_EMPTY_SUMMARY))
-        res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays(),
+        res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays,
                   node_ids=np.asarray(sim.topology.original_ids),
                   pfc_timeline=dict(port=tl["port"], node=world["port_node"][tl["port"]],
                                     peer=world["port_node"][world["port_peer"][tl["port"]]],

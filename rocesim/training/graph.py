@@ -88,6 +88,16 @@ class Graph:
         host = np.atleast_1d(np.asarray(host, np.int64))
         return self._add(host, host, duration_ps, 0, 1, delay, tag, collective, iteration, start)
 
+    def compute_on_streams(self, hosts, rows, last, duration_ps, *, after=(), **kw) -> np.ndarray:
+        """A compute step on each stream (a row of `rows`: ranks that run as one), on the host
+        of its first rank, after what `last` (per rank) and each of `after` hold for its
+        ranks; `last` then holds the new steps.  Returns their ids; `kw` as `compute`."""
+        ids = self.compute(hosts[rows[:, 0]], duration_ps, **kw)
+        for prev in (last, *after):
+            self.depend_rows(ids, prev[rows])
+        last[rows] = ids[:, None]
+        return ids
+
     def depend(self, children, parents):
         """children[i] waits for parents[i] (arrays of ids, broadcast)."""
         c, p = np.broadcast_arrays(np.asarray(children, np.int64), np.asarray(parents, np.int64))

@@ -406,10 +406,7 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         g.depend(ids[ok], parents[ok])
 
     def compute(s, duration, it):
-        rows = streams[s]
-        ids = g.compute(hosts[rows[:, 0]], duration, iteration=it, tag=tag, start=start)
-        g.depend_rows(ids, last[rows])
-        last[rows] = ids[:, None]
+        g.compute_on_streams(hosts, streams[s], last, duration, iteration=it, tag=tag, start=start)
 
     def collective(dim, s, op, size, it, algorithm=None):
         if size <= 0:

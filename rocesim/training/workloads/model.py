@@ -295,10 +295,8 @@ class _Builder:
     def compute(self, members, duration, it, after=()) -> np.ndarray:
         """A compute step on every stream of `members` after its last one and `after`."""
         rows = self._rows(members)
-        ids = self.g.compute(self.hosts[rows[:, 0]], duration, iteration=it, tag=self.tag, start=self.start)
-        for a in (self.last,) + tuple(after):
-            self.g.depend_rows(ids, a[rows])
-        self.last[rows] = ids[:, None]
+        ids = self.g.compute_on_streams(self.hosts, rows, self.last, duration, after=tuple(after), iteration=it,
+                                        tag=self.tag, start=self.start)
         return self._full(rows, ids[:, None])
 
     def delay(self, members, duration, it, done) -> np.ndarray:
