@@ -292,6 +292,18 @@ class _Transfers:
         self.g.depend(first[1:], first[:-1])          # the chunks of a transfer go in order
         return first, last
 
+    def _route(self, a, b, sizes):
+        """`_leg` from ranks a[k] to b[k], through the relay GPU when rail-aligned forwarding
+        applies (`Platform.relay`): returns (first, last) ids of shape (C, k)."""
+        relay = self.platform.relay(a, b, self.pxn)
+        hop = relay >= 0
+        first, last = self._leg(a, np.where(hop, relay, b), sizes)
+        if hop.any():                             # then from the relay over its own NIC
+            f2, l2 = self._leg(relay[hop], b[hop], sizes[:, hop])
+            self.g.depend(f2, last[:, hop])
+            last[:, hop] = l2
+        return first, last
+
     def send(self, src, dst, nbytes, after=()):
         """Transfers src[k] -> dst[k] (rank positions) of nbytes[k]; returns the ids of their
         arrivals, shape (C, k).
@@ -304,15 +316,7 @@ class _Transfers:
         k = src.size
         if not k:
             return np.zeros((self.C, 0), np.int64)
-        sizes = split_bytes_each(nbytes, self.C)
-        rs, rd = self.ranks[src], self.ranks[dst]
-        relay = self.platform.relay(rs, rd, self.pxn)
-        hop = relay >= 0
-        first, final = self._leg(rs, np.where(hop, relay, rd), sizes)
-        if hop.any():                             # then from the relay over its own NIC
-            f2, l2 = self._leg(relay[hop], rd[hop], sizes[:, hop])
-            self.g.depend(f2, final[:, hop])
-            final[:, hop] = l2
+        first, final = self._route(self.ranks[src], self.ranks[dst], split_bytes_each(nbytes, self.C))
         for a in after:
             a = np.broadcast_to(np.asarray(a), first.shape)
             ok = a >= 0
@@ -506,16 +510,19 @@ def _in_server_ps(t, op, algorithm, m, step_latency=0):
 
 
 def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, iteration=-1, tag=0,
-                   start=0) -> tuple[np.ndarray, np.ndarray]:
+                   start=0, pxn=PXN_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """Transfers of `sizes[k]` bytes from rank `src[k]` to rank `dst[k]` of `platform` (None:
     ranks are hosts), not part of a collective: a flow between their NICs, or inside a
     server a fluid scale-up transfer (its sender's port held in the order given, then the
-    latency).  Returns the ids of (the node each starts with, the node it arrives with);
-    for a flow both are the flow.  Roots start at `start`."""
+    latency).  With `pxn` (and always on a rail-only fabric) a transfer to another rail of
+    another server first crosses the scale-up domain to the GPU on the destination's rail,
+    as NCCL's send/recv does (NCCL_P2P_PXN_LEVEL 2).  Returns the ids of (the node each
+    starts with, the node it arrives with); for a flow both are the flow.  Roots start at
+    `start`."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    t = _Transfers(g, np.concatenate([src, dst]), 1, prio, -1, iteration, tag, platform)
+    t = _Transfers(g, np.concatenate([src, dst]), 1, prio, -1, iteration, tag, platform, pxn)
     t.kw["start"] = start
-    first, last = t._leg(src, dst, np.asarray(sizes, np.int64)[None, :])
+    first, last = t._route(src, dst, np.asarray(sizes, np.int64)[None, :])
     return first[0], last[0]
 
 

@@ -294,3 +294,27 @@ def test_chakra_on_multi_gpu_servers_sends_over_nvlink_inside_and_nics_between(t
     nvlink_s = 1e-6 + b * 8 / 800e9
     # the second send starts when the first is done: arrived, as a flow is done when it has
     assert f["start_ns"][net][0] * 1e-9 == pytest.approx(nvlink_s, abs=1e-9)
+
+
+@pytest.mark.parametrize("fabric, pxn", [("rail_optimized", True), ("rail_optimized", False), ("rail_only", True)])
+def test_chakra_send_to_another_rail_forwards_as_nccl_pxn(tmp_path, fabric, pxn):
+    """Rank 0 (server 0, rail 0) sends 4 MB to rank 3 (server 1, rail 1).  With PXN (NCCL's
+    default, and always on a rail-only fabric) the data crosses the scale-up domain to rank 1
+    (server 0, rail 1; delta + b/R) and then goes NIC 1 -> NIC 3 on rail 1; without it, one
+    flow NIC 0 -> NIC 3 from the start."""
+    from rocesim.network import platform as pf
+    from rocesim.network.platform import ScaleUp
+    b = 4_000_000
+    w.write_trace(tmp_path / "t", [[w.send(1, 3, b)], [], [], [w.recv(1, 0, b)]])
+    plat = getattr(pf, fabric)(2, 2, "100Gbps", "1us", ScaleUp(800 * 10**9, 10**6))
+    sim = Simulation(plat)
+    add_chakra(sim, read_chakra(tmp_path / "t"), [0, 1, 2, 3], pxn=pxn)
+    res = sim.run()
+    f = res.flows
+    assert res.summary["flows_completed"] == res.summary["flows_total"]
+    net = ~f["is_compute"]
+    assert net.sum() == 1
+    relayed = pxn or fabric == "rail_only"
+    assert (f["src"][net][0], f["dst"][net][0]) == (plat.host[1] if relayed else plat.host[0], plat.host[3])
+    nvlink_s = 1e-6 + b * 8 / 800e9
+    assert f["start_ns"][net][0] * 1e-9 == pytest.approx(nvlink_s if relayed else 0, abs=1e-9)

@@ -441,10 +441,11 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
     `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
     as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards the collectives'
-    transfers to other rails through the scale-up domain.  On a multi-GPU platform a send
-    between GPUs of one server crosses the scale-up domain, one between servers their NICs
-    (the trace's send/recv pairs go NIC to NIC, without PXN).
+    `nccl` shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards transfers to other
+    rails through the scale-up domain, the collectives' and the trace's send/recv pairs'
+    alike.  On a multi-GPU platform a send between GPUs of one server crosses the scale-up
+    domain, one between servers their NICs (after a scale-up hop to the destination's rail
+    with `pxn`).
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
@@ -493,7 +494,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
         if plan.flow_nodes.size:
             entry[plan.flow_nodes], exit_[plan.flow_nodes] = point_to_point(
                 g, platform, ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
-                iteration=it, tag=tag, start=start)
+                iteration=it, tag=tag, start=start, pxn=pxn)
         g.depend(entry[plan.children], exit_[plan.parents])
         g.depend(entry[plan.recv_nodes], exit_[plan.send_nodes])
         if prev_exit is not None:                # each rank waits for its previous iteration
