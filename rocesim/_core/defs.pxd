@@ -223,7 +223,10 @@ cdef struct Qp:
     # A queue pair: the sender and receiver state of one active data flow (both ends live in
     # one record, as the simulation needs no second copy).  The scheme's per-flow state
     # follows it in the pool (Sim.qp_stride bytes per slot; qp.cc_flow_state).  What only
-    # loss recovery needs is apart (LossState, allocated on the flow's first loss).
+    # loss recovery needs is apart (LossState, allocated on the flow's first loss).  When
+    # receivers keep their own records (Sim.flow_rx, for a run in parts: qp.rx_of), a
+    # receive record is a slot of the receiver's part's pool of which only the receiver
+    # fields (and the LossState's) are used, marked `is_rx`.
     int32_t flow           # the flow it serves, NIL while the slot is free
     int32_t next_free      # free list of the pool
     int32_t sched          # SchedState while listed in its host's active set
@@ -240,7 +243,9 @@ cdef struct Qp:
     int64_t window         # bytes in flight allowed (0: no window)
     int64_t line_rate      # host link rate when the flow started
     int64_t rto_deadline
-    int32_t rto_armed
+    uint8_t rto_armed
+    uint8_t is_rx          # 1: a receive record (qp.rx_open), not a queue pair
+    uint16_t _pad_qp
     # receiver
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
@@ -398,6 +403,9 @@ cdef struct Sim:
     Flow* flows            # n_flows records and a sentinel (Flow.child_off)
     int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
     int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
+    int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
+                           #   receive record in its receiver's part's pool, or NIL; NULL: the
+                           #   receiver uses the sender's queue pair (qp.rx_of)
     # queue-pair pool: the active flows' queue pairs, each followed by the scheme's state
     char** qp_chunks       # slots in chunks that never move (qp.pxd)
     int32_t n_qp_chunks
@@ -406,6 +414,7 @@ cdef struct Sim:
     int32_t qp_free
     int32_t qp_used
     int32_t qp_peak
+    int32_t rx_used        # receive records in use (qp.rx_open; not in qp_used / qp_peak)
     LossRec* losses        # flows done with retransmissions or timeouts (their counts)
     int64_t n_losses
     int64_t cap_losses

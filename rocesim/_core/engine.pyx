@@ -21,7 +21,7 @@ from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
-from rocesim._core.qp cimport qp_at, qp_stride_for, qp_pool_release
+from rocesim._core.qp cimport qp_at, rx_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
@@ -87,7 +87,7 @@ cdef void _share_world(Sim* d, Sim* w) noexcept:
     installed, routes replaced, monitors or faults set)."""
     d.n_hosts, d.n_nodes, d.n_ports, d.n_flows = w.n_hosts, w.n_nodes, w.n_ports, w.n_flows
     d.ports, d.sw, d.hosts, d.flows = w.ports, w.sw, w.hosts, w.flows
-    d.flow_path_off, d.flow_rate_limit = w.flow_path_off, w.flow_rate_limit
+    d.flow_path_off, d.flow_rate_limit, d.flow_rx = w.flow_path_off, w.flow_rate_limit, w.flow_rx
     d.route_class, d.n_route_classes, d.route_groups = w.route_class, w.n_route_classes, w.route_groups
     d.route_ports, d.path_ports, d.n_path_ports = w.route_ports, w.path_ports, w.n_path_ports
     d.child_idx = w.child_idx
@@ -127,6 +127,7 @@ cdef void _free_world(Sim* s) noexcept:
                 free(s.hosts[i].paced[k])
     free(s.flow_path_off)
     free(s.flow_rate_limit)
+    free(s.flow_rx)
     free(s.ports)
     free(s.sw)
     free(s.hosts)
@@ -504,6 +505,24 @@ cdef class Core:
         self.n_parts += 1
         self._sync_parts()
 
+    def _split_receivers(self):
+        """Tests only (issue 20, stage 2): receivers keep their own records (`flow_rx`), as
+        in a run in parts, where today the receiver uses its sender's queue pair; before
+        the run starts.  Outputs must not change."""
+        cdef int32_t f
+        if self.stats()["events"] or self.s.flow_rx != NULL:
+            raise RuntimeError("_split_receivers: only once, before the run")
+        self.s.flow_rx = <int32_t*> malloc(max(self.s.n_flows, 1) * sizeof(int32_t))
+        if self.s.flow_rx == NULL:
+            raise MemoryError()
+        for f in range(self.s.n_flows):
+            self.s.flow_rx[f] = NIL
+        self._sync_parts()
+
+    def _receive_records_in_use(self):
+        """Tests only: receive records held over the parts (0 with one record per flow)."""
+        return sum(self.parts[k].rx_used for k in range(self.n_parts))
+
     def capsule(self):
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
         return PyCapsule_New(<void*> self.s, b"rocesim.Sim", NULL)
@@ -740,13 +759,12 @@ cdef class Core:
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)
             state[i] = fl.state
-            delivered[i] = fl.size if fl.qp == NIL and fl.state == FS_DONE and not fl.is_compute else 0
+            delivered[i] = _delivered(s, i)
         for j in range(self.n_parts):
             part = self.parts[j]
             for q in range(part.qp_cap):     # the flows in flight: their queue pairs
                 qp = qp_at(part, q)
-                if qp.flow != NIL:
-                    delivered[qp.flow] = qp.rcv_nxt
+                if qp.flow != NIL and not qp.is_rx:
                     if qp.loss != NULL:
                         retx[qp.flow] = qp.loss.retx_bytes
                         timeouts[qp.flow] = qp.loss.n_timeouts
@@ -851,10 +869,10 @@ cdef class Core:
             s = self.parts[m]
             for q in range(s.qp_cap):
                 qp = qp_at(s, q)
-                if qp.flow != NIL:
+                if qp.flow != NIL and not qp.is_rx:
                     ids[k] = qp.flow
                     rate[k] = qp.rate_bps
-                    delivered[k] = qp.rcv_nxt
+                    delivered[k] = _delivered(self.s, qp.flow)
                     k += 1
         order = np.argsort(ids)
         return ids[order], rate[order], delivered[order]
@@ -884,6 +902,20 @@ cdef class Core:
             used[i] = s.sw[i].used
             shared[i] = s.sw[i].shared_used
         return dict(used_bytes=used, shared_used_bytes=shared)
+
+
+cdef int64_t _delivered(Sim* rx_part, int32_t f) noexcept:
+    """Bytes of data flow f in order at its receiver, whose part is `rx_part` (part 0 until
+    the window loop puts hosts in parts): all once its last byte is in, else what its
+    receive state holds (none before its first data)."""
+    cdef Flow* fl = &rx_part.flows[f]
+    cdef Qp* rx
+    if fl.is_compute:
+        return 0
+    if fl.rx_finish != NIL:
+        return fl.size
+    rx = rx_of(rx_part, f)
+    return rx.rcv_nxt if rx != NULL else 0
 
 
 cdef dict _counters(Sim** parts, int32_t n):

@@ -49,8 +49,10 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
         n += 1
         if ev.kind <= EV_FAULT:
             s.last_work = s.now
-        elif ev.kind <= EV_ACK_TIMER and s.flows[ev.target].state == FS_ACTIVE:
-            s.last_work = s.now
+        elif ev.kind < EV_ACK_TIMER and s.flows[ev.target].state == FS_ACTIVE:
+            s.last_work = s.now             # a sender's timer, while it sends
+        elif ev.kind == EV_ACK_TIMER and s.flows[ev.target].rx_finish == NIL:
+            s.last_work = s.now             # a receiver's, while it receives (its own state)
         if ev.kind == EV_ARRIVE:
             port = ev.target
             i = wire_pop(s, port)

@@ -22,8 +22,10 @@ rcv_nxt, at most once per `nack_interval` for the same rcv_nxt (the HPCC fork's 
 packets and NACKs each one with its sequence (a SACK).  Duplicates are ACKed (so a lost
 final ACK is recovered by the timeout).  ECN-marked data makes the receiver send a CNP, at
 most once per `cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
-flow whose sender is already done (a late duplicate: the queue pair is gone, and
-everything was received) is answered by an ACK of the whole flow.
+flow whose last byte is already in (a late duplicate) is answered by an ACK of the whole
+flow and nothing else: the receiver's state ends with the last byte (qp.rx_of), whatever
+its sender is doing, so a receiver never reads its sender's state (issue 20: the two may
+be in different parts of a run).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
@@ -33,7 +35,7 @@ from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
-from rocesim._core.qp cimport qp_of
+from rocesim._core.qp cimport rx_of, rx_open, rx_close
 from rocesim._core.loss cimport bit, set_bit, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
@@ -46,6 +48,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     cdef Packet* pk
     cdef Packet* d
     cdef Flow* fl
+    cdef Qp* rx
     cdef int32_t port
     if i == NIL:
         return
@@ -57,7 +60,8 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.dst = fl.src
     pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
     pk.ttl = s.p.ttl
-    pk.seq = qp_of(s, d.flow).rcv_nxt if fl.qp != NIL else fl.size
+    rx = rx_of(s, d.flow)
+    pk.seq = rx.rcv_nxt if rx != NULL else fl.size
     if s.p.selective_repeat:
         s.pkt_sack[i] = d.seq            # the SACK of a NACK (nic_send reads it)
     pk.ts = d.ts
@@ -127,11 +131,10 @@ cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept:
 cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept:
     """Flow f's coalescing timer, an EV_ACK_TIMER due at t: ACK what is owed if it is due,
     else wait for when it is."""
-    cdef Qp* fl
+    cdef Qp* fl = rx_of(s, f)
     cdef int32_t held
-    if s.flows[f].qp == NIL:
-        return                                  # done: nothing is owed
-    fl = qp_of(s, f)
+    if fl == NULL:
+        return                                  # the last byte is in: nothing is owed
     if fl.ack_timer != t:
         return                                  # superseded by an earlier one
     fl.ack_timer = NIL
@@ -156,10 +159,12 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept:
     cdef int64_t size = rec.size
     cdef int64_t before
     cdef LossState* sk
-    if rec.qp == NIL:
-        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate of a finished flow
+    if rec.rx_finish != NIL:
+        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate: ACK the whole flow
         return False
-    fl = qp_of(s, f)
+    fl = rx_open(s, f)
+    if fl == NULL:
+        return False                            # out of memory: the loop stops on s.error
     if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
         fl.last_cnp = s.now
         _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
@@ -178,9 +183,9 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept:
         fl.unacked_marked += pk.ecn
         if fl.rcv_nxt >= size:
             _ack_unacked(s, i, fl)
-            if rec.rx_finish == NIL:
-                rec.rx_finish = s.now
-                flow_delivered(s, f)
+            rec.rx_finish = s.now
+            rx_close(s, f)
+            flow_delivered(s, f)
         elif fl.unacked >= s.p.ack_every:
             _ack_unacked(s, i, fl)
         else:

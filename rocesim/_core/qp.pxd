@@ -10,6 +10,15 @@ always send its first packet), so the pool follows the flows in flight: an all-t
 that releases a million flows at once holds only as many queue pairs as have packets
 out.  Slots live in chunks of QP_CHUNK that never move (a `Qp*` stays valid while its
 flow is active); free ones are chained through `Qp.next_free`.
+
+Receive records (issue 20: a run in parts, where a receiver may not read its sender's
+memory).  The receiver's state of a flow (rcv_nxt, ACK coalescing, CNP pacing, the NACK
+pacing and SACK bits of its LossState) lives in the sender's queue pair when `flow_rx` is
+NULL (one part: both ends in one record, as always).  Otherwise the receiver takes a slot
+of its own part's pool when the flow's first data arrive (`rx_open`, `is_rx` set) and
+gives it back when the last byte is in (`rx_close`).  Either way the receiver's state
+ends with the flow's last byte (`rx_of` is NULL once `rx_finish` is set): what arrives
+later is a duplicate of a finished flow, ACKed with its size (nic_recv.pyx).
 """
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
@@ -66,14 +75,14 @@ cdef inline int _qp_grow(Sim* s) noexcept nogil:
     return 0
 
 
-cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
-    """Give flow f a zeroed queue pair (and zeroed scheme state); NULL and s.error set when
-    out of memory."""
+cdef inline int32_t _slot_take(Sim* s, int32_t f) noexcept nogil:
+    """A zeroed slot (and zeroed scheme state) of the pool for flow f; NIL and s.error set
+    when out of memory."""
     cdef int32_t q
     cdef Qp* qp
     if s.qp_free == NIL and _qp_grow(s) < 0:
         s.error = ERR_NOMEM
-        return NULL
+        return NIL
     q = s.qp_free
     qp = qp_at(s, q)
     s.qp_free = qp.next_free
@@ -82,11 +91,33 @@ cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
     qp.next_free = NIL
     qp.ack_held = NIL
     qp.ack_timer = NIL
+    return q
+
+
+cdef inline void _slot_give(Sim* s, int32_t q) noexcept nogil:
+    """Slot q back to the pool, with what it holds: the packet kept for an ACK (the last
+    byte's ACK releases it: left only by a cut run) and its loss state."""
+    cdef Qp* qp = qp_at(s, q)
+    if qp.ack_held != NIL:
+        pkt_free(s, qp.ack_held)
+        qp.ack_held = NIL
+    loss_free(qp)
+    qp.flow = NIL
+    qp.next_free = s.qp_free
+    s.qp_free = q
+
+
+cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
+    """Give flow f a zeroed queue pair (and zeroed scheme state); NULL and s.error set when
+    out of memory."""
+    cdef int32_t q = _slot_take(s, f)
+    if q == NIL:
+        return NULL
     s.flows[f].qp = q
     s.qp_used += 1
     if s.qp_used > s.qp_peak:
         s.qp_peak = s.qp_used
-    return qp
+    return qp_at(s, q)
 
 
 cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
@@ -107,24 +138,59 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     if q == NIL:
         return
     qp = qp_at(s, q)
-    if qp.ack_held != NIL:           # (the last byte's ACK releases it: left only by a cut run)
-        pkt_free(s, qp.ack_held)
-        qp.ack_held = NIL
     if qp.loss != NULL and (qp.loss.retx_bytes or qp.loss.n_timeouts):
         _log_losses(s, f, qp)
-    loss_free(qp)
-    qp.flow = NIL
-    qp.next_free = s.qp_free
-    s.qp_free = q
+    _slot_give(s, q)
     s.qp_used -= 1
     s.flows[f].qp = NIL
+
+
+cdef inline Qp* rx_of(Sim* s, int32_t f) noexcept nogil:
+    """Flow f's receive state while its receiver waits for bytes (NULL before its first
+    data with receive records, and once the last byte is in): the receiver part's own
+    record (`flow_rx`), or with one record per flow the sender's queue pair."""
+    cdef int32_t q
+    if s.flows[f].rx_finish != NIL:
+        return NULL
+    q = s.flows[f].qp if s.flow_rx == NULL else s.flow_rx[f]
+    return qp_at(s, q) if q != NIL else NULL
+
+
+cdef inline Qp* rx_open(Sim* s, int32_t f) noexcept nogil:
+    """Flow f's receive state on arrival of its data before the last byte: rx_of, or with
+    receive records a new one (its first data); NULL and s.error set when out of memory."""
+    cdef Qp* rx = rx_of(s, f)
+    cdef int32_t q
+    if rx != NULL or s.flow_rx == NULL:
+        return rx
+    q = _slot_take(s, f)
+    if q == NIL:
+        return NULL
+    rx = qp_at(s, q)
+    rx.is_rx = 1
+    rx.last_cnp = NIL
+    s.flow_rx[f] = q
+    s.rx_used += 1
+    return rx
+
+
+cdef inline void rx_close(Sim* s, int32_t f) noexcept nogil:
+    """Flow f's last byte is in: its receive record, if it has one of its own, goes back to
+    the pool (with one record per flow the sender closes it, qp_close)."""
+    cdef int32_t q
+    if s.flow_rx == NULL or s.flow_rx[f] == NIL:
+        return
+    q = s.flow_rx[f]
+    _slot_give(s, q)
+    s.flow_rx[f] = NIL
+    s.rx_used -= 1
 
 
 cdef inline void qp_pool_release(Sim* s) noexcept nogil:
     """Free every chunk of an idle pool (no queue pair in use): a run that has ended gives
     back what its busiest moment took.  The pool grows again if the run goes on."""
     cdef int32_t i
-    if s.qp_used != 0:
+    if s.qp_used != 0 or s.rx_used != 0:
         return
     for i in range(s.n_qp_chunks):
         free(s.qp_chunks[i])

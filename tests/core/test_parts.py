@@ -1,6 +1,8 @@
 """The core holds its run in parts (issue 20, stage 1: engine.pyx): one `Sim` per part with
 its own queue, pools, counters, RNG and timeline, the world shared.  With one part the
-readbacks are that part's own; a part with nothing in it changes none of them."""
+readbacks are that part's own; a part with nothing in it changes none of them.  Receivers
+may keep their own records (stage 2: qp.rx_of), as they must in a run in parts: nothing a
+run gives changes."""
 import numpy as np
 import pytest
 
@@ -100,3 +102,58 @@ def test_an_empty_part_after_the_end_changes_no_readback():
     assert st["data_bytes_delivered"] == fl["delivered_bytes"].sum() > 0
     assert st["link_crossings"] == core.port_arrays()["tx_packets"].sum()
     assert st["packets_in_use"] == 0 and st["flows_done"] == len(fl["state"])
+
+
+def lossy_core(recovery, cc="dcqcn", ack_every=1):
+    """An incast into one 100G link without PFC (drops), ECN marks (DCQCN's answered by
+    CNPs), with `recovery` and ACKs every `ack_every` packets (the coalescing timer on)."""
+    t = topology.Topology(7)
+    sw = t.add_switch()
+    t.add_link(0, sw, "100Gbps", "1us")
+    for h in range(1, 7):
+        t.add_link(h, sw, "40Gbps", "1us")
+    sim = Simulation(t, seed=5, cc=cc, cc_params={"notify": "cnp"} if cc == "dcqcn" else None, switch={"buffer": "120KB", "pfc": {"enabled": False},
+                                               "ecn": {"kmin": "10KB", "kmax": "60KB", "pmax": 0.2}},
+                     nic={"loss_recovery": recovery, "rto": "100us", "ack_every": ack_every})
+    for h in range(1, 7):
+        sim.add_flow(h, 0, 700_000, start=h * 17_123)
+        sim.add_flow(0, h, 50_000, start=h * 9_001)
+    core, _ = sim._build_core()
+    return core
+
+
+CORES = {"fat_tree_pfc_dcqcn": fat_tree_core,
+         "lossy_go_back_n_acks_every_4": lambda: lossy_core("go_back_n", ack_every=4),
+         "lossy_selective_repeat": lambda: lossy_core("selective_repeat"),
+         "lossy_selective_repeat_acks_every_3_hpcc": lambda: lossy_core("selective_repeat", "hpcc", 3)}
+
+
+@pytest.mark.parametrize("case", CORES)
+def test_receivers_with_their_own_records_change_nothing(case):
+    """The same run with the receive state in the sender's queue pair and in receive
+    records of the receiver's own (opened at a flow's first data, closed at its last
+    byte): every readback equal mid-run (records open, ACKs owed, losses being repaired)
+    and at the end, where no record and no packet is left."""
+    one, split = CORES[case](), CORES[case]()
+    split._split_receivers()
+    mid = 200 * 10**6
+    assert one.run(mid) == split.run(mid)
+    assert split._receive_records_in_use() > 0 and one._receive_records_in_use() == 0
+    assert_same(readbacks(one), readbacks(split))
+    assert one.run(10**12) == split.run(10**12) == engine.STOP_EMPTY
+    end = readbacks(split)
+    assert_same(readbacks(one), end)
+    assert split._receive_records_in_use() == 0 and end["in_use"] == 0
+    st = end["stats"]
+    assert (end["flows"]["state"] == FS_DONE).all()
+    assert st["data_bytes_delivered"] == end["flows"]["delivered_bytes"].sum() > 0
+    if case.startswith("lossy"):
+        assert st["drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0 and end["ports"]["ecn_marks"].sum() > 0
+        assert st["cnps"] > 0 or "hpcc" in case
+
+
+def test_receive_records_are_split_only_before_the_run():
+    core = lossy_core("go_back_n")
+    core.run(10 * 10**6)
+    with pytest.raises(RuntimeError, match="before the run"):
+        core._split_receivers()
