@@ -390,6 +390,11 @@ cdef class Core:
             self.parts[k].start_order = _copy_i32(own)
             self.parts[k].n_roots = own.shape[0]
             self.parts[k].next_root = 0
+            # a part's calendar buckets sized for its own ports (events.pxd: the order of
+            # events does not depend on it), not the network's: fewer buckets in use
+            ev_free(self.parts[k])
+            if ev_init(self.parts[k], ev_bucket_shift(np.count_nonzero(pon[port_node] == k))) < 0:
+                raise MemoryError()
         self._alloc_flow_rx()
 
     cdef _init_fluid(self, dict params):

@@ -86,7 +86,6 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     cdef int64_t done = 0, lim, t, before
     cdef int32_t j
     cdef Sim* s
-    cdef bint busy
     while True:
         if w.open_end < 0:
             t = windows_next(parts, n)
@@ -101,27 +100,30 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
             w.open_end = t + w.lookahead
         lim = w.open_end - 1 if w.open_end - 1 < until else until
         # phase 1: every part runs the window's events (up to lim), in `order`
-        busy = False
         for j in range(n):
             s = parts[w.order[j]]
             if s.n_events > 0:
                 before = s.st.events
                 run_loop(s, lim, INT64_MAX)
                 done += s.st.events - before
-                busy = busy or s.st.events != before
+                w.open_events += s.st.events - before
                 if s.error != ERR_NONE:
                     return STOP_EMPTY
-        if busy:
-            w.busy_windows += 1
         if lim < w.open_end - 1:
             # the slice ends inside the window: the next one goes on with it
             if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n):
-                w.open_end = -1
-                w.windows += 1
+                _close(w)
                 return STOP_EMPTY
             return STOP_TIME
         # phase 2: hand-offs into the receiving parts
         if _merge(parts, n, w) < 0:
             return STOP_EMPTY
-        w.open_end = -1
-        w.windows += 1
+        _close(w)
+
+
+cdef void _close(Windows* w) noexcept:
+    w.open_end = -1
+    w.windows += 1
+    if w.open_events:
+        w.busy_windows += 1
+    w.open_events = 0
