@@ -646,6 +646,10 @@ cdef class Core:
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
                     cut_ports=self.s.n_handoff)
 
+    def _cut_ports(self):
+        """Tests: which ports are cut (their link joins two parts)."""
+        return np.array([self.s.ports[k].cut for k in range(self.s.n_ports)], bool)
+
     def _refuse_in_parts(self, what):
         if self.n_parts > 1:
             raise NotImplementedError(f"a run in parts does not handle {what} yet (issue 20)")
