@@ -872,7 +872,7 @@ cdef class Core:
         clocks: the latest part's)."""
         cdef int32_t k
         st = _counters(self.parts, self.n_parts)
-        if self.n_parts > 1:
+        if self.win.order != NULL:         # a run in parts (not _add_empty_part's)
             # peaks over the window ends (a sum of the parts' own peaks would overstate them)
             st["packets_peak"], st["queue_pairs_peak"] = self.win.pkt_peak, self.win.qp_peak
             st["packets_in_use"] += sum(self.s.handoff[k].n for k in range(self.s.n_handoff))
