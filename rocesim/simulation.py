@@ -130,7 +130,7 @@ class Simulation:
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
                  routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet",
-                 flow=None):
+                 flow=None, _partition=None):
         if not isinstance(topology, (Platform, Topology)):
             raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
                                             f"(rocesim.network.platform), got {show(topology)}")
@@ -167,6 +167,52 @@ class Simulation:
         self._running = False        # run() is going: the world is the core's, not to be changed
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
+        self._parts = self._run_in_parts(_partition)
+
+    def _run_in_parts(self, level):
+        """Private until the parallel core is done (issue 20, stage 3): `_partition`
+        ("leaves", "pods"; None: one part, the engine as always) cuts the packet core's run
+        into the parts of `partition(level)`, run in windows of the lookahead on one
+        thread.  Returns that Partition, or None for one part.  What a run in parts does
+        not handle yet is refused here or, for what is added later (faults, dependencies
+        across parts), when run() builds the core."""
+        if level is None or level == "none":
+            return None
+        if level not in partition_mod.LEVELS:
+            raise ScenarioError("_partition", f"expected 'leaves', 'pods' or None, got {show(level)}")
+        parts = self.partition(level)
+        if parts.n_parts == 1:
+            return None
+        refused = [(self.mode == "flow", "mode", "flow mode runs in one part"),
+                   (self.scheme.py_class is not None, "cc.scheme", f"{self.scheme.name} is written in Python"),
+                   (self.deadlock["enabled"], "deadlock", "deadlock detection is on"),
+                   (self.switch["pfc"]["enabled"] and self.switch["pfc"]["watchdog"]["enabled"],
+                    "switch.pfc.watchdog.enabled", "the PFC watchdog is on")]
+        for bad, key, why in refused:
+            if bad:
+                raise ScenarioError(key, f"{why}: a run in parts (_partition={level!r}) does not handle it yet")
+        return parts
+
+    def _check_parts(self) -> None:
+        """A run in parts: refuse, before it starts, what was added that it does not handle
+        yet (faults; a dependency whose parent completes in another part than its child
+        starts in)."""
+        if self._parts is None:
+            return
+        level = self._parts.level
+        if self.faults:
+            raise ScenarioError("faults", f"a run in parts (_partition={level!r}) does not handle faults yet")
+        done, start = self.dependency_hosts()
+        part = self._parts.part_of_node
+        crossing = np.flatnonzero(part[done] != part[start])
+        if crossing.size:
+            children, parents = self._flows.edge_arrays()
+            e = int(crossing[0])
+            raise ScenarioError(f"flows[{int(children[e])}]",
+                                f"depends on flow {int(parents[e])}, which completes in another part (host "
+                                f"{int(done[e])}, part {int(part[done[e]])}; it starts on host {int(start[e])}, "
+                                f"part {int(part[start[e]])}): a run in parts (_partition={level!r}) does not "
+                                f"handle dependencies across parts yet")
 
     def _refuse_in_flow_mode(self) -> None:
         """What `mode: flow` cannot run, refused before anything is built."""
@@ -487,7 +533,11 @@ class Simulation:
     def _world(self, flows=True) -> tuple[dict, dict]:
         """Everything the core needs: the network arrays plus the flows added so far (none
         with `flows=False`)."""
-        return {**self._network, **self._flow_arrays(self._flows if flows else _FlowColumns())}, self._params
+        world = {**self._network, **self._flow_arrays(self._flows if flows else _FlowColumns())}
+        if self._parts is None:
+            return world, self._params
+        world["part_of_node"] = self._parts.part_of_node
+        return world, {**self._params, "lookahead_ps": self._parts.lookahead_ps}
 
     def _network_arrays(self) -> tuple[dict, dict]:
         topo, ports, sw, nic = self.topology, self.ports, self.switch, self.nic
@@ -748,6 +798,7 @@ class Simulation:
         """The core with the world in it, the scheme finalized and installed, and the PFC
         deadlock detector, the watchdog and the faults set; returns (core, the network
         arrays the results still read)."""
+        self._check_parts()
         world, params = self._world()
         core = Core(world, params)
         for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:

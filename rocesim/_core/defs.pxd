@@ -4,7 +4,7 @@
 Every module of the core works on one `Sim` struct passed by pointer; there is no
 global state.  A run is held in parts (issue 20), each a `Sim` with its own queue, pools,
 counters and clock, sharing one world (Sim.parts; engine.pyx builds them): a module acts
-on the part it is given.  Today a run has one part.  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
+on the part it is given (window.pyx runs several, engine.pyx builds them).  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
 one end of a full-duplex link: it owns the egress queues and the transmitter of
 one direction, and the in-flight FIFO of the packets on that direction's wire.
 
@@ -122,7 +122,10 @@ cdef struct Port:
     int32_t wire_head      # packets on the wire, in arrival order
     int32_t wire_tail
     int32_t peer           # port id at the other end of the link
-    int32_t is_switch      # owning node is a switch
+    uint8_t is_switch      # owning node is a switch
+    uint8_t cut            # a run in parts: the link joins two parts; its packets go through
+                           #   the hand-off record Sim.handoff[handoff] (link.pxd, window.pyx)
+    uint16_t _pad_port
     uint32_t q_mask        # bit p set: queue p is not empty
     # PFC, egress side: the peer has paused priority p of this port's transmitter
     uint32_t paused_mask
@@ -161,7 +164,9 @@ cdef struct Port:
     int64_t wd_dropped           # packets the PFC watchdog dropped at this port
     int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
     int32_t wd_restorations
-    int64_t _pad[2]              # 576 bytes: every port starts a cache line (64-byte aligned array)
+    int32_t handoff              # a cut port: its record in Sim.handoff (NIL: not cut)
+    int32_t _pad32
+    int64_t _pad[1]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
 cdef struct Switch:
     int32_t node
@@ -370,6 +375,23 @@ cdef struct Stats:
     int64_t no_route_drops # packets a switch had no route for
     int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
 
+cdef struct Handoff:
+    # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's
+    # part copies every packet it puts on the port's wire into `pk` (its INT records into
+    # `hops`, its SACK into `sack`) during a window; at the window's end the receiving part
+    # takes them into its own pool, in send order, onto the wire kept here (its pool's
+    # indices), whose head the receiving part's EV_ARRIVE pops.  The buffers keep their
+    # capacity from window to window.
+    Packet* pk
+    IntHop* hops           # MAX_INT_HOPS per packet (INT on), else NULL
+    int64_t* sack          # per packet (selective repeat), else NULL
+    int32_t n
+    int32_t cap
+    int32_t wire_head      # the receiving part's packets on the wire, in arrival order
+    int32_t wire_tail
+    int32_t port           # the cut port (the sender's end)
+    int32_t _pad
+
 cdef struct Sim:
     int64_t now
     int64_t last_work      # time of the last event that did something (not a stale timer)
@@ -452,8 +474,12 @@ cdef struct Sim:
     # (st), RNG, PFC timeline and error; the world (n_*, ports, sw, hosts, flows, the
     # per-flow arrays, routing, child_idx, p, cc, qp_stride and the monitors' and faults'
     # state) is shared: the same pointers in every part, owned and freed by part 0.
-    # Core.run needs one part until the window loop exists.
+    # With several parts, Core.run runs them in windows (window.pyx).
     Sim** parts            # every part, by index (one array, shared)
     int32_t n_parts
     int32_t part           # this part's index in parts
     uint8_t owns_world     # part 0: frees the world
+    Handoff* handoff       # one record per cut port (shared; NULL with one part)
+    int32_t n_handoff
+    int32_t n_in_cut       # this part's incoming cut ports (their peers are its nodes' ports) ...
+    int32_t* in_cut        # ... ascending: the order it takes their hand-offs in (window.pyx)

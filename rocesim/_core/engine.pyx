@@ -14,8 +14,8 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, NIL, NPRIO,
-                                 ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
+from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
+                                 NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
 from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift
 from rocesim._core.rng cimport mix64
@@ -24,6 +24,7 @@ from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
+from rocesim._core.window cimport Windows, windows_run, windows_next
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
@@ -60,8 +61,9 @@ cdef enum:
 # --- parts (issue 20) ------------------------------------------------------------------
 # A Core holds its run in parts: `Sim` contexts that share the world's arrays (Sim: the
 # fields before `parts`) and have each their own queue, pools, counters, RNG, timeline,
-# losses, roots, clock and error.  Part 0 is built with the world and owns it; there is
-# one part until the window loop exists, so Core.run is today's loop on part 0.
+# losses, roots, clock and error.  Part 0 is built with the world and owns it.  With one
+# part (the default) Core.run is the event loop on part 0; with several (world
+# "part_of_node", from rocesim.network.partition) it runs them in windows (window.pyx).
 
 cdef uint64_t _part_rng(uint64_t seed, int32_t k) noexcept:
     """Part k's RNG stream: part 0's is the single engine's, the others mixed from it."""
@@ -95,6 +97,7 @@ cdef void _share_world(Sim* d, Sim* w) noexcept:
     d.cc = w.cc
     d.qp_stride = w.qp_stride
     d.deadlock, d.faults, d.watchdog, d.fluid = w.deadlock, w.faults, w.watchdog, w.fluid
+    d.handoff, d.n_handoff = w.handoff, w.n_handoff
     d.parts, d.n_parts = w.parts, w.n_parts
 
 
@@ -113,6 +116,7 @@ cdef void _free_part(Sim* s) noexcept:
     free(s.pkt_sack)
     free(s.start_order)
     free(s.tl)
+    free(s.in_cut)
 
 
 cdef void _free_world(Sim* s) noexcept:
@@ -137,6 +141,11 @@ cdef void _free_world(Sim* s) noexcept:
     free(s.route_class)
     free(s.path_ports)
     free(s.child_idx)
+    for i in range(s.n_handoff):
+        free(s.handoff[i].pk)
+        free(s.handoff[i].hops)
+        free(s.handoff[i].sack)
+    free(s.handoff)
 
 
 def _as(a, dtype, name, n=None):
@@ -192,9 +201,11 @@ cdef class Core:
     """
     cdef Sim* s             # part 0: the world's owner (and, with one part, the whole run)
     cdef Sim** parts        # every part (s is parts[0])
-    cdef readonly int32_t n_parts   # how many (1 until the window loop exists)
+    cdef readonly int32_t n_parts   # how many (world "part_of_node"; 1 by default)
     cdef uint64_t seed
     cdef object _scheme
+    cdef Windows win        # with several parts: the window loop's state (window.pyx)
+    cdef int32_t* host_part # with several parts: each host's part (else NULL)
 
     def __cinit__(self):
         self.s = <Sim*> calloc(1, sizeof(Sim))
@@ -209,6 +220,7 @@ cdef class Core:
         cc_ops_clear(&self.s.cc)          # no scheme installed: every callback a no-op
         self.s.qp_stride = qp_stride_for(0)
         self.s.qp_free = NIL
+        self.win.open_end = -1
 
     def __init__(self, dict world, dict params):
         cdef Sim* s = self.s
@@ -273,6 +285,7 @@ cdef class Core:
             p.rate_bps = port_rate[i]
             p.delay_ps = port_delay[i]
             p.tx_event = NIL
+            p.handoff = NIL
             p.wire_head = NIL
             p.wire_tail = NIL
             for k in range(NPRIO):
@@ -303,7 +316,86 @@ cdef class Core:
             raise MemoryError()
         if params.get("fluid", False):
             self._init_fluid(params)
-        flows_next_root(s)
+        if world.get("part_of_node") is not None:
+            self._cut(world["part_of_node"], int(params.get("lookahead_ps", 0)), port_node, port_peer, port_delay)
+        for k in range(self.n_parts):
+            flows_next_root(self.parts[k])
+
+    cdef _cut(self, part_of_node, int64_t lookahead, port_node, port_peer, port_delay):
+        """Cut the run into parts (issue 20): `part_of_node` [n_nodes] gives each node's part
+        (rocesim.network.partition), `lookahead` (ps) is at most the delay of every port whose
+        link joins two parts.  Builds parts 1.., the hand-off records of the cut ports,
+        each part's incoming cut ports and roots (those of its hosts, in start order), and
+        the receive records.  One part: nothing changes."""
+        cdef Sim* s = self.s
+        cdef int32_t n, k, m, q, f, c, done, H = s.n_hosts
+        cdef int64_t j
+        cdef Sim** grown
+        pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
+        n = int(pon.max()) + 1
+        _check_range(pon, 0, n, "part_of_node")
+        if n == 1:
+            return
+        if s.fluid != NULL:
+            raise ValueError("core input 'part_of_node': flow mode runs in one part")
+        cut = pon[port_node] != pon[port_node[port_peer]]
+        if lookahead <= 0 or (cut.any() and port_delay[cut].min() < lookahead):
+            raise ValueError("core params: lookahead_ps must be positive and at most the delay of every cut port")
+        cdef const int32_t[::1] pv = pon
+        # a dependency takes effect where its parent completes: only within a part for now
+        for f in range(s.n_flows):
+            done = pv[s.flows[f].src if s.flows[f].is_compute else s.flows[f].dst]
+            for j in range(s.flows[f].child_off, s.flows[f + 1].child_off):
+                c = s.child_idx[j]
+                if pv[s.flows[c].src] != done:
+                    raise NotImplementedError(
+                        f"a run in parts: flow {c} depends on flow {f}, which completes in another part "
+                        f"(dependencies across parts are not handled yet)")
+        grown = <Sim**> realloc(self.parts, n * sizeof(Sim*))
+        if grown == NULL:
+            raise MemoryError()
+        self.parts = grown
+        for k in range(1, n):
+            self.parts[k] = self._make_part(k)
+            self.n_parts = k + 1
+        self.win.order = <int32_t*> malloc(n * sizeof(int32_t))
+        self.host_part = _copy_i32(pon[:H])
+        if self.win.order == NULL:
+            raise MemoryError()
+        for k in range(n):
+            self.win.order[k] = k
+        self.win.lookahead = lookahead
+        # the hand-off records, by cut port id; each part's incoming ones, ascending
+        cut_ids = np.flatnonzero(cut).astype(np.int32)
+        s.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
+        if s.handoff == NULL:
+            raise MemoryError()
+        s.n_handoff = cut_ids.shape[0]
+        for m in range(s.n_handoff):
+            q = cut_ids[m]
+            s.handoff[m].port = q
+            s.handoff[m].wire_head = NIL
+            s.handoff[m].wire_tail = NIL
+            s.ports[q].cut = 1
+            s.ports[q].handoff = m
+        receiver = pon[port_node[port_peer[cut_ids]]]
+        roots = np.array([s.start_order[m] for m in range(s.n_roots)], np.int32)
+        root_part = pon[np.array([s.flows[f].src for f in roots], np.int32)] if roots.shape[0] else roots
+        for k in range(n):
+            own = cut_ids[receiver == k]
+            self.parts[k].in_cut = _copy_i32(own)
+            self.parts[k].n_in_cut = own.shape[0]
+            own = roots[root_part == k]
+            free(self.parts[k].start_order)
+            self.parts[k].start_order = _copy_i32(own)
+            self.parts[k].n_roots = own.shape[0]
+            self.parts[k].next_root = 0
+            # a part's calendar buckets sized for its own ports (events.pxd: the order of
+            # events does not depend on it), not the network's: fewer buckets in use
+            ev_free(self.parts[k])
+            if ev_init(self.parts[k], ev_bucket_shift(np.count_nonzero(pon[port_node] == k))) < 0:
+                raise MemoryError()
+        self._alloc_flow_rx()
 
     cdef _init_fluid(self, dict params):
         """Flow mode: data flows as fluids (fluid.pyx) instead of packets."""
@@ -444,6 +536,8 @@ cdef class Core:
     def __dealloc__(self):
         cdef Sim* s = self.s
         cdef int32_t k
+        free(self.win.order)
+        free(self.host_part)
         if s == NULL:
             return
         if self.parts == NULL:        # (out of memory in __cinit__: nothing built yet)
@@ -491,8 +585,8 @@ cdef class Core:
 
     def _add_empty_part(self):
         """Tests only (issue 20, stage 1): one more part, with no events and no flows of its
-        own, so that the readbacks' aggregation over parts can be checked; Core.run needs
-        one part until the window loop exists."""
+        own, so that the readbacks' aggregation over parts can be checked; such a Core does
+        not run."""
         cdef Sim** grown
         cdef Sim* p = self._make_part(self.n_parts)
         grown = <Sim**> realloc(self.parts, (self.n_parts + 1) * sizeof(Sim*))
@@ -509,15 +603,56 @@ cdef class Core:
         """Tests only (issue 20, stage 2): receivers keep their own records (`flow_rx`), as
         in a run in parts, where today the receiver uses its sender's queue pair; before
         the run starts.  Outputs must not change."""
-        cdef int32_t f
         if self.stats()["events"] or self.s.flow_rx != NULL:
             raise RuntimeError("_split_receivers: only once, before the run")
+        self._alloc_flow_rx()
+
+    cdef _alloc_flow_rx(self):
+        """Receivers keep their own records (Sim.flow_rx), none open yet."""
+        cdef int32_t f
         self.s.flow_rx = <int32_t*> malloc(max(self.s.n_flows, 1) * sizeof(int32_t))
         if self.s.flow_rx == NULL:
             raise MemoryError()
         for f in range(self.s.n_flows):
             self.s.flow_rx[f] = NIL
         self._sync_parts()
+
+    cdef Sim* _rx_part(self, int32_t f) noexcept:
+        """The part of flow f's receiver."""
+        return self.parts[self.host_part[self.s.flows[f].dst]] if self.host_part != NULL else self.s
+
+    def _part_order(self, str order, int seed=0):
+        """Debug (issue 20): the order the window loop visits the parts in, "forward",
+        "reverse" or "shuffle" (seeded).  Results must not depend on it: parts share no
+        state but the hand-offs taken at a window's end."""
+        cdef int32_t k
+        if self.n_parts == 1:
+            return
+        if order == "forward":
+            perm = np.arange(self.n_parts)
+        elif order == "reverse":
+            perm = np.arange(self.n_parts)[::-1]
+        elif order == "shuffle":
+            perm = np.random.default_rng(seed).permutation(self.n_parts)
+        else:
+            raise ValueError(f"_part_order: forward, reverse or shuffle, not {order!r}")
+        for k in range(self.n_parts):
+            self.win.order[k] = perm[k]
+
+    def window_stats(self):
+        """A run in parts: its parts, lookahead (ps), windows closed (and those in which some
+        part ran an event), and packets handed from part to part over cut links."""
+        return dict(parts=self.n_parts, lookahead_ps=self.win.lookahead if self.n_parts > 1 else 0,
+                    windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
+                    cut_ports=self.s.n_handoff)
+
+    def _cut_ports(self):
+        """Tests: which ports are cut (their link joins two parts)."""
+        return np.array([self.s.ports[k].cut for k in range(self.s.n_ports)], bool)
+
+    def _refuse_in_parts(self, what):
+        if self.n_parts > 1:
+            raise NotImplementedError(f"a run in parts does not handle {what} yet (issue 20)")
 
     def _receive_records_in_use(self):
         """Tests only: receive records held over the parts (0 with one record per flow)."""
@@ -535,6 +670,8 @@ cdef class Core:
         """
         if self.stats()["queue_pairs_peak"]:
             raise ValueError("install_scheme: the run has started; install the scheme before it")
+        if getattr(module, "__name__", "") == "rocesim._core.cc_python":
+            self._refuse_in_parts("a congestion-control scheme written in Python")
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
         cc_ops_clear(&self.s.cc)
@@ -547,6 +684,7 @@ cdef class Core:
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
         if interval_ps <= 0 or threshold_ps < 0:
             raise ValueError("deadlock detection: interval must be positive, threshold >= 0")
+        self._refuse_in_parts("deadlock detection")
         if self.s.deadlock != NULL:
             raise ValueError("deadlock detection is already on")
         if deadlock_init(self.s, interval_ps, threshold_ps, stop) < 0:
@@ -567,6 +705,7 @@ cdef class Core:
         value = _as(value, np.int64, "fault_value", n)
         if self.s.faults != NULL:
             raise ValueError("faults are already scheduled")
+        self._refuse_in_parts("faults")
         _check_range(kind, 0, 5, "fault_kind")
         nic = (kind == F_NIC_STOP) | (kind == F_NIC_RESUME)
         _check_range(target[nic], 0, self.s.n_hosts, "fault_target (hosts)")
@@ -595,6 +734,7 @@ cdef class Core:
             raise ValueError("watchdog: interval must be positive, times >= 0, action 0 or 1")
         if self.s.watchdog != NULL:
             raise ValueError("the watchdog is already on")
+        self._refuse_in_parts("the PFC watchdog")
         if watchdog_init(self.s, interval_ps, detection_ps, restoration_ps, action) < 0:
             watchdog_free(self.s)
             raise MemoryError()
@@ -643,6 +783,8 @@ cdef class Core:
         threshold) count.  Returns how many new cycles were found."""
         if threshold_ps < 0:
             raise ValueError("deadlocks_at_stall: threshold must be >= 0")
+        if self.n_parts > 1:
+            return 0        # a run in parts: its queues are in several pools, not analysed yet
         cdef int n = deadlock_at_stall(self.s, threshold_ps)
         if n < 0 or self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
@@ -654,20 +796,28 @@ cdef class Core:
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
         cdef int status
-        if self.n_parts != 1:
-            raise NotImplementedError("Core.run: a run in several parts needs the window loop (issue 20)")
+        cdef int32_t k
+        cdef Sim* part
+        if self.n_parts > 1 and self.win.order == NULL:
+            raise NotImplementedError("Core.run: parts added by _add_empty_part are for readback tests only")
         if self.s.fluid != NULL:
             status = fluid_loop(self.s, until_ps, max_events)
-        else:
+        elif self.n_parts == 1:
             status = loop.run_loop(self.s, until_ps, max_events)
-        if status == loop.STOP_EMPTY and self.s.error == ERR_NONE:
+        else:
+            status = windows_run(self.parts, self.n_parts, &self.win, until_ps, max_events)
+        if status == loop.STOP_EMPTY and all(self.parts[k].error == ERR_NONE for k in range(self.n_parts)):
             # nothing left to happen: give back the pools' memory before the results are read
-            qp_pool_release(self.s)
-            if self.s.pool_used == 0 and self.s.pool_cap > INITIAL_POOL and pool_init(self.s, INITIAL_POOL) < 0:
-                self.s.error = ERR_NOMEM
+            for k in range(self.n_parts):
+                part = self.parts[k]
+                qp_pool_release(part)
+                if part.pool_used == 0 and part.pool_cap > (INITIAL_POOL if k == 0 else PART_POOL) \
+                        and pool_init(part, INITIAL_POOL if k == 0 else PART_POOL) < 0:
+                    part.error = ERR_NOMEM
             rocesim_malloc_trim()           # and hand the freed pages back (glibc keeps them)
-        if self.s.error == ERR_NOMEM:
-            raise MemoryError("rocesim core: out of memory for events or packets")
+        for k in range(self.n_parts):
+            if self.parts[k].error == ERR_NOMEM:
+                raise MemoryError("rocesim core: out of memory for events or packets")
         if self.s.error == ERR_CALLBACK:
             self.s.error = ERR_NONE
             err, self._scheme.error = self._scheme.error, None
@@ -705,23 +855,28 @@ cdef class Core:
     @property
     def next_event_ps(self):
         """Time of the next event over the parts, or -1 if none is left."""
-        cdef Event* ev
-        cdef int64_t t = -1
+        cdef int64_t t = windows_next(self.parts, self.n_parts)
         cdef int32_t k
-        for k in range(self.n_parts):
-            ev = ev_next(self.parts[k]) if self.parts[k].n_events > 0 else NULL
-            if ev != NULL and (t < 0 or ev.time < t):
-                t = ev.time
-        return t
+        for k in range(self.s.n_handoff):          # packets on their way between parts
+            if self.s.handoff[k].n and self.s.handoff[k].pk[0].time < t:
+                t = self.s.handoff[k].pk[0].time
+        return -1 if t == INT64_MAX or t < 0 else t
 
     @property
     def packets_in_use(self):
-        return sum(self.parts[k].pool_used for k in range(self.n_parts))
+        """Packets in the parts' pools, and on their way from one part to another."""
+        return self.stats()["packets_in_use"]
 
     def stats(self):
         """Counters of the whole run so far, as a dict of ints: sums over the parts (the
         clocks: the latest part's)."""
-        return _counters(self.parts, self.n_parts)
+        cdef int32_t k
+        st = _counters(self.parts, self.n_parts)
+        if self.win.order != NULL:         # a run in parts (not _add_empty_part's)
+            # peaks over the window ends (a sum of the parts' own peaks would overstate them)
+            st["packets_peak"], st["queue_pairs_peak"] = self.win.pkt_peak, self.win.qp_peak
+            st["packets_in_use"] += sum(self.s.handoff[k].n for k in range(self.s.n_handoff))
+        return st
 
     def _part_stats(self, int32_t k):
         """The counters of part k alone (tests: stats() aggregates these)."""
@@ -759,7 +914,7 @@ cdef class Core:
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)
             state[i] = fl.state
-            delivered[i] = _delivered(s, i)
+            delivered[i] = _delivered(self._rx_part(i), i)
         for j in range(self.n_parts):
             part = self.parts[j]
             for q in range(part.qp_cap):     # the flows in flight: their queue pairs
@@ -872,7 +1027,7 @@ cdef class Core:
                 if qp.flow != NIL and not qp.is_rx:
                     ids[k] = qp.flow
                     rate[k] = qp.rate_bps
-                    delivered[k] = _delivered(self.s, qp.flow)
+                    delivered[k] = _delivered(self._rx_part(qp.flow), qp.flow)
                     k += 1
         order = np.argsort(ids)
         return ids[order], rate[order], delivered[order]
@@ -905,8 +1060,7 @@ cdef class Core:
 
 
 cdef int64_t _delivered(Sim* rx_part, int32_t f) noexcept:
-    """Bytes of data flow f in order at its receiver, whose part is `rx_part` (part 0 until
-    the window loop puts hosts in parts): all once its last byte is in, else what its
+    """Bytes of data flow f in order at its receiver, whose part is `rx_part`: all once its last byte is in, else what its
     receive state holds (none before its first data)."""
     cdef Flow* fl = &rx_part.flows[f]
     cdef Qp* rx

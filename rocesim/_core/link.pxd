@@ -9,10 +9,20 @@ instead rounded down to whole nanoseconds, as ns-3 runs (the HPCC fork) have the
 The packets on a wire keep their order, so each port keeps them in a FIFO with a
 single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
 packet.
+
+A run in parts (issue 20): a port whose link joins two parts is *cut*.  Its sender's part
+does not put a packet on the wire but copies it into the port's hand-off record
+(`Sim.handoff`) and frees it; at the window's end the receiving part takes the copies into
+its own pool and onto the wire kept in that record (`handoff_take`, window.pyx), which
+its EV_ARRIVE pops.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
-from rocesim._core.defs cimport (Sim, Port, Packet, NIL, EV_ARRIVE, EV_TX)
+from libc.stdlib cimport realloc
+from libc.string cimport memcpy
+from rocesim._core.defs cimport (Sim, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
+                                 MAX_INT_HOPS)
 from rocesim._core.events cimport ev_push
+from rocesim._core.pool cimport pkt_free, pkt_alloc
 from rocesim._core.timeline cimport timeline_add
 
 cdef extern from *:
@@ -66,8 +76,22 @@ cdef inline void port_kick(Sim* s, int32_t port, int64_t t) noexcept nogil:
     ev_push(s, t, EV_TX, port, 0)
 
 
+cdef inline void _wire_append(Sim* s, int32_t port, int32_t* head, int32_t* tail, int32_t i) noexcept nogil:
+    """Packet i (its arrival time set) joins the wire (head, tail) of `port`: an EV_ARRIVE
+    if the wire was empty, else the arrival time in the packet ahead of it."""
+    s.pkts[i].next = NIL
+    if tail[0] == NIL:
+        head[0] = i
+        ev_push(s, s.pkts[i].time, EV_ARRIVE, port, i)
+    else:
+        s.pkts[tail[0]].next = i
+        s.pkts[tail[0]].next_time = s.pkts[i].time
+    tail[0] = i
+
+
 cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
-    """Put packet i on the wire of `port` now (the transmitter must be free)."""
+    """Put packet i on the wire of `port` now (the transmitter must be free); packet i is
+    no longer the caller's (a cut port's goes to its hand-off record)."""
     cdef Port* p = &s.ports[port]
     cdef Packet* pk = &s.pkts[i]
     cdef int64_t done = s.now + wire_time(s, pk.size, p.rate_bps)
@@ -75,31 +99,95 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     p.tx_bytes += pk.size
     p.tx_pkts += 1
     pk.time = done + p.delay_ps
-    pk.next = NIL
-    if p.wire_tail == NIL:
-        p.wire_head = i
-        ev_push(s, pk.time, EV_ARRIVE, port, i)
-    else:
-        s.pkts[p.wire_tail].next = i
-        s.pkts[p.wire_tail].next_time = pk.time
-    p.wire_tail = i
+    if p.cut:
+        handoff_put(s, &s.handoff[p.handoff], i)
+        return
+    _wire_append(s, port, &p.wire_head, &p.wire_tail, i)
 
 
-cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
-    """Take the packet that has just reached the far end of `port`'s wire."""
-    cdef Port* p = &s.ports[port]
-    cdef int32_t i = p.wire_head
+cdef inline int32_t _wire_take(Sim* s, int32_t port, int32_t* head, int32_t* tail) noexcept nogil:
+    cdef int32_t i = head[0]
     cdef Packet* pk = &s.pkts[i]
-    p.wire_head = pk.next
-    if p.wire_head == NIL:
-        p.wire_tail = NIL
+    head[0] = pk.next
+    if head[0] == NIL:
+        tail[0] = NIL
     else:
         # the next packet's arrival time travels in this one: no need to touch it now,
         # only to start fetching it for when it arrives
-        ev_push(s, pk.next_time, EV_ARRIVE, port, p.wire_head)
-        __builtin_prefetch(&s.pkts[p.wire_head])
+        ev_push(s, pk.next_time, EV_ARRIVE, port, head[0])
+        __builtin_prefetch(&s.pkts[head[0]])
     pk.next = NIL
     return i
+
+
+cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
+    """Take the packet that has just reached the far end of `port`'s wire (a cut port's
+    wire is in its hand-off record, in the receiving part's pool)."""
+    cdef Port* p = &s.ports[port]
+    cdef Handoff* h
+    if p.cut:
+        h = &s.handoff[p.handoff]
+        return _wire_take(s, port, &h.wire_head, &h.wire_tail)
+    return _wire_take(s, port, &p.wire_head, &p.wire_tail)
+
+
+# --- hand-offs across a cut link (a run in parts) ---------------------------------------
+
+cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
+    """Double the room of a hand-off record's buffers; -1 if out of memory."""
+    cdef int32_t cap = 2 * h.cap if h.cap else 16
+    cdef void* grown = realloc(h.pk, <size_t> cap * sizeof(Packet))
+    if grown == NULL:
+        return -1
+    h.pk = <Packet*> grown
+    if s.p.int_enabled:
+        grown = realloc(h.hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
+        if grown == NULL:
+            return -1
+        h.hops = <IntHop*> grown
+    if s.p.selective_repeat:
+        grown = realloc(h.sack, <size_t> cap * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        h.sack = <int64_t*> grown
+    h.cap = cap
+    return 0
+
+
+cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
+    """The sender's part: a copy of packet i (with its INT records and SACK) goes into the
+    hand-off record `h`, and packet i back to the sender's pool."""
+    if h.n == h.cap and _handoff_grow(s, h) < 0:
+        s.error = ERR_NOMEM
+    else:
+        h.pk[h.n] = s.pkts[i]
+        if s.p.int_enabled and s.pkts[i].nhops:
+            memcpy(&h.hops[<int64_t> h.n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
+                   s.pkts[i].nhops * sizeof(IntHop))
+        if s.p.selective_repeat:
+            h.sack[h.n] = s.pkt_sack[i]
+        h.n += 1
+    pkt_free(s, i)
+
+
+cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
+    """The receiving part `s`, at a window's end: the packets of hand-off record `h`, in
+    send order, into its pool and onto the wire kept in `h` (fresh seqs from its counter);
+    the record is emptied (its capacity kept).  -1 if out of memory."""
+    cdef int32_t j, i
+    for j in range(h.n):
+        i = pkt_alloc(s)
+        if i == NIL:
+            return -1
+        s.pkts[i] = h.pk[j]
+        if s.p.int_enabled and h.pk[j].nhops:
+            memcpy(&s.int_hops[<int64_t> i * MAX_INT_HOPS], &h.hops[<int64_t> j * MAX_INT_HOPS],
+                   h.pk[j].nhops * sizeof(IntHop))
+        if s.p.selective_repeat:
+            s.pkt_sack[i] = h.sack[j]
+        _wire_append(s, h.port, &h.wire_head, &h.wire_tail, i)
+    h.n = 0
+    return 0
 
 
 cdef inline void port_set_paused(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:

@@ -1,0 +1,18 @@
+# cython: language_level=3
+from libc.stdint cimport int64_t, int32_t
+from rocesim._core.defs cimport Sim
+
+cdef struct Windows:
+    # A run in parts (issue 20): the state of its windows, held by the Core.
+    int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
+    int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
+    int32_t* order         # the parts in the order each phase visits them (Core._part_order)
+    int64_t windows        # windows closed so far
+    int64_t busy_windows   # ... of which some part ran an event
+    int64_t open_events    # events run so far in the open window
+    int64_t handoffs       # packets taken from hand-off records (link crossings between parts)
+    int64_t pkt_peak       # the most packets in the parts' pools at a window's end
+    int64_t qp_peak        # the same for queue pairs
+
+cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept
+cdef int64_t windows_next(Sim** parts, int32_t n) noexcept

@@ -1,0 +1,199 @@
+"""A run in parts (issue 20, stage 3: window.pyx), on one thread: the network cut by the
+topology (`Simulation(_partition="leaves" | "pods")`), every part running its events of a
+window [T, T + lookahead), then taking the packets that crossed its incoming cut links.
+
+The results depend on the partition, never on the order the parts are visited in (the
+debug `Core._part_order`: parts share no hidden state) nor on where slices end; and a run
+in parts keeps the run's invariants (bytes conserved, no clock going back, nothing left
+at the end, an idle network's flow at its closed-form time)."""
+import numpy as np
+import pytest
+
+from rocesim import Simulation, topology, traffic
+from rocesim._core import engine
+from rocesim.errors import ScenarioError
+from test_parts import assert_same, readbacks
+
+FS_DONE = 2      # defs.pxd
+LEVELS = ("leaves", "pods")
+ORDERS = [("reverse", 0), ("shuffle", 1), ("shuffle", 2)]
+
+
+def pfc_fat_tree(part):
+    """fat_tree(4) under DCQCN with PFC, small buffers and low ECN thresholds: a
+    permutation and a 12-to-1 incast across pods, which pause links (also cut ones) and
+    mark packets (the parts' RNG streams)."""
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    sim = Simulation(t, seed=3, cc="dcqcn", cc_params={"notify": "cnp"}, _partition=part,
+                     switch={"buffer": "300KB", "pfc": {"enabled": True},
+                             "ecn": {"kmin": "20KB", "kmax": "80KB", "pmax": 0.2}})
+    sim.add_flows(traffic.permutation(t.n_hosts, 400_000, 0, np.random.default_rng(3)))
+    sim.add_flows(traffic.incast(list(range(1, 13)), 0, 300_000, 20 * 10**6))
+    return sim
+
+
+def lossy_fat_tree(part):
+    """fat_tree(4) without PFC: a 12-to-1 incast that drops, repaired by selective repeat,
+    DCQCN's CNPs answering ECN marks, and short flows back."""
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    sim = Simulation(t, seed=5, cc="dcqcn", cc_params={"notify": "cnp"}, _partition=part,
+                     switch={"buffer": "150KB", "pfc": {"enabled": False},
+                             "ecn": {"kmin": "10KB", "kmax": "60KB", "pmax": 0.2}},
+                     nic={"loss_recovery": "selective_repeat", "rto": "100us"})
+    for h in range(1, 13):
+        sim.add_flow(h, 0, 300_000, start=h * 7_919)
+        sim.add_flow(0, h, 40_000, start=h * 5_003)
+    return sim
+
+
+CASES = {"pfc_dcqcn": pfc_fat_tree, "lossy_selective_repeat": lossy_fat_tree}
+
+
+def core_of(case, part, order=("forward", 0)):
+    core, _ = CASES[case](part)._build_core()
+    core._part_order(*order)
+    return core
+
+
+def cut_ports(core):
+    return np.flatnonzero(core._cut_ports())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_order_parts_run_in_changes_nothing(case):
+    """Forward, reverse and shuffled visits of the parts: every readback equal mid-run
+    (inside a window: packets on their way between parts) and at the end."""
+    cores = [core_of(case, "leaves")] + [core_of(case, "leaves", o) for o in ORDERS]
+    mid = 150 * 10**6 + 123_457
+    for c in cores:
+        assert c.n_parts == 20 and c.run(mid) == engine.STOP_TIME
+    first = readbacks(cores[0])
+    for c in cores[1:]:
+        assert_same(first, readbacks(c))
+    assert first["in_use"] > 0
+    for c in cores:
+        assert c.run(10**12) == engine.STOP_EMPTY
+    end = readbacks(cores[0])
+    for c in cores[1:]:
+        assert_same(end, readbacks(c))
+        assert c.window_stats() == cores[0].window_stats()
+    # what the case is for happened, and across the cut links
+    st, ports, cut = end["stats"], end["ports"], cut_ports(cores[0])
+    assert ports["ecn_marks"].sum() > 0 and st["cnps"] > 0
+    if case == "pfc_dcqcn":
+        assert ports["pauses_sent"][cut].sum() > 0 and st["drops"] == 0
+    else:
+        assert st["drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", CASES)
+def test_a_run_in_parts_keeps_the_invariants(case, level):
+    """Every flow done with all its bytes, no event before the clock, no packet, queue pair
+    or receive record left; every packet that crossed a cut link was handed over once."""
+    core = core_of(case, level)
+    assert core.n_parts == (20 if level == "leaves" else 8)
+    assert core.run(10**12) == engine.STOP_EMPTY
+    st, fl, ports = core.stats(), core.flow_arrays(), core.port_arrays()
+    sim = CASES[case](None)
+    sizes = sim._flows.column("size", np.int64)
+    assert (fl["state"] == FS_DONE).all()
+    np.testing.assert_array_equal(fl["delivered_bytes"], sizes)
+    assert st["data_bytes_delivered"] == sizes.sum()
+    assert st["time_errors"] == 0
+    assert st["packets_in_use"] == 0 and st["queue_pairs_in_use"] == 0 and core._receive_records_in_use() == 0
+    assert st["pending_events"] == 0 and core.next_event_ps == -1
+    assert st["link_crossings"] == ports["tx_packets"].sum()
+    ws = core.window_stats()
+    assert ws["handoffs"] == ports["tx_packets"][cut_ports(core)].sum() > 0
+    assert ws["lookahead_ps"] == 10**6 and ws["busy_windows"] <= ws["windows"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_where_slices_end_changes_nothing(level):
+    """In one call, or in slices of odd lengths and small event budgets (ending inside
+    windows): the same run."""
+    whole, sliced = core_of("pfc_dcqcn", level), core_of("pfc_dcqcn", level)
+    whole.run(10**12)
+    t = 0
+    while True:
+        t += 3_700_001
+        status = sliced.run(t, 5_000)
+        if status == engine.STOP_EMPTY:
+            break
+    assert_same(readbacks(whole), readbacks(sliced))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_idle_network_flow_in_parts_has_slowdown_one(level):
+    """A flow alone across the pods (5 links, 4 of them cut at `leaves`) finishes exactly
+    when it does in one part: its ideal time."""
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    res = {}
+    for part in (None, level):
+        sim = Simulation(t, _partition=part)
+        sim.add_flow(0, 15, 1_234_567, start=3_000)
+        res[part] = sim.run()
+    assert res[level].flows["slowdown"][0] == 1.0
+    for col in ("fct_ns", "rx_fct_ns"):
+        assert res[level].flows[col][0] == res[None].flows[col][0]
+
+
+def test_one_part_is_the_engine_as_always():
+    """A star is one part at every level (the run is the single engine's), and
+    `_partition=None` is the default."""
+    star = Simulation(topology.star(5, "100Gbps", "1us"), _partition="leaves")
+    star.add_flow(1, 2, 10_000)
+    core, _ = star._build_core()
+    assert core.n_parts == 1 and core.window_stats()["windows"] == 0
+    core, _ = pfc_fat_tree(None)._build_core()
+    assert core.n_parts == 1
+
+
+def test_dependencies_within_a_part_run():
+    """A compute step, then a flow from its host, then a flow from that flow's receiver
+    in the same leaf group: every dependency completes where its child starts."""
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), _partition="leaves")
+    c = sim.add_compute(0, "5us")
+    f = sim.add_flow(0, 1, 100_000, after=[c], delay="1us")
+    g = sim.add_flow(1, 15, 100_000, after=[f])
+    res = sim.run()
+    fl = res.flows
+    assert (fl["fct_ns"] > 0).all() and res.summary["time_errors"] == 0
+    assert fl["start_ns"][f] == 6_000
+    assert fl["start_ns"][g] == fl["start_ns"][f] + fl["rx_fct_ns"][f]
+
+
+def test_what_a_run_in_parts_does_not_handle_is_refused_before_it_runs():
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    refused = {"deadlock": dict(deadlock=True),
+               "switch.pfc.watchdog.enabled": dict(switch={"pfc": {"enabled": True, "watchdog": {"enabled": True}}}),
+               "cc.scheme": dict(cc="pyschemes:LineRate"),
+               "mode": dict(mode="flow")}
+    for key, kw in refused.items():
+        with pytest.raises(ScenarioError, match="does not handle") as e:
+            Simulation(t, _partition="leaves", **kw)
+        assert e.value.key == key
+    with pytest.raises(ScenarioError, match="expected 'leaves'"):
+        Simulation(t, _partition="servers")
+    sim = Simulation(t, _partition="pods")
+    sim.add_flow(0, 15, 10_000)
+    sim.add_fault("link_down", "10us", link=[16, 24])
+    with pytest.raises(ScenarioError, match="faults"):
+        sim.run()
+    sim = Simulation(t, _partition="pods")
+    f = sim.add_flow(0, 15, 10_000)
+    sim.add_flow(0, 1, 10_000, after=[f])         # f completes at host 15, in another pod
+    with pytest.raises(ScenarioError, match="another part") as e:
+        sim.run()
+    assert e.value.key == "flows[1]"
+
+
+def test_the_core_refuses_what_parts_do_not_handle():
+    core, _ = pfc_fat_tree("leaves")._build_core()
+    with pytest.raises(NotImplementedError, match="deadlock"):
+        core.enable_deadlock_detection(10**6, 10**6)
+    with pytest.raises(NotImplementedError, match="watchdog"):
+        core.enable_watchdog(10**6, 10**6, 10**6, 0)
+    with pytest.raises(ValueError, match="forward, reverse or shuffle"):
+        core._part_order("sideways")
