@@ -174,8 +174,10 @@ class Simulation:
         ("leaves", "pods"; None: one part, the engine as always) cuts the packet core's run
         into the parts of `partition(level)`, run in windows of the lookahead on one
         thread.  Returns that Partition, or None for one part.  What a run in parts does
-        not handle yet is refused here or, for what is added later (faults, dependencies
-        across parts), when run() builds the core."""
+        not handle yet is refused here or, for what is added later (faults), when run()
+        builds the core.  A dependency whose parent completes in another part than its
+        child starts in takes effect max(delay, L) after the parent (L the lookahead),
+        not `delay` after it."""
         if level is None or level == "none":
             return None
         if level not in partition_mod.LEVELS:
@@ -195,24 +197,12 @@ class Simulation:
 
     def _check_parts(self) -> None:
         """A run in parts: refuse, before it starts, what was added that it does not handle
-        yet (faults; a dependency whose parent completes in another part than its child
-        starts in)."""
+        yet (faults)."""
         if self._parts is None:
             return
         level = self._parts.level
         if self.faults:
             raise ScenarioError("faults", f"a run in parts (_partition={level!r}) does not handle faults yet")
-        done, start = self.dependency_hosts()
-        part = self._parts.part_of_node
-        crossing = np.flatnonzero(part[done] != part[start])
-        if crossing.size:
-            children, parents = self._flows.edge_arrays()
-            e = int(crossing[0])
-            raise ScenarioError(f"flows[{int(children[e])}]",
-                                f"depends on flow {int(parents[e])}, which completes in another part (host "
-                                f"{int(done[e])}, part {int(part[done[e]])}; it starts on host {int(start[e])}, "
-                                f"part {int(part[start[e]])}): a run in parts (_partition={level!r}) does not "
-                                f"handle dependencies across parts yet")
 
     def _refuse_in_flow_mode(self) -> None:
         """What `mode: flow` cannot run, refused before anything is built."""

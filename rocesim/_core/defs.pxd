@@ -392,6 +392,13 @@ cdef struct Handoff:
     int32_t port           # the cut port (the sender's end)
     int32_t _pad
 
+cdef struct DepMsg:
+    # A dependency across parts (issue 20): a parent completed in this part, its child
+    # starts in another; the child may start no earlier than `time` (flows.pyx).
+    int64_t time
+    int32_t child
+    int32_t _pad
+
 cdef struct Sim:
     int64_t now
     int64_t last_work      # time of the last event that did something (not a stale timer)
@@ -483,3 +490,8 @@ cdef struct Sim:
     int32_t n_handoff
     int32_t n_in_cut       # this part's incoming cut ports (their peers are its nodes' ports) ...
     int32_t* in_cut        # ... ascending: the order it takes their hand-offs in (window.pyx)
+    int32_t* host_part     # each host's part (shared; NULL with one part)
+    int64_t lookahead      # ps: the smallest delay of a cut link (0 with one part)
+    DepMsg* deps           # dependency messages to other parts sent in the open window
+    int64_t n_deps         #   (flows.pyx), applied at its end in (part, append order)
+    int64_t cap_deps       #   (window.pyx); the buffer keeps its capacity

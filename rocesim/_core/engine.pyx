@@ -98,6 +98,7 @@ cdef void _share_world(Sim* d, Sim* w) noexcept:
     d.qp_stride = w.qp_stride
     d.deadlock, d.faults, d.watchdog, d.fluid = w.deadlock, w.faults, w.watchdog, w.fluid
     d.handoff, d.n_handoff = w.handoff, w.n_handoff
+    d.host_part, d.lookahead = w.host_part, w.lookahead
     d.parts, d.n_parts = w.parts, w.n_parts
 
 
@@ -117,6 +118,7 @@ cdef void _free_part(Sim* s) noexcept:
     free(s.start_order)
     free(s.tl)
     free(s.in_cut)
+    free(s.deps)
 
 
 cdef void _free_world(Sim* s) noexcept:
@@ -328,8 +330,7 @@ cdef class Core:
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
-        cdef int32_t n, k, m, q, f, c, done, H = s.n_hosts
-        cdef int64_t j
+        cdef int32_t n, k, m, q, H = s.n_hosts
         cdef Sim** grown
         pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
         n = int(pon.max()) + 1
@@ -341,16 +342,6 @@ cdef class Core:
         cut = pon[port_node] != pon[port_node[port_peer]]
         if lookahead <= 0 or (cut.any() and port_delay[cut].min() < lookahead):
             raise ValueError("core params: lookahead_ps must be positive and at most the delay of every cut port")
-        cdef const int32_t[::1] pv = pon
-        # a dependency takes effect where its parent completes: only within a part for now
-        for f in range(s.n_flows):
-            done = pv[s.flows[f].src if s.flows[f].is_compute else s.flows[f].dst]
-            for j in range(s.flows[f].child_off, s.flows[f + 1].child_off):
-                c = s.child_idx[j]
-                if pv[s.flows[c].src] != done:
-                    raise NotImplementedError(
-                        f"a run in parts: flow {c} depends on flow {f}, which completes in another part "
-                        f"(dependencies across parts are not handled yet)")
         grown = <Sim**> realloc(self.parts, n * sizeof(Sim*))
         if grown == NULL:
             raise MemoryError()
@@ -362,6 +353,11 @@ cdef class Core:
         self.host_part = _copy_i32(pon[:H])
         if self.win.order == NULL:
             raise MemoryError()
+        # a dependency whose child starts in another part than where its parent completes
+        # is a message (flows.pyx, window.pyx): every part knows the hosts' parts and L
+        s.host_part = self.host_part
+        s.lookahead = lookahead
+        self._sync_parts()
         for k in range(n):
             self.win.order[k] = k
         self.win.lookahead = lookahead

@@ -25,8 +25,9 @@ quantity: base RTT + bytes / bottleneck rate.)  A flow with a rate limit is pace
 NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
-from rocesim._core.defs cimport (Sim, Flow, NIL, FS_ACTIVE, FS_DONE,
+from rocesim._core.defs cimport (Sim, Flow, DepMsg, NIL, FS_ACTIVE, FS_DONE, ERR_NOMEM,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
+from rocesim._core.growth cimport room_for_one
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport tx_time
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
@@ -61,15 +62,43 @@ cdef void flows_next_root(Sim* s) noexcept:
         ev_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
 
 
+cdef inline void _dep_put(Sim* s, int32_t child, int64_t time) noexcept:
+    """Append a dependency message (child may start at `time`) to this part's buffer."""
+    if room_for_one(<void**> &s.deps, s.n_deps, &s.cap_deps, sizeof(DepMsg), 64) < 0:
+        s.error = ERR_NOMEM
+        return
+    s.deps[s.n_deps].time = time
+    s.deps[s.n_deps].child = child
+    s.n_deps += 1
+
+
 cdef inline void _release_children(Sim* s, int32_t f) noexcept:
+    """Flow f is satisfied now (its last byte delivered, or its compute step over): each
+    child waits for one parent fewer, and starts `due` after its last parent.
+
+    A run in parts (issue 20): a child that starts in another part (its source host's)
+    gets a message instead (window.pyx applies it at the window's end): it may start no
+    earlier than now + max(due, L), L the lookahead, the earliest any information sent
+    now could reach its part.  The child's start time so far is kept in `released` (NIL
+    until a parent sets it; it becomes the start time when the flow starts), so that the
+    last parent starts it at the latest of its parents' times.  With one part that is
+    today's now + due of the last parent."""
     cdef Flow* c
     cdef int32_t k, child
+    cdef int64_t t
     for k in range(s.flows[f].child_off, s.flows[f + 1].child_off):
         child = s.child_idx[k]
         c = &s.flows[child]
+        t = s.now + c.due
+        if s.host_part != NULL and s.host_part[c.src] != s.part:
+            _dep_put(s, child, t if c.due >= s.lookahead else s.now + s.lookahead)
+            continue
+        if c.released > t:
+            t = c.released            # a parent in another part set a later start
+        c.released = t
         c.slot.deps_left -= 1
         if c.slot.deps_left == 0:
-            ev_push(s, s.now + c.due, EV_FLOW_START, child, 0)
+            ev_push(s, t, EV_FLOW_START, child, 0)
 
 
 cdef void flow_delivered(Sim* s, int32_t f) noexcept:

@@ -11,7 +11,10 @@ from another part.  A window is [T, T + L):
    a packet crossing a cut link is copied into the port's hand-off record (link.pxd);
 2. every part takes the hand-offs of its incoming cut ports, in ascending port id and in
    send order, into its own pool and onto the wires it keeps (link.handoff_take): its
-   EV_ARRIVE events take fresh seqs from its own counter, after its own events so far.
+   EV_ARRIVE events take fresh seqs from its own counter, after its own events so far;
+3. the dependency messages (a parent completed in one part, its child starts in another:
+   flows.pyx) are applied in (sender part id, append order): the child's part counts one
+   parent fewer and, at the last, pushes its start (after the hand-offs' events).
 
 A part's history in a window depends only on its state when the window opened, so the
 results depend on the partition, never on the order the parts run in
@@ -22,8 +25,8 @@ the same window.  Hand-offs cross only at a window's end, so where slices end (s
 progress, the event budget) does not change the results either.
 """
 from libc.stdint cimport int64_t, int32_t, INT64_MAX
-from rocesim._core.defs cimport Sim, Event, Handoff, NIL, ERR_NONE, ERR_NOMEM
-from rocesim._core.events cimport ev_next
+from rocesim._core.defs cimport Sim, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START
+from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
 from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS
 
@@ -45,12 +48,47 @@ cdef int64_t windows_next(Sim** parts, int32_t n) noexcept:
 
 
 cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept:
+    """Some packet or dependency message waits for the window's end."""
     cdef int32_t k
     cdef Sim* s = parts[0]
     for k in range(s.n_handoff):
         if s.handoff[k].n:
             return True
+    for k in range(n):
+        if parts[k].n_deps:
+            return True
     return False
+
+
+cdef int _deliver_deps(Sim** parts, int32_t n) noexcept:
+    """Phase 3: apply the dependency messages in (sender part id, append order), whatever
+    order the parts ran in; -1 if out of memory.  A message's time is t + max(due, L) for
+    a parent that completed at t in this window [T, T + L), so t + L >= T + L, the window's
+    end: every start pushed here lies at or after the end, where every part's clock still
+    is before it (no event runs late), and the next window (which begins at the earliest
+    pending event of any part) sees it."""
+    cdef int32_t k, c
+    cdef int64_t i
+    cdef Sim* s
+    cdef Sim* to
+    cdef Flow* fl
+    cdef DepMsg* m
+    for k in range(n):
+        s = parts[k]
+        for i in range(s.n_deps):
+            m = &s.deps[i]
+            c = m.child
+            fl = &s.flows[c]
+            if m.time > fl.released:
+                fl.released = m.time
+            fl.slot.deps_left -= 1
+            if fl.slot.deps_left == 0:
+                to = parts[s.host_part[fl.src]]
+                ev_push(to, fl.released, EV_FLOW_START, c, 0)
+                if to.error != ERR_NONE:
+                    return -1
+        s.n_deps = 0
+    return 0
 
 
 cdef int _merge(Sim** parts, int32_t n, Windows* w) noexcept:
@@ -117,6 +155,9 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
             return STOP_TIME
         # phase 2: hand-offs into the receiving parts
         if _merge(parts, n, w) < 0:
+            return STOP_EMPTY
+        # phase 3: dependency messages into the children's parts
+        if _deliver_deps(parts, n) < 0:
             return STOP_EMPTY
         _close(w)
 
