@@ -637,10 +637,11 @@ cdef class Core:
 
     def window_stats(self):
         """A run in parts: its parts, lookahead (ps), windows closed (and those in which some
-        part ran an event), and packets handed from part to part over cut links."""
+        part ran an event), packets handed from part to part over cut links, and dependency
+        messages (a parent completed in one part, its child starts in another)."""
         return dict(parts=self.n_parts, lookahead_ps=self.win.lookahead if self.n_parts > 1 else 0,
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
-                    cut_ports=self.s.n_handoff)
+                    cut_ports=self.s.n_handoff, dependency_messages=self.win.deps)
 
     def _cut_ports(self):
         """Tests: which ports are cut (their link joins two parts)."""

@@ -11,6 +11,7 @@ cdef struct Windows:
     int64_t busy_windows   # ... of which some part ran an event
     int64_t open_events    # events run so far in the open window
     int64_t handoffs       # packets taken from hand-off records (link crossings between parts)
+    int64_t deps           # dependency messages applied (a parent and its child in two parts)
     int64_t pkt_peak       # the most packets in the parts' pools at a window's end
     int64_t qp_peak        # the same for queue pairs
 

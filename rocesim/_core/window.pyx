@@ -60,7 +60,7 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept:
     return False
 
 
-cdef int _deliver_deps(Sim** parts, int32_t n) noexcept:
+cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept:
     """Phase 3: apply the dependency messages in (sender part id, append order), whatever
     order the parts ran in; -1 if out of memory.  A message's time is t + max(due, L) for
     a parent that completed at t in this window [T, T + L), so t + L >= T + L, the window's
@@ -75,6 +75,7 @@ cdef int _deliver_deps(Sim** parts, int32_t n) noexcept:
     cdef DepMsg* m
     for k in range(n):
         s = parts[k]
+        w.deps += s.n_deps
         for i in range(s.n_deps):
             m = &s.deps[i]
             c = m.child
@@ -157,7 +158,7 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
         if _merge(parts, n, w) < 0:
             return STOP_EMPTY
         # phase 3: dependency messages into the children's parts
-        if _deliver_deps(parts, n) < 0:
+        if _deliver_deps(parts, n, w) < 0:
             return STOP_EMPTY
         _close(w)
 

@@ -218,6 +218,54 @@ def test_a_dependency_across_parts_waits_for_the_lookahead():
         assert one["start_ps"][child] == one["rx_finish_ps"][parent] + delay
 
 
+def collectives_fat_tree(part):
+    """fat_tree(4) with PFC: an NCCL ring all-reduce on every host, then a pairwise
+    all-to-all after it: dependencies whose parent completes in one leaf group (or pod)
+    and whose child starts in another."""
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, _partition=part,
+                     switch={"buffer": "1MB", "pfc": {"enabled": True}})
+    ar = sim.add_collective("allreduce", "nccl_ring", size="512KB")
+    sim.add_collective("alltoall", "pairwise", size="256KB", after=ar.done_nodes)
+    return sim
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level):
+    """Collectives whose dependencies cross parts (a quarter of the edges at leaves): the
+    same readbacks mid-run and at the end, whatever order the parts run in; every flow
+    done with its bytes, nothing left; every crossing edge was one message."""
+    sim = collectives_fat_tree(level)
+    crossing = sim.dependency_crossing(sim.partition(level))
+    assert crossing > 0.1
+    cores = []
+    for order in [("forward", 0)] + ORDERS:
+        core, _ = collectives_fat_tree(level)._build_core()
+        core._part_order(*order)
+        assert core.run(40 * 10**6 + 777) == engine.STOP_TIME
+        cores.append(core)
+    mid = readbacks(cores[0])
+    assert mid["in_use"] > 0 and 0 < (mid["flows"]["state"] == FS_DONE).sum() < sim.n_flows
+    for c in cores[1:]:
+        assert_same(mid, readbacks(c))
+    for c in cores:
+        assert c.run(10**13) == engine.STOP_EMPTY
+    end = readbacks(cores[0])
+    for c in cores[1:]:
+        assert_same(end, readbacks(c))
+        assert c.window_stats() == cores[0].window_stats()
+    st, fl = end["stats"], end["flows"]
+    sizes = sim._flows.column("size", np.int64)
+    data = sim._flows.column("compute", np.int32) == 0
+    assert (fl["state"] == FS_DONE).all()
+    np.testing.assert_array_equal(fl["delivered_bytes"][data], sizes[data])
+    assert st["data_bytes_delivered"] == sizes[data].sum()
+    assert st["time_errors"] == 0 and st["packets_in_use"] == 0 and st["pending_events"] == 0
+    assert cores[0]._receive_records_in_use() == 0
+    done, start = sim.dependency_hosts()
+    part = sim.partition(level).part_of_node
+    assert cores[0].window_stats()["dependency_messages"] == np.count_nonzero(part[done] != part[start])
+
+
 def test_what_a_run_in_parts_does_not_handle_is_refused_before_it_runs():
     t = topology.fat_tree(4, "100Gbps", "1us")
     refused = {"deadlock": dict(deadlock=True),
