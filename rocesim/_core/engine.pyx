@@ -852,11 +852,15 @@ cdef class Core:
     @property
     def next_event_ps(self):
         """Time of the next event over the parts, or -1 if none is left."""
-        cdef int64_t t = windows_next(self.parts, self.n_parts)
+        cdef int64_t t = windows_next(self.parts, self.n_parts), j
         cdef int32_t k
         for k in range(self.s.n_handoff):          # packets on their way between parts
             if self.s.handoff[k].n and self.s.handoff[k].pk[0].time < t:
                 t = self.s.handoff[k].pk[0].time
+        for k in range(self.n_parts):              # and dependency messages (their earliest start)
+            for j in range(self.parts[k].n_deps):
+                if self.parts[k].deps[j].time < t:
+                    t = self.parts[k].deps[j].time
         return -1 if t == INT64_MAX or t < 0 else t
 
     @property

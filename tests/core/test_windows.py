@@ -46,11 +46,23 @@ def lossy_fat_tree(part):
     return sim
 
 
+def collectives_fat_tree(part):
+    """fat_tree(4) with PFC: an NCCL ring all-reduce on every host, then a pairwise
+    all-to-all after it: dependencies whose parent completes in one leaf group (or pod)
+    and whose child starts in another."""
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, _partition=part,
+                     switch={"buffer": "1MB", "pfc": {"enabled": True}})
+    ar = sim.add_collective("allreduce", "nccl_ring", size="512KB")
+    sim.add_collective("alltoall", "pairwise", size="256KB", after=ar.done_nodes)
+    return sim
+
+
 CASES = {"pfc_dcqcn": pfc_fat_tree, "lossy_selective_repeat": lossy_fat_tree}
+BUILDERS = {**CASES, "collectives": collectives_fat_tree}
 
 
 def core_of(case, part, order=("forward", 0)):
-    core, _ = CASES[case](part)._build_core()
+    core, _ = BUILDERS[case](part)._build_core()
     core._part_order(*order)
     return core
 
@@ -110,10 +122,12 @@ def test_a_run_in_parts_keeps_the_invariants(case, level):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_where_slices_end_changes_nothing(level):
+@pytest.mark.parametrize("case", ["pfc_dcqcn", "collectives"])
+def test_where_slices_end_changes_nothing(level, case):
     """In one call, or in slices of odd lengths and small event budgets (ending inside
-    windows): the same run."""
-    whole, sliced = core_of("pfc_dcqcn", level), core_of("pfc_dcqcn", level)
+    windows, with packets and dependency messages on their way between parts): the same
+    run."""
+    whole, sliced = core_of(case, level), core_of(case, level)
     whole.run(10**12)
     t = 0
     while True:
@@ -216,17 +230,6 @@ def test_a_dependency_across_parts_waits_for_the_lookahead():
     one = res[None]
     for child, parent, delay in ((1, 0, 300), (2, 0, 300), (3, 0, 2_500_000), (4, 0, 0), (6, 5, 100)):
         assert one["start_ps"][child] == one["rx_finish_ps"][parent] + delay
-
-
-def collectives_fat_tree(part):
-    """fat_tree(4) with PFC: an NCCL ring all-reduce on every host, then a pairwise
-    all-to-all after it: dependencies whose parent completes in one leaf group (or pod)
-    and whose child starts in another."""
-    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, _partition=part,
-                     switch={"buffer": "1MB", "pfc": {"enabled": True}})
-    ar = sim.add_collective("allreduce", "nccl_ring", size="512KB")
-    sim.add_collective("alltoall", "pairwise", size="256KB", after=ar.done_nodes)
-    return sim
 
 
 @pytest.mark.parametrize("level", LEVELS)
