@@ -410,6 +410,7 @@ cdef struct Sim:
     uint64_t* cal_sum      # non-empty words of cal_bits
     int64_t cal_cur        # the current bucket (time >> cal_shift)
     int32_t cal_shift      # log2 of a bucket's width in ps
+    int32_t cal_n          # buckets: a power of two, 64 .. CAL_N (events.pxd)
     EventHeap later
     int64_t n_events       # pending events
     # packet pool

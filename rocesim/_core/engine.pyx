@@ -17,7 +17,8 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
-from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift
+from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift,
+                                   ev_calendar_size, CAL_N)
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
@@ -79,7 +80,7 @@ cdef int _init_part(Sim* s, int32_t k, uint64_t seed, int32_t pool) noexcept:
     s.qp_free = NIL
     s.qp_stride = qp_stride_for(s.cc.flow_state_size)
     s.rng = _part_rng(seed, k)
-    if ev_init(s, ev_bucket_shift(s.n_ports)) < 0 or pool_init(s, pool) < 0:
+    if ev_init(s, ev_bucket_shift(s.n_ports), CAL_N) < 0 or pool_init(s, pool) < 0:
         return -1
     return 0
 
@@ -330,7 +331,7 @@ cdef class Core:
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
-        cdef int32_t n, k, m, q, H = s.n_hosts
+        cdef int32_t n, k, m, q, shift, H = s.n_hosts
         cdef Sim** grown
         pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
         n = int(pon.max()) + 1
@@ -387,9 +388,12 @@ cdef class Core:
             self.parts[k].n_roots = own.shape[0]
             self.parts[k].next_root = 0
             # a part's calendar buckets sized for its own ports (events.pxd: the order of
-            # events does not depend on it), not the network's: fewer buckets in use
+            # events does not depend on it), not the network's: fewer buckets in use; and as
+            # few of them as look as far ahead as the network's calendar would: its memory
+            # follows the part's size
             ev_free(self.parts[k])
-            if ev_init(self.parts[k], ev_bucket_shift(np.count_nonzero(pon[port_node] == k))) < 0:
+            shift = ev_bucket_shift(np.count_nonzero(pon[port_node] == k))
+            if ev_init(self.parts[k], shift, ev_calendar_size(shift, ev_bucket_shift(s.n_ports))) < 0:
                 raise MemoryError()
         self._alloc_flow_rx()
 
@@ -1121,16 +1125,18 @@ cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
     return out
 
 
-def _event_queue_run(ops, int shift=10):
+def _event_queue_run(ops, int shift=10, int cal_n=CAL_N):
     """Drive a fresh event queue (events.pxd) through `ops`, for tests: each op is a time
     in ps (push an event at it; times must not precede the last pop, as in a run) or -1
-    (pop the earliest), with buckets of 2**shift ps.  Returns the push indices in the order their events left, then
+    (pop the earliest), with `cal_n` buckets of 2**shift ps.  Returns the push indices in the order their events left, then
     those of what remained, in order."""
     cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
     cdef Event* ev
     cdef int64_t k = 0
     out = []
-    if s == NULL or ev_init(s, shift) < 0:
+    if cal_n < 64 or cal_n > CAL_N or cal_n & (cal_n - 1):
+        raise ValueError("cal_n: a power of two, 64 .. 8192")
+    if s == NULL or ev_init(s, shift, cal_n) < 0:
         ev_free(s) if s != NULL else None
         free(s)
         raise MemoryError()

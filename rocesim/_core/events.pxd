@@ -9,8 +9,9 @@ delay), so instead of one heap of every pending event the queue keeps:
 
 * `front`, a 4-ary heap of the events of the current bucket (2**Sim.cal_shift ps) and of
   any event scheduled at or before it: small, and in cache;
-* the calendar, CAL_N buckets for the CAL_N - 1 buckets after it, each an unsorted array
-  (a push is an append), with a bitset of the non-empty ones;
+* the calendar, Sim.cal_n buckets (a power of two, CAL_N at most: a run in one part has
+  CAL_N) for the cal_n - 1 buckets after it, each an unsorted array (a push is an append),
+  with a bitset of the non-empty ones;
 * `later`, a 4-ary heap of the events beyond the calendar (timeouts, flow starts).
 
 When `front` runs dry the queue moves to the next non-empty bucket, heapifies it into
@@ -34,9 +35,8 @@ cdef extern from *:
     int rocesim_ev_ctz64(unsigned long long x) nogil
 
 cdef enum:
-    CAL_N = 8192                   # buckets: the calendar covers 8.4 us ahead
-    CAL_WORDS = CAL_N // 64        # words of cal_bits
-    CAL_SUM = CAL_WORDS // 64      # words of cal_sum (a bit per non-empty word of cal_bits)
+    CAL_N = 8192                   # buckets of a run in one part (the calendar covers 2 to 34 us)
+    CAL_MIN = 64                   # the fewest buckets (one word of cal_bits)
     CAL_KEEP = 64                  # a bucket keeps its array up to this many events when
                                    #   emptied; a larger one (a burst) is freed
     FRONT_KEEP = 65536             # the same for `front` (2 MB), once the burst has drained
@@ -137,8 +137,13 @@ cdef inline Event _heap_take(EventHeap* h) noexcept nogil:
 
 # --- the calendar -----------------------------------------------------------------------
 
+cdef inline int32_t _sum_words(int32_t cal_n) noexcept nogil:
+    """Words of cal_sum (a bit per word of cal_bits, which has a bit per bucket)."""
+    return ((cal_n >> 6) + 63) >> 6
+
+
 cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
-    cdef int32_t slot = <int32_t> (b & (CAL_N - 1))
+    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
     cdef EventBucket* k = &s.cal[slot]
     if room_for_one(<void**> &k.ev, k.n, &k.cap, sizeof(Event), 16) < 0:
         return -1
@@ -154,36 +159,36 @@ cdef inline int _place(Sim* s, Event* ev) noexcept nogil:
     cdef int64_t b = ev.time >> s.cal_shift
     if b <= s.cal_cur:
         return _heap_insert(&s.front, ev)
-    if b < s.cal_cur + CAL_N:
+    if b < s.cal_cur + s.cal_n:
         return _bucket_append(s, b, ev)
     return _heap_insert(&s.later, ev)
 
 
 cdef inline int32_t _next_word(Sim* s, int32_t w) noexcept nogil:
     """The first non-empty word of cal_bits from word w on (wrapping), or -1 (none)."""
-    cdef int32_t j = w >> 6, k
+    cdef int32_t j = w >> 6, k, n_sum = _sum_words(s.cal_n)
     cdef uint64_t m = s.cal_sum[j] & ((~(<uint64_t> 0)) << (w & 63))
-    for k in range(CAL_SUM + 1):
+    for k in range(n_sum + 1):
         if m:
             return (j << 6) + rocesim_ev_ctz64(m)
-        j = (j + 1) % CAL_SUM
+        j = (j + 1) % n_sum
         m = s.cal_sum[j]
     return -1
 
 
 cdef inline int64_t _next_bucket(Sim* s) noexcept nogil:
     """The first non-empty bucket after the current one, or -1 (calendar empty)."""
-    cdef int32_t start = <int32_t> ((s.cal_cur + 1) & (CAL_N - 1))
+    cdef int32_t start = <int32_t> ((s.cal_cur + 1) & (s.cal_n - 1))
     cdef int32_t w = start >> 6, j
     cdef uint64_t m = s.cal_bits[w] & ((~(<uint64_t> 0)) << (start & 63))
     if m == 0:
-        w = _next_word(s, (w + 1) & (CAL_WORDS - 1))
+        w = _next_word(s, (w + 1) & ((s.cal_n >> 6) - 1))
         if w < 0:
             return -1
         m = s.cal_bits[w]               # (if w wrapped back to the start word, its bits
                                         #   below `start` are the calendar's last buckets)
     j = (w << 6) + rocesim_ev_ctz64(m)
-    return s.cal_cur + 1 + ((j - start) & (CAL_N - 1))
+    return s.cal_cur + 1 + ((j - start) & (s.cal_n - 1))
 
 
 cdef inline int _advance(Sim* s) noexcept nogil:
@@ -197,7 +202,7 @@ cdef inline int _advance(Sim* s) noexcept nogil:
         s.cal_cur = b
     else:
         s.cal_cur = b
-        slot = <int32_t> (b & (CAL_N - 1))
+        slot = <int32_t> (b & (s.cal_n - 1))
         k = &s.cal[slot]
         if s.front.cap > FRONT_KEEP and k.n <= FRONT_KEEP:
             _heap_release(&s.front)              # a burst (a million flows released at once) is over
@@ -217,7 +222,7 @@ cdef inline int _advance(Sim* s) noexcept nogil:
         s.cal_bits[slot >> 6] &= ~((<uint64_t> 1) << (slot & 63))
         if s.cal_bits[slot >> 6] == 0:
             s.cal_sum[slot >> 12] &= ~((<uint64_t> 1) << ((slot >> 6) & 63))
-    while s.later.n and (s.later.a[0].time >> s.cal_shift) < s.cal_cur + CAL_N:
+    while s.later.n and (s.later.a[0].time >> s.cal_shift) < s.cal_cur + s.cal_n:
         ev = _heap_take(&s.later)                 # the calendar now reaches these
         if _place(s, &ev) < 0:
             return -1
@@ -267,22 +272,35 @@ cdef inline int32_t ev_bucket_shift(int64_t n_ports) noexcept nogil:
     return shift
 
 
-cdef inline int ev_init(Sim* s, int32_t shift) noexcept nogil:
-    """An empty queue with buckets of 2**shift ps; -1 if out of memory."""
-    cdef int32_t i
+cdef inline int32_t ev_calendar_size(int32_t shift, int32_t span_shift) noexcept nogil:
+    """Buckets for a queue of 2**shift-ps buckets to look as far ahead as CAL_N buckets of
+    2**span_shift ps (a part of a run in parts, its buckets sized for its own ports, spans
+    what the whole network's calendar would): a power of two, CAL_MIN .. CAL_N."""
+    cdef int32_t n = CAL_N
+    while shift > span_shift and n > CAL_MIN:
+        n >>= 1
+        shift -= 1
+    return n
+
+
+cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
+    """An empty queue with `cal_n` buckets (a power of two, CAL_MIN .. CAL_N) of 2**shift
+    ps; -1 if out of memory."""
+    cdef int32_t i, words = cal_n >> 6, sums = _sum_words(cal_n)
     s.cal_shift = shift
-    s.cal = <EventBucket*> realloc(NULL, CAL_N * sizeof(EventBucket))
-    s.cal_bits = <uint64_t*> realloc(NULL, CAL_WORDS * sizeof(uint64_t))
-    s.cal_sum = <uint64_t*> realloc(NULL, CAL_SUM * sizeof(uint64_t))
+    s.cal_n = cal_n
+    s.cal = <EventBucket*> realloc(NULL, cal_n * sizeof(EventBucket))
+    s.cal_bits = <uint64_t*> realloc(NULL, words * sizeof(uint64_t))
+    s.cal_sum = <uint64_t*> realloc(NULL, sums * sizeof(uint64_t))
     if s.cal == NULL or s.cal_bits == NULL or s.cal_sum == NULL:
         return -1
-    for i in range(CAL_N):
+    for i in range(cal_n):
         s.cal[i].ev = NULL
         s.cal[i].n = 0
         s.cal[i].cap = 0
-    for i in range(CAL_WORDS):
+    for i in range(words):
         s.cal_bits[i] = 0
-    for i in range(CAL_SUM):
+    for i in range(sums):
         s.cal_sum[i] = 0
     s.cal_cur = 0
     s.n_events = 0
@@ -293,10 +311,10 @@ cdef inline int ev_init(Sim* s, int32_t shift) noexcept nogil:
 
 cdef inline int64_t ev_bytes(Sim* s) noexcept nogil:
     """Memory the queue holds (its arrays' capacity)."""
-    cdef int64_t total = (s.front.cap + s.later.cap + CAL_N // 2) * sizeof(Event)
+    cdef int64_t total = (s.front.cap + s.later.cap + s.cal_n // 2) * sizeof(Event)
     cdef int32_t i
     if s.cal != NULL:
-        for i in range(CAL_N):
+        for i in range(s.cal_n):
             total += s.cal[i].cap * sizeof(Event)
     return total
 
@@ -304,7 +322,7 @@ cdef inline int64_t ev_bytes(Sim* s) noexcept nogil:
 cdef inline void ev_free(Sim* s) noexcept nogil:
     cdef int32_t i
     if s.cal != NULL:
-        for i in range(CAL_N):
+        for i in range(s.cal_n):
             free(s.cal[i].ev)
     free(s.cal)
     free(s.cal_bits)

@@ -22,11 +22,13 @@ def reference(ops):
     return out + [heapq.heappop(heap)[1] for _ in range(len(heap))]
 
 
-@pytest.mark.parametrize("shift", [8, 10, 18])
+@pytest.mark.parametrize("shift,cal_n", [(8, 8192), (10, 8192), (18, 8192), (12, 64), (10, 512), (8, 4096)])
 @pytest.mark.parametrize("seed", range(3))
-def test_order_matches_a_heap_of_time_and_insertion(seed, shift):
+def test_order_matches_a_heap_of_time_and_insertion(seed, shift, cal_n):
     """A run's pattern: pushes at or after the time of the last pop, mostly within a few
-    microseconds, with ties, and some far beyond the calendar (timeouts, flow starts)."""
+    microseconds, with ties, and some far beyond the calendar (timeouts, flow starts).
+    Calendars of every size a part may have (64 buckets: one word of bits; 4096: one
+    word of the summary; 8192: a run in one part)."""
     rng = np.random.default_rng(seed)
     ops, heap, now, k = [], [], 0, 0
     for _ in range(20_000):
@@ -40,7 +42,7 @@ def test_order_matches_a_heap_of_time_and_insertion(seed, shift):
             ops.append(t)
             heapq.heappush(heap, (t, k))
             k += 1
-    assert _event_queue_run(ops, shift) == reference(ops)
+    assert _event_queue_run(ops, shift, cal_n) == reference(ops)
 
 
 def test_pushes_never_precede_the_last_pop():
@@ -48,6 +50,7 @@ def test_pushes_never_precede_the_last_pop():
     calendar and the calendar is otherwise empty."""
     ops = [10**12, 5, -1, 5, 5, 2_000_000, -1, 5, 10**12, -1, -1, 10**12 + 1]
     assert _event_queue_run(ops) == reference(ops)
+    assert _event_queue_run(ops, 10, 64) == reference(ops)
 
 
 def test_a_burst_of_simultaneous_events_then_sparse_ones():
@@ -56,3 +59,4 @@ def test_a_burst_of_simultaneous_events_then_sparse_ones():
     ops = [1000] * 100_000 + [-1, 1000, 5000] * 50_000 + [-1] * 60_000
     ops += [10**9, -1, 10**9 + 7, 2 * 10**9, -1, -1]
     assert _event_queue_run(ops, 8) == reference(ops)
+    assert _event_queue_run(ops, 12, 128) == reference(ops)
