@@ -1,6 +1,6 @@
 """Fingerprints of every shipped scenario's outputs, to show that a change of the core left
 them byte-identical (issue 20: the parallel core keeps `partition: none` identical to the
-single-threaded engine; /work/notes/h20/plan.md, section 5).
+single-threaded engine; docs/parallel_core.md, section 5).
 
 Every `scenarios/**/*.yaml` runs in packet mode (`rocesim run --mode packet`), cut short
 by `--set stop=...` (the caps below: the whole script takes a few CPU-minutes), one run at

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The window loop of a run in parts (issue 20; /work/notes/h20/plan.md, section 3).
+"""The window loop of a run in parts (issue 20; docs/parallel_core.md, section 3).
 
 The network is cut into parts by the topology (rocesim.network.partition), each a `Sim`
 of its own (engine.pyx).  A packet sent at t over a cut link arrives at t + L or later,
