@@ -112,8 +112,12 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.slots)
     free(fd.links)
     free(fd.pos)
-    free(fd.comp)
-    free(fd.heap)
+    free(fd.sk)
+    free(fd.sf)
+    free(fd.mem)
+    free(fd.fent)
+    free(fd.heap.a)
+    free(fd.owns.a)
     free(fd)
     s.fluid = NULL
 
@@ -126,14 +130,14 @@ cdef inline bint _before(double key, int32_t id, HeapItem* b) noexcept nogil:
     return key < b.key or (key == b.key and id < b.id)
 
 
-cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
+cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil:
     cdef int64_t i, up
     cdef HeapItem* a
-    if room_for_one(<void**> &fd.heap, fd.n_heap, &fd.cap_heap, sizeof(HeapItem), 64) < 0:
+    if room_for_one(<void**> &h.a, h.n, &h.cap, sizeof(HeapItem), 64) < 0:
         return -1
-    a = fd.heap
-    i = fd.n_heap
-    fd.n_heap += 1
+    a = h.a
+    i = h.n
+    h.n += 1
     while i > 0:
         up = (i - 1) >> 1
         if not _before(key, id, &a[up]):
@@ -142,19 +146,20 @@ cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
         i = up
     a[i].key = key
     a[i].id = id
+    a[i].loc = loc
     return 0
 
 
-cdef HeapItem _heap_pop(Fluid* fd) noexcept nogil:
+cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
     """The top item out.  The hole left at the top goes down to a leaf along the smaller
     children (one comparison per level), and the last item climbs back from there: it
     belongs near the bottom, so this takes about half the comparisons of sifting it down
     from the top (Floyd's bottom-up heap)."""
-    cdef HeapItem* a = fd.heap
+    cdef HeapItem* a = h.a
     cdef HeapItem top = a[0], last
     cdef int64_t i = 0, c, up, n
-    fd.n_heap -= 1
-    n = fd.n_heap
+    h.n -= 1
+    n = h.n
     if n == 0:
         return top
     last = a[n]
@@ -329,30 +334,34 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
     return 1.0 if k < x.n_fwd else x.ack_coef
 
 
-cdef int _freeze(Fluid* fd, int32_t sl, double rate, bint data_only_meets) noexcept nogil:
-    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill).  With
+cdef inline double _coef_of(SolveFlow* F, int32_t tagged) noexcept nogil:
+    """The load per unit of rate of an entry tagged `... << 1 | is_ack` (Fluid.mem, fent)."""
+    return F.ack_coef if tagged & 1 else 1.0
+
+
+cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexcept nogil:
+    """Solve flow `f` keeps `rate`; its links lose its load (their keys grow: _fill).  With
     `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
-    cdef FluidSlot* x = &fd.slots[sl]
-    cdef int32_t k, port
+    cdef SolveFlow* F = &fd.sf[f]
+    cdef SolveLink* K
+    cdef int32_t i, e
     cdef double c
-    cdef LinkSet* L
-    x.frozen = 1
-    x.new_rate = rate
+    F.frozen = 1
+    F.new_rate = rate
     fd.unfrozen -= 1
-    for k in range(x.n_links):
-        port = fd.links[sl * SLOT_LINKS + k]
-        L = &fd.ls[port]
-        c = 0.0 if data_only_meets and L.meets and k >= x.n_fwd else _coef(x, k)
-        L.rem -= c * rate
-        if L.rem < 0:
-            L.rem = 0
-        L.load -= c
-        L.unfrozen -= 1
-    return 0
+    for i in range(F.e0, F.e1):
+        e = fd.fent[i]
+        K = &fd.sk[e >> 1]
+        c = 0.0 if data_only_meets and K.meets and e & 1 else _coef_of(F, e)
+        K.rem -= c * rate
+        if K.rem < 0:
+            K.rem = 0
+        K.load -= c
+        K.unfrozen -= 1
 
 
-cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
-    """Progressive filling of the part a solve collected (fd.queue[:nq], fd.comp[:ncomp]).
+cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
+    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
 
     Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
     where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
@@ -366,162 +375,213 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     where flows meet that pass 1 found bound: where the demand exceeds the link, as where
     a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
     many links where flows meet pass 1 found bound, or -1 when out of memory."""
-    cdef int32_t i, k, sl, froze, bound_meets = 0
-    cdef LinkSet* L
-    cdef FluidSlot* x
-    cdef HeapItem top
-    cdef double level, c
-    fd.n_heap = 0
-    for i in range(ncomp):
-        x = &fd.slots[fd.comp[i]]
-        x.frozen = 0
-        x.own = x.cap if x.cap > 0 else INFINITY
-    # A link that carries one flow only limits that flow, at a level no other freeze
-    # changes: it joins the flow's own limit, one heap item per flow instead of one per link.
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        L.load = L.load0
-        L.unfrozen = L.n
-        L.rem = L.capacity
+    cdef int32_t i, j, m, froze, bound_meets = 0
+    cdef SolveLink* K
+    cdef SolveFlow* F
+    cdef HeapItem* top
+    cdef HeapItem item
+    cdef double level, own_min = INFINITY
+    cdef bint owns_in = 0
+    fd.heap.n = 0
+    fd.owns.n = 0
+    for j in range(nk):
+        K = &fd.sk[j]
+        K.load = K.load0
+        K.unfrozen = K.m1 - K.m0
+        K.rem = K.capacity
         if pass_ == 1:
-            L.bound = 0
-            if L.meets:
-                L.rem = L.capacity * (1 + REL_TIE)
-                L.load = L.data0
-        elif pass_ == 2 and L.meets and L.bound:
-            L.rem = L.capacity * fd.share
-        if L.n == 1:
-            sl = L.ent[0] // SLOT_LINKS
-            x = &fd.slots[sl]
-            c = _coef(x, L.ent[0] - sl * SLOT_LINKS)
-            if c > 0 and L.rem / c < x.own:
-                x.own = L.rem / c
-        elif L.load > 0 and _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
+            K.bound = 0
+            if K.meets:
+                K.rem = K.capacity * (1 + REL_TIE)
+                K.load = K.data0
+        elif pass_ == 2 and K.meets and K.bound:
+            K.rem = K.capacity * fd.share
+        if K.load > 0 and _heap_push(&fd.heap, K.rem / K.load, K.port, j) < 0:
             return -1
-    for i in range(ncomp):
-        sl = fd.comp[i]
-        if fd.slots[sl].own < INFINITY and _heap_push(fd, fd.slots[sl].own, -1 - sl) < 0:
-            return -1
-    fd.unfrozen = ncomp
-    while fd.n_heap > 0 and fd.unfrozen > 0:        # the links left then have no flow to freeze
-        top = _heap_pop(fd)
-        if top.id < 0:                               # a flow's own limit
-            sl = -1 - top.id
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key, pass_ == 1) < 0:
-                return -1
+    for i in range(nf):
+        fd.sf[i].frozen = 0
+        if fd.sf[i].own < own_min:
+            own_min = fd.sf[i].own
+    fd.unfrozen = nf
+    # Items come out in (key, id) order: the links' levels, and each flow's own limit (id
+    # -1 - slot), which freezes it if nothing did before.  Most flows freeze at a link first:
+    # their own limits enter a heap of their own only once a link's level reaches the least
+    # of them, and only those of flows still unfrozen then (the others would do nothing).
+    while fd.unfrozen > 0:                           # the links left then have no flow to freeze
+        top = &fd.heap.a[0] if fd.heap.n > 0 else NULL
+        if not owns_in and (top == NULL or top.key >= own_min):
+            owns_in = 1
+            for i in range(nf):
+                if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
+                    if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
+                        return -1
+        if fd.owns.n > 0 and (top == NULL or _before(fd.owns.a[0].key, fd.owns.a[0].id, top)):
+            item = _heap_pop(&fd.owns)
+            if not fd.sf[item.loc].frozen:
+                _freeze(fd, item.loc, item.key, pass_ == 1)
             continue
-        L = &fd.ls[top.id]
-        if L.unfrozen == 0 or L.load <= 0:
+        if top == NULL:
+            break
+        item = _heap_pop(&fd.heap)
+        K = &fd.sk[item.loc]
+        if K.unfrozen == 0 or K.load <= 0:
             continue
-        level = L.rem / L.load
-        if level > top.key:                          # stale: its key grew as flows froze (lazily
-            if _heap_push(fd, level, top.id) < 0:    # updated: a link's key only grows, so the top
-                return -1                            # is the true smallest once it is current)
+        level = K.rem / K.load
+        if level > item.key:                         # stale: its key grew as flows froze (lazily
+            if _heap_push(&fd.heap, level, item.id, item.loc) < 0:  # updated: a link's key only
+                return -1                            # grows, so the top is the true smallest once current)
             continue
-        i = 0
         froze = 0
-        while i < L.n:
-            sl = L.ent[i] // SLOT_LINKS
-            if not fd.slots[sl].frozen and not (pass_ == 1 and L.meets
-                                                and L.ent[i] - sl * SLOT_LINKS >= fd.slots[sl].n_fwd):
+        for i in range(K.m0, K.m1):
+            m = fd.mem[i]
+            F = &fd.sf[m >> 1]
+            if not F.frozen and not (pass_ == 1 and K.meets and m & 1):
                 froze = 1
-                if _freeze(fd, sl, level, pass_ == 1) < 0:
-                    return -1
-            i += 1
+                _freeze(fd, m >> 1, level, pass_ == 1)
         if pass_ == 1 and froze:
-            L.bound = 1
-            bound_meets += L.meets
+            K.bound = 1
+            bound_meets += K.meets
     return bound_meets
 
 
-cdef bint _overfull(Fluid* fd, int32_t nq) noexcept nogil:
+cdef bint _overfull(Fluid* fd, int32_t nk) noexcept nogil:
     """Pass 1 left out the ACKs where flows meet: do its rates, ACKs counted, exceed such a
     link?  If not, they are pass 0's rates (max-min fair under looser constraints, and
     feasible under the true ones, up to the REL_TIE a link where flows meet offers in pass
     1); if so, pass 0 must run."""
-    cdef int32_t i, j, e, sl
-    cdef LinkSet* L
-    cdef FluidSlot* x
+    cdef int32_t i, j, m
+    cdef SolveLink* K
+    cdef SolveFlow* F
     cdef double used
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        if not L.meets or L.load0 <= L.data0:
+    for j in range(nk):
+        K = &fd.sk[j]
+        if not K.meets or K.load0 <= K.data0:
             continue
         used = 0
-        for j in range(L.n):
-            e = L.ent[j]
-            sl = e // SLOT_LINKS
-            x = &fd.slots[sl]
-            used += _coef(x, e - sl * SLOT_LINKS) * x.new_rate
-        if used > L.capacity:
+        for i in range(K.m0, K.m1):
+            m = fd.mem[i]
+            F = &fd.sf[m >> 1]
+            used += _coef_of(F, m) * F.new_rate
+        if used > K.capacity:
             return 1
+    return 0
+
+
+cdef inline int _visit(Fluid* fd, int32_t port, int32_t stamp, int32_t* nq, int32_t* nk) noexcept nogil:
+    """Queue `port` in the solve under way, once; a SolveLink when it has two entries or
+    more.  -1 when out of memory."""
+    cdef LinkSet* L = &fd.ls[port]
+    cdef SolveLink* K
+    if L.stamp == stamp:
+        return 0
+    L.stamp = stamp
+    fd.queue[nq[0]] = port
+    nq[0] += 1
+    if L.n >= 2:
+        if room_for_one(<void**> &fd.sk, nk[0], &fd.cap_sk, sizeof(SolveLink), 64) < 0:
+            return -1
+        L.loc = nk[0]
+        K = &fd.sk[nk[0]]
+        K.port = port
+        K.capacity = L.capacity
+        nk[0] += 1
     return 0
 
 
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came, bound_meets
+    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, q, sl, k, i, e, came, bound_meets
+    cdef int32_t nm = 0, ne = 0
     cdef bint acks_meet = 0
     cdef LinkSet* L
+    cdef SolveLink* K
+    cdef SolveFlow* F
     cdef FluidSlot* x
-    cdef double r
+    cdef double r, c
     fd.stamp += 1
     stamp = fd.stamp
     s.st.fluid_solves += 1
     for i in range(fd.n_dirty):
         port = fd.dirty[i]
         fd.is_dirty[port] = 0
-        if fd.ls[port].stamp != stamp:
-            fd.ls[port].stamp = stamp
-            fd.queue[nq] = port
-            nq += 1
+        if _visit(fd, port, stamp, &nq, &nk) < 0:
+            return -1
     fd.n_dirty = 0
     # the connected part: links -> their flows -> those flows' links
     while qi < nq:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
-        L.load0 = 0
-        L.data0 = 0
-        came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
-            e = L.ent[i]
-            sl = e // SLOT_LINKS
+            sl = L.ent[i] // SLOT_LINKS
             x = &fd.slots[sl]
-            k = e - sl * SLOT_LINKS
-            L.load0 += _coef(x, k)
-            if k < x.n_fwd:
-                L.data0 += 1.0
-            if 0 < k < x.n_fwd and came != -2:
-                came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
             if x.stamp == stamp:
                 continue
             x.stamp = stamp
-            if room_for_one(<void**> &fd.comp, ncomp, &fd.cap_comp, sizeof(int32_t), 64) < 0:
+            if room_for_one(<void**> &fd.sf, nf, &fd.cap_sf, sizeof(SolveFlow), 64) < 0:
                 return -1
-            fd.comp[ncomp] = sl
-            ncomp += 1
+            x.loc = nf
+            F = &fd.sf[nf]
+            nf += 1
+            F.slot = sl
+            F.ack_coef = x.ack_coef
+            F.new_rate = x.new_rate
+            F.own = x.cap if x.cap > 0 else INFINITY
+            F.e0 = ne
             for k in range(x.n_links):
                 q = fd.links[sl * SLOT_LINKS + k]
-                if fd.ls[q].stamp != stamp:
-                    fd.ls[q].stamp = stamp
-                    fd.queue[nq] = q
-                    nq += 1
-        L.meets = came == -2
-        if L.meets and L.load0 > L.data0:
-            acks_meet = 1
-    bound_meets = _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0)
+                if _visit(fd, q, stamp, &nq, &nk) < 0:
+                    return -1
+                if fd.ls[q].n >= 2:
+                    if room_for_one(<void**> &fd.fent, ne, &fd.cap_fent, sizeof(int32_t), 256) < 0:
+                        return -1
+                    fd.fent[ne] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
+                    ne += 1
+            F.e1 = ne
+        if L.n == 1:
+            # it limits its one flow only, at a level no other freeze changes
+            sl = L.ent[0] // SLOT_LINKS
+            x = &fd.slots[sl]
+            F = &fd.sf[x.loc]
+            c = _coef(x, L.ent[0] - sl * SLOT_LINKS)
+            if c > 0 and L.capacity / c < F.own:
+                F.own = L.capacity / c
+        elif L.n >= 2:
+            K = &fd.sk[L.loc]
+            K.load0 = 0
+            K.data0 = 0
+            K.m0 = nm
+            came = NIL                               # the link its data flows came over; -2: several
+            for i in range(L.n):
+                e = L.ent[i]
+                sl = e // SLOT_LINKS
+                x = &fd.slots[sl]
+                k = e - sl * SLOT_LINKS
+                K.load0 += _coef(x, k)
+                if k < x.n_fwd:
+                    K.data0 += 1.0
+                if 0 < k < x.n_fwd and came != -2:
+                    came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
+                if room_for_one(<void**> &fd.mem, nm, &fd.cap_mem, sizeof(int32_t), 256) < 0:
+                    return -1
+                fd.mem[nm] = x.loc << 1 | (k >= x.n_fwd)
+                nm += 1
+            K.m1 = nm
+            K.meets = came == -2
+            if K.meets and K.load0 > K.data0:
+                acks_meet = 1
+    bound_meets = _fill(fd, nk, nf, 1 if fd.share < 1 else 0)
     if bound_meets < 0:
         return -1
     if bound_meets > 0:
-        if _fill(fd, nq, ncomp, 2) < 0:
+        if _fill(fd, nk, nf, 2) < 0:
             return -1
-    elif fd.share < 1 and acks_meet and _overfull(fd, nq) and _fill(fd, nq, ncomp, 0) < 0:
+    elif fd.share < 1 and acks_meet and _overfull(fd, nk) and _fill(fd, nk, nf, 0) < 0:
         return -1
     # new send-completion times where rates changed
-    for i in range(ncomp):
-        sl = fd.comp[i]
-        x = &fd.slots[sl]
-        r = x.new_rate
+    for i in range(nf):
+        x = &fd.slots[fd.sf[i].slot]
+        r = fd.sf[i].new_rate
+        x.new_rate = r
         if x.rate > 0 and r >= x.rate * (1 - REL_SAME) and r <= x.rate * (1 + REL_SAME):
             continue
         if x.rate > 0:
