@@ -529,23 +529,20 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
             F.e0 = ne
             for k in range(x.n_links):
                 q = fd.links[sl * SLOT_LINKS + k]
-                if _visit(fd, q, stamp, &nq, &nk) < 0:
+                if fd.ls[q].n == 1:
+                    # it limits this flow only, at a level no other freeze changes; it joins no
+                    # queue (it leads to no other flow: the order flows are met in is unchanged)
+                    c = _coef(x, k)
+                    if c > 0 and fd.ls[q].capacity / c < F.own:
+                        F.own = fd.ls[q].capacity / c
+                    continue
+                if _visit(fd, q, stamp, &nq, &nk) < 0 or room_for_one(
+                        <void**> &fd.fent, ne, &fd.cap_fent, sizeof(int32_t), 256) < 0:
                     return -1
-                if fd.ls[q].n >= 2:
-                    if room_for_one(<void**> &fd.fent, ne, &fd.cap_fent, sizeof(int32_t), 256) < 0:
-                        return -1
-                    fd.fent[ne] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
-                    ne += 1
+                fd.fent[ne] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
+                ne += 1
             F.e1 = ne
-        if L.n == 1:
-            # it limits its one flow only, at a level no other freeze changes
-            sl = L.ent[0] // SLOT_LINKS
-            x = &fd.slots[sl]
-            F = &fd.sf[x.loc]
-            c = _coef(x, L.ent[0] - sl * SLOT_LINKS)
-            if c > 0 and L.capacity / c < F.own:
-                F.own = L.capacity / c
-        elif L.n >= 2:
+        if L.n >= 2:
             K = &fd.sk[L.loc]
             K.load0 = 0
             K.data0 = 0
