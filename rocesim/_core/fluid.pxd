@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The flow-level network's state (fluid.pyx): Sim.fluid points to a `Fluid` in flow mode."""
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from rocesim._core.defs cimport Sim
 
 cdef struct FluidSlot:     # a data flow in the fluid (between joining and its last byte leaving)
@@ -52,10 +52,10 @@ cdef struct SolveFlow:
     int32_t e0             # its SolveLinks: Fluid.fent[e0:e1] (link << 1 | is_ack), in path order
     int32_t e1
 
-cdef struct HeapItem:
-    double key
-    int32_t id             # a port, or -1 - slot for a flow's rate limit (the order of ties)
-    int32_t loc            # its SolveLink, or SolveFlow
+cdef struct HeapItem:      # in this order: fluid.pyx's _heap_before reads it as one 128-bit number
+    uint32_t loc           # its SolveLink, or SolveFlow
+    uint32_t tie           # id ^ 2**31 (ordered as the id): id a port, or -1 - slot for a flow's own limit
+    double key             # >= 0
 
 cdef struct Heap:          # of HeapItem, the smallest (key, id) on top
     HeapItem* a

@@ -124,15 +124,45 @@ cdef void fluid_free(Sim* s) noexcept:
 
 # --- a heap of (key, id) with the smallest key on top ---------------------------------
 
-cdef inline bint _before(double key, int32_t id, HeapItem* b) noexcept nogil:
-    """(key, id) comes before b: ties go by id, so that the order of equal keys, and so
-    which link freezes a flow, does not depend on what else the heap holds."""
-    return key < b.key or (key == b.key and id < b.id)
+cdef extern from *:
+    """
+    /* a comes before b (fluid.pxd HeapItem): key first, ties by id.  Keys are doubles >= 0
+       (never -0 or NaN), whose bits order as they do; with 128-bit integers this is one
+       comparison without branches (the heap's child choices are unpredictable). */
+    static inline int rocesim_heap_before(const void* a, const void* b) {
+    #if defined(__SIZEOF_INT128__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        unsigned __int128 x, y;
+        __builtin_memcpy(&x, a, 16);
+        __builtin_memcpy(&y, b, 16);
+        return x < y;
+    #else
+        double ka = *(const double*) ((const char*) a + 8), kb = *(const double*) ((const char*) b + 8);
+        unsigned int ta = *(const unsigned int*) ((const char*) a + 4), tb = *(const unsigned int*) ((const char*) b + 4);
+        return ka < kb || (ka == kb && ta < tb);
+    #endif
+    }
+    """
+    bint _heap_before "rocesim_heap_before"(const void* a, const void* b) noexcept nogil
+
+
+cdef inline HeapItem _item(double key, int32_t id, int32_t loc) noexcept nogil:
+    """Ties go by id, so that the order of equal keys, and so which link freezes a flow,
+    does not depend on what else the heap holds."""
+    cdef HeapItem it
+    it.key = key
+    it.tie = (<uint32_t> id) ^ 0x80000000u
+    it.loc = <uint32_t> loc
+    return it
+
+
+cdef inline int32_t _id(HeapItem* it) noexcept nogil:
+    return <int32_t> (it.tie ^ 0x80000000u)
 
 
 cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil:
     cdef int64_t i, up
     cdef HeapItem* a
+    cdef HeapItem it = _item(key, id, loc)
     if room_for_one(<void**> &h.a, h.n, &h.cap, sizeof(HeapItem), 64) < 0:
         return -1
     a = h.a
@@ -140,13 +170,11 @@ cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil
     h.n += 1
     while i > 0:
         up = (i - 1) >> 1
-        if not _before(key, id, &a[up]):
+        if not _heap_before(&it, &a[up]):
             break
         a[i] = a[up]
         i = up
-    a[i].key = key
-    a[i].id = id
-    a[i].loc = loc
+    a[i] = it
     return 0
 
 
@@ -167,13 +195,13 @@ cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _before(a[c + 1].key, a[c + 1].id, &a[c]):
-            c += 1
+        if c + 1 < n:
+            c += _heap_before(&a[c + 1], &a[c])
         a[i] = a[c]
         i = c
     while i > 0:
         up = (i - 1) >> 1
-        if not _before(last.key, last.id, &a[up]):
+        if not _heap_before(&last, &a[up]):
             break
         a[i] = a[up]
         i = up
@@ -415,7 +443,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
                 if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
                     if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
                         return -1
-        if fd.owns.n > 0 and (top == NULL or _before(fd.owns.a[0].key, fd.owns.a[0].id, top)):
+        if fd.owns.n > 0 and (top == NULL or _heap_before(&fd.owns.a[0], top)):
             item = _heap_pop(&fd.owns)
             if not fd.sf[item.loc].frozen:
                 _freeze(fd, item.loc, item.key, pass_ == 1)
@@ -428,7 +456,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             continue
         level = K.rem / K.load
         if level > item.key:                         # stale: its key grew as flows froze (lazily
-            if _heap_push(&fd.heap, level, item.id, item.loc) < 0:  # updated: a link's key only
+            if _heap_push(&fd.heap, level, _id(&item), item.loc) < 0:  # updated: a link's key only
                 return -1                            # grows, so the top is the true smallest once current)
             continue
         froze = 0
