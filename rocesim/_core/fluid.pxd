@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The flow-level network's state (fluid.pyx): Sim.fluid points to a `Fluid` in flow mode."""
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
 from rocesim._core.defs cimport Sim
 
 cdef struct FluidSlot:     # a data flow in the fluid (between joining and its last byte leaving)
@@ -10,10 +10,13 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
     int32_t n_links
     int32_t stamp          # the solve that last visited it
     int32_t loc            # during a solve: its index in Fluid.sf
-    double rate            # wire bits/s in force since t_last
-    double new_rate        # the last solve's result
-    double remaining       # wire bytes still to send at t_last
+    int32_t own_stale      # one of its links went from one entry to more or back: `own` is out of date
+    uint64_t multi         # bit k: its k-th link carries other entries too (the others limit this flow only)
+    double own             # the least of its limit and what its links of one entry offer
     double ack_coef        # load on each reverse link per unit of rate (its ACKs)
+    double new_rate        # the last solve's result
+    double rate            # wire bits/s in force since t_last
+    double remaining       # wire bytes still to send at t_last
     double cap             # its rate limit (bits/s), 0: none
     int64_t t_last
     int64_t sent_at        # when its last byte leaves at `rate` (the pending FL_SENT), or NIL
@@ -44,7 +47,7 @@ cdef struct SolveLink:     # a link with two entries or more
     uint8_t bound          # it froze flows in pass 1 (it is a bottleneck)
 
 cdef struct SolveFlow:
-    double own             # the least of its limit and what its one-entry links offer
+    double own             # FluidSlot.own
     double new_rate
     double ack_coef
     int32_t slot

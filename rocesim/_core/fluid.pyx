@@ -37,7 +37,7 @@ it comes (its time no longer matches), as EV_TX is in the packet loop.
 Not modelled (the flow mode refuses the features that need them, rocesim.simulation):
 queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.math cimport ceil, INFINITY
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
@@ -48,10 +48,11 @@ from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
 from rocesim._core.loop cimport STOP_EMPTY, event_due
+from rocesim._core.active_set cimport rocesim_ctz64
 
 cdef enum:
     MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
-    SLOT_LINKS = 2 * MAX_HOPS
+    SLOT_LINKS = 2 * MAX_HOPS   # at most 64: FluidSlot.multi has a bit per link
 
 # what an EV_FLUID event (target: a flow, or 0 for a solve) means
 cdef enum:
@@ -251,6 +252,15 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     return sl
 
 
+cdef inline void _set_multi(Fluid* fd, int32_t entry, bint on) noexcept nogil:
+    """The entry's link now carries other entries too (`on`), or its flow alone: the flow's
+    own limit is to recompute (_own)."""
+    cdef FluidSlot* x = &fd.slots[entry // SLOT_LINKS]
+    cdef uint64_t bit = (<uint64_t> 1) << (entry % SLOT_LINKS)
+    x.multi = (x.multi | bit) if on else (x.multi & ~bit)
+    x.own_stale = 1
+
+
 cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     cdef LinkSet* L = &fd.ls[port]
     if room_for_one(<void**> &L.ent, L.n, &L.cap, sizeof(int32_t), 4) < 0:
@@ -258,6 +268,10 @@ cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     fd.pos[entry] = L.n
     L.ent[L.n] = entry
     L.n += 1
+    if L.n == 2:
+        _set_multi(fd, L.ent[0], 1)
+    if L.n >= 2:
+        _set_multi(fd, entry, 1)
     _mark(fd, port)
     return 0
 
@@ -268,6 +282,8 @@ cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     L.ent[i] = moved
     fd.pos[moved] = i
     L.n -= 1
+    if L.n == 1:
+        _set_multi(fd, L.ent[0], 0)
     _mark(fd, port)
 
 
@@ -309,6 +325,8 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     x.n_fwd = h
     x.n_links = h + hr
     x.stamp = 0
+    x.multi = 0
+    x.own_stale = 1
     x.rate = 0
     x.t_last = s.now
     x.sent_at = NIL
@@ -365,6 +383,23 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
 cdef inline double _coef_of(SolveFlow* F, int32_t tagged) noexcept nogil:
     """The load per unit of rate of an entry tagged `... << 1 | is_ack` (Fluid.mem, fent)."""
     return F.ack_coef if tagged & 1 else 1.0
+
+
+cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
+    """Slot sl's own limit: its rate limit, and each link that carries it alone (it limits
+    this flow only, at a level no freeze changes: one heap item per flow, not per link)."""
+    cdef FluidSlot* x = &fd.slots[sl]
+    cdef int32_t k
+    cdef double c, capacity
+    x.own = x.cap if x.cap > 0 else INFINITY
+    for k in range(x.n_links):
+        if (x.multi >> k) & 1:
+            continue
+        c = _coef(x, k)
+        capacity = fd.ls[fd.links[sl * SLOT_LINKS + k]].capacity
+        if c > 0 and capacity / c < x.own:
+            x.own = capacity / c
+    x.own_stale = 0
 
 
 cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexcept nogil:
@@ -525,7 +560,8 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     cdef SolveLink* K
     cdef SolveFlow* F
     cdef FluidSlot* x
-    cdef double r, c
+    cdef uint64_t m
+    cdef double r
     fd.stamp += 1
     stamp = fd.stamp
     s.st.fluid_solves += 1
@@ -553,17 +589,17 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
             F.slot = sl
             F.ack_coef = x.ack_coef
             F.new_rate = x.new_rate
-            F.own = x.cap if x.cap > 0 else INFINITY
+            if x.own_stale:
+                _own(fd, sl)
+            F.own = x.own
             F.e0 = ne
-            for k in range(x.n_links):
+            # its links that carry others (those that carry it alone lead to no other flow:
+            # the order flows are met in is the same as when the queue took every link)
+            m = x.multi
+            while m:
+                k = rocesim_ctz64(m)
+                m &= m - 1
                 q = fd.links[sl * SLOT_LINKS + k]
-                if fd.ls[q].n == 1:
-                    # it limits this flow only, at a level no other freeze changes; it joins no
-                    # queue (it leads to no other flow: the order flows are met in is unchanged)
-                    c = _coef(x, k)
-                    if c > 0 and fd.ls[q].capacity / c < F.own:
-                        F.own = fd.ls[q].capacity / c
-                    continue
                 if _visit(fd, q, stamp, &nq, &nk) < 0 or room_for_one(
                         <void**> &fd.fent, ne, &fd.cap_fent, sizeof(int32_t), 256) < 0:
                     return -1
