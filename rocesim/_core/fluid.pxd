@@ -90,6 +90,7 @@ cdef struct Fluid:
     int32_t unfrozen       # during a fill: its flows not yet frozen
     Heap heap              # during a fill: the links' levels
     Heap owns              # during a fill: the flows' own limits, once a link's level reaches them
+    Heap ladder            # during a fill: the links' first levels by octave, before they join `heap`
     int64_t solve_at       # time of the pending FL_SOLVE, or NIL
     double share
     int64_t startup

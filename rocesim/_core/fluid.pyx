@@ -39,6 +39,7 @@ queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
 from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcpy
 from libc.math cimport ceil, INFINITY
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
@@ -51,6 +52,7 @@ from rocesim._core.loop cimport STOP_EMPTY, event_due
 from rocesim._core.active_set cimport rocesim_ctz64
 
 cdef enum:
+    LADDER = 48            # _fill: octaves of the links' first levels told apart (the last takes the rest)
     MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
     SLOT_LINKS = 2 * MAX_HOPS   # at most 64: FluidSlot.multi has a bit per link
 
@@ -119,6 +121,7 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.fent)
     free(fd.heap.a)
     free(fd.owns.a)
+    free(fd.ladder.a)
     free(fd)
     s.fluid = NULL
 
@@ -158,6 +161,21 @@ cdef inline HeapItem _item(double key, int32_t id, int32_t loc) noexcept nogil:
 
 cdef inline int32_t _id(HeapItem* it) noexcept nogil:
     return <int32_t> (it.tie ^ 0x80000000u)
+
+
+cdef inline int32_t _octave(double key) noexcept nogil:
+    """The exponent bits of a key (>= 0): keys of a higher octave are larger."""
+    cdef uint64_t bits
+    memcpy(&bits, &key, 8)
+    return <int32_t> (bits >> 52)
+
+
+cdef inline double _octave_floor(int32_t octave) noexcept nogil:
+    """The least key of that octave (infinity past the last)."""
+    cdef uint64_t bits = (<uint64_t> min(octave, 0x7FF)) << 52
+    cdef double key
+    memcpy(&key, &bits, 8)
+    return key
 
 
 cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil:
@@ -443,8 +461,11 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     cdef SolveFlow* F
     cdef HeapItem* top
     cdef HeapItem item
-    cdef double level, own_min = INFINITY
+    cdef double level, next_floor, own_min = INFINITY
     cdef bint owns_in = 0
+    cdef int32_t start[LADDER + 1]
+    cdef int32_t at[LADDER]
+    cdef int32_t b, rung = 0, low = 0x7FF
     fd.heap.n = 0
     fd.owns.n = 0
     for j in range(nk):
@@ -459,8 +480,36 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
                 K.load = K.data0
         elif pass_ == 2 and K.meets and K.bound:
             K.rem = K.capacity * fd.share
-        if K.load > 0 and _heap_push(&fd.heap, K.rem / K.load, K.port, j) < 0:
+        if K.load > 0:
+            low = min(low, _octave(K.rem / K.load))
+    # The links wait on a ladder of octaves (counting sort), a rung joining the heap when its
+    # top reaches the rung's floor: a link all of whose flows froze by then would only come
+    # out to be skipped (nothing revives it), so it stays out.  The order is the same.
+    for b in range(LADDER + 1):
+        start[b] = 0
+    for j in range(nk):
+        K = &fd.sk[j]
+        if K.load > 0:
+            start[min(_octave(K.rem / K.load) - low, LADDER - 1) + 1] += 1
+    for b in range(LADDER):
+        start[b + 1] += start[b]
+        at[b] = start[b]
+    fd.ladder.n = 0
+    if start[LADDER] > fd.ladder.cap:
+        free(fd.ladder.a)
+        fd.ladder.cap = 2 * start[LADDER]
+        fd.ladder.a = <HeapItem*> malloc(fd.ladder.cap * sizeof(HeapItem))
+        if fd.ladder.a == NULL:
+            fd.ladder.cap = 0
             return -1
+    for j in range(nk):
+        K = &fd.sk[j]
+        if K.load > 0:
+            level = K.rem / K.load
+            b = min(_octave(level) - low, LADDER - 1)
+            fd.ladder.a[at[b]] = _item(level, K.port, j)
+            at[b] += 1
+    next_floor = 0
     for i in range(nf):
         fd.sf[i].frozen = 0
         if fd.sf[i].own < own_min:
@@ -471,6 +520,14 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     # their own limits enter a heap of their own only once a link's level reaches the least
     # of them, and only those of flows still unfrozen then (the others would do nothing).
     while fd.unfrozen > 0:                           # the links left then have no flow to freeze
+        while rung < LADDER and (fd.heap.n == 0 or fd.heap.a[0].key >= next_floor):
+            for i in range(start[rung], start[rung + 1]):
+                K = &fd.sk[fd.ladder.a[i].loc]
+                if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
+                                                                 K.port, fd.ladder.a[i].loc) < 0:
+                    return -1
+            rung += 1
+            next_floor = _octave_floor(low + rung)
         top = &fd.heap.a[0] if fd.heap.n > 0 else NULL
         if not owns_in and (top == NULL or top.key >= own_min):
             owns_in = 1
