@@ -608,17 +608,50 @@ cdef inline int _visit(Fluid* fd, int32_t port, int32_t stamp, int32_t* nq, int3
     return 0
 
 
+cdef int _meet(Fluid* fd, int32_t sl, int32_t stamp, int32_t* nq, int32_t* nk, int32_t* nf,
+               int32_t* ne) noexcept nogil:
+    """Slot sl, met for the first time in the solve under way: a SolveFlow, and its links
+    that carry others queued (those that carry it alone lead to no other flow: the order
+    flows are met in is the same as when the queue took every link).  -1 when out of memory."""
+    cdef FluidSlot* x = &fd.slots[sl]
+    cdef SolveFlow* F
+    cdef uint64_t m = x.multi
+    cdef int32_t k, q
+    if room_for_one(<void**> &fd.sf, nf[0], &fd.cap_sf, sizeof(SolveFlow), 64) < 0:
+        return -1
+    x.stamp = stamp
+    x.loc = nf[0]
+    F = &fd.sf[nf[0]]
+    nf[0] += 1
+    F.slot = sl
+    F.ack_coef = x.ack_coef
+    F.new_rate = x.new_rate
+    if x.own_stale:
+        _own(fd, sl)
+    F.own = x.own
+    F.e0 = ne[0]
+    while m:
+        k = rocesim_ctz64(m)
+        m &= m - 1
+        q = fd.links[sl * SLOT_LINKS + k]
+        if _visit(fd, q, stamp, nq, nk) < 0 or room_for_one(
+                <void**> &fd.fent, ne[0], &fd.cap_fent, sizeof(int32_t), 256) < 0:
+            return -1
+        fd.fent[ne[0]] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
+        ne[0] += 1
+    F.e1 = ne[0]
+    return 0
+
+
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, q, sl, k, i, e, came, bound_meets
-    cdef int32_t nm = 0, ne = 0
+    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, sl, k, i, e, came, bound_meets
+    cdef int32_t nm = 0, ne = 0, m0
     cdef bint acks_meet = 0
     cdef LinkSet* L
     cdef SolveLink* K
-    cdef SolveFlow* F
     cdef FluidSlot* x
-    cdef uint64_t m
-    cdef double r
+    cdef double r, load0, data0
     fd.stamp += 1
     stamp = fd.stamp
     s.st.fluid_solves += 1
@@ -632,57 +665,33 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     while qi < nq:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
+        load0 = 0
+        data0 = 0
+        m0 = nm
+        came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
-            sl = L.ent[i] // SLOT_LINKS
+            e = L.ent[i]
+            sl = e // SLOT_LINKS
             x = &fd.slots[sl]
-            if x.stamp == stamp:
-                continue
-            x.stamp = stamp
-            if room_for_one(<void**> &fd.sf, nf, &fd.cap_sf, sizeof(SolveFlow), 64) < 0:
-                return -1
-            x.loc = nf
-            F = &fd.sf[nf]
-            nf += 1
-            F.slot = sl
-            F.ack_coef = x.ack_coef
-            F.new_rate = x.new_rate
-            if x.own_stale:
-                _own(fd, sl)
-            F.own = x.own
-            F.e0 = ne
-            # its links that carry others (those that carry it alone lead to no other flow:
-            # the order flows are met in is the same as when the queue took every link)
-            m = x.multi
-            while m:
-                k = rocesim_ctz64(m)
-                m &= m - 1
-                q = fd.links[sl * SLOT_LINKS + k]
-                if _visit(fd, q, stamp, &nq, &nk) < 0 or room_for_one(
-                        <void**> &fd.fent, ne, &fd.cap_fent, sizeof(int32_t), 256) < 0:
+            if x.stamp != stamp:
+                if _meet(fd, sl, stamp, &nq, &nk, &nf, &ne) < 0:
                     return -1
-                fd.fent[ne] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
-                ne += 1
-            F.e1 = ne
-        if L.n >= 2:
-            K = &fd.sk[L.loc]
-            K.load0 = 0
-            K.data0 = 0
-            K.m0 = nm
-            came = NIL                               # the link its data flows came over; -2: several
-            for i in range(L.n):
-                e = L.ent[i]
-                sl = e // SLOT_LINKS
-                x = &fd.slots[sl]
+            if L.n >= 2:                             # its entries, in order
                 k = e - sl * SLOT_LINKS
-                K.load0 += _coef(x, k)
+                load0 += _coef(x, k)
                 if k < x.n_fwd:
-                    K.data0 += 1.0
+                    data0 += 1.0
                 if 0 < k < x.n_fwd and came != -2:
                     came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
                 if room_for_one(<void**> &fd.mem, nm, &fd.cap_mem, sizeof(int32_t), 256) < 0:
                     return -1
                 fd.mem[nm] = x.loc << 1 | (k >= x.n_fwd)
                 nm += 1
+        if L.n >= 2:
+            K = &fd.sk[L.loc]                        # (only now: _meet may have moved fd.sk)
+            K.load0 = load0
+            K.data0 = data0
+            K.m0 = m0
             K.m1 = nm
             K.meets = came == -2
             if K.meets and K.load0 > K.data0:
