@@ -198,18 +198,21 @@ cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil
 
 
 cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
-    """The top item out.  The hole left at the top goes down to a leaf along the smaller
-    children (one comparison per level), and the last item climbs back from there: it
-    belongs near the bottom, so this takes about half the comparisons of sifting it down
-    from the top (Floyd's bottom-up heap)."""
-    cdef HeapItem* a = h.a
-    cdef HeapItem top = a[0], last
-    cdef int64_t i = 0, c, up, n
+    """The top item out."""
+    cdef HeapItem top = h.a[0]
     h.n -= 1
-    n = h.n
-    if n == 0:
-        return top
-    last = a[n]
+    if h.n > 0:
+        _heap_sift(h, h.a[h.n])
+    return top
+
+
+cdef void _heap_sift(Heap* h, HeapItem last) noexcept nogil:
+    """`last` in the place of the top item.  The hole left at the top goes down to a leaf
+    along the smaller children (one comparison per level), and `last` climbs back from
+    there: it belongs near the bottom, so this takes about half the comparisons of sifting
+    it down from the top (Floyd's bottom-up heap)."""
+    cdef HeapItem* a = h.a
+    cdef int64_t i = 0, c, up, n = h.n
     while True:
         c = 2 * i + 1
         if c >= n:
@@ -225,7 +228,6 @@ cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
         a[i] = a[up]
         i = up
     a[i] = last
-    return top
 
 
 # --- flows on links ------------------------------------------------------------------
@@ -542,15 +544,15 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             continue
         if top == NULL:
             break
-        item = _heap_pop(&fd.heap)
-        K = &fd.sk[item.loc]
+        K = &fd.sk[top.loc]
         if K.unfrozen == 0 or K.load <= 0:
+            _heap_pop(&fd.heap)
             continue
         level = K.rem / K.load
-        if level > item.key:                         # stale: its key grew as flows froze (lazily
-            if _heap_push(&fd.heap, level, _id(&item), item.loc) < 0:  # updated: a link's key only
-                return -1                            # grows, so the top is the true smallest once current)
-            continue
+        if level > top.key:                          # stale: its key grew as flows froze (lazily
+            _heap_sift(&fd.heap, _item(level, _id(top), top.loc))   # updated: a link's key only grows,
+            continue                                 # so the top is the true smallest once current)
+        item = _heap_pop(&fd.heap)
         froze = 0
         for i in range(K.m0, K.m1):
             m = fd.mem[i]
