@@ -188,7 +188,7 @@ cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil
     i = h.n
     h.n += 1
     while i > 0:
-        up = (i - 1) >> 1
+        up = (i - 1) >> 2
         if not _heap_before(&it, &a[up]):
             break
         a[i] = a[up]
@@ -213,16 +213,23 @@ cdef void _heap_sift(Heap* h, HeapItem last) noexcept nogil:
     it down from the top (Floyd's bottom-up heap)."""
     cdef HeapItem* a = h.a
     cdef int64_t i = 0, c, up, n = h.n
+    cdef int64_t c1, c2
     while True:
-        c = 2 * i + 1
-        if c >= n:
+        c = 4 * i + 1
+        if c + 3 < n:                                # the least of four children, without branches
+            c1 = c + _heap_before(&a[c + 1], &a[c])
+            c2 = c + 2 + _heap_before(&a[c + 3], &a[c + 2])
+            c = c2 if _heap_before(&a[c2], &a[c1]) else c1
+        elif c >= n:
             break
-        if c + 1 < n:
-            c += _heap_before(&a[c + 1], &a[c])
+        else:
+            for c2 in range(c + 1, n):
+                if _heap_before(&a[c2], &a[c]):
+                    c = c2
         a[i] = a[c]
         i = c
     while i > 0:
-        up = (i - 1) >> 1
+        up = (i - 1) >> 2
         if not _heap_before(&last, &a[up]):
             break
         a[i] = a[up]
