@@ -126,7 +126,7 @@ cdef void fluid_free(Sim* s) noexcept:
     s.fluid = NULL
 
 
-# --- a heap of (key, id) with the smallest key on top ---------------------------------
+# --- a 4-ary heap of (key, id) with the smallest on top ------------------------------
 
 cdef extern from *:
     """
@@ -208,9 +208,9 @@ cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
 
 cdef void _heap_sift(Heap* h, HeapItem last) noexcept nogil:
     """`last` in the place of the top item.  The hole left at the top goes down to a leaf
-    along the smaller children (one comparison per level), and `last` climbs back from
-    there: it belongs near the bottom, so this takes about half the comparisons of sifting
-    it down from the top (Floyd's bottom-up heap)."""
+    along the least children, and `last` climbs back from there: it belongs near the
+    bottom, so this takes fewer comparisons than sifting it down from the top (Floyd's
+    bottom-up heap)."""
     cdef HeapItem* a = h.a
     cdef int64_t i = 0, c, up, n = h.n
     cdef int64_t c1, c2
