@@ -23,10 +23,11 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
     int64_t lat_fwd        # the last byte, from its NIC to the receiver (ps)
     int64_t lat_ack        # the last ACK back to the sender (ps)
 
-cdef struct LinkSet:       # the fluid flows on one port (one direction of a link)
+cdef struct LinkSet:       # the fluid flows on one port (one direction of a link); 32 bytes, as a
+                           #   solve reads them at random: one cache line each
     int32_t* ent           # entries: slot * SLOT_LINKS + k (the slot's k-th link is this port)
-    int64_t n
-    int64_t cap
+    int32_t n
+    int32_t cap
     int32_t stamp          # the solve that last visited it
     int32_t loc            # during a solve, when it has two entries or more: its index in Fluid.sk
     double capacity        # bits/s: the port's rate

@@ -39,7 +39,9 @@ queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
 from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** p, size_t alignment, size_t size)
 from libc.math cimport ceil, INFINITY
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
@@ -85,7 +87,10 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     fd.startup = startup_ps
     fd.solve_at = NIL
     fd.free_slot = NIL
-    fd.ls = <LinkSet*> calloc(max(P, 1), sizeof(LinkSet))
+    if posix_memalign(<void**> &fd.ls, 64, max(P, 1) * sizeof(LinkSet)) != 0:   # a LinkSet per cache line half
+        fd.ls = NULL
+        return -1
+    memset(fd.ls, 0, max(P, 1) * sizeof(LinkSet))
     fd.queue = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.dirty = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.is_dirty = <uint8_t*> calloc(max(P, 1), sizeof(uint8_t))
@@ -290,8 +295,10 @@ cdef inline void _set_multi(Fluid* fd, int32_t entry, bint on) noexcept nogil:
 
 cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     cdef LinkSet* L = &fd.ls[port]
-    if room_for_one(<void**> &L.ent, L.n, &L.cap, sizeof(int32_t), 4) < 0:
+    cdef int64_t cap = L.cap
+    if room_for_one(<void**> &L.ent, L.n, &cap, sizeof(int32_t), 4) < 0:
         return -1
+    L.cap = <int32_t> cap                    # at most the slots' entries: an int32_t
     fd.pos[entry] = L.n
     L.ent[L.n] = entry
     L.n += 1
