@@ -1,15 +1,14 @@
 # cython: language_level=3
 """The flow-level network's state (fluid.pyx): Sim.fluid points to a `Fluid` in flow mode."""
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, int16_t, uint32_t, uint64_t, uint8_t
 from rocesim._core.defs cimport Sim
 
-cdef struct FluidSlot:     # a data flow in the fluid (between joining and its last byte leaving)
-    int32_t flow           # NIL while the slot is free
-    int32_t next_free
-    int32_t n_fwd          # its links: Fluid.links[slot * SLOT_LINKS ..]: n_fwd forward, then reverse
-    int32_t n_links
+cdef struct FluidSlot:     # a data flow in the fluid (between joining and its last byte leaving): what
+                           #   a solve reads, 64 bytes in a 64-byte aligned array (one cache line)
     int32_t stamp          # the solve that last visited it
     int32_t loc            # during a solve: its index in Fluid.sf
+    int16_t n_fwd          # its links: Fluid.links[slot * SLOT_LINKS ..]: n_fwd forward, then reverse
+    int16_t n_links
     int32_t own_stale      # one of its links went from one entry to more or back: `own` is out of date
     uint64_t multi         # bit k: its k-th link carries other entries too (the others limit this flow only)
     double own             # the least of its limit and what its links of one entry offer
@@ -17,6 +16,10 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
     double new_rate        # the last solve's result
     double rate            # wire bits/s in force since t_last
     double remaining       # wire bytes still to send at t_last
+
+cdef struct FluidSlotRest: # the rest of a slot (Fluid.rest, by slot)
+    int32_t flow           # NIL while the slot is free
+    int32_t next_free
     double cap             # its rate limit (bits/s), 0: none
     int64_t t_last
     int64_t sent_at        # when its last byte leaves at `rate` (the pending FL_SENT), or NIL
@@ -68,6 +71,7 @@ cdef struct Heap:          # of HeapItem, the smallest (key, id) on top
 
 cdef struct Fluid:
     FluidSlot* slots
+    FluidSlotRest* rest
     int32_t* links         # SLOT_LINKS per slot
     int32_t* pos           # SLOT_LINKS per slot: where the entry sits in its link's `ent`
     int32_t n_slots

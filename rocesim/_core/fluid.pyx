@@ -118,6 +118,7 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.is_dirty)
     free(fd.slot_of)
     free(fd.slots)
+    free(fd.rest)
     free(fd.links)
     free(fd.pos)
     free(fd.sk)
@@ -262,14 +263,20 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     cdef void* p
     if fd.free_slot != NIL:
         sl = fd.free_slot
-        fd.free_slot = fd.slots[sl].next_free
+        fd.free_slot = fd.rest[sl].next_free
         return sl
     if fd.n_slots == fd.cap_slots:
         cap = max(64, 2 * fd.cap_slots)
-        p = realloc(fd.slots, cap * sizeof(FluidSlot))
+        if posix_memalign(&p, 64, cap * sizeof(FluidSlot)) != 0:
+            return NIL
+        if fd.slots != NULL:
+            memcpy(p, fd.slots, fd.n_slots * sizeof(FluidSlot))
+        free(fd.slots)
+        fd.slots = <FluidSlot*> p
+        p = realloc(fd.rest, cap * sizeof(FluidSlotRest))
         if p == NULL:
             return NIL
-        fd.slots = <FluidSlot*> p
+        fd.rest = <FluidSlotRest*> p
         p = realloc(fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
         if p == NULL:
             return NIL
@@ -344,6 +351,7 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     cdef int32_t h, hr, k, sl
     cdef int64_t packets, W, full, last, lat = 0
     cdef FluidSlot* x
+    cdef FluidSlotRest* y
     h = trace_path(s, s.flows[f].src, s.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
     hr = trace_path(s, s.flows[f].dst, s.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
     if h <= 0 or hr <= 0:
@@ -355,29 +363,30 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
         return
     fd.slot_of[f] = sl
     x = &fd.slots[sl]
-    x.flow = f
+    y = &fd.rest[sl]
+    y.flow = f
     x.n_fwd = h
     x.n_links = h + hr
     x.stamp = 0
     x.multi = 0
     x.own_stale = 1
     x.rate = 0
-    x.t_last = s.now
-    x.sent_at = NIL
+    y.t_last = s.now
+    y.sent_at = NIL
     W = _wire_bytes(s, s.flows[f].size, &packets)
     x.remaining = <double> W
     full = s.p.mtu + (W - s.flows[f].size) // packets
     x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
-    x.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
+    y.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
     # the last packet trails the full one before it through each later hop (store and forward)
     last = full if packets > 1 else W
     for k in range(h):
         lat += s.ports[fwd[k]].delay_ps + (tx_time(last, s.ports[fwd[k]].rate_bps) if k > 0 else 0)
-    x.lat_fwd = lat
+    y.lat_fwd = lat
     lat = 0
     for k in range(hr):
         lat += s.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), s.ports[rev[k]].rate_bps)
-    x.lat_ack = lat
+    y.lat_ack = lat
     for k in range(h):
         fd.links[sl * SLOT_LINKS + k] = fwd[k]
     for k in range(hr):
@@ -399,11 +408,12 @@ cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
         port = fd.links[sl * SLOT_LINKS + k]
         _link_remove(fd, port, sl * SLOT_LINKS + k)
         s.ports[port].tx_bytes += W if k < x.n_fwd else acks
-    ev_push(s, s.now + x.lat_fwd, EV_FLUID, f, FL_DELIVERED)
-    ev_push(s, s.now + x.lat_fwd + x.lat_ack, EV_FLUID, f, FL_ACKED)
+    cdef FluidSlotRest* y = &fd.rest[sl]
+    ev_push(s, s.now + y.lat_fwd, EV_FLUID, f, FL_DELIVERED)
+    ev_push(s, s.now + y.lat_fwd + y.lat_ack, EV_FLUID, f, FL_ACKED)
     fd.slot_of[f] = NIL
-    x.flow = NIL
-    x.next_free = fd.free_slot
+    y.flow = NIL
+    y.next_free = fd.free_slot
     fd.free_slot = sl
     _request_solve(s, fd)
 
@@ -425,7 +435,7 @@ cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
     cdef FluidSlot* x = &fd.slots[sl]
     cdef int32_t k
     cdef double c, capacity
-    x.own = x.cap if x.cap > 0 else INFINITY
+    x.own = fd.rest[sl].cap if fd.rest[sl].cap > 0 else INFINITY
     for k in range(x.n_links):
         if (x.multi >> k) & 1:
             continue
@@ -667,6 +677,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     cdef LinkSet* L
     cdef SolveLink* K
     cdef FluidSlot* x
+    cdef FluidSlotRest* y
     cdef double r, load0, data0
     fd.stamp += 1
     stamp = fd.stamp
@@ -723,21 +734,22 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     # new send-completion times where rates changed
     for i in range(nf):
         x = &fd.slots[fd.sf[i].slot]
+        y = &fd.rest[fd.sf[i].slot]
         r = fd.sf[i].new_rate
         x.new_rate = r
         if x.rate > 0 and r >= x.rate * (1 - REL_SAME) and r <= x.rate * (1 + REL_SAME):
             continue
         if x.rate > 0:
-            x.remaining -= x.rate * <double> (s.now - x.t_last) / (8 * PS_PER_BIT)
+            x.remaining -= x.rate * <double> (s.now - y.t_last) / (8 * PS_PER_BIT)
         if x.remaining < 0:
             x.remaining = 0
-        x.t_last = s.now
+        y.t_last = s.now
         x.rate = r
         if r > 0:
-            x.sent_at = s.now + <int64_t> ceil(x.remaining * 8 * PS_PER_BIT / r)
-            ev_push(s, x.sent_at, EV_FLUID, x.flow, FL_SENT)
+            y.sent_at = s.now + <int64_t> ceil(x.remaining * 8 * PS_PER_BIT / r)
+            ev_push(s, y.sent_at, EV_FLUID, y.flow, FL_SENT)
         else:
-            x.sent_at = NIL
+            y.sent_at = NIL
     return 0
 
 
@@ -756,7 +768,7 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
         n += 1
         f = ev.target
         if ev.kind == EV_FLUID and ev.arg == FL_SENT and (fd.slot_of[f] == NIL
-                                                          or fd.slots[fd.slot_of[f]].sent_at != ev.time):
+                                                          or fd.rest[fd.slot_of[f]].sent_at != ev.time):
             continue        # superseded by a rate change: a no-op, and it does not move the clock
                             # (after the last flow such events, up to the slowest rate's, would run
                             # it on with nothing happening, which the run loop takes for a stall)
