@@ -491,9 +491,18 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     cdef bint owns_in = 0
     cdef int32_t start[LADDER + 1]
     cdef int32_t at[LADDER]
-    cdef int32_t b, rung = 0, low = 0x7FF
+    cdef int32_t b, rung = 0, low = 0x7FF, nl = 0
+    cdef HeapItem* loose
     fd.heap.n = 0
     fd.owns.n = 0
+    if 2 * nk > fd.ladder.cap:                      # the rungs, then the links as they come
+        free(fd.ladder.a)
+        fd.ladder.cap = 4 * nk
+        fd.ladder.a = <HeapItem*> malloc(fd.ladder.cap * sizeof(HeapItem))
+        if fd.ladder.a == NULL:
+            fd.ladder.cap = 0
+            return -1
+    loose = &fd.ladder.a[nk]
     for j in range(nk):
         K = &fd.sk[j]
         K.load = K.load0
@@ -507,34 +516,23 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
         elif pass_ == 2 and K.meets and K.bound:
             K.rem = K.capacity * fd.share
         if K.load > 0:
-            low = min(low, _octave(K.rem / K.load))
+            loose[nl] = _item(K.rem / K.load, K.port, j)
+            low = min(low, _octave(loose[nl].key))
+            nl += 1
     # The links wait on a ladder of octaves (counting sort), a rung joining the heap when its
     # top reaches the rung's floor: a link all of whose flows froze by then would only come
     # out to be skipped (nothing revives it), so it stays out.  The order is the same.
     for b in range(LADDER + 1):
         start[b] = 0
-    for j in range(nk):
-        K = &fd.sk[j]
-        if K.load > 0:
-            start[min(_octave(K.rem / K.load) - low, LADDER - 1) + 1] += 1
+    for i in range(nl):
+        start[min(_octave(loose[i].key) - low, LADDER - 1) + 1] += 1
     for b in range(LADDER):
         start[b + 1] += start[b]
         at[b] = start[b]
-    fd.ladder.n = 0
-    if start[LADDER] > fd.ladder.cap:
-        free(fd.ladder.a)
-        fd.ladder.cap = 2 * start[LADDER]
-        fd.ladder.a = <HeapItem*> malloc(fd.ladder.cap * sizeof(HeapItem))
-        if fd.ladder.a == NULL:
-            fd.ladder.cap = 0
-            return -1
-    for j in range(nk):
-        K = &fd.sk[j]
-        if K.load > 0:
-            level = K.rem / K.load
-            b = min(_octave(level) - low, LADDER - 1)
-            fd.ladder.a[at[b]] = _item(level, K.port, j)
-            at[b] += 1
+    for i in range(nl):
+        b = min(_octave(loose[i].key) - low, LADDER - 1)
+        fd.ladder.a[at[b]] = loose[i]
+        at[b] += 1
     next_floor = 0
     for i in range(nf):
         fd.sf[i].frozen = 0
