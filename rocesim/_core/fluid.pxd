@@ -93,6 +93,7 @@ cdef struct Fluid:
     int32_t* fent
     int64_t cap_fent
     int32_t unfrozen       # during a fill: its flows not yet frozen
+    int32_t undecided      # during pass 1: the links where flows meet with data flows not yet frozen
     Heap heap              # during a fill: the links' levels
     Heap owns              # during a fill: the flows' own limits, once a link's level reaches them
     Heap ladder            # during a fill: the links' first levels by octave, before they join `heap`

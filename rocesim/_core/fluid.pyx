@@ -459,11 +459,17 @@ cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexc
     for i in range(F.e0, F.e1):
         e = fd.fent[i]
         K = &fd.sk[e >> 1]
-        c = 0.0 if data_only_meets and K.meets and e & 1 else _coef_of(F, e)
+        if data_only_meets and K.meets:
+            c = 0.0 if e & 1 else 1.0
+            K.load -= c
+            if K.load == 0 and c > 0:                # its last data flow (each counts 1)
+                fd.undecided -= 1
+        else:
+            c = _coef_of(F, e)
+            K.load -= c
         K.rem -= c * rate
         if K.rem < 0:
             K.rem = 0
-        K.load -= c
         K.unfrozen -= 1
 
 
@@ -495,6 +501,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     cdef HeapItem* loose
     fd.heap.n = 0
     fd.owns.n = 0
+    fd.undecided = 0
     if 2 * nk > fd.ladder.cap:                      # the rungs, then the links as they come
         free(fd.ladder.a)
         fd.ladder.cap = 4 * nk
@@ -513,6 +520,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             if K.meets:
                 K.rem = K.capacity * (1 + REL_TIE)
                 K.load = K.data0
+                fd.undecided += 1
         elif pass_ == 2 and K.meets and K.bound:
             K.rem = K.capacity * fd.share
         if K.load > 0:
@@ -544,6 +552,10 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     # their own limits enter a heap of their own only once a link's level reaches the least
     # of them, and only those of flows still unfrozen then (the others would do nothing).
     while fd.unfrozen > 0:                           # the links left then have no flow to freeze
+        if bound_meets > 0 and fd.undecided == 0:
+            # pass 1 has found every link where flows meet bound or not (the data flows of one
+            # it did not bind all froze elsewhere: it never will); pass 2 recomputes every rate
+            break
         while rung < LADDER and (fd.heap.n == 0 or fd.heap.a[0].key >= next_floor):
             for i in range(start[rung], start[rung + 1]):
                 K = &fd.sk[fd.ladder.a[i].loc]
