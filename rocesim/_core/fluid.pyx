@@ -37,8 +37,11 @@ it comes (its time no longer matches), as EV_TX is in the packet loop.
 Not modelled (the flow mode refuses the features that need them, rocesim.simulation):
 queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcpy, memset
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** p, size_t alignment, size_t size)
 from libc.math cimport ceil, INFINITY
 from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
@@ -48,10 +51,12 @@ from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
 from rocesim._core.loop cimport STOP_EMPTY, event_due
+from rocesim._core.active_set cimport rocesim_ctz64
 
 cdef enum:
+    LADDER = 48            # _fill: octaves of the links' first levels told apart (the last takes the rest)
     MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
-    SLOT_LINKS = 2 * MAX_HOPS
+    SLOT_LINKS = 2 * MAX_HOPS   # at most 64: FluidSlot.multi has a bit per link
 
 # what an EV_FLUID event (target: a flow, or 0 for a solve) means
 cdef enum:
@@ -82,7 +87,10 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     fd.startup = startup_ps
     fd.solve_at = NIL
     fd.free_slot = NIL
-    fd.ls = <LinkSet*> calloc(max(P, 1), sizeof(LinkSet))
+    if posix_memalign(<void**> &fd.ls, 64, max(P, 1) * sizeof(LinkSet)) != 0:   # a LinkSet per cache line half
+        fd.ls = NULL
+        return -1
+    memset(fd.ls, 0, max(P, 1) * sizeof(LinkSet))
     fd.queue = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.dirty = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.is_dirty = <uint8_t*> calloc(max(P, 1), sizeof(uint8_t))
@@ -110,70 +118,129 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.is_dirty)
     free(fd.slot_of)
     free(fd.slots)
+    free(fd.rest)
     free(fd.links)
     free(fd.pos)
-    free(fd.comp)
-    free(fd.heap)
+    free(fd.sk)
+    free(fd.sf)
+    free(fd.mem)
+    free(fd.fent)
+    free(fd.heap.a)
+    free(fd.owns.a)
+    free(fd.ladder.a)
     free(fd)
     s.fluid = NULL
 
 
-# --- a heap of (key, id) with the smallest key on top ---------------------------------
+# --- a 4-ary heap of (key, id) with the smallest on top ------------------------------
 
-cdef inline bint _before(double key, int32_t id, HeapItem* b) noexcept nogil:
-    """(key, id) comes before b: ties go by id, so that the order of equal keys, and so
-    which link freezes a flow, does not depend on what else the heap holds."""
-    return key < b.key or (key == b.key and id < b.id)
+cdef extern from *:
+    """
+    /* a comes before b (fluid.pxd HeapItem): key first, ties by id.  Keys are doubles >= 0
+       (never -0 or NaN), whose bits order as they do; with 128-bit integers this is one
+       comparison without branches (the heap's child choices are unpredictable). */
+    static inline int rocesim_heap_before(const void* a, const void* b) {
+    #if defined(__SIZEOF_INT128__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        unsigned __int128 x, y;
+        __builtin_memcpy(&x, a, 16);
+        __builtin_memcpy(&y, b, 16);
+        return x < y;
+    #else
+        double ka = *(const double*) ((const char*) a + 8), kb = *(const double*) ((const char*) b + 8);
+        unsigned int ta = *(const unsigned int*) ((const char*) a + 4), tb = *(const unsigned int*) ((const char*) b + 4);
+        return ka < kb || (ka == kb && ta < tb);
+    #endif
+    }
+    """
+    bint _heap_before "rocesim_heap_before"(const void* a, const void* b) noexcept nogil
 
 
-cdef int _heap_push(Fluid* fd, double key, int32_t id) noexcept nogil:
+cdef inline HeapItem _item(double key, int32_t id, int32_t loc) noexcept nogil:
+    """Ties go by id, so that the order of equal keys, and so which link freezes a flow,
+    does not depend on what else the heap holds."""
+    cdef HeapItem it
+    it.key = key
+    it.tie = (<uint32_t> id) ^ 0x80000000u
+    it.loc = <uint32_t> loc
+    return it
+
+
+cdef inline int32_t _id(HeapItem* it) noexcept nogil:
+    return <int32_t> (it.tie ^ 0x80000000u)
+
+
+cdef inline int32_t _octave(double key) noexcept nogil:
+    """The exponent bits of a key (>= 0): keys of a higher octave are larger."""
+    cdef uint64_t bits
+    memcpy(&bits, &key, 8)
+    return <int32_t> (bits >> 52)
+
+
+cdef inline double _octave_floor(int32_t octave) noexcept nogil:
+    """The least key of that octave (infinity past the last)."""
+    cdef uint64_t bits = (<uint64_t> min(octave, 0x7FF)) << 52
+    cdef double key
+    memcpy(&key, &bits, 8)
+    return key
+
+
+cdef int _heap_push(Heap* h, double key, int32_t id, int32_t loc) noexcept nogil:
     cdef int64_t i, up
     cdef HeapItem* a
-    if room_for_one(<void**> &fd.heap, fd.n_heap, &fd.cap_heap, sizeof(HeapItem), 64) < 0:
+    cdef HeapItem it = _item(key, id, loc)
+    if room_for_one(<void**> &h.a, h.n, &h.cap, sizeof(HeapItem), 64) < 0:
         return -1
-    a = fd.heap
-    i = fd.n_heap
-    fd.n_heap += 1
+    a = h.a
+    i = h.n
+    h.n += 1
     while i > 0:
-        up = (i - 1) >> 1
-        if not _before(key, id, &a[up]):
+        up = (i - 1) >> 2
+        if not _heap_before(&it, &a[up]):
             break
         a[i] = a[up]
         i = up
-    a[i].key = key
-    a[i].id = id
+    a[i] = it
     return 0
 
 
-cdef HeapItem _heap_pop(Fluid* fd) noexcept nogil:
-    """The top item out.  The hole left at the top goes down to a leaf along the smaller
-    children (one comparison per level), and the last item climbs back from there: it
-    belongs near the bottom, so this takes about half the comparisons of sifting it down
-    from the top (Floyd's bottom-up heap)."""
-    cdef HeapItem* a = fd.heap
-    cdef HeapItem top = a[0], last
-    cdef int64_t i = 0, c, up, n
-    fd.n_heap -= 1
-    n = fd.n_heap
-    if n == 0:
-        return top
-    last = a[n]
+cdef HeapItem _heap_pop(Heap* h) noexcept nogil:
+    """The top item out."""
+    cdef HeapItem top = h.a[0]
+    h.n -= 1
+    if h.n > 0:
+        _heap_sift(h, h.a[h.n])
+    return top
+
+
+cdef void _heap_sift(Heap* h, HeapItem last) noexcept nogil:
+    """`last` in the place of the top item.  The hole left at the top goes down to a leaf
+    along the least children, and `last` climbs back from there: it belongs near the
+    bottom, so this takes fewer comparisons than sifting it down from the top (Floyd's
+    bottom-up heap)."""
+    cdef HeapItem* a = h.a
+    cdef int64_t i = 0, c, up, n = h.n
+    cdef int64_t c1, c2
     while True:
-        c = 2 * i + 1
-        if c >= n:
+        c = 4 * i + 1
+        if c + 3 < n:                                # the least of four children, without branches
+            c1 = c + _heap_before(&a[c + 1], &a[c])
+            c2 = c + 2 + _heap_before(&a[c + 3], &a[c + 2])
+            c = c2 if _heap_before(&a[c2], &a[c1]) else c1
+        elif c >= n:
             break
-        if c + 1 < n and _before(a[c + 1].key, a[c + 1].id, &a[c]):
-            c += 1
+        else:
+            for c2 in range(c + 1, n):
+                if _heap_before(&a[c2], &a[c]):
+                    c = c2
         a[i] = a[c]
         i = c
     while i > 0:
-        up = (i - 1) >> 1
-        if not _before(last.key, last.id, &a[up]):
+        up = (i - 1) >> 2
+        if not _heap_before(&last, &a[up]):
             break
         a[i] = a[up]
         i = up
     a[i] = last
-    return top
 
 
 # --- flows on links ------------------------------------------------------------------
@@ -196,14 +263,20 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     cdef void* p
     if fd.free_slot != NIL:
         sl = fd.free_slot
-        fd.free_slot = fd.slots[sl].next_free
+        fd.free_slot = fd.rest[sl].next_free
         return sl
     if fd.n_slots == fd.cap_slots:
         cap = max(64, 2 * fd.cap_slots)
-        p = realloc(fd.slots, cap * sizeof(FluidSlot))
+        if posix_memalign(&p, 64, cap * sizeof(FluidSlot)) != 0:
+            return NIL
+        if fd.slots != NULL:
+            memcpy(p, fd.slots, fd.n_slots * sizeof(FluidSlot))
+        free(fd.slots)
+        fd.slots = <FluidSlot*> p
+        p = realloc(fd.rest, cap * sizeof(FluidSlotRest))
         if p == NULL:
             return NIL
-        fd.slots = <FluidSlot*> p
+        fd.rest = <FluidSlotRest*> p
         p = realloc(fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
         if p == NULL:
             return NIL
@@ -218,13 +291,28 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     return sl
 
 
+cdef inline void _set_multi(Fluid* fd, int32_t entry, bint on) noexcept nogil:
+    """The entry's link now carries other entries too (`on`), or its flow alone: the flow's
+    own limit is to recompute (_own)."""
+    cdef FluidSlot* x = &fd.slots[entry // SLOT_LINKS]
+    cdef uint64_t bit = (<uint64_t> 1) << (entry % SLOT_LINKS)
+    x.multi = (x.multi | bit) if on else (x.multi & ~bit)
+    x.own_stale = 1
+
+
 cdef int _link_add(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     cdef LinkSet* L = &fd.ls[port]
-    if room_for_one(<void**> &L.ent, L.n, &L.cap, sizeof(int32_t), 4) < 0:
+    cdef int64_t cap = L.cap
+    if room_for_one(<void**> &L.ent, L.n, &cap, sizeof(int32_t), 4) < 0:
         return -1
+    L.cap = <int32_t> cap                    # at most the slots' entries: an int32_t
     fd.pos[entry] = L.n
     L.ent[L.n] = entry
     L.n += 1
+    if L.n == 2:
+        _set_multi(fd, L.ent[0], 1)
+    if L.n >= 2:
+        _set_multi(fd, entry, 1)
     _mark(fd, port)
     return 0
 
@@ -235,6 +323,8 @@ cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
     L.ent[i] = moved
     fd.pos[moved] = i
     L.n -= 1
+    if L.n == 1:
+        _set_multi(fd, L.ent[0], 0)
     _mark(fd, port)
 
 
@@ -261,6 +351,7 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     cdef int32_t h, hr, k, sl
     cdef int64_t packets, W, full, last, lat = 0
     cdef FluidSlot* x
+    cdef FluidSlotRest* y
     h = trace_path(s, s.flows[f].src, s.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
     hr = trace_path(s, s.flows[f].dst, s.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
     if h <= 0 or hr <= 0:
@@ -272,27 +363,30 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
         return
     fd.slot_of[f] = sl
     x = &fd.slots[sl]
-    x.flow = f
+    y = &fd.rest[sl]
+    y.flow = f
     x.n_fwd = h
     x.n_links = h + hr
     x.stamp = 0
+    x.multi = 0
+    x.own_stale = 1
     x.rate = 0
-    x.t_last = s.now
-    x.sent_at = NIL
+    y.t_last = s.now
+    y.sent_at = NIL
     W = _wire_bytes(s, s.flows[f].size, &packets)
     x.remaining = <double> W
     full = s.p.mtu + (W - s.flows[f].size) // packets
     x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
-    x.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
+    y.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
     # the last packet trails the full one before it through each later hop (store and forward)
     last = full if packets > 1 else W
     for k in range(h):
         lat += s.ports[fwd[k]].delay_ps + (tx_time(last, s.ports[fwd[k]].rate_bps) if k > 0 else 0)
-    x.lat_fwd = lat
+    y.lat_fwd = lat
     lat = 0
     for k in range(hr):
         lat += s.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), s.ports[rev[k]].rate_bps)
-    x.lat_ack = lat
+    y.lat_ack = lat
     for k in range(h):
         fd.links[sl * SLOT_LINKS + k] = fwd[k]
     for k in range(hr):
@@ -314,11 +408,12 @@ cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
         port = fd.links[sl * SLOT_LINKS + k]
         _link_remove(fd, port, sl * SLOT_LINKS + k)
         s.ports[port].tx_bytes += W if k < x.n_fwd else acks
-    ev_push(s, s.now + x.lat_fwd, EV_FLUID, f, FL_DELIVERED)
-    ev_push(s, s.now + x.lat_fwd + x.lat_ack, EV_FLUID, f, FL_ACKED)
+    cdef FluidSlotRest* y = &fd.rest[sl]
+    ev_push(s, s.now + y.lat_fwd, EV_FLUID, f, FL_DELIVERED)
+    ev_push(s, s.now + y.lat_fwd + y.lat_ack, EV_FLUID, f, FL_ACKED)
     fd.slot_of[f] = NIL
-    x.flow = NIL
-    x.next_free = fd.free_slot
+    y.flow = NIL
+    y.next_free = fd.free_slot
     fd.free_slot = sl
     _request_solve(s, fd)
 
@@ -329,30 +424,57 @@ cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
     return 1.0 if k < x.n_fwd else x.ack_coef
 
 
-cdef int _freeze(Fluid* fd, int32_t sl, double rate, bint data_only_meets) noexcept nogil:
-    """Flow slot `sl` keeps `rate`; its links lose its load (their keys grow: _fill).  With
-    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
+cdef inline double _coef_of(SolveFlow* F, int32_t tagged) noexcept nogil:
+    """The load per unit of rate of an entry tagged `... << 1 | is_ack` (Fluid.mem, fent)."""
+    return F.ack_coef if tagged & 1 else 1.0
+
+
+cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
+    """Slot sl's own limit: its rate limit, and each link that carries it alone (it limits
+    this flow only, at a level no freeze changes: one heap item per flow, not per link)."""
     cdef FluidSlot* x = &fd.slots[sl]
-    cdef int32_t k, port
-    cdef double c
-    cdef LinkSet* L
-    x.frozen = 1
-    x.new_rate = rate
-    fd.unfrozen -= 1
+    cdef int32_t k
+    cdef double c, capacity
+    x.own = fd.rest[sl].cap if fd.rest[sl].cap > 0 else INFINITY
     for k in range(x.n_links):
-        port = fd.links[sl * SLOT_LINKS + k]
-        L = &fd.ls[port]
-        c = 0.0 if data_only_meets and L.meets and k >= x.n_fwd else _coef(x, k)
-        L.rem -= c * rate
-        if L.rem < 0:
-            L.rem = 0
-        L.load -= c
-        L.unfrozen -= 1
-    return 0
+        if (x.multi >> k) & 1:
+            continue
+        c = _coef(x, k)
+        capacity = fd.ls[fd.links[sl * SLOT_LINKS + k]].capacity
+        if c > 0 and capacity / c < x.own:
+            x.own = capacity / c
+    x.own_stale = 0
 
 
-cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
-    """Progressive filling of the part a solve collected (fd.queue[:nq], fd.comp[:ncomp]).
+cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexcept nogil:
+    """Solve flow `f` keeps `rate`; its links lose its load (their keys grow: _fill).  With
+    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
+    cdef SolveFlow* F = &fd.sf[f]
+    cdef SolveLink* K
+    cdef int32_t i, e
+    cdef double c
+    F.frozen = 1
+    F.new_rate = rate
+    fd.unfrozen -= 1
+    for i in range(F.e0, F.e1):
+        e = fd.fent[i]
+        K = &fd.sk[e >> 1]
+        if data_only_meets and K.meets:
+            c = 0.0 if e & 1 else 1.0
+            K.load -= c
+            if K.load == 0 and c > 0:                # its last data flow (each counts 1)
+                fd.undecided -= 1
+        else:
+            c = _coef_of(F, e)
+            K.load -= c
+        K.rem -= c * rate
+        if K.rem < 0:
+            K.rem = 0
+        K.unfrozen -= 1
+
+
+cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
+    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
 
     Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
     where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
@@ -366,175 +488,278 @@ cdef int _fill(Fluid* fd, int32_t nq, int32_t ncomp, int pass_) noexcept nogil:
     where flows meet that pass 1 found bound: where the demand exceeds the link, as where
     a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
     many links where flows meet pass 1 found bound, or -1 when out of memory."""
-    cdef int32_t i, k, sl, froze, bound_meets = 0
-    cdef LinkSet* L
-    cdef FluidSlot* x
-    cdef HeapItem top
-    cdef double level, c
-    fd.n_heap = 0
-    for i in range(ncomp):
-        x = &fd.slots[fd.comp[i]]
-        x.frozen = 0
-        x.own = x.cap if x.cap > 0 else INFINITY
-    # A link that carries one flow only limits that flow, at a level no other freeze
-    # changes: it joins the flow's own limit, one heap item per flow instead of one per link.
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        L.load = L.load0
-        L.unfrozen = L.n
-        L.rem = L.capacity
+    cdef int32_t i, j, m, froze, bound_meets = 0
+    cdef SolveLink* K
+    cdef SolveFlow* F
+    cdef HeapItem* top
+    cdef HeapItem item
+    cdef double level, next_floor, own_min = INFINITY
+    cdef bint owns_in = 0
+    cdef int32_t start[LADDER + 1]
+    cdef int32_t at[LADDER]
+    cdef int32_t b, rung = 0, low = 0x7FF, nl = 0
+    cdef HeapItem* loose
+    fd.heap.n = 0
+    fd.owns.n = 0
+    fd.undecided = 0
+    if 2 * nk > fd.ladder.cap:                      # the rungs, then the links as they come
+        free(fd.ladder.a)
+        fd.ladder.cap = 4 * nk
+        fd.ladder.a = <HeapItem*> malloc(fd.ladder.cap * sizeof(HeapItem))
+        if fd.ladder.a == NULL:
+            fd.ladder.cap = 0
+            return -1
+    loose = &fd.ladder.a[nk]
+    for j in range(nk):
+        K = &fd.sk[j]
+        K.load = K.load0
+        K.unfrozen = K.m1 - K.m0
+        K.rem = K.capacity
         if pass_ == 1:
-            L.bound = 0
-            if L.meets:
-                L.rem = L.capacity * (1 + REL_TIE)
-                L.load = L.data0
-        elif pass_ == 2 and L.meets and L.bound:
-            L.rem = L.capacity * fd.share
-        if L.n == 1:
-            sl = L.ent[0] // SLOT_LINKS
-            x = &fd.slots[sl]
-            c = _coef(x, L.ent[0] - sl * SLOT_LINKS)
-            if c > 0 and L.rem / c < x.own:
-                x.own = L.rem / c
-        elif L.load > 0 and _heap_push(fd, L.rem / L.load, fd.queue[i]) < 0:
-            return -1
-    for i in range(ncomp):
-        sl = fd.comp[i]
-        if fd.slots[sl].own < INFINITY and _heap_push(fd, fd.slots[sl].own, -1 - sl) < 0:
-            return -1
-    fd.unfrozen = ncomp
-    while fd.n_heap > 0 and fd.unfrozen > 0:        # the links left then have no flow to freeze
-        top = _heap_pop(fd)
-        if top.id < 0:                               # a flow's own limit
-            sl = -1 - top.id
-            if not fd.slots[sl].frozen and _freeze(fd, sl, top.key, pass_ == 1) < 0:
-                return -1
-            continue
-        L = &fd.ls[top.id]
-        if L.unfrozen == 0 or L.load <= 0:
-            continue
-        level = L.rem / L.load
-        if level > top.key:                          # stale: its key grew as flows froze (lazily
-            if _heap_push(fd, level, top.id) < 0:    # updated: a link's key only grows, so the top
-                return -1                            # is the true smallest once it is current)
-            continue
-        i = 0
-        froze = 0
-        while i < L.n:
-            sl = L.ent[i] // SLOT_LINKS
-            if not fd.slots[sl].frozen and not (pass_ == 1 and L.meets
-                                                and L.ent[i] - sl * SLOT_LINKS >= fd.slots[sl].n_fwd):
-                froze = 1
-                if _freeze(fd, sl, level, pass_ == 1) < 0:
+            K.bound = 0
+            if K.meets:
+                K.rem = K.capacity * (1 + REL_TIE)
+                K.load = K.data0
+                fd.undecided += 1
+        elif pass_ == 2 and K.meets and K.bound:
+            K.rem = K.capacity * fd.share
+        if K.load > 0:
+            loose[nl] = _item(K.rem / K.load, K.port, j)
+            low = min(low, _octave(loose[nl].key))
+            nl += 1
+    # The links wait on a ladder of octaves (counting sort), a rung joining the heap when its
+    # top reaches the rung's floor: a link all of whose flows froze by then would only come
+    # out to be skipped (nothing revives it), so it stays out.  The order is the same.
+    for b in range(LADDER + 1):
+        start[b] = 0
+    for i in range(nl):
+        start[min(_octave(loose[i].key) - low, LADDER - 1) + 1] += 1
+    for b in range(LADDER):
+        start[b + 1] += start[b]
+        at[b] = start[b]
+    for i in range(nl):
+        b = min(_octave(loose[i].key) - low, LADDER - 1)
+        fd.ladder.a[at[b]] = loose[i]
+        at[b] += 1
+    next_floor = 0
+    for i in range(nf):
+        fd.sf[i].frozen = 0
+        if fd.sf[i].own < own_min:
+            own_min = fd.sf[i].own
+    fd.unfrozen = nf
+    # Items come out in (key, id) order: the links' levels, and each flow's own limit (id
+    # -1 - slot), which freezes it if nothing did before.  Most flows freeze at a link first:
+    # their own limits enter a heap of their own only once a link's level reaches the least
+    # of them, and only those of flows still unfrozen then (the others would do nothing).
+    while fd.unfrozen > 0:                           # the links left then have no flow to freeze
+        if bound_meets > 0 and fd.undecided == 0:
+            # pass 1 has found every link where flows meet bound or not (the data flows of one
+            # it did not bind all froze elsewhere: it never will); pass 2 recomputes every rate
+            break
+        while rung < LADDER and (fd.heap.n == 0 or fd.heap.a[0].key >= next_floor):
+            for i in range(start[rung], start[rung + 1]):
+                K = &fd.sk[fd.ladder.a[i].loc]
+                if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
+                                                                 K.port, fd.ladder.a[i].loc) < 0:
                     return -1
-            i += 1
+            rung += 1
+            next_floor = _octave_floor(low + rung)
+        top = &fd.heap.a[0] if fd.heap.n > 0 else NULL
+        if not owns_in and (top == NULL or top.key >= own_min):
+            owns_in = 1
+            for i in range(nf):
+                if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
+                    if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
+                        return -1
+        if fd.owns.n > 0 and (top == NULL or _heap_before(&fd.owns.a[0], top)):
+            item = _heap_pop(&fd.owns)
+            if not fd.sf[item.loc].frozen:
+                _freeze(fd, item.loc, item.key, pass_ == 1)
+            continue
+        if top == NULL:
+            break
+        K = &fd.sk[top.loc]
+        if K.unfrozen == 0 or K.load <= 0:
+            _heap_pop(&fd.heap)
+            continue
+        level = K.rem / K.load
+        if level > top.key:                          # stale: its key grew as flows froze (lazily
+            _heap_sift(&fd.heap, _item(level, _id(top), top.loc))   # updated: a link's key only grows,
+            continue                                 # so the top is the true smallest once current)
+        item = _heap_pop(&fd.heap)
+        froze = 0
+        for i in range(K.m0, K.m1):
+            m = fd.mem[i]
+            F = &fd.sf[m >> 1]
+            if not F.frozen and not (pass_ == 1 and K.meets and m & 1):
+                froze = 1
+                _freeze(fd, m >> 1, level, pass_ == 1)
         if pass_ == 1 and froze:
-            L.bound = 1
-            bound_meets += L.meets
+            K.bound = 1
+            bound_meets += K.meets
     return bound_meets
 
 
-cdef bint _overfull(Fluid* fd, int32_t nq) noexcept nogil:
+cdef bint _overfull(Fluid* fd, int32_t nk) noexcept nogil:
     """Pass 1 left out the ACKs where flows meet: do its rates, ACKs counted, exceed such a
     link?  If not, they are pass 0's rates (max-min fair under looser constraints, and
     feasible under the true ones, up to the REL_TIE a link where flows meet offers in pass
     1); if so, pass 0 must run."""
-    cdef int32_t i, j, e, sl
-    cdef LinkSet* L
-    cdef FluidSlot* x
+    cdef int32_t i, j, m
+    cdef SolveLink* K
+    cdef SolveFlow* F
     cdef double used
-    for i in range(nq):
-        L = &fd.ls[fd.queue[i]]
-        if not L.meets or L.load0 <= L.data0:
+    for j in range(nk):
+        K = &fd.sk[j]
+        if not K.meets or K.load0 <= K.data0:
             continue
         used = 0
-        for j in range(L.n):
-            e = L.ent[j]
-            sl = e // SLOT_LINKS
-            x = &fd.slots[sl]
-            used += _coef(x, e - sl * SLOT_LINKS) * x.new_rate
-        if used > L.capacity:
+        for i in range(K.m0, K.m1):
+            m = fd.mem[i]
+            F = &fd.sf[m >> 1]
+            used += _coef_of(F, m) * F.new_rate
+        if used > K.capacity:
             return 1
+    return 0
+
+
+cdef inline int _visit(Fluid* fd, int32_t port, int32_t stamp, int32_t* nq, int32_t* nk) noexcept nogil:
+    """Queue `port` in the solve under way, once; a SolveLink when it has two entries or
+    more.  -1 when out of memory."""
+    cdef LinkSet* L = &fd.ls[port]
+    cdef SolveLink* K
+    if L.stamp == stamp:
+        return 0
+    L.stamp = stamp
+    fd.queue[nq[0]] = port
+    nq[0] += 1
+    if L.n >= 2:
+        if room_for_one(<void**> &fd.sk, nk[0], &fd.cap_sk, sizeof(SolveLink), 64) < 0:
+            return -1
+        L.loc = nk[0]
+        K = &fd.sk[nk[0]]
+        K.port = port
+        K.capacity = L.capacity
+        nk[0] += 1
+    return 0
+
+
+cdef int _meet(Fluid* fd, int32_t sl, int32_t stamp, int32_t* nq, int32_t* nk, int32_t* nf,
+               int32_t* ne) noexcept nogil:
+    """Slot sl, met for the first time in the solve under way: a SolveFlow, and its links
+    that carry others queued (those that carry it alone lead to no other flow: the order
+    flows are met in is the same as when the queue took every link).  -1 when out of memory."""
+    cdef FluidSlot* x = &fd.slots[sl]
+    cdef SolveFlow* F
+    cdef uint64_t m = x.multi
+    cdef int32_t k, q
+    if room_for_one(<void**> &fd.sf, nf[0], &fd.cap_sf, sizeof(SolveFlow), 64) < 0:
+        return -1
+    x.stamp = stamp
+    x.loc = nf[0]
+    F = &fd.sf[nf[0]]
+    nf[0] += 1
+    F.slot = sl
+    F.ack_coef = x.ack_coef
+    F.new_rate = x.new_rate
+    if x.own_stale:
+        _own(fd, sl)
+    F.own = x.own
+    F.e0 = ne[0]
+    while m:
+        k = rocesim_ctz64(m)
+        m &= m - 1
+        q = fd.links[sl * SLOT_LINKS + k]
+        if _visit(fd, q, stamp, nq, nk) < 0 or room_for_one(
+                <void**> &fd.fent, ne[0], &fd.cap_fent, sizeof(int32_t), 256) < 0:
+            return -1
+        fd.fent[ne[0]] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
+        ne[0] += 1
+    F.e1 = ne[0]
     return 0
 
 
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, ncomp = 0, port, q, sl, k, i, e, came, bound_meets
+    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, sl, k, i, e, came, bound_meets
+    cdef int32_t nm = 0, ne = 0, m0
     cdef bint acks_meet = 0
     cdef LinkSet* L
+    cdef SolveLink* K
     cdef FluidSlot* x
-    cdef double r
+    cdef FluidSlotRest* y
+    cdef double r, load0, data0
     fd.stamp += 1
     stamp = fd.stamp
     s.st.fluid_solves += 1
     for i in range(fd.n_dirty):
         port = fd.dirty[i]
         fd.is_dirty[port] = 0
-        if fd.ls[port].stamp != stamp:
-            fd.ls[port].stamp = stamp
-            fd.queue[nq] = port
-            nq += 1
+        if _visit(fd, port, stamp, &nq, &nk) < 0:
+            return -1
     fd.n_dirty = 0
     # the connected part: links -> their flows -> those flows' links
     while qi < nq:
         L = &fd.ls[fd.queue[qi]]
         qi += 1
-        L.load0 = 0
-        L.data0 = 0
+        load0 = 0
+        data0 = 0
+        m0 = nm
         came = NIL                                   # the link its data flows came over; -2: several
         for i in range(L.n):
             e = L.ent[i]
             sl = e // SLOT_LINKS
             x = &fd.slots[sl]
-            k = e - sl * SLOT_LINKS
-            L.load0 += _coef(x, k)
-            if k < x.n_fwd:
-                L.data0 += 1.0
-            if 0 < k < x.n_fwd and came != -2:
-                came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
-            if x.stamp == stamp:
-                continue
-            x.stamp = stamp
-            if room_for_one(<void**> &fd.comp, ncomp, &fd.cap_comp, sizeof(int32_t), 64) < 0:
-                return -1
-            fd.comp[ncomp] = sl
-            ncomp += 1
-            for k in range(x.n_links):
-                q = fd.links[sl * SLOT_LINKS + k]
-                if fd.ls[q].stamp != stamp:
-                    fd.ls[q].stamp = stamp
-                    fd.queue[nq] = q
-                    nq += 1
-        L.meets = came == -2
-        if L.meets and L.load0 > L.data0:
-            acks_meet = 1
-    bound_meets = _fill(fd, nq, ncomp, 1 if fd.share < 1 else 0)
+            if x.stamp != stamp:
+                if _meet(fd, sl, stamp, &nq, &nk, &nf, &ne) < 0:
+                    return -1
+            if L.n >= 2:                             # its entries, in order
+                k = e - sl * SLOT_LINKS
+                load0 += _coef(x, k)
+                if k < x.n_fwd:
+                    data0 += 1.0
+                if 0 < k < x.n_fwd and came != -2:
+                    came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
+                if room_for_one(<void**> &fd.mem, nm, &fd.cap_mem, sizeof(int32_t), 256) < 0:
+                    return -1
+                fd.mem[nm] = x.loc << 1 | (k >= x.n_fwd)
+                nm += 1
+        if L.n >= 2:
+            K = &fd.sk[L.loc]                        # (only now: _meet may have moved fd.sk)
+            K.load0 = load0
+            K.data0 = data0
+            K.m0 = m0
+            K.m1 = nm
+            K.meets = came == -2
+            if K.meets and K.load0 > K.data0:
+                acks_meet = 1
+    bound_meets = _fill(fd, nk, nf, 1 if fd.share < 1 else 0)
     if bound_meets < 0:
         return -1
     if bound_meets > 0:
-        if _fill(fd, nq, ncomp, 2) < 0:
+        if _fill(fd, nk, nf, 2) < 0:
             return -1
-    elif fd.share < 1 and acks_meet and _overfull(fd, nq) and _fill(fd, nq, ncomp, 0) < 0:
+    elif fd.share < 1 and acks_meet and _overfull(fd, nk) and _fill(fd, nk, nf, 0) < 0:
         return -1
     # new send-completion times where rates changed
-    for i in range(ncomp):
-        sl = fd.comp[i]
-        x = &fd.slots[sl]
-        r = x.new_rate
+    for i in range(nf):
+        x = &fd.slots[fd.sf[i].slot]
+        y = &fd.rest[fd.sf[i].slot]
+        r = fd.sf[i].new_rate
+        x.new_rate = r
         if x.rate > 0 and r >= x.rate * (1 - REL_SAME) and r <= x.rate * (1 + REL_SAME):
             continue
         if x.rate > 0:
-            x.remaining -= x.rate * <double> (s.now - x.t_last) / (8 * PS_PER_BIT)
+            x.remaining -= x.rate * <double> (s.now - y.t_last) / (8 * PS_PER_BIT)
         if x.remaining < 0:
             x.remaining = 0
-        x.t_last = s.now
+        y.t_last = s.now
         x.rate = r
         if r > 0:
-            x.sent_at = s.now + <int64_t> ceil(x.remaining * 8 * PS_PER_BIT / r)
-            ev_push(s, x.sent_at, EV_FLUID, x.flow, FL_SENT)
+            y.sent_at = s.now + <int64_t> ceil(x.remaining * 8 * PS_PER_BIT / r)
+            ev_push(s, y.sent_at, EV_FLUID, y.flow, FL_SENT)
         else:
-            x.sent_at = NIL
+            y.sent_at = NIL
     return 0
 
 
@@ -553,7 +778,7 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
         n += 1
         f = ev.target
         if ev.kind == EV_FLUID and ev.arg == FL_SENT and (fd.slot_of[f] == NIL
-                                                          or fd.slots[fd.slot_of[f]].sent_at != ev.time):
+                                                          or fd.rest[fd.slot_of[f]].sent_at != ev.time):
             continue        # superseded by a rate change: a no-op, and it does not move the clock
                             # (after the last flow such events, up to the slowest rate's, would run
                             # it on with nothing happening, which the run loop takes for a stall)
