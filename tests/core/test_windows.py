@@ -71,6 +71,18 @@ def cut_ports(core):
     return np.flatnonzero(core._cut_ports())
 
 
+def run_to_the_end_alike(cores, until):
+    """Run every core to its end (by `until`, ps): the same readbacks and window counts in
+    each; returns the first's readbacks."""
+    for c in cores:
+        assert c.run(until) == engine.STOP_EMPTY
+    end = readbacks(cores[0])
+    for c in cores[1:]:
+        assert_same(end, readbacks(c))
+        assert c.window_stats() == cores[0].window_stats()
+    return end
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_the_order_parts_run_in_changes_nothing(case):
     """Forward, reverse and shuffled visits of the parts: every readback equal mid-run
@@ -83,12 +95,7 @@ def test_the_order_parts_run_in_changes_nothing(case):
     for c in cores[1:]:
         assert_same(first, readbacks(c))
     assert first["in_use"] > 0
-    for c in cores:
-        assert c.run(10**12) == engine.STOP_EMPTY
-    end = readbacks(cores[0])
-    for c in cores[1:]:
-        assert_same(end, readbacks(c))
-        assert c.window_stats() == cores[0].window_stats()
+    end = run_to_the_end_alike(cores, 10**12)
     # what the case is for happened, and across the cut links
     st, ports, cut = end["stats"], end["ports"], cut_ports(cores[0])
     assert ports["ecn_marks"].sum() > 0 and st["cnps"] > 0
@@ -250,12 +257,7 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     assert mid["in_use"] > 0 and 0 < (mid["flows"]["state"] == FS_DONE).sum() < sim.n_flows
     for c in cores[1:]:
         assert_same(mid, readbacks(c))
-    for c in cores:
-        assert c.run(10**13) == engine.STOP_EMPTY
-    end = readbacks(cores[0])
-    for c in cores[1:]:
-        assert_same(end, readbacks(c))
-        assert c.window_stats() == cores[0].window_stats()
+    end = run_to_the_end_alike(cores, 10**13)
     st, fl = end["stats"], end["flows"]
     sizes = sim._flows.column("size", np.int64)
     data = sim._flows.column("compute", np.int32) == 0
