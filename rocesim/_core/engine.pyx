@@ -376,8 +376,12 @@ cdef class Core:
             s.ports[q].cut = 1
             s.ports[q].handoff = m
         receiver = pon[port_node[port_peer[cut_ids]]]
-        roots = np.array([s.start_order[m] for m in range(s.n_roots)], np.int32)
-        root_part = pon[np.array([s.flows[f].src for f in roots], np.int32)] if roots.shape[0] else roots
+        cdef int32_t[::1] part_of = pon
+        cdef cnp.ndarray[int32_t] roots = np.empty(s.n_roots, np.int32)
+        cdef cnp.ndarray[int32_t] root_part = np.empty(s.n_roots, np.int32)
+        for m in range(s.n_roots):                  # each root's source host's part
+            roots[m] = s.start_order[m]
+            root_part[m] = part_of[s.flows[roots[m]].src]
         for k in range(n):
             own = cut_ids[receiver == k]
             self.parts[k].in_cut = _copy_i32(own)
@@ -1065,8 +1069,8 @@ cdef class Core:
 
 
 cdef int64_t _delivered(Sim* rx_part, int32_t f) noexcept:
-    """Bytes of data flow f in order at its receiver, whose part is `rx_part`: all once its last byte is in, else what its
-    receive state holds (none before its first data)."""
+    """Bytes of data flow f in order at its receiver, whose part is `rx_part`: all once its
+    last byte is in, else what its receive state holds (none before its first data)."""
     cdef Flow* fl = &rx_part.flows[f]
     cdef Qp* rx
     if fl.is_compute:
