@@ -108,7 +108,7 @@ cdef inline int _grow_bits(Host* h, int32_t cap) noexcept nogil:
 
 # --- the paced heaps ---------------------------------------------------------------------
 
-cdef inline void paced_push(Sim* s, Host* h, int32_t prio, int64_t time, int32_t f) noexcept:
+cdef inline void paced_push(Sim* s, Host* h, int32_t prio, int64_t time, int32_t f) noexcept nogil:
     cdef PacedEntry* a
     cdef PacedEntry e
     cdef int32_t i, parent, cap
@@ -166,7 +166,7 @@ cdef inline bint paced_valid(Sim* s, PacedEntry* e) noexcept nogil:
     return s.flows[e.flow].slot.act_pos != NIL and qp.sched == SCHED_PACED and qp.paced_at == e.time
 
 
-cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept:
+cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept nogil:
     """The earliest valid pacing time of this priority (stale entries dropped), or -1."""
     while h.n_paced[prio] > 0:
         if paced_valid(s, &h.paced[prio][0]):
@@ -177,7 +177,7 @@ cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept:
 
 # --- membership ----------------------------------------------------------------------------
 
-cdef inline void active_add(Sim* s, int32_t f) noexcept:
+cdef inline void active_add(Sim* s, int32_t f) noexcept nogil:
     """List active flow f in its host's active set (blocked until sched_update decides; a
     flow without a queue pair is ready: the caller sets its bit)."""
     cdef Flow* fl = &s.flows[f]
@@ -204,7 +204,7 @@ cdef inline void active_add(Sim* s, int32_t f) noexcept:
     h.prio_active[fl.prio] += 1
 
 
-cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
+cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept nogil:
     """Unlist the flow at position idx; the last flow moves into idx (bits and all)."""
     cdef Flow* fl = &s.flows[h.active[idx]]
     cdef int32_t last, g
@@ -224,7 +224,7 @@ cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept:
             ready_clear(h, last)
 
 
-cdef inline void active_remove(Sim* s, int32_t f) noexcept:
+cdef inline void active_remove(Sim* s, int32_t f) noexcept nogil:
     cdef Host* h = &s.hosts[s.flows[f].src]
     if s.flows[f].slot.act_pos == NIL:
         return

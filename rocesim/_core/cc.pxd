@@ -22,24 +22,24 @@ cdef inline Sim* sim_of(object core) except NULL:
     return <Sim*> PyCapsule_GetPointer(core.capsule(), b"rocesim.Sim")
 
 
-cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id) noexcept:
+cdef inline void cc_timer(Sim* s, int32_t f, int64_t delay_ps, int64_t timer_id) noexcept nogil:
     """Call the scheme's on_timer(f, timer_id) after delay_ps."""
     ev_push(s, s.now + delay_ps, EV_CC_TIMER, f, timer_id)
 
 
-cdef inline void cc_noop_flow(Sim* s, int32_t f) noexcept:
+cdef inline void cc_noop_flow(Sim* s, int32_t f) noexcept nogil:
     pass
 
 
-cdef inline void cc_noop_ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef inline void cc_noop_ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     pass
 
 
-cdef inline void cc_noop_timer(Sim* s, int32_t f, int64_t arg) noexcept:
+cdef inline void cc_noop_timer(Sim* s, int32_t f, int64_t arg) noexcept nogil:
     pass
 
 
-cdef inline void cc_ops_clear(CCOps* ops) noexcept:
+cdef inline void cc_ops_clear(CCOps* ops) noexcept nogil:
     """Every callback a no-op, no state: a scheme then sets what it uses."""
     ops.on_start = cc_noop_flow
     ops.on_ack = cc_noop_ack
@@ -62,11 +62,11 @@ cdef inline void* cc_new_state(Sim* s, size_t state_size) except NULL:
     return st
 
 
-cdef inline void cc_free_state(void* st) noexcept:
+cdef inline void cc_free_state(void* st) noexcept nogil:
     free(st)
 
 
-cdef inline void cc_install(Sim* s, void* st, size_t flow_state_size) noexcept:
+cdef inline void cc_install(Sim* s, void* st, size_t flow_state_size) noexcept nogil:
     """Make `st` (from cc_new_state) the simulation's scheme state, with `flow_state_size`
     bytes of zeroed state per active flow; callbacks start as no-ops."""
     cc_ops_clear(&s.cc)

@@ -88,11 +88,11 @@ cdef struct DcqcnState:
     DcqcnParams p
 
 
-cdef inline DcqcnState* _st(Sim* s) noexcept:
+cdef inline DcqcnState* _st(Sim* s) noexcept nogil:
     return <DcqcnState*> s.cc.state
 
 
-cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
+cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     fl.rate_bps = <int64_t> x.rc
     if st.p.window > 0:          # the fork's VAR_WIN: the window shrinks with the rate
@@ -101,7 +101,7 @@ cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcep
             fl.window = 1
 
 
-cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept:
+cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept nogil:
     """Apply the alpha updates of every period that ended by `now`."""
     cdef int64_t n
     cdef double g = st.p.g
@@ -117,7 +117,7 @@ cdef void _alpha_catch_up(DcqcnState* st, DcqcnFlow* x, int64_t now) noexcept:
     x.alpha_mark += n * st.p.t_alpha
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef DcqcnState* st = _st(s)
     cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
@@ -130,7 +130,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     _apply(s, f, st, x)
 
 
-cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
+cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept nogil:
     if st.p.clamp or x.t_stage > 0 or x.b_stage > 0 or st.p.t_dec == 0:
         x.rt = x.rc
     x.rc = x.rc * (1 - x.alpha / 2)
@@ -143,14 +143,14 @@ cdef void _cut(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     _apply(s, f, st, x)
 
 
-cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
+cdef inline void _restart_increase_timer(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept nogil:
     x.inc_due = s.now + st.p.t
     if not x.inc_armed:
         x.inc_armed = 1
         cc_timer(s, f, st.p.t, TIMER_INC)
 
 
-cdef void _cnp(Sim* s, int32_t f) noexcept:
+cdef void _cnp(Sim* s, int32_t f) noexcept nogil:
     cdef DcqcnState* st = _st(s)
     cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
     cdef int64_t now = s.now, k
@@ -175,7 +175,7 @@ cdef void _cnp(Sim* s, int32_t f) noexcept:
         cc_timer(s, f, x.dec_anchor + k * st.p.t_dec - now, TIMER_DEC)
 
 
-cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
+cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept nogil:
     cdef int32_t hi, lo, i
     cdef double line = qp_of(s, f).line_rate
     if st.p.t_dec > 0:                       # the fork: stage = timer events only
@@ -197,7 +197,7 @@ cdef void _increase(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept:
     _apply(s, f, st, x)
 
 
-cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
+cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept nogil:
     cdef DcqcnState* st = _st(s)
     cdef DcqcnFlow* x = <DcqcnFlow*> cc_flow_state(s, f)
     cdef int32_t kind = <int32_t> arg
@@ -227,7 +227,7 @@ cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept:
             x.inc_due = NIL
 
 
-cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     """With `notify: ack` (the fork) an ACK echoing a CE mark counts as a CNP; with the
     paper's byte counter, an increase event per B bytes acknowledged since the cut."""
     cdef DcqcnState* st = _st(s)

@@ -49,7 +49,7 @@ cdef struct DctcpState:
     DctcpParams p
 
 
-cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept:
+cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     cdef int64_t bdp = st.p.window
     if st.p.mode == MODE_WINDOW:
@@ -62,7 +62,7 @@ cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcep
             fl.window = 1
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef DctcpState* st = <DctcpState*> s.cc.state
     cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
     x.alpha = 1.0
@@ -75,7 +75,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     _apply(s, f, st, x)
 
 
-cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     cdef DctcpState* st = <DctcpState*> s.cc.state
     cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)

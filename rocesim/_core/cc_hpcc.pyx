@@ -50,11 +50,11 @@ cdef struct HpccState:
     HpccParams p
 
 
-cdef inline double _bdp(Qp* fl, int64_t t) noexcept:
+cdef inline double _bdp(Qp* fl, int64_t t) noexcept nogil:
     return fl.line_rate * <double> t / 8e12
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef HpccState* st = <HpccState*> s.cc.state
     cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
@@ -67,7 +67,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     fl.rate_bps = fl.line_rate
 
 
-cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     cdef HpccState* st = <HpccState*> s.cc.state
     cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)

@@ -17,7 +17,7 @@ cdef struct NoneParams:       # DECLARATION's parameters (end of file), by the s
     int64_t window            # bytes, 0 = none
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     fl.rate_bps = fl.line_rate
     fl.window = (<NoneParams*> s.cc.state).window

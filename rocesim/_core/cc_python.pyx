@@ -195,15 +195,15 @@ cdef void _call(Sim* s, int32_t f, str name) noexcept with gil:
         shim.fail(e)
 
 
-cdef void _nack(Sim* s, int32_t f) noexcept:
+cdef void _nack(Sim* s, int32_t f) noexcept nogil:
     _call(s, f, "on_nack")
 
 
-cdef void _cnp(Sim* s, int32_t f) noexcept:
+cdef void _cnp(Sim* s, int32_t f) noexcept nogil:
     _call(s, f, "on_cnp")
 
 
-cdef void _timeout(Sim* s, int32_t f) noexcept:
+cdef void _timeout(Sim* s, int32_t f) noexcept nogil:
     _call(s, f, "on_timeout")
 
 

@@ -53,7 +53,7 @@ cdef struct SwiftState:
     double fs_b
 
 
-cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept:
+cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     if x.cwnd < p.min_cwnd:
         x.cwnd = p.min_cwnd
@@ -71,11 +71,11 @@ cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before)
             fl.rate_bps = 1
 
 
-cdef inline bint _can_decrease(Sim* s, SwiftFlow* x) noexcept:
+cdef inline bint _can_decrease(Sim* s, SwiftFlow* x) noexcept nogil:
     return s.now - x.t_last_decrease >= x.rtt
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
@@ -87,7 +87,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     _apply(s, f, &st.p, x, x.cwnd)
 
 
-cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftParams* p = &st.p
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
@@ -111,7 +111,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
     _apply(s, f, p, x, before)
 
 
-cdef void _nack(Sim* s, int32_t f) noexcept:
+cdef void _nack(Sim* s, int32_t f) noexcept nogil:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd
@@ -121,7 +121,7 @@ cdef void _nack(Sim* s, int32_t f) noexcept:
     _apply(s, f, &st.p, x, before)
 
 
-cdef void _timeout(Sim* s, int32_t f) noexcept:
+cdef void _timeout(Sim* s, int32_t f) noexcept nogil:
     cdef SwiftState* st = <SwiftState*> s.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd

@@ -52,7 +52,7 @@ cdef struct TimelyState:
     TimelyParams p
 
 
-cdef void _start(Sim* s, int32_t f) noexcept:
+cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef TimelyState* st = <TimelyState*> s.cc.state
     cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)
     x.rate = qp_of(s, f).line_rate
@@ -63,7 +63,7 @@ cdef void _start(Sim* s, int32_t f) noexcept:
     qp_of(s, f).rate_bps = <int64_t> x.rate
 
 
-cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept:
+cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     cdef TimelyState* st = <TimelyState*> s.cc.state
     cdef TimelyParams* p = &st.p
     cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)

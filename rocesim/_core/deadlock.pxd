@@ -37,7 +37,7 @@ cdef struct DLState:
     int32_t n_rec_flows
     int32_t cap_rec_flows
 
-cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept
-cdef bint deadlock_check(Sim* s) noexcept
-cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept
-cdef void deadlock_free(Sim* s) noexcept
+cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept nogil
+cdef bint deadlock_check(Sim* s) noexcept nogil
+cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept nogil
+cdef void deadlock_free(Sim* s) noexcept nogil

@@ -36,7 +36,7 @@ from rocesim._core.events cimport ev_push
 from rocesim._core.rng cimport mix64
 
 
-cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept:
+cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept nogil:
     """The detector's state, with no check scheduled; NULL if out of memory (what was
     allocated is in s.deadlock: deadlock_free releases it)."""
     cdef DLState* st = <DLState*> calloc(1, sizeof(DLState))
@@ -61,7 +61,7 @@ cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept:
     return st
 
 
-cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept:
+cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept nogil:
     """Allocate the detector and schedule its first check; 0 on success, -1 out of memory."""
     cdef DLState* st = _alloc(s, threshold)
     if st == NULL:
@@ -74,7 +74,7 @@ cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) n
     return 0
 
 
-cdef void deadlock_free(Sim* s) noexcept:
+cdef void deadlock_free(Sim* s) noexcept nogil:
     cdef DLState* st = <DLState*> s.deadlock
     if st == NULL:
         return
@@ -92,7 +92,7 @@ cdef void deadlock_free(Sim* s) noexcept:
 
 
 cdef inline bint _holds_from(Sim* s, int32_t port, int32_t prio, int32_t in_port,
-                             int32_t in_prio) noexcept:
+                             int32_t in_prio) noexcept nogil:
     """Queue (port, prio) holds a packet that entered its switch by `in_port` at `in_prio`."""
     cdef int32_t i = s.ports[port].q_head[prio]
     while i != NIL:
@@ -102,7 +102,7 @@ cdef inline bint _holds_from(Sim* s, int32_t port, int32_t prio, int32_t in_port
     return False
 
 
-cdef inline bint _grow(void** arr, int32_t* cap, int32_t need, size_t item) noexcept:
+cdef inline bint _grow(void** arr, int32_t* cap, int32_t need, size_t item) noexcept nogil:
     cdef int32_t c = cap[0]
     cdef void* grown
     if need <= c:
@@ -117,7 +117,7 @@ cdef inline bint _grow(void** arr, int32_t* cap, int32_t need, size_t item) noex
     return True
 
 
-cdef int _build_edges(Sim* s, DLState* st) noexcept:
+cdef int _build_edges(Sim* s, DLState* st) noexcept nogil:
     """Wait-for edges among the candidates (CSR in adj_off/adj); -1 if out of memory."""
     cdef int32_t a, b, n = st.n_nodes, e, f, q, peer, T
     cdef int64_t m = 0
@@ -149,7 +149,7 @@ cdef int _build_edges(Sim* s, DLState* st) noexcept:
 
 
 cdef int32_t _cycle_from(DLState* st, int32_t root, int32_t* comp, int32_t c, int32_t* prev,
-                         int32_t* queue, int32_t* out) noexcept:
+                         int32_t* queue, int32_t* out) noexcept nogil:
     """Shortest cycle through `root` inside component c (comp[v] == c): its nodes in order
     (root first) in `out`; returns its length.  BFS from root back to root."""
     cdef int32_t head = 0, tail = 0, v, w, k, n = 0, last = NIL
@@ -186,7 +186,7 @@ cdef int32_t _cycle_from(DLState* st, int32_t root, int32_t* comp, int32_t c, in
     return n
 
 
-cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept:
+cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept nogil:
     """Report the cycle cyc[0..n) (candidate indices) unless already reported: 1 if new,
     0 if known, -1 out of memory."""
     cdef int64_t formed = 0, since
@@ -237,7 +237,7 @@ cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept:
     return 1
 
 
-cdef int32_t _components(DLState* st, int32_t* comp) noexcept:
+cdef int32_t _components(DLState* st, int32_t* comp) noexcept nogil:
     """Tarjan's strongly connected components of the candidate graph, without recursion:
     comp[v] = component id; returns the number of components."""
     cdef int32_t n = st.n_nodes
@@ -290,7 +290,7 @@ cdef int32_t _components(DLState* st, int32_t* comp) noexcept:
     return ncomp
 
 
-cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept:
+cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept nogil:
     """Look for deadlocked cycles now (every paused queue holding packets is a candidate when
     the network is `frozen`, else those paused for the threshold) and record the new ones:
     how many, or -1 (s.error set) if out of memory."""
@@ -344,7 +344,7 @@ cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept:
     return found
 
 
-cdef bint deadlock_check(Sim* s) noexcept:
+cdef bint deadlock_check(Sim* s) noexcept nogil:
     """One check (an EV_DEADLOCK event).  True when the run should stop (a new deadlock was
     found and the detector stops at the first)."""
     cdef DLState* st = <DLState*> s.deadlock
@@ -360,7 +360,7 @@ cdef bint deadlock_check(Sim* s) noexcept:
     return found > 0 and st.stop
 
 
-cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept:
+cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept nogil:
     """The run has stalled (flows unfinished, nothing moves them): record the cycles that
     hold it, as a check would, detection on or off.  With no event left (monitors apart)
     the network is frozen and every paused queue counts; else (timers still tick) those

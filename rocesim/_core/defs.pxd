@@ -294,10 +294,10 @@ cdef struct AckInfo:
     IntHop* hops
 
 # Congestion-control interface: one scheme per simulation, called per event of a flow.
-ctypedef void (*cc_flow_fn)(Sim* s, int32_t f) noexcept
-ctypedef void (*cc_ack_fn)(Sim* s, int32_t f, AckInfo* a) noexcept
-ctypedef void (*cc_timer_fn)(Sim* s, int32_t f, int64_t arg) noexcept
-ctypedef void (*cc_free_fn)(void* state) noexcept
+ctypedef void (*cc_flow_fn)(Sim* s, int32_t f) noexcept nogil
+ctypedef void (*cc_ack_fn)(Sim* s, int32_t f, AckInfo* a) noexcept nogil
+ctypedef void (*cc_timer_fn)(Sim* s, int32_t f, int64_t arg) noexcept nogil
+ctypedef void (*cc_free_fn)(void* state) noexcept nogil
 
 cdef struct CCOps:
     cc_flow_fn on_start    # set rate_bps / window before the first packet

@@ -20,8 +20,8 @@ cdef struct FaultState:
     int32_t n
     int64_t* rx_room       # per host: bytes its stopped NIC can still take in
 
-cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept
-cdef void faults_free(Sim* s) noexcept
-cdef void fault_apply(Sim* s, int32_t k) noexcept
-cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept
-cdef void fault_nic_arrival(Sim* s, int32_t port, int32_t i) noexcept
+cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil
+cdef void faults_free(Sim* s) noexcept nogil
+cdef void fault_apply(Sim* s, int32_t k) noexcept nogil
+cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil
+cdef void fault_nic_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil

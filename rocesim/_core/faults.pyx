@@ -30,7 +30,7 @@ from rocesim._core.nic_send cimport nic_kick
 from rocesim._core.nic_recv cimport nic_receive
 
 
-cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept:
+cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
     """Copy the fault schedule and push one EV_FAULT per entry; -1 if out of memory."""
     cdef FaultState* st = <FaultState*> malloc(sizeof(FaultState))
     cdef int32_t k
@@ -53,7 +53,7 @@ cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept:
     return 0
 
 
-cdef void faults_free(Sim* s) noexcept:
+cdef void faults_free(Sim* s) noexcept nogil:
     cdef FaultState* st = <FaultState*> s.faults
     if st != NULL:
         free(st.f)
@@ -62,7 +62,7 @@ cdef void faults_free(Sim* s) noexcept:
         s.faults = NULL
 
 
-cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept:
+cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept nogil:
     """The NIC of `host` sends a PAUSE (on) or RESUME frame for each lossless priority,
     ahead of its data (strict-priority queue 0)."""
     cdef int32_t port = s.hosts[host].port
@@ -92,7 +92,7 @@ cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept:
     nic_kick(s, host)
 
 
-cdef void _port_down(Sim* s, int32_t port) noexcept:
+cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
     cdef Port* p = &s.ports[port]
     cdef int32_t i, prio
     p.down = 1
@@ -116,7 +116,7 @@ cdef void _port_down(Sim* s, int32_t port) noexcept:
     p.pfc_state = 0
 
 
-cdef void _port_up(Sim* s, int32_t port) noexcept:
+cdef void _port_up(Sim* s, int32_t port) noexcept nogil:
     cdef Port* p = &s.ports[port]
     p.down = 0
     p.drop_mask = 0
@@ -126,7 +126,7 @@ cdef void _port_up(Sim* s, int32_t port) noexcept:
         nic_kick(s, p.node)
 
 
-cdef void fault_apply(Sim* s, int32_t k) noexcept:
+cdef void fault_apply(Sim* s, int32_t k) noexcept nogil:
     cdef FaultState* st = <FaultState*> s.faults
     cdef Fault* f
     cdef int32_t peer
@@ -152,12 +152,12 @@ cdef void fault_apply(Sim* s, int32_t k) noexcept:
         s.ports[peer].rate_bps = f.value
 
 
-cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept:
+cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:
     """Packet i, on a wire when its link went down, reached `port`: it is lost."""
     s.st.link_drops += 1
 
 
-cdef void fault_nic_arrival(Sim* s, int32_t port, int32_t i) noexcept:
+cdef void fault_nic_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:
     """Packet i reached host port `port`, whose NIC has stopped draining some priorities:
     its buffer takes what was on the way, and drops data beyond."""
     cdef FaultState* st = <FaultState*> s.faults

@@ -37,13 +37,13 @@ cdef enum:
     MAX_PATH = 256
 
 
-cdef void flow_activate(Sim* s, int32_t f) noexcept:
+cdef void flow_activate(Sim* s, int32_t f) noexcept nogil:
     """Flow f starts now: state ACTIVE."""
     s.flows[f].state = FS_ACTIVE
     s.flows[f].released = s.now
 
 
-cdef void flow_finish(Sim* s, int32_t f) noexcept:
+cdef void flow_finish(Sim* s, int32_t f) noexcept nogil:
     """Flow f is done now (sender has the last ACK, or the compute step ended): its queue
     pair, if any, goes back to the pool."""
     cdef Flow* fl = &s.flows[f]
@@ -53,7 +53,7 @@ cdef void flow_finish(Sim* s, int32_t f) noexcept:
     qp_close(s, f)
 
 
-cdef void flows_next_root(Sim* s) noexcept:
+cdef void flows_next_root(Sim* s) noexcept nogil:
     """Schedule the start of the next flow without parents, in start order."""
     cdef int32_t f
     if s.next_root < s.n_roots:
@@ -62,7 +62,7 @@ cdef void flows_next_root(Sim* s) noexcept:
         ev_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
 
 
-cdef inline void _dep_put(Sim* s, int32_t child, int64_t time) noexcept:
+cdef inline void _dep_put(Sim* s, int32_t child, int64_t time) noexcept nogil:
     """Append a dependency message (child may start at `time`) to this part's buffer."""
     if room_for_one(<void**> &s.deps, s.n_deps, &s.cap_deps, sizeof(DepMsg), 64) < 0:
         s.error = ERR_NOMEM
@@ -72,7 +72,7 @@ cdef inline void _dep_put(Sim* s, int32_t child, int64_t time) noexcept:
     s.n_deps += 1
 
 
-cdef inline void _release_children(Sim* s, int32_t f) noexcept:
+cdef inline void _release_children(Sim* s, int32_t f) noexcept nogil:
     """Flow f is satisfied now (its last byte delivered, or its compute step over): each
     child waits for one parent fewer, and starts `due` after its last parent.
 
@@ -101,19 +101,19 @@ cdef inline void _release_children(Sim* s, int32_t f) noexcept:
             ev_push(s, t, EV_FLOW_START, child, 0)
 
 
-cdef void flow_delivered(Sim* s, int32_t f) noexcept:
+cdef void flow_delivered(Sim* s, int32_t f) noexcept nogil:
     """The last byte of data flow f reached its destination."""
     _release_children(s, f)
 
 
-cdef void flow_compute_done(Sim* s, int32_t f) noexcept:
+cdef void flow_compute_done(Sim* s, int32_t f) noexcept nogil:
     flow_finish(s, f)
     s.flows[f].rx_finish = s.now
     _release_children(s, f)
 
 
 cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t path_off,
-                        int32_t* out, int32_t cap) noexcept:
+                        int32_t* out, int32_t cap) noexcept nogil:
     """Ports crossed from host src to host dst (as routed for `hash`); -1 if no path."""
     cdef int32_t port = s.hosts[src].port
     cdef int32_t n = 0, node
@@ -131,7 +131,7 @@ cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t
     return -1
 
 
-cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_t size) noexcept:
+cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_t size) noexcept nogil:
     cdef int64_t t = 0
     cdef int32_t i
     for i in range(h):
@@ -139,27 +139,27 @@ cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_
     return t
 
 
-cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept:
+cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept nogil:
     cdef Flow* fl = &s.flows[f]
     nrev[0] = trace_path(s, fl.dst, fl.src, flow_rhash(f), NIL, rev, MAX_PATH)
     return trace_path(s, fl.src, fl.dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_PATH)
 
 
-cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept:
+cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept nogil:
     return payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
 
 
-cdef inline int64_t _ack_wire(Sim* s) noexcept:
+cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
     return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
 
 
-cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t hr) noexcept:
+cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t hr) noexcept nogil:
     """Idle-network RTT of a full data packet over `fwd` and its ACK back over `rev`."""
     return (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
             + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 
 
-cdef int64_t flow_base_rtt(Sim* s, int32_t f, int32_t* hops) noexcept:
+cdef int64_t flow_base_rtt(Sim* s, int32_t f, int32_t* hops) noexcept nogil:
     """Idle-network RTT of a full packet of flow f and its ACK along the flow's routed path
     (0 if either way has none); `hops` gets the switches on the data path."""
     cdef int32_t fwd[MAX_PATH]
@@ -172,7 +172,7 @@ cdef int64_t flow_base_rtt(Sim* s, int32_t f, int32_t* hops) noexcept:
     return _rtt(s, fwd, h, rev, hr)
 
 
-cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept:
+cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept nogil:
     """Idle-network RTT between two hosts along their routed path (first ECMP choice for
     hash 0); 0 if either way has no path."""
     cdef int32_t fwd[MAX_PATH]
@@ -184,7 +184,7 @@ cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept:
     return _rtt(s, fwd, h, rev, hr)
 
 
-cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexcept:
+cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexcept nogil:
     """Serialization part of the time for packet k to cross links 0..h-1 after k full ones.
 
     The longest path through the (link, packet) grid: full packets 0..k-1 all cross
@@ -211,7 +211,7 @@ cdef int64_t _pipeline(int32_t h, int64_t* full, int64_t* last, int64_t k) noexc
     return best
 
 
-cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t gap) noexcept:
+cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t gap) noexcept nogil:
     """`_pipeline` for a sender that may start packet j no earlier than j x gap (a rate
     limit below line rate paces full packets `gap` apart; gap 0: no limit).
 
@@ -229,7 +229,7 @@ cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t 
     return v if v > best else best
 
 
-cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept:
+cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil:
     """Completion time of flow f alone in an idle network (see the module docstring)."""
     cdef Flow* fl = &s.flows[f]
     cdef int32_t fwd[MAX_PATH]

@@ -9,7 +9,7 @@ cdef enum StopReason:
     STOP_EVENTS = 2        # the slice's event budget is spent
     STOP_DEADLOCK = 3      # the deadlock detector found a cycle and stops at the first
 
-cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept
+cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil
 
 
 cdef inline bint event_due(Sim* s, int64_t until, int64_t n, int64_t max_events, int* status) noexcept nogil:

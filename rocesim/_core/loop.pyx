@@ -24,7 +24,7 @@ from rocesim._core.faults cimport fault_apply, fault_lost_arrival, fault_nic_arr
 from rocesim._core.watchdog cimport watchdog_poll
 
 
-cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
+cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
     """Run events up to time `until` (inclusive) or `max_events` events; a STOP_* code."""
     cdef Event ev
     cdef int64_t n = 0

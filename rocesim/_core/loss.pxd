@@ -14,7 +14,7 @@ from libc.stdlib cimport calloc, free
 from rocesim._core.defs cimport Sim, Qp, LossState, NIL, ERR_NOMEM
 
 
-cdef inline bint bit(uint8_t* bits, int64_t len, int64_t k) noexcept:
+cdef inline bint bit(uint8_t* bits, int64_t len, int64_t k) noexcept nogil:
     return bits != NULL and k < len * 8 and (bits[k >> 3] >> (k & 7)) & 1
 
 
@@ -47,7 +47,7 @@ cdef inline void loss_free(Qp* qp) noexcept nogil:
         qp.loss = NULL
 
 
-cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) noexcept:
+cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) noexcept nogil:
     """Allocate a zeroed bitmap with one bit per packet of a flow of `size` bytes, if not yet done."""
     cdef int64_t n
     if bits[0] == NULL:
@@ -60,6 +60,6 @@ cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) 
     return True
 
 
-cdef inline void set_bit(Sim* s, uint8_t** bits, int64_t* len, int64_t size, int64_t k) noexcept:
+cdef inline void set_bit(Sim* s, uint8_t** bits, int64_t* len, int64_t size, int64_t k) noexcept nogil:
     if bits_alloc(s, bits, len, size) and k < len[0] * 8:
         bits[0][k >> 3] |= <uint8_t> (1 << (k & 7))

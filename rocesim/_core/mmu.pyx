@@ -46,7 +46,7 @@ cdef inline int64_t _shared(Sim* s, Port* q, int32_t prio) noexcept nogil:
     return b - s.p.reserve if b > s.p.reserve else 0
 
 
-cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept:
+cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:
     """Queue a PAUSE (on) or RESUME frame for `prio` on `port`, ahead of all data."""
     cdef Port* q = &s.ports[port]
     q.pause_sent[prio] = on
@@ -59,7 +59,7 @@ cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept:
 
 
 cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
-                    int32_t prio, int32_t out_prio, int32_t size) noexcept:
+                    int32_t prio, int32_t out_prio, int32_t size) noexcept nogil:
     """Account for a packet entering by `in_port` at priority `prio`, to be queued at
     `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_prio); False
     means drop it."""
@@ -95,7 +95,7 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
     return True
 
 
-cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept:
+cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept nogil:
     """Account for a packet leaving the switch; may send a RESUME upstream."""
     cdef int32_t prio = pk.in_prio
     cdef Port* q
@@ -116,7 +116,7 @@ cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept:
             pfc_send(s, pk.in_port, prio, False)
 
 
-cdef bint mmu_ecn_mark(Sim* s, int32_t port, int32_t prio) noexcept:
+cdef bint mmu_ecn_mark(Sim* s, int32_t port, int32_t prio) noexcept nogil:
     """RED decision on the egress queue of `port`, `prio` (bytes still queued)."""
     cdef Port* p = &s.ports[port]
     cdef int64_t qb = p.q_bytes[prio]

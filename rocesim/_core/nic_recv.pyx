@@ -40,7 +40,7 @@ from rocesim._core.loss cimport bit, set_bit, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
 
 
-cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept:
+cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept nogil:
     """Answer data packet `data` with an ACK, NACK or CNP from its receiver.  An ACK echoes
     the number of CE-marked packets among the `covered` ones it acknowledges, so that a
     scheme counting marks (DCTCP) sees every mark when ACKs are coalesced."""
@@ -85,7 +85,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     nic_kick(s, fl.dst)
 
 
-cdef inline void _ack_unacked(Sim* s, int32_t i, Qp* fl) noexcept:
+cdef inline void _ack_unacked(Sim* s, int32_t i, Qp* fl) noexcept nogil:
     """ACK the in-order packets received since the last ACK (packet i the newest); the
     packet kept for the coalescing timer goes back to the pool (unless it is i)."""
     cdef int32_t covered = fl.unacked, marked = fl.unacked_marked, held = fl.ack_held
@@ -97,7 +97,7 @@ cdef inline void _ack_unacked(Sim* s, int32_t i, Qp* fl) noexcept:
         pkt_free(s, held)
 
 
-cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept:
+cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept nogil:
     """How long host's receiver may owe an ACK: NetParams.ack_timeout, or (auto) the time
     `ack_every` full data packets take on its link.  At line rate the ack_every-th packet
     arrives (ack_every - 1) packet times after the first, so the count always wins and the
@@ -109,7 +109,7 @@ cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept:
                                      s.ports[s.hosts[host].port].rate_bps)
 
 
-cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept:
+cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept nogil:
     """In-order packet i is not ACKed yet: keep it, the newest, for the timer's ACK (the
     one kept before goes back to the pool), and on the first packet owed start the timer
     (one EV_ACK_TIMER per flow: a pending one due no later is re-armed when it fires).
@@ -128,7 +128,7 @@ cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept:
     return True
 
 
-cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept:
+cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept nogil:
     """Flow f's coalescing timer, an EV_ACK_TIMER due at t: ACK what is owed if it is due,
     else wait for when it is."""
     cdef Qp* fl = rx_of(s, f)
@@ -149,7 +149,7 @@ cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept:
     pkt_free(s, held)
 
 
-cdef inline bint _on_data(Sim* s, int32_t i) noexcept:
+cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     """Data packet i reached its receiver.  True when the receiver keeps it (_owe_ack)."""
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
@@ -206,7 +206,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept:
     return False
 
 
-cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept:
+cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
     """Packet i has fully arrived at the NIC of `host` (PAUSE frames excepted)."""
     cdef int32_t kind = s.pkts[i].kind
     if kind == PK_DATA:

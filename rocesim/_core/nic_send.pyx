@@ -28,7 +28,7 @@ from rocesim._core.active_set cimport (active_add, active_remove, active_remove_
 from rocesim._core.loss cimport bit, set_bit, loss_of, in_recovery
 
 
-cdef void nic_kick(Sim* s, int32_t host) noexcept:
+cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
     """Let the NIC of `host` send now if its transmitter is idle."""
     cdef int32_t port = s.hosts[host].port
     cdef Port* p = &s.ports[port]
@@ -38,7 +38,7 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept:
         port_kick(s, port, s.now)
 
 
-cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept:
+cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
     to send."""
     cdef int64_t mtu = s.p.mtu
@@ -59,7 +59,7 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept:
     return -1
 
 
-cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept:
+cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept nogil:
     """The rate the NIC paces flow f at: the scheme's rate, capped by the flow's limit (if any)."""
     cdef int64_t limit = s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0
     if limit > 0 and (rate > limit or rate <= 0):
@@ -67,7 +67,7 @@ cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept:
     return rate if rate > 0 else 1
 
 
-cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept:
+cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept nogil:
     cdef Flow* rec = &s.flows[f]
     cdef Qp* fl = qp_of(s, f)
     cdef int32_t i = pkt_alloc(s)
@@ -109,7 +109,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     port_transmit(s, port, i)
 
 
-cdef void sched_update(Sim* s, int32_t f) noexcept:
+cdef void sched_update(Sim* s, int32_t f) noexcept nogil:
     """Re-decide whether flow f (if in its host's active set) may send now, later (paced)
     or not until something changes (active_set.pxd).  The test is the one a scan of the
     flows would make: data to send, the window open (checked before the packet, as the
@@ -137,7 +137,7 @@ cdef void sched_update(Sim* s, int32_t f) noexcept:
             paced_push(s, h, rec.prio, fl.next_send, f)
 
 
-cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
+cdef inline void _wake_paced(Sim* s, Host* h) noexcept nogil:
     """Paced flows whose time has come become ready (stale entries are dropped)."""
     cdef int32_t prio, f
     for prio in range(NPRIO):
@@ -151,7 +151,7 @@ cdef inline void _wake_paced(Sim* s, Host* h) noexcept:
                 paced_pop(h, prio)
 
 
-cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) noexcept:
+cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) noexcept nogil:
     """Send from the ready flow at position idx unless PFC pauses its priority."""
     cdef int32_t f = h.active[idx]
     cdef Flow* rec = &s.flows[f]
@@ -178,7 +178,7 @@ cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) 
     return True
 
 
-cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
+cdef void nic_port_tx(Sim* s, int32_t port) noexcept nogil:
     """The transmitter of host port `port` is free: send the next packet, if any.
 
     Control packets first (strict priority), then one data packet of the first ready
@@ -226,7 +226,7 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept:
         port_kick(s, port, earliest)
 
 
-cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
+cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept nogil:
     """The scheme changed the flow's rate: the next packet is due a packet time at the new
     rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
     cdef Qp* fl
@@ -243,7 +243,7 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept:
         port_kick(s, s.hosts[s.flows[f].src].port, fl.next_send if fl.next_send > s.now else s.now)
 
 
-cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
+cdef void nic_start_flow(Sim* s, int32_t f) noexcept nogil:
     """Flow f is released now: list it, ready, in its host's round-robin (its queue pair
     opens when the NIC first serves it, _open) and arm its timeout."""
     cdef Flow* rec = &s.flows[f]
@@ -257,11 +257,11 @@ cdef void nic_start_flow(Sim* s, int32_t f) noexcept:
     nic_kick(s, rec.src)
 
 
-cdef inline bint _rto_on(Sim* s, Flow* rec) noexcept:
+cdef inline bint _rto_on(Sim* s, Flow* rec) noexcept nogil:
     return s.p.rto > 0 and (s.p.rto_mask >> rec.prio) & 1
 
 
-cdef Qp* _open(Sim* s, int32_t f) noexcept:
+cdef Qp* _open(Sim* s, int32_t f) noexcept nogil:
     """The NIC serves released flow f for the first time: open its queue pair, as it would
     have been at the release (the scheme's on_start runs now), ready to send."""
     cdef Flow* rec = &s.flows[f]
@@ -279,12 +279,12 @@ cdef Qp* _open(Sim* s, int32_t f) noexcept:
     return fl
 
 
-cdef inline void _complete(Sim* s, int32_t f) noexcept:
+cdef inline void _complete(Sim* s, int32_t f) noexcept nogil:
     active_remove(s, f)
     flow_finish(s, f)
 
 
-cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
+cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     """ACK or NACK packet i reached the sender of its flow."""
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
@@ -342,7 +342,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept:
         nic_kick(s, rec.src)
 
 
-cdef void nic_on_cnp(Sim* s, int32_t i) noexcept:
+cdef void nic_on_cnp(Sim* s, int32_t i) noexcept nogil:
     """CNP packet i reached the sender of its flow."""
     cdef int32_t f = s.pkts[i].flow
     cdef int64_t rate

@@ -16,7 +16,7 @@ from rocesim._core.loss cimport bits_alloc, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 
-cdef void nic_rto(Sim* s, int32_t f) noexcept:
+cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
     """Retransmission-timeout check of flow f."""
     cdef Qp* fl
     cdef int64_t rate

@@ -15,13 +15,13 @@ from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_pat
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
 
-cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept:
+cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
     s.st.drops += 1
     s.ports[in_port].drops += 1
     pkt_free(s, i)
 
 
-cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
+cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
     """Packet i has fully arrived at a switch by `in_port`: route, admit, enqueue."""
     cdef Packet* pk = &s.pkts[i]
     cdef Switch* sw = &s.sw[s.ports[in_port].node - s.n_hosts]
@@ -65,7 +65,7 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept:
         port_kick(s, out, s.now)
 
 
-cdef inline void _bounce(Sim* s, Packet* pk) noexcept:
+cdef inline void _bounce(Sim* s, Packet* pk) noexcept nogil:
     """Deadlock avoidance: the packet came down from an upper layer and goes up again, which
     up-down routing never does (a failure or a stale route made it): it moves to another
     priority, so that its buffer dependencies cannot close a cycle with the traffic it
@@ -77,7 +77,7 @@ cdef inline void _bounce(Sim* s, Packet* pk) noexcept:
         pk.prio += 1
 
 
-cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept:
+cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept nogil:
     """Drop every packet queued at switch port `port` for the priorities in `prio_mask`
     (its link went down, or the PFC watchdog flushes a stormed queue); returns how many."""
     cdef Port* p = &s.ports[port]
@@ -95,7 +95,7 @@ cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept:
     return n
 
 
-cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
+cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept nogil:
     """Transmit the lowest-priority pending PAUSE/RESUME frame of `port`."""
     cdef Port* p = &s.ports[port]
     cdef int32_t prio = 0
@@ -122,7 +122,7 @@ cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept:
     return True
 
 
-cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk, int32_t i) noexcept:
+cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk, int32_t i) noexcept nogil:
     cdef IntHop* h
     if pk.nhops >= MAX_INT_HOPS:
         return
@@ -136,7 +136,7 @@ cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk, int32_t i) noexcept:
     pk.nhops += 1
 
 
-cdef void switch_port_tx(Sim* s, int32_t port) noexcept:
+cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
     """The transmitter of switch port `port` is free: send the next packet, if any."""
     cdef Port* p = &s.ports[port]
     cdef uint32_t ready

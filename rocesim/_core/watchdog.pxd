@@ -17,6 +17,6 @@ cdef struct WDState:
     uint8_t* stormed
 
 cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t restoration,
-                       int32_t action) noexcept
-cdef void watchdog_free(Sim* s) noexcept
-cdef void watchdog_poll(Sim* s) noexcept
+                       int32_t action) noexcept nogil
+cdef void watchdog_free(Sim* s) noexcept nogil
+cdef void watchdog_poll(Sim* s) noexcept nogil

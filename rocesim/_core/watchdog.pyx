@@ -27,7 +27,7 @@ from rocesim._core.switch cimport switch_flush
 
 
 cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t restoration,
-                       int32_t action) noexcept:
+                       int32_t action) noexcept nogil:
     cdef WDState* st = <WDState*> calloc(1, sizeof(WDState))
     cdef int32_t n = max(s.n_ports * NPRIO, 1), k
     if st == NULL:
@@ -50,7 +50,7 @@ cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t rest
     return 0
 
 
-cdef void watchdog_free(Sim* s) noexcept:
+cdef void watchdog_free(Sim* s) noexcept nogil:
     cdef WDState* st = <WDState*> s.watchdog
     if st != NULL:
         free(st.since)
@@ -60,7 +60,7 @@ cdef void watchdog_free(Sim* s) noexcept:
         s.watchdog = NULL
 
 
-cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
+cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil:
     cdef Port* p = &s.ports[port]
     cdef uint8_t bit = <uint8_t> (1 << prio)
     cdef int64_t n
@@ -80,7 +80,7 @@ cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
         p.xoff_rx |= bit                        # (the peer's XOFF still stands)
 
 
-cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
+cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil:
     cdef Port* p = &s.ports[port]
     cdef uint8_t bit = <uint8_t> (1 << prio)
     st.stormed[port * NPRIO + prio] = 0
@@ -91,7 +91,7 @@ cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept:
     p.pause_ignore &= ~bit
 
 
-cdef void watchdog_poll(Sim* s) noexcept:
+cdef void watchdog_poll(Sim* s) noexcept nogil:
     cdef WDState* st = <WDState*> s.watchdog
     cdef int32_t i, q, k
     cdef Port* p

@@ -15,5 +15,5 @@ cdef struct Windows:
     int64_t pkt_peak       # the most packets in the parts' pools at a window's end
     int64_t qp_peak        # the same for queue pairs
 
-cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept
-cdef int64_t windows_next(Sim** parts, int32_t n) noexcept
+cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept nogil
+cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil

@@ -31,7 +31,7 @@ from rocesim._core.link cimport handoff_take
 from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS
 
 
-cdef int64_t windows_next(Sim** parts, int32_t n) noexcept:
+cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil:
     """The earliest pending event over the parts (INT64_MAX: none; -1: out of memory, the
     part's error set)."""
     cdef int64_t t = INT64_MAX
@@ -47,7 +47,7 @@ cdef int64_t windows_next(Sim** parts, int32_t n) noexcept:
     return t
 
 
-cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept:
+cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
     """Some packet or dependency message waits for the window's end."""
     cdef int32_t k
     cdef Sim* s = parts[0]
@@ -60,7 +60,7 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept:
     return False
 
 
-cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept:
+cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
     """Phase 3: apply the dependency messages in (sender part id, append order), whatever
     order the parts ran in; -1 if out of memory.  A message's time is t + max(due, L) for
     a parent that completed at t in this window [T, T + L), so t + L >= T + L, the window's
@@ -92,7 +92,7 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept:
     return 0
 
 
-cdef int _merge(Sim** parts, int32_t n, Windows* w) noexcept:
+cdef int _merge(Sim** parts, int32_t n, Windows* w) noexcept nogil:
     """Phase 2: each part takes the hand-offs of its incoming cut ports (ascending); -1 if
     out of memory."""
     cdef int32_t j, k
@@ -118,7 +118,7 @@ cdef int _merge(Sim** parts, int32_t n, Windows* w) noexcept:
     return 0
 
 
-cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept:
+cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept nogil:
     """Run the parts in windows up to time `until` (inclusive), or until `max_events`
     events have run (checked at window ends); a STOP_* code (loop.pxd).  On an error
     (a part's `error` set) it returns at once."""
@@ -163,7 +163,7 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
         _close(w)
 
 
-cdef void _close(Windows* w) noexcept:
+cdef void _close(Windows* w) noexcept nogil:
     w.open_end = -1
     w.windows += 1
     if w.open_events:
