@@ -16,6 +16,7 @@ isolated environment, whose freshly installed Cython and numpy .pxd files look n
 every .c, and an editable build compiles into a new temporary folder.
 """
 import os
+import tempfile
 from pathlib import Path
 
 import Cython
@@ -23,6 +24,7 @@ import numpy
 from Cython.Build import cythonize
 from Cython.Build.Dependencies import create_dependency_tree
 from setuptools import Extension, setup
+from setuptools.errors import CompileError, LinkError
 from setuptools.command.build_ext import build_ext
 from setuptools.modified import newer_group
 
@@ -65,8 +67,49 @@ def extensions():
     return cythonize(modules, nthreads=JOBS, force=True, compiler_directives=DIRECTIVES)
 
 
+# the module whose window loop runs a run's parts on threads (issue 20)
+PARALLEL_MODULE = "rocesim._core.window"
+OPENMP_PROBE = """
+#include <omp.h>
+int main(void) {
+    int n = 0;
+    #pragma omp parallel num_threads(2)
+    __atomic_fetch_add(&n, omp_get_num_threads() > 0, __ATOMIC_RELAXED);
+    return n > 0 ? 0 : 1;
+}
+"""
+
+
+def openmp_flags(compiler) -> list[str]:
+    """["-fopenmp"] when the C compiler builds and links an OpenMP program with GCC's
+    atomic builtins; [] otherwise (the window loop then runs on one thread)."""
+    if compiler.compiler_type != "unix":
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(OPENMP_PROBE)
+        try:
+            objs = compiler.compile([src], output_dir=tmp, extra_postargs=["-fopenmp"])
+            compiler.link_executable(objs, "probe", output_dir=tmp, extra_postargs=["-fopenmp"])
+        except (CompileError, LinkError):
+            return []
+    return ["-fopenmp"]
+
+
 class BuildExt(build_ext):
-    """Reuses a module compiled in the source folder when it is newer than its sources."""
+    """Reuses a module compiled in the source folder when it is newer than its sources;
+    builds the window loop with OpenMP where the compiler has it."""
+
+    def build_extensions(self):
+        flags = openmp_flags(self.compiler)
+        if not flags:
+            print("rocesim: the C compiler has no OpenMP: a run in parts uses 1 thread")
+        for ext in self.extensions:
+            if ext.name == PARALLEL_MODULE:
+                ext.extra_compile_args += flags
+                ext.extra_link_args += flags
+        super().build_extensions()
 
     def build_extension(self, ext):
         built = self.get_ext_fullpath(ext.name)

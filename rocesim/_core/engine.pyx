@@ -25,7 +25,7 @@ from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
-from rocesim._core.window cimport Windows, windows_run, windows_next
+from rocesim._core.window cimport Windows, windows_init, windows_free, windows_run, windows_next, windows_max_threads
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
@@ -49,6 +49,7 @@ PORT_BYTES = sizeof(Port)            # nine cache lines, the hot one first
 FLOW_BYTES = sizeof(Flow)            # per flow for the whole run, started or not
 QP_BYTES = sizeof(Qp)                # per active data flow (plus its scheme's state)
 EVENT_BYTES = sizeof(Event)          # events.pxd places 4-child groups on cache lines for 32
+MAX_THREADS = windows_max_threads()   # threads a run in parts can use (1: built without OpenMP)
 STOP_EMPTY = loop.STOP_EMPTY        # why Core.run returned (see loop.pxd)
 STOP_TIME = loop.STOP_TIME
 STOP_EVENTS = loop.STOP_EVENTS
@@ -350,18 +351,14 @@ cdef class Core:
         for k in range(1, n):
             self.parts[k] = self._make_part(k)
             self.n_parts = k + 1
-        self.win.order = <int32_t*> malloc(n * sizeof(int32_t))
         self.host_part = _copy_i32(pon[:H])
-        if self.win.order == NULL:
+        if windows_init(&self.win, n, lookahead) < 0:
             raise MemoryError()
         # a dependency whose child starts in another part than where its parent completes
         # is a message (flows.pyx, window.pyx): every part knows the hosts' parts and L
         s.host_part = self.host_part
         s.lookahead = lookahead
         self._sync_parts()
-        for k in range(n):
-            self.win.order[k] = k
-        self.win.lookahead = lookahead
         # the hand-off records, by cut port id; each part's incoming ones, ascending
         cut_ids = np.flatnonzero(cut).astype(np.int32)
         s.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
@@ -540,7 +537,7 @@ cdef class Core:
     def __dealloc__(self):
         cdef Sim* s = self.s
         cdef int32_t k
-        free(self.win.order)
+        windows_free(&self.win)
         free(self.host_part)
         if s == NULL:
             return
@@ -795,14 +792,18 @@ cdef class Core:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
         return n
 
-    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX):
-        """Run events up to time `until_ps` (inclusive) or `max_events` events.
+    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1):
+        """Run events up to time `until_ps` (inclusive) or `max_events` events, a run in
+        parts on up to `threads` threads (capped at its parts and at MAX_THREADS; one part
+        runs on one).  The results do not depend on `threads`.
 
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
         cdef int status
         cdef int32_t k
         cdef Sim* part
+        if threads < 1:
+            raise ValueError(f"Core.run: threads must be a whole number >= 1, got {threads}")
         if self.n_parts > 1 and self.win.order == NULL:
             raise NotImplementedError("Core.run: parts added by _add_empty_part are for readback tests only")
         if self.s.fluid != NULL:
@@ -810,7 +811,8 @@ cdef class Core:
         elif self.n_parts == 1:
             status = loop.run_loop(self.s, until_ps, max_events)
         else:
-            status = windows_run(self.parts, self.n_parts, &self.win, until_ps, max_events)
+            with nogil:     # (a scheme written in Python takes the GIL in its callbacks)
+                status = windows_run(self.parts, self.n_parts, &self.win, until_ps, max_events, threads)
         if status == loop.STOP_EMPTY and all(self.parts[k].error == ERR_NONE for k in range(self.n_parts)):
             # nothing left to happen: give back the pools' memory before the results are read
             for k in range(self.n_parts):

@@ -1,12 +1,18 @@
 # cython: language_level=3
-from libc.stdint cimport int64_t, int32_t
+from libc.stdint cimport int64_t, int32_t, uint8_t
 from rocesim._core.defs cimport Sim
 
 cdef struct Windows:
     # A run in parts (issue 20): the state of its windows, held by the Core.
     int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
     int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
-    int32_t* order         # the parts in the order each phase visits them (Core._part_order)
+    int32_t* order         # the parts in the order phase 1 offers them (Core._part_order;
+                           #   with threads: the costliest first, re-sorted as they run)
+    int64_t* next_t        # per part: its earliest pending event (INT64_MAX: none)
+    int64_t* cost          # per part: events run lately (the threads' load balance)
+    int32_t* active        # the parts with an event in the open window, in `order`
+    int32_t n_active
+    uint8_t* ran           # per part: it ran events in the open window
     int64_t windows        # windows closed so far
     int64_t busy_windows   # ... of which some part ran an event
     int64_t open_events    # events run so far in the open window
@@ -15,5 +21,9 @@ cdef struct Windows:
     int64_t pkt_peak       # the most packets in the parts' pools at a window's end
     int64_t qp_peak        # the same for queue pairs
 
-cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept nogil
+cdef int windows_init(Windows* w, int32_t n, int64_t lookahead) noexcept nogil
+cdef void windows_free(Windows* w) noexcept nogil
+cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events,
+                     int32_t threads) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
+cdef int windows_max_threads() noexcept nogil
