@@ -17,7 +17,7 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
-from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift,
+from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N)
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
@@ -393,7 +393,7 @@ cdef class Core:
             # few of them as look as far ahead as the network's calendar would: its memory
             # follows the part's size
             ev_free(self.parts[k])
-            shift = ev_bucket_shift(np.count_nonzero(pon[port_node] == k))
+            shift = ev_bucket_shift(np.count_nonzero(pon[port_node] == k), PART_WIDER)
             if ev_init(self.parts[k], shift, ev_calendar_size(shift, ev_bucket_shift(s.n_ports))) < 0:
                 raise MemoryError()
         self._alloc_flow_rx()

@@ -1,0 +1,53 @@
+"""A run in parts on threads (issue 20, stage 4: window.pyx): the same run, to the bit,
+whatever the number of threads, more threads than cores (4 on the 2-core development
+machine) and more threads than parts included; and reruns alike.  No timing here: the
+speed-ups are in benchmarks/test_parallel.py."""
+import pytest
+
+from rocesim import Simulation, topology
+from rocesim._core import engine
+from test_parts import assert_same, readbacks
+from test_windows import BUILDERS, LEVELS, core_of
+
+THREADS = (2, 4, 16, 2)         # 16: more than the parts at "pods" (8); 2 again: a rerun
+
+
+def run_in_slices(core, threads):
+    """Mid-run (inside a window, packets on their way between parts), then to the end in
+    slices of small event budgets (slices end inside windows); the readbacks at both."""
+    assert core.run(150 * 10**6 + 123_457, threads=threads) == engine.STOP_TIME
+    mid = readbacks(core)
+    while core.run(10**12, 40_000, threads=threads) != engine.STOP_EMPTY:
+        pass
+    return mid, readbacks(core), core.window_stats()
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", BUILDERS)
+def test_the_thread_count_changes_nothing(case, level):
+    """PFC pauses and ECN marks across cut links, losses and selective repeat, and
+    collectives whose dependencies cross parts: 1, 2 and 4 threads, twice, alike."""
+    one = run_in_slices(core_of(case, level), 1)
+    assert one[0]["in_use"] > 0 and one[2]["handoffs"] > 0
+    for n in THREADS:
+        other = run_in_slices(core_of(case, level), n)
+        assert_same(one[0], other[0])
+        assert_same(one[1], other[1])
+        assert other[2] == one[2]
+
+
+def test_threads_beyond_the_parts_or_the_build_are_capped_and_below_one_refused():
+    """A star is one part: any thread count runs it as one; 0 threads is refused."""
+    runs = []
+    for n in (1, 64):
+        sim = Simulation(topology.star(5, "100Gbps", "1us"))
+        sim.add_flow(1, 2, 100_000)
+        core, _ = sim._build_core()
+        assert core.run(10**12, threads=n) == engine.STOP_EMPTY
+        runs.append(readbacks(core))
+    assert_same(runs[0], runs[1])
+    core, _ = BUILDERS["pfc_dcqcn"]("pods")._build_core()
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
+        core.run(10**6, threads=0)
+    assert engine.MAX_THREADS >= 1
