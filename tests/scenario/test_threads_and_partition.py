@@ -4,6 +4,7 @@ resolved (the cores this process may use; `config.AUTO_PARTITION`), threads capp
 parts, the build and a scheme written in Python with one note, the partition recorded in
 summary.json and the threads nowhere, and a scenario file's `partition:` the same run as
 the API's `partition=`."""
+import io
 import json
 import os
 
@@ -15,6 +16,7 @@ from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
 from rocesim.network import topology
+from rocesim.run_progress import RunProgress
 
 BAD_THREADS = (0, -2, 1.5, "x", True, None, [2])
 TIMING = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")     # the summary's keys that vary between reruns
@@ -170,3 +172,10 @@ def test_auto_runs_in_one_part_what_parts_do_not_handle_yet(monkeypatch):
     res = sim.run(progress=False)
     assert (res.summary["parts"], res.summary["partition"]) == (1, "none")
 
+
+
+def test_the_progress_line_shows_the_threads_when_more_than_one():
+    st = dict(sim_time_ps=500_000_000, flows_done=1, events=1000)
+    lines = {n: RunProgress(2, 10**9, stream=io.StringIO(), threads=n).line(st) for n in (1, 2)}
+    assert " on " not in lines[1] and "/s  elapsed " in lines[1]
+    assert "/s on 2 threads  elapsed " in lines[2]
