@@ -173,6 +173,7 @@ PARTITION = Setting(Choice("auto", "none", "leaves", "pods"), "auto",
                     "random streams), never on the threads; summary.json records it (`rocesim check` "
                     "prints the parts)")
 
+
 def _threads(v, key):
     """'auto' or a whole number >= 1 (0, 1.5, true and words are refused, never rounded)."""
     if isinstance(v, str) and v == "auto":

@@ -33,7 +33,7 @@ def threads_to_run(asked, n_parts: int, python_scheme: bool = False) -> tuple[in
     thread per part, `MAX_THREADS` of this build, and 1 for a scheme written in Python
     (its callbacks take the GIL).  'auto' is the cores available (`available_cores`),
     capped the same way without a note; a number above what runs gets the reason."""
-    cap = min(max(1, n_parts), MAX_THREADS, 1 if python_scheme else n_parts)
+    cap = 1 if python_scheme else min(max(1, n_parts), MAX_THREADS)
     if asked == "auto":
         return max(1, min(available_cores(), cap)), None
     if asked <= cap:
