@@ -47,8 +47,9 @@ def _empty_output(outdir: str, force: bool) -> None:
 
 
 def _overrides(args) -> list:
-    """The --set overrides, and `--mode M` as `mode=M` after them."""
-    return args.set + ([f"mode={args.mode}"] if args.mode else [])
+    """The --set overrides, and `--mode M` and `--threads N` as `mode=M` and `threads=N`
+    after them (checked as the scenario's keys)."""
+    return args.set + [f"{key}={getattr(args, key)}" for key in ("mode", "threads") if getattr(args, key)]
 
 
 def _what(sim) -> str:
@@ -56,13 +57,18 @@ def _what(sim) -> str:
     return "flow mode" if sim.mode == "flow" else f"scheme {sim.scheme.name}"
 
 
+def _parts(sim) -> str:
+    """', 6 parts (leaves)' for a run in parts (`partition:`), else ''."""
+    return f", {sim.n_parts} parts ({sim.partition_level})" if sim.n_parts > 1 else ""
+
+
 def _run(args) -> int:
     scn = sc.load(args.scenario, _overrides(args))
     _empty_output(args.output, args.force)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
-              f"{scn.sim.n_flows} flows, {_what(scn.sim)}", file=sys.stderr)
-    res = scn.sim.run(scn.stop, progress=not args.quiet,
+              f"{scn.sim.n_flows} flows, {_what(scn.sim)}{_parts(scn.sim)}", file=sys.stderr)
+    res = scn.sim.run(scn.stop, progress=not args.quiet, threads=scn.threads,
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
@@ -128,23 +134,33 @@ def _check(args) -> int:
           f"{flows}, {_what(scn.sim)}")
     if scn.sim.platform.kind != "hosts":
         print(scn.sim.platform.describe())
-    # a note on stderr: stdout stays what scripts read (the ok line, the platform)
+    # notes on stderr: stdout stays what scripts read (the ok line, the platform)
     sys.stdout.flush()
-    print(_parallel_line(scn.sim), file=sys.stderr)
+    print(_partition_line(scn.sim), file=sys.stderr)
+    note = scn.sim.threads_to_run(scn.threads)[1]
+    if note is not None:
+        print(note, file=sys.stderr)
     return 0
 
 
-def _parallel_line(sim) -> str:
-    """`check`'s line on the parallel packet core (issue 20; not built yet): the parts it
-    would use, their lookahead and the share of dependency edges that would cross them."""
-    part = sim.partition()
+def _partition_line(sim) -> str:
+    """`check`'s line on the parts the packet core runs in (`partition:`; issue 20): how
+    many, their lookahead and the share of dependency edges that cross them; in one part
+    (packet mode), what `leaves` would cut."""
+    level = sim.partition_level
+    asked = f"partition: {level}" + (" (auto)" if sim.partition_setting == "auto" else "")
+    if level == "none" and sim.mode == "flow":
+        return f"{asked}: 1 part (flow mode)"
+    part = sim.partition(level if level != "none" else "leaves")
     done, start = sim.dependency_hosts()
     share = (f"{part.crossing_share(done, start):.1%} of {done.size:,} dependencies cross parts" if done.size
              else "no dependencies")
     if sim.estimated_nodes:      # (not built: sized from their first part)
         share = (f"{share} (not counting the workloads sized from their first part)" if done.size
                  else "dependencies not counted (workloads sized from their first part, not built)")
-    return f"parallel core (issue 20, not yet used by runs): {part.describe()}; {share}"
+    if level == "none":
+        return f"{asked}: 1 part; partition: leaves would give {part.describe()}; {share}"
+    return f"{asked}: {part.describe()}; {share}"
 
 
 def _existing_folders(paths) -> None:
@@ -273,12 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     def mode_option(c, what):
         c.add_argument("--mode", choices=modes, help=f"{what} in this mode (as `--set mode=...`; "
                                                      f"`rocesim keys scenario` says what each does)")
+
+    def threads_option(c, what):
+        c.add_argument("--threads", metavar="N", help=f"{what} on N threads, or 'auto' (the cores available; as "
+                                                      f"`--set threads=N`, over the scenario's `threads`); the "
+                                                      f"outputs are the same for any N")
     plain = (0, 2, 130)                                  # commands that neither run nor sweep
     r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130), "run a YAML scenario and write results", _run)
     r.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     r.add_argument("-o", "--output", required=True, help="output folder (new or empty; see --force)")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
     mode_option(r, "run the scenario")
+    threads_option(r, "run the scenario")
     r.add_argument("--no-plot", action="store_true", help="write no figures")
     r.add_argument("--force", action="store_true",
                    help="replace an earlier run's results in the output folder (by default a non-empty folder is refused)")
@@ -287,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     c.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)
     mode_option(c, "check the scenario")
+    threads_option(c, "check the scenario as run")
     pl = command("plot", plain, "plot result folders (FCT slowdown by size, training) side by side, "
                                 "or a sweep folder (a metric against a swept parameter, a heatmap)", _plot)
     pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",

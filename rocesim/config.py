@@ -13,7 +13,7 @@ import functools
 
 from rocesim.errors import ScenarioError
 from rocesim.settings import (Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
-                              Time, Word)
+                              Time, Word, show)
 from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
@@ -156,6 +156,38 @@ def resolve_deadlock(given, where="deadlock") -> dict:
 
 SEED = Setting(Integer(0, 2**63 - 1), 1, "seeds ECMP hashing, ECN marking and the traffic's random draws: the "
                                          "same seed gives the same run, bit for bit")
+
+
+# What `partition: auto` runs at, until the measurements of issue 20's stage 6 choose the
+# default level (docs/parallel_core.md, sections 2.2 and 9): the engine in one part.
+# The one place to change it.
+AUTO_PARTITION = "none"
+
+PARTITION = Setting(Choice("auto", "none", "leaves", "pods"), "auto",
+                    "how the packet core cuts the network into parts that run in windows of the lookahead "
+                    "(the smallest delay of a link between two parts), on `threads` threads: 'none' (one "
+                    "part: the engine as always), 'leaves' (a ToR with its servers per part, every other "
+                    "switch alone), 'pods' (a pod with its servers per part); 'auto' = "
+                    f"{AUTO_PARTITION!r} for now. The results depend on the partition (a dependency "
+                    "between parts takes effect at least a lookahead after its parent; the parts' own "
+                    "random streams), never on the threads; summary.json records it (`rocesim check` "
+                    "prints the parts)")
+
+
+def _threads(v, key):
+    """'auto' or a whole number >= 1 (0, 1.5, true and words are refused, never rounded)."""
+    if isinstance(v, str) and v == "auto":
+        return v
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ScenarioError(key, f"expected 'auto' or a whole number >= 1, got {show(v)}")
+    return v
+
+
+THREADS = Setting(Custom("'auto' or a whole number >= 1", _threads), "auto",
+                  "threads that run the parts of a run (at most one per part; a scheme written in "
+                  "Python runs on 1): the outputs are the same for any number, only the wall time "
+                  "changes; 'auto' = the cores this process may use (a sweep runs each run on 1 unless "
+                  "its file sets `threads`)")
 
 
 # What the flow mode cannot express, by the key that asks for it, and why: `mode: flow`

@@ -4,12 +4,51 @@ and lets Ctrl-C end the run with the results so far.  Nothing here runs per pack
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
+from rocesim._core import engine
 from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME
 
 NEVER = 2**63 - 1
+# how many threads this build of the core can run a slice on: 1 without OpenMP (issue 20,
+# stage 4; a core from before stage 4 has no MAX_THREADS and runs on 1)
+MAX_THREADS = getattr(engine, "MAX_THREADS", 1)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; all the machine's where the
+    system does not say): what `threads: auto` means."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):          # not Linux
+        return os.cpu_count() or 1
+
+
+def threads_to_run(asked, n_parts: int, python_scheme: bool = False) -> tuple[int, str | None]:
+    """(threads a run takes, and a one-line note when it takes fewer than a number asked).
+
+    `asked` is 'auto' or a whole number >= 1 (checked by `config.THREADS`): at most one
+    thread per part, `MAX_THREADS` of this build, and 1 for a scheme written in Python
+    (its callbacks take the GIL).  'auto' is the cores available (`available_cores`),
+    capped the same way without a note; a number above what runs gets the reason."""
+    cap = 1 if python_scheme else min(max(1, n_parts), MAX_THREADS)
+    if asked == "auto":
+        return max(1, min(available_cores(), cap)), None
+    if asked <= cap:
+        return asked, None
+    if python_scheme:
+        return 1, "a scheme written in Python runs on 1 thread"
+    if asked > n_parts and n_parts <= MAX_THREADS:
+        return cap, f"{asked} threads asked, {_parts(n_parts)}: running {cap}"
+    if MAX_THREADS == 1:
+        return 1, "built without OpenMP: running 1 thread"
+    return cap, f"this build runs at most {MAX_THREADS} threads: running {cap}"
+
+
+def _parts(n: int) -> str:
+    return f"{n} part" + ("" if n == 1 else "s")
 
 
 @dataclass
@@ -30,13 +69,16 @@ class RunLoop:
 
     `reroutes`: (time, alive ports) when the routing tables change, applied by
     `set_routes(core, alive)`; `sampler` takes samples at its times; `progress` (a
-    RunProgress or None) is updated after every slice."""
+    RunProgress or None) is updated after every slice; the core runs each slice on
+    `threads` threads (`threads_to_run`: the results are the same for any number)."""
 
     def __init__(self, core, t_stop, t_slice, events_per_slice, *, sampler=None, reroutes=(), set_routes=None,
-                 progress=None, n_flows=0, deadlock_threshold=0):
+                 progress=None, n_flows=0, deadlock_threshold=0, threads=1):
         self.core, self.t_stop, self.t_slice, self.events_per_slice = core, t_stop, t_slice, events_per_slice
         self.sampler, self.reroutes, self.set_routes = sampler, list(reroutes), set_routes
         self.progress, self.n_flows, self.deadlock_threshold = progress, n_flows, deadlock_threshold
+        # (given only when above 1: a core from before issue 20's stage 4 takes no `threads`)
+        self.run_options = {"threads": threads} if threads > 1 else {}
 
     def run(self) -> RunEnd:
         core = self.core
@@ -69,7 +111,7 @@ class RunLoop:
             until = min(until, reroute_at)
             nxt = core.next_event_ps
             slice_end = min(until, nxt + self.t_slice) if nxt >= 0 else until
-            status = core.run(slice_end, self.events_per_slice)
+            status = core.run(slice_end, self.events_per_slice, **self.run_options)
             if status == STOP_TIME and slice_end < until:
                 status = STOP_EVENTS                 # only the slice ended: carry on
             if self.progress is not None:

@@ -44,8 +44,11 @@ def short_time(ps: int) -> str:
 
 
 class RunProgress:
-    def __init__(self, n_flows: int, stop_ps: int | None, stream=None):
-        self.n_flows, self.stop_ps = n_flows, stop_ps
+    """The progress line of a run of `n_flows` flows to `stop_ps` (None: to the end) on
+    `threads` threads (shown when more than 1)."""
+
+    def __init__(self, n_flows: int, stop_ps: int | None, stream=None, threads: int = 1):
+        self.n_flows, self.stop_ps, self.threads = n_flows, stop_ps, threads
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.interval_s = TTY_INTERVAL_S if self.tty else OFF_TTY_INTERVAL_S
@@ -62,8 +65,9 @@ class RunProgress:
         if not self.stop_ps and self.n_flows:
             flows += f" ({100 * st['flows_done'] / self.n_flows:.0f}%)"
         rate = st["events"] / wall if wall > 0 else 0.0
+        on = f" on {self.threads} threads" if self.threads > 1 else ""
         return (f"[rocesim] {sim}  {flows}  {short_number(st['events'])} events at "
-                f"{short_number(rate)}/s  elapsed {wall:.0f}s")
+                f"{short_number(rate)}/s{on}  elapsed {wall:.0f}s")
 
     def update(self, st: dict) -> None:
         """Show the line if it is time (called after every slice of the run)."""

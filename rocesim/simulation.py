@@ -37,7 +37,7 @@ from rocesim.results.sampling import Sampler
 from rocesim.training.collectives import DEFAULT_ALGORITHM, Collectives, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo, WorkloadEstimated
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
-from rocesim.run_loop import RunLoop
+from rocesim.run_loop import RunLoop, threads_to_run
 from rocesim.run_progress import RunProgress
 from rocesim.settings import show
 from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
@@ -126,11 +126,17 @@ class Simulation:
         The flow mode's calibration (`rocesim keys flow`): {"share": 0.9, "startup": "2us"},
         each 'auto' by default: the scheme's measured calibration (`rocesim.cc.calibration`;
         1 and 0 for a scheme it has no entry for).  Ignored in packet mode.
+    partition : str
+        How the packet core cuts the network into parts run in windows of the lookahead
+        (issue 20; `rocesim.network.partition`): "none" (one part, the engine as always),
+        "leaves", "pods", or "auto" (default: `config.AUTO_PARTITION`, and one part for a
+        run that parts cannot handle yet).  The results depend on it (summary.json records
+        it), never on the threads `run` uses.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
                  routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet",
-                 flow=None, _partition=None):
+                 flow=None, partition="auto"):
         if not isinstance(topology, (Platform, Topology)):
             raise ScenarioError("topology", f"expected a Topology (rocesim.network.topology) or a Platform "
                                             f"(rocesim.network.platform), got {show(topology)}")
@@ -142,6 +148,7 @@ class Simulation:
         self.topology = topology
         self.seed = config.SEED.parse(seed, "seed")
         self.mode = config.MODE.parse(mode, "mode")
+        self.partition_setting = config.PARTITION.parse(partition, "partition")    # as given ('auto' kept)
         self.scheme = get_scheme(cc)
         self.cc_params = self.scheme.resolve_params(cc_params)
         self.switch = config.SWITCH.resolve(switch, "switch")
@@ -167,21 +174,36 @@ class Simulation:
         self._running = False        # run() is going: the world is the core's, not to be changed
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self._network, self._params = self._network_arrays()
-        self._parts = self._run_in_parts(_partition)
+        self._parts = self._run_in_parts(self.partition_setting)
 
-    def _run_in_parts(self, level):
-        """Private until the parallel core is done (issue 20, stage 3): `_partition`
-        ("leaves", "pods"; None: one part, the engine as always) cuts the packet core's run
-        into the parts of `partition(level)`, run in windows of the lookahead on one
-        thread.  Returns that Partition, or None for one part.  What a run in parts does
-        not handle yet is refused here or, for what is added later (faults), when run()
-        builds the core.  A dependency whose parent completes in another part than its
-        child starts in takes effect max(delay, L) after the parent (L the lookahead),
-        not `delay` after it."""
-        if level is None or level == "none":
+    @property
+    def partition_level(self) -> str:
+        """The level the packet core runs at: "none" (one part), "leaves" or "pods"
+        (`partition` as given, 'auto' resolved; a level may give one part, e.g. on a star)."""
+        return self._partition_level
+
+    @property
+    def n_parts(self) -> int:
+        """The parts the packet core runs in (1: the engine as always)."""
+        return 1 if self._parts is None else self._parts.n_parts
+
+    @property
+    def lookahead_ps(self) -> int:
+        """The lookahead of a run in parts: the smallest delay of a link between two parts
+        (0 in one part)."""
+        return 0 if self._parts is None else self._parts.lookahead_ps
+
+    def _run_in_parts(self, asked: str):
+        """The Partition the packet core runs in, or None for one part (the engine as
+        always), for `partition` `asked` (issue 20): its parts run in windows of the
+        lookahead L.  A dependency whose parent completes in another part than its child
+        starts in takes effect max(delay, L) after the parent, not `delay` after it.  What
+        a run in parts does not handle yet is refused, naming `partition`, here or, for
+        what is added later (faults), when run() builds the core; with 'auto' such a run
+        is in one part instead."""
+        level = self._partition_level = config.AUTO_PARTITION if asked == "auto" else asked
+        if level == "none":
             return None
-        if level not in partition_mod.LEVELS:
-            raise ScenarioError("_partition", f"expected 'leaves', 'pods' or None, got {show(level)}")
         parts = self.partition(level)
         if parts.n_parts == 1:
             return None
@@ -191,18 +213,24 @@ class Simulation:
                    (self.switch["pfc"]["enabled"] and self.switch["pfc"]["watchdog"]["enabled"],
                     "switch.pfc.watchdog.enabled", "the PFC watchdog is on")]
         for bad, key, why in refused:
+            if bad and asked == "auto":
+                self._partition_level = "none"
+                return None
             if bad:
-                raise ScenarioError(key, f"{why}: a run in parts (_partition={level!r}) does not handle it yet")
+                raise ScenarioError(key, f"{why}: a run in parts (partition: {level}) does not handle it yet; "
+                                         "use partition: none")
         return parts
 
     def _check_parts(self) -> None:
         """A run in parts: refuse, before it starts, what was added that it does not handle
-        yet (faults)."""
-        if self._parts is None:
+        yet (faults); with `partition: auto`, run in one part instead."""
+        if self._parts is None or not self.faults:
             return
-        level = self._parts.level
-        if self.faults:
-            raise ScenarioError("faults", f"a run in parts (_partition={level!r}) does not handle faults yet")
+        if self.partition_setting == "auto":
+            self._parts, self._partition_level = None, "none"
+            return
+        raise ScenarioError("faults", f"a run in parts (partition: {self._parts.level}) does not handle faults "
+                                      "yet; use partition: none")
 
     def _refuse_in_flow_mode(self) -> None:
         """What `mode: flow` cannot run, refused before anything is built."""
@@ -461,9 +489,9 @@ class Simulation:
         return done, src[children]
 
     def partition(self, level="leaves") -> partition_mod.Partition:
-        """The parts a parallel packet core would cut this network into (issue 20; runs do
-        not use them yet): ``"leaves"``, ``"pods"`` or ``"none"``, the rule of
-        `rocesim.network.partition`."""
+        """The parts the packet core cuts this network into at `level` (issue 20):
+        ``"leaves"``, ``"pods"`` or ``"none"``, the rule of `rocesim.network.partition`.
+        A run uses the level given as `Simulation(partition=...)` (`partition_level`)."""
         return partition_mod.partition(self.platform, self.ports, level)
 
     def dependency_crossing(self, partition=None) -> float:
@@ -711,7 +739,7 @@ class Simulation:
     # --- running -----------------------------------------------------------------------
 
     def run(self, stop=None, *, progress=None, slice="100us", events_per_slice=2_000_000,
-            sample_interval=None, queue_ports=None) -> Results:
+            sample_interval=None, queue_ports=None, threads="auto") -> Results:
         """Run until every flow is done (or `stop`, a simulated time) and return Results.
 
         The core returns to Python after every `slice` of simulated time (or
@@ -722,6 +750,12 @@ class Simulation:
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
 
+        `threads` ('auto': the cores this process may use, or a whole number >= 1) run
+        the parts of the network (`partition`), at most one per part; a scheme written in
+        Python runs on 1.  The outputs are the same for any number; `Results.threads` says
+        how many ran, and when that is fewer than a number asked, one line on stderr says
+        why (unless `progress=False`).
+
         A run that stalls (flows unfinished and nothing can move them) is searched for the
         PFC cycles that hold it, whether `deadlock` detection is on or not.  If a scheme
         written in Python raises, run() raises that exception with the results up to it
@@ -729,6 +763,7 @@ class Simulation:
         runs: adding any from a callback is refused (ScenarioError).
         """
         self._not_running("run")
+        asked = config.THREADS.parse(threads, "threads")
         # without a stop time, the run ends at the time horizon at the latest
         t_stop = MAX_TIME_PS if stop is None else parse_time(stop, "stop", bare_ok=True)
         t_slice = parse_time(slice, "slice", bare_ok=True)
@@ -746,12 +781,16 @@ class Simulation:
                 raise ScenarioError("output.sample_interval", "must be positive")
             config.refuse_in_flow_mode(self.mode, "output.sample_interval", "sampling is on")
         core, world = self._build_core()
+        n_threads, note = self.threads_to_run(asked)
+        if note is not None and progress is not False:
+            print(f"rocesim: {note}", file=sys.stderr)
         sampler = None if interval is None else Sampler(core, interval, self.n_flows, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress
         loop = RunLoop(core, t_stop, t_slice, events_per_slice, sampler=sampler,
                        reroutes=faults_mod.route_updates(self.faults, self.ports), set_routes=self._set_routes,
-                       progress=RunProgress(self.n_flows, None if stop is None else t_stop) if show else None,
-                       n_flows=self.n_flows, deadlock_threshold=self.deadlock["threshold"])
+                       progress=RunProgress(self.n_flows, None if stop is None else t_stop,
+                                            threads=n_threads) if show else None,
+                       n_flows=self.n_flows, deadlock_threshold=self.deadlock["threshold"], threads=n_threads)
         self._running = True
         try:
             end = loop.run()
@@ -764,7 +803,7 @@ class Simulation:
                                 interrupted=end.interrupted or end.failure is not None,
                                 stop_ps=t_stop if end.status == STOP_TIME else None)
         del readout
-        res.samples = samples
+        res.samples, res.threads = samples, n_threads
         res.summary["stalled"] = end.stalled
         res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
         if end.failure is not None:
@@ -776,11 +815,19 @@ class Simulation:
             raise end.failure
         return res
 
+    def threads_to_run(self, threads="auto") -> tuple[int, str | None]:
+        """(the threads a run of this simulation takes for `threads` asked, and a one-line
+        note when it takes fewer than a number asked: more threads than parts, a scheme
+        written in Python, a build without OpenMP); `rocesim check` prints the note."""
+        asked = config.THREADS.parse(threads, "threads")
+        return threads_to_run(asked, self.n_parts, python_scheme=self.scheme.py_class is not None)
+
     def check(self) -> None:
         """The cross-parameter checks the core would otherwise make first when run() builds
         it: the scheme's parameters finalized against the network (a Swift `fs_min_cwnd`
         above `fs_max_cwnd`, say).  The YAML loader calls it, so `rocesim check` refuses
         what `run` would."""
+        self._check_parts()
         core = Core(*self._world(flows=False))
         self.scheme.finalize(dict(self.cc_params), self._scheme_context(core))
 

@@ -79,6 +79,7 @@ class Results:
     iterations: dict | None = None   # per training iteration: start, finish, duration
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
     pfc_timeline: dict | None = None         # pause intervals (see the module docstring)
+    threads: int = 1                 # threads the run took (written nowhere: the outputs do not depend on it)
 
     @classmethod
     def from_core(cls, sim, core: CoreReadout, world, *, wall_s, cpu_s, interrupted, stop_ps):
@@ -116,7 +117,10 @@ class Results:
             time_errors=st["time_errors"], link_drops=st["link_drops"], watchdog_drops=st["watchdog_drops"],
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
             faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
-            stopped_at_limit=stop_ps is not None)
+            stopped_at_limit=stop_ps is not None,
+            # the parts the packet core ran in (they change the results; the threads do not)
+            partition=sim.partition_level, parts=sim.n_parts,
+            lookahead_ns=sim.lookahead_ps / PS_PER_NS if sim.n_parts > 1 else None)
         summary["drops"] = sum(summary[k] for k in DROP_CAUSES)
         cycles = [_cycle_record(r, world) for r in core.deadlock_records]
         summary.update(deadlock_detection=core.deadlock_detection, deadlock=bool(cycles),

@@ -40,6 +40,8 @@ SCENARIO = Section(
     name=Setting(Text(), "", "a name for the run (default: the file's)"),
     seed=config.SEED,
     mode=config.MODE,
+    partition=config.PARTITION,
+    threads=config.THREADS,
     flow=Setting(config.FLOW, None, "the flow mode's calibration (below; ignored in packet mode)"),
     stop=Setting(Time(), None, "simulated-time limit (default: until every flow is done)"),
     topology=Setting(Custom("a mapping with a kind (topology kinds below)"), REQUIRED, "the network"),
@@ -65,13 +67,15 @@ NESTED = {"topology": TOPOLOGY, "traffic": TRAFFIC, "faults": FAULTS}
 
 @dataclass
 class Scenario:
-    """A checked scenario: the simulation to run and how to write its output."""
+    """A checked scenario: the simulation to run, the threads to run it on ('auto' or a
+    number: `Simulation.run(threads=...)`) and how to write its output."""
 
     sim: Simulation
     stop: int | None
     output: dict
     name: str = ""
     raw: dict = field(default_factory=dict)
+    threads: int | str = "auto"
 
 
 def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
@@ -80,14 +84,15 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     and not built (`Simulation.workload_progress`)."""
     check_depth(raw)
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
-    top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k) for k in ("name", "seed", "stop", "mode")}
+    top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k)
+           for k in ("name", "seed", "stop", "mode", "partition", "threads")}
     memory = _memory(LIMITS.resolve(raw.get("limits"), "limits"))
     platform = build_platform(raw["topology"], base_dir, memory=memory)
     cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],
-                     flow=raw.get("flow"))
+                     flow=raw.get("flow"), partition=top["partition"])
     sim.estimate_workloads = estimate_workloads
     # faults and outputs before the traffic: what the mode refuses is refused before a workload is built
     faults = raw.get("faults") or []
@@ -101,7 +106,7 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     if output["sample_interval"] is not None:
         config.refuse_in_flow_mode(sim.mode, "output.sample_interval", "sampling is on")
     add_traffic(sim, raw["traffic"], top["seed"], base_dir)
-    return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw)
+    return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw, threads=top["threads"])
 
 
 def load(path, overrides=(), estimate_workloads=False) -> Scenario:

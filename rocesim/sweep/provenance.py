@@ -4,7 +4,9 @@
 describes what it is made from: the resolved scenario (the base with `set:` and the run's
 parameters applied) in a canonical form, and every file its loading read (flow, CDF,
 topology, workload and trace files, through `rocesim._textfile.recording_reads`; a Python
-scheme's module; in flow mode, the calibration values used), each by its SHA-256.  The digest of the two identifies the run:
+scheme's module; in flow mode, the calibration values used; in parts, the partition level,
+`auto` resolved), each by its SHA-256.  `threads` is left out: the outputs are the same for
+any number.  The digest of the two identifies the run:
 its worker stores it in the run's `provenance.json`, and a later sweep compares it with
 what the sweep resolves now (`run_folder.state`).  File paths enter the digest relative to the
 scenario's folder, so a project moved as a whole keeps its runs current.  The rocesim
@@ -57,12 +59,14 @@ def resolve(run):
     raw = run.base if isinstance(run.base, dict) else read_scenario(run.base)
     raw = sc.apply_overrides(raw, run.overrides)          # a copy
     asked = copy.deepcopy(raw)                            # as asked, whatever building does to raw
+    asked.pop("threads", None)                            # (the outputs do not depend on it)
     with recording_reads() as read:
         scn = sc.build(raw, run.base_dir)
         scn.sim.check()
     files = {os.path.relpath(p, run.base_dir): h for p, h in read.items()}
     files.update(_scheme_module(scn.sim.scheme))
     files.update(_flow_calibration(scn.sim))
+    files.update(_partition(scn.sim))
     scenario = canonical(asked)                           # after the build: only a checked scenario
     return scn, {"sha256": digest(scenario, files), "rocesim": __version__,
                  "base_dir": os.path.abspath(run.base_dir), "files": files, "scenario": scenario}
@@ -88,6 +92,15 @@ def _flow_calibration(sim) -> dict:
         return {}
     used = json.dumps({"share": sim.flow["share"], "startup_ps": sim.flow["startup"]}, sort_keys=True)
     return {"flow:calibration": hashlib.sha256(used.encode()).hexdigest()}
+
+
+def _partition(sim) -> dict:
+    """{"partition:level": SHA-256 of the level} of a run in parts ('auto' resolved: what it
+    means may change with rocesim's measurements, and the parts change the results), {} for
+    one part (`partition: none`, the engine as always: digests as before parts existed)."""
+    if sim.partition_level == "none":
+        return {}
+    return {"partition:level": hashlib.sha256(sim.partition_level.encode()).hexdigest()}
 
 
 def check(runs) -> dict:

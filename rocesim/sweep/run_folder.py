@@ -32,6 +32,9 @@ ERROR_FILE = "error.txt"
 LOCK_FILE = ".lock"
 
 DONE, FAILED, MISSING, STALE = "done", "failed", "missing", "stale"
+# a sweep spreads its runs over the cores (`-j`): each run takes this many threads, unless
+# the sweep file sets `threads` (the outputs are the same for any number)
+SWEEP_THREADS = 1
 
 
 def state(root: str, name: str, digest: str | None = None) -> str:
@@ -85,7 +88,8 @@ def _run_into(run, tmp: str) -> dict:
     try:
         scn, made_from = provenance.resolve(run)
         res = scn.sim.run(scn.stop, progress=False, sample_interval=scn.output["sample_interval"],
-                          queue_ports=scn.output["queue_ports"])
+                          queue_ports=scn.output["queue_ports"],
+                          threads=scn.threads if run.sets("threads") else SWEEP_THREADS)
         if res.summary["interrupted"]:              # never recorded as a result
             shutil.rmtree(tmp, ignore_errors=True)
             return _outcome(run, MISSING, "interrupted")

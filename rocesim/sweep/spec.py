@@ -10,6 +10,9 @@
     seeds: [1, 2]                          # sets `seed`
     set: {stop: 5ms}                       # the same overrides for every run (not in names)
 
+A sweep spreads its runs over the cores, so each run takes 1 thread (`threads:`) unless the
+sweep file sets `threads` (`run_folder.SWEEP_THREADS`).
+
 Key paths are those `rocesim run --set` takes.  The special key `scenario` varies the
 base scenario itself (values: scenario files relative to the sweep file; a run's name
 shows the file's stem).  Runs are the grid's combinations (in file order) x the zip's
@@ -46,6 +49,11 @@ class Run:
     base: str | dict = field(hash=False)     # absolute scenario path, or an inline mapping
     base_dir: str = "."                      # where the base's relative paths are read from
     overrides: tuple = ()                    # "key.path=value" strings (JSON values, valid YAML)
+
+    def sets(self, key: str) -> bool:
+        """Whether the sweep gives this run's `key` (a key path: `set:`, `grid:`, `zip:` or
+        the command line), over the base scenario's."""
+        return any(o.split("=", 1)[0] == key for o in self.overrides)
 
     def command(self, outdir: str) -> str:
         """The same run as one `rocesim run` command line (for a base file)."""

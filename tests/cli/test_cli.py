@@ -203,16 +203,46 @@ def test_check_quickstart(capsys):
     assert out.startswith("ok: 32 hosts, 6 switches, ") and out.endswith(" flows, scheme none\n")
 
 
-def test_check_notes_the_parts_of_a_parallel_core(tmp_path, capsys):
+def test_check_notes_the_parts_a_run_takes(tmp_path, capsys):
     # quickstart: 4 leaves of 8 hosts and 2 spines; 40 links, the 8 leaf-spine ones cut
-    assert main(["check", str(ROOT / "scenarios" / "quickstart.yaml")]) == 0
-    assert capsys.readouterr().err == (
-        "parallel core (issue 20, not yet used by runs): 6 parts at the leaf level (4 leaf groups, 2 switches), "
-        "lookahead 1us, 16/80 ports cut; no dependencies\n")
+    quickstart = str(ROOT / "scenarios" / "quickstart.yaml")
+    leaves = "6 parts at the leaf level (4 leaf groups, 2 switches), lookahead 1us, 16/80 ports cut; no dependencies"
+    assert main(["check", quickstart, "--set", "partition=none"]) == 0
+    assert capsys.readouterr().err == f"partition: none: 1 part; partition: leaves would give {leaves}\n"
+    assert main(["check", quickstart, "--set", "partition=leaves"]) == 0
+    assert capsys.readouterr().err == f"partition: leaves: {leaves}\n"
+    assert main(["check", quickstart, "--set", "partition=leaves", "--threads", "7"]) == 0
+    assert capsys.readouterr().err.splitlines()[1] in ("7 threads asked, 6 parts: running 6",
+                                                       "built without OpenMP: running 1 thread")
+    assert main(["check", quickstart, "--mode", "flow"]) == 0
+    assert capsys.readouterr().err == "partition: none (auto): 1 part (flow mode)\n"
     # three hosts on one switch: one leaf group, and the dependencies of an incast: none
-    assert main(["check", write_scenario(tmp_path, scenario())]) == 0
-    assert capsys.readouterr().err.endswith(": 1 part at the leaf level: the whole network is one leaf group; "
-                                            "no dependencies\n")
+    assert main(["check", write_scenario(tmp_path, scenario(partition="leaves")), "--threads", "2"]) == 0
+    assert capsys.readouterr().err == ("partition: leaves: 1 part at the leaf level: the whole network is one leaf "
+                                       "group; no dependencies\n2 threads asked, 1 part: running 1\n")
+
+
+def test_run_threads_override_the_scenarios_and_more_than_parts_are_said(tmp_path, capsys):
+    """`--threads N` is `--set threads=N`, over the scenario's; more than the one part of a
+    star is said once on stderr (not with -q) and capped; the files are the same."""
+    path = write_scenario(tmp_path, scenario(threads=1))
+    assert main(["run", path, "-o", str(tmp_path / "a"), "--no-plot", "--threads", "3"]) == 0
+    assert "rocesim: 3 threads asked, 1 part: running 1\n" in capsys.readouterr().err
+    assert main(["run", path, "-o", str(tmp_path / "b"), "--no-plot"]) == 0
+    assert "threads asked" not in capsys.readouterr().err
+    assert main(["run", path, "-o", str(tmp_path / "c"), "--no-plot", "-q", "--threads", "3"]) == 0
+    assert capsys.readouterr().err == ""
+    path = write_scenario(tmp_path, scenario(threads=5), "five.yaml")
+    assert main(["run", path, "-o", str(tmp_path / "d"), "--no-plot"]) == 0
+    assert "rocesim: 5 threads asked, 1 part: running 1\n" in capsys.readouterr().err
+    assert main(["run", path, "-o", str(tmp_path / "e"), "--no-plot", "--threads", "auto"]) == 0
+    assert "threads asked" not in capsys.readouterr().err
+    for out in "bcde":
+        assert (tmp_path / out / "flows.csv").read_bytes() == (tmp_path / "a" / "flows.csv").read_bytes()
+    for bad in ("0", "1.5", "x", "-1"):
+        assert main(["run", path, "-o", str(tmp_path / "f"), "--threads", bad]) == 2
+        assert capsys.readouterr().err.startswith("rocesim: error: threads: expected 'auto' or a whole number >= 1")
+    assert not (tmp_path / "f").exists()
 
 
 def test_schemes(capsys):

@@ -1,5 +1,5 @@
 """A run in parts (issue 20, stage 3: window.pyx), on one thread: the network cut by the
-topology (`Simulation(_partition="leaves" | "pods")`), every part running its events of a
+topology (`Simulation(partition="leaves" | "pods")`), every part running its events of a
 window [T, T + lookahead), then taking the packets that crossed its incoming cut links.
 
 The results depend on the partition, never on the order the parts are visited in (the
@@ -24,7 +24,7 @@ def pfc_fat_tree(part):
     permutation and a 12-to-1 incast across pods, which pause links (also cut ones) and
     mark packets (the parts' RNG streams)."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    sim = Simulation(t, seed=3, cc="dcqcn", cc_params={"notify": "cnp"}, _partition=part,
+    sim = Simulation(t, seed=3, cc="dcqcn", cc_params={"notify": "cnp"}, partition=part,
                      switch={"buffer": "300KB", "pfc": {"enabled": True},
                              "ecn": {"kmin": "20KB", "kmax": "80KB", "pmax": 0.2}})
     sim.add_flows(traffic.permutation(t.n_hosts, 400_000, 0, np.random.default_rng(3)))
@@ -36,7 +36,7 @@ def lossy_fat_tree(part):
     """fat_tree(4) without PFC: a 12-to-1 incast that drops, repaired by selective repeat,
     DCQCN's CNPs answering ECN marks, and short flows back."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    sim = Simulation(t, seed=5, cc="dcqcn", cc_params={"notify": "cnp"}, _partition=part,
+    sim = Simulation(t, seed=5, cc="dcqcn", cc_params={"notify": "cnp"}, partition=part,
                      switch={"buffer": "150KB", "pfc": {"enabled": False},
                              "ecn": {"kmin": "10KB", "kmax": "60KB", "pmax": 0.2}},
                      nic={"loss_recovery": "selective_repeat", "rto": "100us"})
@@ -50,7 +50,7 @@ def collectives_fat_tree(part):
     """fat_tree(4) with PFC: an NCCL ring all-reduce on every host, then a pairwise
     all-to-all after it: dependencies whose parent completes in one leaf group (or pod)
     and whose child starts in another."""
-    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, _partition=part,
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, partition=part,
                      switch={"buffer": "1MB", "pfc": {"enabled": True}})
     ar = sim.add_collective("allreduce", "nccl_ring", size="512KB")
     sim.add_collective("alltoall", "pairwise", size="256KB", after=ar.done_nodes)
@@ -114,7 +114,7 @@ def test_a_run_in_parts_keeps_the_invariants(case, level):
     assert core.n_parts == (20 if level == "leaves" else 8)
     assert core.run(10**12) == engine.STOP_EMPTY
     st, fl, ports = core.stats(), core.flow_arrays(), core.port_arrays()
-    sim = CASES[case](None)
+    sim = CASES[case]("none")
     sizes = sim._flows.column("size", np.int64)
     assert (fl["state"] == FS_DONE).all()
     np.testing.assert_array_equal(fl["delivered_bytes"], sizes)
@@ -151,30 +151,30 @@ def test_an_idle_network_flow_in_parts_has_slowdown_one(level):
     when it does in one part: its ideal time."""
     t = topology.fat_tree(4, "100Gbps", "1us")
     res = {}
-    for part in (None, level):
-        sim = Simulation(t, _partition=part)
+    for part in ("none", level):
+        sim = Simulation(t, partition=part)
         sim.add_flow(0, 15, 1_234_567, start=3_000)
         res[part] = sim.run()
     assert res[level].flows["slowdown"][0] == 1.0
     for col in ("fct_ns", "rx_fct_ns"):
-        assert res[level].flows[col][0] == res[None].flows[col][0]
+        assert res[level].flows[col][0] == res["none"].flows[col][0]
 
 
 def test_one_part_is_the_engine_as_always():
     """A star is one part at every level (the run is the single engine's), and
-    `_partition=None` is the default."""
-    star = Simulation(topology.star(5, "100Gbps", "1us"), _partition="leaves")
+    `partition="none"` is one part."""
+    star = Simulation(topology.star(5, "100Gbps", "1us"), partition="leaves")
     star.add_flow(1, 2, 10_000)
     core, _ = star._build_core()
     assert core.n_parts == 1 and core.window_stats()["windows"] == 0
-    core, _ = pfc_fat_tree(None)._build_core()
+    core, _ = pfc_fat_tree("none")._build_core()
     assert core.n_parts == 1
 
 
 def test_dependencies_within_a_part_run():
     """A compute step, then a flow from its host, then a flow from that flow's receiver
     in the same leaf group: every dependency completes where its child starts."""
-    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), _partition="leaves")
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), partition="leaves")
     c = sim.add_compute(0, "5us")
     f = sim.add_flow(0, 1, 100_000, after=[c], delay="1us")
     g = sim.add_flow(1, 15, 100_000, after=[f])
@@ -193,7 +193,7 @@ def dumbbell_core(part):
     from host 0 to host 2, its children on both sides with delays below and above the
     lookahead, a compute step on host 2 after it and a child of that step on host 1, and
     a flow with one parent on each side."""
-    sim = Simulation(topology.dumbbell(2, 2, "100Gbps", "1us"), _partition=part)
+    sim = Simulation(topology.dumbbell(2, 2, "100Gbps", "1us"), partition=part)
     f = sim.add_flow(0, 2, 50_000, start=2_000)                 # 0: completes on host 2 (part 1)
     sim.add_flow(3, 1, 20_000, after=[f], delay=300)            # 1: same part, 300 ps
     sim.add_flow(0, 3, 20_000, after=[f], delay=300)            # 2: other part, 300 ps < L
@@ -213,7 +213,7 @@ def dumbbell_core(part):
 def test_a_dependency_across_parts_waits_for_the_lookahead():
     """Closed form on two parts: a child in the parent's part starts `delay` after it (as
     in one part); a child in another part starts max(delay, L) after it."""
-    cores = {p: dumbbell_core(p) for p in (None, "leaves")}
+    cores = {p: dumbbell_core(p) for p in ("none", "leaves")}
     res = {}
     for p, core in cores.items():
         assert core.run(10**12) == engine.STOP_EMPTY
@@ -223,7 +223,7 @@ def test_a_dependency_across_parts_waits_for_the_lookahead():
     assert core.n_parts == 2 and core.window_stats()["lookahead_ps"] == L_PS
     start, done, rx = res["leaves"]["start_ps"], res["leaves"]["finish_ps"], res["leaves"]["rx_finish_ps"]
     t = rx[0]                                       # flow 0's last byte at host 2
-    assert t == res[None]["rx_finish_ps"][0]        # (an idle network: as in one part)
+    assert t == res["none"]["rx_finish_ps"][0]        # (an idle network: as in one part)
     assert start[1] == t + 300
     assert start[2] == t + L_PS
     assert start[3] == t + 2_500_000
@@ -234,7 +234,7 @@ def test_a_dependency_across_parts_waits_for_the_lookahead():
     assert rx[8] + 700 > rx[7] + L_PS               # (the part's own parent is the later one)
     assert start[11] == rx[7] + L_PS > rx[10] + 700  # (the other part's is)
     # one part: every child `delay` after its last parent
-    one = res[None]
+    one = res["none"]
     for child, parent, delay in ((1, 0, 300), (2, 0, 300), (3, 0, 2_500_000), (4, 0, 0), (6, 5, 100)):
         assert one["start_ps"][child] == one["rx_finish_ps"][parent] + delay
 
@@ -278,14 +278,19 @@ def test_what_a_run_in_parts_does_not_handle_is_refused_before_it_runs():
                "cc.scheme": dict(cc="pyschemes:LineRate"),
                "mode": dict(mode="flow")}
     for key, kw in refused.items():
-        with pytest.raises(ScenarioError, match="does not handle") as e:
-            Simulation(t, _partition="leaves", **kw)
+        with pytest.raises(ScenarioError, match=r"partition: leaves\) does not handle it yet; use partition: "
+                                                "none") as e:
+            Simulation(t, partition="leaves", **kw)
         assert e.value.key == key
-    with pytest.raises(ScenarioError, match="expected 'leaves'"):
-        Simulation(t, _partition="servers")
-    sim = Simulation(t, _partition="pods")
+    with pytest.raises(ScenarioError, match="must be one of auto, none, leaves, pods; got 'servers'") as e:
+        Simulation(t, partition="servers")
+    assert e.value.key == "partition"
+    sim = Simulation(t, partition="pods")
     sim.add_flow(0, 15, 10_000)
     sim.add_fault("link_down", "10us", link=[16, 24])
+    with pytest.raises(ScenarioError, match=r"partition: pods\) does not handle faults") as e:
+        sim.check()                                   # (as `rocesim check` would)
+    assert e.value.key == "faults"
     with pytest.raises(ScenarioError, match="faults"):
         sim.run()
 

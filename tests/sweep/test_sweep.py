@@ -491,6 +491,49 @@ def test_a_flow_mode_run_is_stale_when_the_calibration_it_used_changes(tmp_path,
     assert after["flow"] != before["flow"]["sha256"] and after["packet"] == before["packet"]["sha256"]
 
 
+def test_sweep_runs_take_one_thread_unless_the_sweep_file_sets_threads(tmp_path, monkeypatch):
+    """A sweep spreads its runs over the cores: each run on 1 thread, whatever the base
+    scenario says, unless `set:`, `grid:` or `zip:` give `threads`."""
+    from rocesim import Simulation
+    asked = []
+    real_run = Simulation.run
+
+    def spy(sim, *args, **kw):
+        asked.append(kw["threads"])
+        return real_run(sim, *args, **kw)
+    monkeypatch.setattr(Simulation, "run", spy)
+    base = {**BASE, "threads": 4}
+    sweeps = [({"seeds": [1]}, [False], [1]),
+              ({"zip": {"threads": [None, 2]}}, [False, True], [1, 2]),     # (null: the base's key)
+              ({"set": {"threads": 3}}, [True], [3]),
+              ({"grid": {"threads": ["auto", 2]}}, [True, True], ["auto", 2])]
+    for k, (spec, sets, threads) in enumerate(sweeps):
+        asked.clear()
+        runs = sweep.expand({"base": base, **spec}, str(tmp_path)).runs
+        assert [r.sets("threads") for r in runs] == sets
+        for run in runs:
+            assert run_folder.run_one(run, str(tmp_path / str(k)))["state"] == run_folder.DONE
+        assert asked == threads
+
+
+def test_threads_are_not_what_a_run_is_made_from_and_the_partition_is(tmp_path):
+    """The outputs do not depend on the threads: a sweep that changes them keeps its runs
+    current; a run in parts records its level ('auto' resolved), a run in one part nothing
+    new (digests as before parts existed)."""
+    from rocesim.sweep import provenance
+    base = {"topology": {"kind": "fat_tree", "k": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
+            "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "64KB"}]}
+
+    def made_from(**fixed):
+        return provenance.resolve(sweep.expand({"base": base, "set": fixed}, str(tmp_path)).runs[0])[1]
+    plain = made_from()
+    assert made_from(threads=2)["sha256"] == made_from(threads="auto")["sha256"] == plain["sha256"]
+    assert "threads" not in made_from(threads=2)["scenario"]
+    leaves = made_from(partition="leaves")
+    assert "partition:level" in leaves["files"] and "partition:level" not in plain["files"]
+    assert leaves["sha256"] != made_from(partition="pods")["sha256"] != plain["sha256"]
+
+
 def test_a_refused_resume_leaves_the_stale_runs_out_of_the_index_and_table(tmp_path, capsys):
     from rocesim import cli
     sw = sweep.expand({"base": BASE, "grid": {"cc.scheme": ["none", "hpcc"]}})

@@ -1,0 +1,181 @@
+"""The `threads` and `partition` settings (issue 20, stage 5): declared once
+(`config.THREADS`, `config.PARTITION`), refused before anything runs when wrong, `auto`
+resolved (the cores this process may use; `config.AUTO_PARTITION`), threads capped at the
+parts, the build and a scheme written in Python with one note, the partition recorded in
+summary.json and the threads nowhere, and a scenario file's `partition:` the same run as
+the API's `partition=`."""
+import io
+import json
+import os
+
+import pytest
+
+from helpers import small_scenario, write_scenario
+from rocesim import Simulation, config, run_loop
+from rocesim import scenario as sc
+from rocesim.cli import main
+from rocesim.errors import ScenarioError
+from rocesim.network import topology
+from rocesim.run_progress import RunProgress
+
+BAD_THREADS = (0, -2, 1.5, "x", True, None, [2])
+TIMING = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")     # the summary's keys that vary between reruns
+FAT_TREE = {"kind": "fat_tree", "k": 4, "link": {"rate": "100Gbps", "delay": "1us"}}
+
+
+def allreduce_scenario(partition):
+    """fat_tree(4) with PFC, an NCCL ring all-reduce of 512 KB on every host: its
+    dependencies cross the leaf groups (a scenario mapping)."""
+    return {"seed": 7, "partition": partition, "topology": FAT_TREE, "switch": {"buffer": "1MB"},
+            "traffic": [{"kind": "collective", "op": "allreduce", "algorithm": "nccl_ring", "size": "512KB"}],
+            "output": {"plot": False}}
+
+
+def allreduce_sim(partition):
+    """The same as `allreduce_scenario`, through the API."""
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=7, switch={"buffer": "1MB"},
+                     partition=partition)
+    sim.add_collective("allreduce", "nccl_ring", size="512KB")
+    return sim
+
+
+@pytest.mark.parametrize("value", BAD_THREADS)
+def test_threads_other_than_auto_or_a_whole_number_are_refused_before_anything_runs(value, monkeypatch):
+    with pytest.raises(ScenarioError, match=r"expected 'auto' or a whole number >= 1, got ") as e:
+        sc.build(small_scenario(threads=value))
+    assert e.value.key == "threads"
+
+    def never(*_):
+        raise AssertionError("the core was built")
+    sim = Simulation(topology.star(3, "100Gbps", "1us"))
+    sim.add_flow(1, 0, 10_000)
+    monkeypatch.setattr(Simulation, "_build_core", never)
+    with pytest.raises(ScenarioError, match="expected 'auto' or a whole number") as e:
+        sim.run(threads=value)
+    assert e.value.key == "threads"
+
+
+@pytest.mark.parametrize("value", ("servers", "", None, True, 2))
+def test_a_partition_other_than_the_four_levels_is_refused(value):
+    with pytest.raises(ScenarioError, match="must be one of auto, none, leaves, pods") as e:
+        sc.build(small_scenario(partition=value))
+    assert e.value.key == "partition"
+    with pytest.raises(ScenarioError) as e:
+        Simulation(topology.star(3, "100Gbps", "1us"), partition=value)
+    assert e.value.key == "partition"
+
+
+def test_auto_threads_are_the_cores_this_process_may_use(monkeypatch):
+    assert run_loop.available_cores() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(run_loop, "MAX_THREADS", 64)
+    assert run_loop.threads_to_run("auto", 1000) == (len(os.sched_getaffinity(0)), None)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})
+    assert run_loop.threads_to_run("auto", 1000) == (3, None)
+    assert run_loop.threads_to_run("auto", 2) == (2, None)               # capped at the parts, silently
+    assert run_loop.threads_to_run("auto", 1000, python_scheme=True) == (1, None)
+    monkeypatch.delattr(os, "sched_getaffinity")                         # (not Linux)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert run_loop.available_cores() == 6
+
+
+@pytest.mark.parametrize("max_threads, asked, parts, python, expected", [
+    (64, 1, 20, False, (1, None)),
+    (64, 4, 20, False, (4, None)),
+    (64, 20, 20, False, (20, None)),
+    (64, 30, 20, False, (20, "30 threads asked, 20 parts: running 20")),
+    (64, 4, 1, False, (1, "4 threads asked, 1 part: running 1")),
+    (64, 4, 20, True, (1, "a scheme written in Python runs on 1 thread")),
+    (1, 4, 20, False, (1, "built without OpenMP: running 1 thread")),
+    (1, 30, 20, False, (1, "built without OpenMP: running 1 thread")),
+    (1, 4, 1, False, (1, "4 threads asked, 1 part: running 1")),
+    (8, 16, 20, False, (8, "this build runs at most 8 threads: running 8")),
+])
+def test_threads_are_capped_with_the_reason(monkeypatch, max_threads, asked, parts, python, expected):
+    monkeypatch.setattr(run_loop, "MAX_THREADS", max_threads)
+    assert run_loop.threads_to_run(asked, parts, python_scheme=python) == expected
+
+
+def test_more_threads_than_parts_are_said_once_and_capped(capsys):
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), partition="leaves")       # a star: one part
+    sim.add_flow(1, 0, 10_000)
+    assert sim.n_parts == 1 and sim.threads_to_run(4) == (1, "4 threads asked, 1 part: running 1")
+    res = sim.run(threads=4, progress=None)
+    assert res.threads == 1
+    assert capsys.readouterr().err == "rocesim: 4 threads asked, 1 part: running 1\n"
+    for kw in (dict(threads=4, progress=False), dict(threads="auto"), dict(threads=1), {}):
+        sim = Simulation(topology.star(3, "100Gbps", "1us"))
+        sim.add_flow(1, 0, 10_000)
+        assert sim.run(**kw).threads == 1
+        assert capsys.readouterr().err == ""
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="pyschemes:LineRate")
+    assert sim.threads_to_run(2) == (1, "a scheme written in Python runs on 1 thread")
+
+
+def test_the_partition_is_in_summary_json_and_the_threads_are_not(tmp_path):
+    levels = {"none": (1, None), "leaves": (20, 1000.0), "pods": (8, 1000.0)}
+    written = {}
+    for level, (parts, lookahead_ns) in levels.items():
+        sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), partition=level)
+        sim.add_flow(0, 15, 100_000)
+        assert (sim.partition_level, sim.n_parts) == (level, parts)
+        res = sim.run(threads=2, progress=False)
+        res.write(tmp_path / level)
+        written[level] = json.loads((tmp_path / level / "summary.json").read_text())
+        assert {k: written[level][k] for k in ("partition", "parts", "lookahead_ns")} == \
+            {"partition": level, "parts": parts, "lookahead_ns": lookahead_ns}
+        assert "threads" not in written[level]
+    # auto: the level config.AUTO_PARTITION names
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"))
+    assert sim.partition_setting == "auto" and sim.partition_level == config.AUTO_PARTITION
+    assert sim.n_parts == levels[config.AUTO_PARTITION][0]
+
+
+def test_the_outputs_do_not_depend_on_the_threads(tmp_path):
+    """A run in parts on 1, 2 and 4 threads (capped at what the build runs): the same files,
+    summary.json but its timing keys included."""
+    files = {}
+    for n in (1, 2, 4):
+        res = allreduce_sim("leaves").run(threads=n, progress=False)
+        res.write(tmp_path / str(n))
+        files[n] = {f: (tmp_path / str(n) / f).read_bytes() for f in sorted(os.listdir(tmp_path / str(n)))}
+        summary = json.loads(files[n].pop("summary.json"))
+        files[n]["summary"] = {k: v for k, v in summary.items() if k not in TIMING}
+    assert files[1] == files[2] == files[4]
+
+
+def test_a_scenario_in_parts_runs_as_the_api_does(tmp_path, capsys):
+    """`partition: leaves` in a scenario file and `Simulation(partition="leaves")`: the same
+    flows.csv, and not the one-part run's (dependencies across parts wait for the lookahead)."""
+    flows = {}
+    for level in ("none", "leaves"):
+        path = write_scenario(tmp_path, allreduce_scenario(level), f"{level}.yaml")
+        assert main(["run", path, "-o", str(tmp_path / level), "-q", "--threads", "2"]) == 0
+        flows[level] = (tmp_path / level / "flows.csv").read_bytes()
+        api = allreduce_sim(level).run(progress=False)
+        api.write(tmp_path / f"api_{level}")
+        assert (tmp_path / f"api_{level}" / "flows.csv").read_bytes() == flows[level]
+    assert flows["none"] != flows["leaves"]
+    capsys.readouterr()
+
+
+def test_auto_runs_in_one_part_what_parts_do_not_handle_yet(monkeypatch):
+    """With `partition: auto` at a level that cuts (as stage 6 may choose), a run parts
+    cannot handle yet (deadlock detection, faults) runs in one part instead of being refused."""
+    monkeypatch.setattr(config, "AUTO_PARTITION", "leaves")
+    t = topology.fat_tree(4, "100Gbps", "1us")
+    assert Simulation(t).n_parts == 20
+    sim = Simulation(t, deadlock=True)
+    assert (sim.n_parts, sim.partition_level) == (1, "none")
+    sim = Simulation(t)
+    sim.add_flow(0, 15, 10_000)
+    sim.add_fault("link_down", "10us", link=[16, 24])
+    res = sim.run(progress=False)
+    assert (res.summary["parts"], res.summary["partition"]) == (1, "none")
+
+
+
+def test_the_progress_line_shows_the_threads_when_more_than_one():
+    st = dict(sim_time_ps=500_000_000, flows_done=1, events=1000)
+    lines = {n: RunProgress(2, 10**9, stream=io.StringIO(), threads=n).line(st) for n in (1, 2)}
+    assert " on " not in lines[1] and "/s  elapsed " in lines[1]
+    assert "/s on 2 threads  elapsed " in lines[2]
