@@ -8,13 +8,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from rocesim._core import engine
-from rocesim._core.engine import STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME
+from rocesim._core.engine import MAX_THREADS, STOP_DEADLOCK, STOP_EMPTY, STOP_EVENTS, STOP_TIME
 
 NEVER = 2**63 - 1
-# how many threads this build of the core can run a slice on: 1 without OpenMP (issue 20,
-# stage 4; a core from before stage 4 has no MAX_THREADS and runs on 1)
-MAX_THREADS = getattr(engine, "MAX_THREADS", 1)
 
 
 def available_cores() -> int:
@@ -77,8 +73,7 @@ class RunLoop:
         self.core, self.t_stop, self.t_slice, self.events_per_slice = core, t_stop, t_slice, events_per_slice
         self.sampler, self.reroutes, self.set_routes = sampler, list(reroutes), set_routes
         self.progress, self.n_flows, self.deadlock_threshold = progress, n_flows, deadlock_threshold
-        # (given only when above 1: a core from before issue 20's stage 4 takes no `threads`)
-        self.run_options = {"threads": threads} if threads > 1 else {}
+        self.threads = threads
 
     def run(self) -> RunEnd:
         core = self.core
@@ -111,7 +106,7 @@ class RunLoop:
             until = min(until, reroute_at)
             nxt = core.next_event_ps
             slice_end = min(until, nxt + self.t_slice) if nxt >= 0 else until
-            status = core.run(slice_end, self.events_per_slice, **self.run_options)
+            status = core.run(slice_end, self.events_per_slice, self.threads)
             if status == STOP_TIME and slice_end < until:
                 status = STOP_EVENTS                 # only the slice ended: carry on
             if self.progress is not None:
