@@ -12,6 +12,10 @@ run wrote (figures excepted); summary.json is hashed without its timing keys (`w
     python validation/identity.py --tree /work/main > main.txt
     diff main.txt branch.txt                                 # empty: identical outputs
 
+`--set KEY=VALUE` and `--threads N` go to every run: `--set partition=leaves --threads 4`
+against `--set partition=leaves --threads 1` shows that threads change nothing
+(tests/core/test_parallel_identity.py does that on every scenario).
+
 `--tree DIR` runs the rocesim of another checkout (built in place) on that checkout's
 scenarios, through PYTHONPATH, with this interpreter.  It is a script and not a test with
 stored hashes, because CSV bytes may change with the numpy version: compare two trees in
@@ -94,9 +98,11 @@ def scenarios(tree: Path) -> list[tuple[str, Path]]:
     return [(str(p.relative_to(root).with_suffix("")), p) for p in sorted(root.rglob("*.yaml"))]
 
 
-def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str) -> int:
+def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str, extra=()) -> int:
+    """`rocesim run` of scenario `path` in packet mode to `stop`, into `out`, with `extra`
+    command-line arguments (`--set partition=leaves`, `--threads 2`); its exit status."""
     cmd = [sys.executable, "-m", "rocesim", "run", str(path), "-o", str(out), "--mode", "packet",
-           "--set", f"stop={stop}", "--no-plot", "--force", "-q"]
+           "--set", f"stop={stop}", "--no-plot", "--force", "-q", *extra]
     # output to pipes, not /dev/null: main at a215a8c segfaults on llama3_70b_1024 with its
     # stdout on /dev/null (and not on a pipe or a file)
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True).returncode
@@ -107,7 +113,11 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*", help="only these scenarios (names as printed)")
     ap.add_argument("--all", action="store_true", help="also the scenarios in SKIP")
     ap.add_argument("--tree", type=Path, default=HERE, help="the rocesim checkout to run (default: this one)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every run (e.g. partition=leaves)")
+    ap.add_argument("--threads", help="threads for every run (a run in parts)")
     args = ap.parse_args(argv)
+    extra = [a for kv in args.set for a in ("--set", kv)] + (["--threads", args.threads] if args.threads else [])
     tree = args.tree.resolve()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])))
     with tempfile.TemporaryDirectory(prefix="rocesim-identity-") as tmp:
@@ -124,7 +134,7 @@ def main(argv=None) -> int:
             stop = STOPS.get(name, DEFAULT_STOP)
             out = Path(tmp) / name.replace("/", "__")
             c0 = time.perf_counter()
-            status = run_one(path, stop, out, env, tmp)
+            status = run_one(path, stop, out, env, tmp, extra)
             print(f"# {name}: {time.perf_counter() - c0:.1f} s", file=sys.stderr)
             summary = out / "summary.json"
             counts = json.loads(summary.read_text()) if summary.is_file() else {}
