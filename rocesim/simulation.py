@@ -170,14 +170,12 @@ class Simulation:
         self._parts = self._run_in_parts(_partition)
 
     def _run_in_parts(self, level):
-        """Private until the parallel core is done (issue 20, stage 3): `_partition`
+        """Private until the parallel core is done (issue 20, stages 3-4): `_partition`
         ("leaves", "pods"; None: one part, the engine as always) cuts the packet core's run
-        into the parts of `partition(level)`, run in windows of the lookahead on one
-        thread.  Returns that Partition, or None for one part.  What a run in parts does
-        not handle yet is refused here or, for what is added later (faults), when run()
-        builds the core.  A dependency whose parent completes in another part than its
-        child starts in takes effect max(delay, L) after the parent (L the lookahead),
-        not `delay` after it."""
+        into the parts of `partition(level)`, run in windows of the lookahead.  Returns
+        that Partition, or None for one part.  Flow mode runs in one part.  A dependency
+        whose parent completes in another part than its child starts in takes effect
+        max(delay, L) after the parent (L the lookahead), not `delay` after it."""
         if level is None or level == "none":
             return None
         if level not in partition_mod.LEVELS:
@@ -185,24 +183,10 @@ class Simulation:
         parts = self.partition(level)
         if parts.n_parts == 1:
             return None
-        refused = [(self.mode == "flow", "mode", "flow mode runs in one part"),
-                   (self.scheme.py_class is not None, "cc.scheme", f"{self.scheme.name} is written in Python"),
-                   (self.deadlock["enabled"], "deadlock", "deadlock detection is on"),
-                   (self.switch["pfc"]["enabled"] and self.switch["pfc"]["watchdog"]["enabled"],
-                    "switch.pfc.watchdog.enabled", "the PFC watchdog is on")]
-        for bad, key, why in refused:
-            if bad:
-                raise ScenarioError(key, f"{why}: a run in parts (_partition={level!r}) does not handle it yet")
+        if self.mode == "flow":
+            raise ScenarioError("mode", f"flow mode runs in one part: a run in parts (_partition={level!r}) "
+                                        f"is for packet mode")
         return parts
-
-    def _check_parts(self) -> None:
-        """A run in parts: refuse, before it starts, what was added that it does not handle
-        yet (faults)."""
-        if self._parts is None:
-            return
-        level = self._parts.level
-        if self.faults:
-            raise ScenarioError("faults", f"a run in parts (_partition={level!r}) does not handle faults yet")
 
     def _refuse_in_flow_mode(self) -> None:
         """What `mode: flow` cannot run, refused before anything is built."""
@@ -788,7 +772,6 @@ class Simulation:
         """The core with the world in it, the scheme finalized and installed, and the PFC
         deadlock detector, the watchdog and the faults set; returns (core, the network
         arrays the results still read)."""
-        self._check_parts()
         world, params = self._world()
         core = Core(world, params)
         for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:

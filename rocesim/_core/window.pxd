@@ -17,3 +17,4 @@ cdef struct Windows:
 
 cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
+cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil

@@ -14,7 +14,9 @@ from another part.  A window is [T, T + L):
    EV_ARRIVE events take fresh seqs from its own counter, after its own events so far;
 3. the dependency messages (a parent completed in one part, its child starts in another:
    flows.pyx) are applied in (sender part id, append order): the child's part counts one
-   parent fewer and, at the last, pushes its start (after the hand-offs' events).
+   parent fewer and, at the last, pushes its start (after the hand-offs' events);
+4. the deadlock detector's and the PFC watchdog's checks due then (monitors.pyx), over
+   every part's ports: a window ends just after the next check, so each runs at its time.
 
 A part's history in a window depends only on its state when the window opened, so the
 results depend on the partition, never on the order the parts run in
@@ -28,13 +30,14 @@ from libc.stdint cimport int64_t, int32_t, INT64_MAX
 from rocesim._core.defs cimport Sim, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
-from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS
+from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS, STOP_DEADLOCK
+from rocesim._core.monitors cimport monitors_next, monitors_end, windows_monitors
 
 
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil:
-    """The earliest pending event over the parts (INT64_MAX: none; -1: out of memory, the
-    part's error set)."""
-    cdef int64_t t = INT64_MAX
+    """The earliest pending event over the parts, or check of the monitors (INT64_MAX: none;
+    -1: out of memory, the part's error set)."""
+    cdef int64_t t = monitors_next(parts[0])
     cdef Event* ev
     cdef int32_t k
     for k in range(n):
@@ -58,6 +61,16 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
         if parts[k].n_deps:
             return True
     return False
+
+
+cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil:
+    """No part has an event left, and nothing is on its way between parts (the monitors
+    apart: the network is frozen)."""
+    cdef int32_t k
+    for k in range(n):
+        if parts[k].n_events > 0:
+            return False
+    return not _handoffs_pending(parts, n)
 
 
 cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
@@ -84,7 +97,7 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
                 fl.released = m.time
             fl.slot.deps_left -= 1
             if fl.slot.deps_left == 0:
-                to = parts[s.host_part[fl.src]]
+                to = parts[s.node_part[fl.src]]
                 ev_push(to, fl.released, EV_FLOW_START, c, 0)
                 if to.error != ERR_NONE:
                     return -1
@@ -124,6 +137,8 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     (a part's `error` set) it returns at once."""
     cdef int64_t done = 0, lim, t, before
     cdef int32_t j
+    cdef int m
+    cdef bint failed
     cdef Sim* s
     while True:
         if w.open_end < 0:
@@ -136,9 +151,12 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
                 return STOP_TIME
             if done >= max_events:
                 return STOP_EVENTS
-            w.open_end = t + w.lookahead
+            w.open_end = monitors_end(parts[0], t + w.lookahead)
         lim = w.open_end - 1 if w.open_end - 1 < until else until
-        # phase 1: every part runs the window's events (up to lim), in `order`
+        # phase 1: every part runs the window's events (up to lim), in `order`; a part
+        # that fails (out of memory, a scheme written in Python raised) stops, the others
+        # finish the window: what the run ends with does not depend on the order either
+        failed = False
         for j in range(n):
             s = parts[w.order[j]]
             if s.n_events > 0:
@@ -146,8 +164,9 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
                 run_loop(s, lim, INT64_MAX)
                 done += s.st.events - before
                 w.open_events += s.st.events - before
-                if s.error != ERR_NONE:
-                    return STOP_EMPTY
+                failed = failed or s.error != ERR_NONE
+        if failed:
+            return STOP_EMPTY
         if lim < w.open_end - 1:
             # the slice ends inside the window: the next one goes on with it
             if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n):
@@ -160,7 +179,10 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
         # phase 3: dependency messages into the children's parts
         if _deliver_deps(parts, n, w) < 0:
             return STOP_EMPTY
+        m = windows_monitors(parts, n, lim)
         _close(w)
+        if m != 0:
+            return STOP_DEADLOCK if m > 0 else STOP_EMPTY
 
 
 cdef void _close(Windows* w) noexcept nogil:

@@ -271,30 +271,14 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     assert cores[0].window_stats()["dependency_messages"] == np.count_nonzero(part[done] != part[start])
 
 
-def test_what_a_run_in_parts_does_not_handle_is_refused_before_it_runs():
+def test_a_run_in_parts_refuses_flow_mode_and_unknown_levels():
+    """Flow mode runs in one part; the levels are those of the partition."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    refused = {"deadlock": dict(deadlock=True),
-               "switch.pfc.watchdog.enabled": dict(switch={"pfc": {"enabled": True, "watchdog": {"enabled": True}}}),
-               "cc.scheme": dict(cc="pyschemes:LineRate"),
-               "mode": dict(mode="flow")}
-    for key, kw in refused.items():
-        with pytest.raises(ScenarioError, match="does not handle") as e:
-            Simulation(t, _partition="leaves", **kw)
-        assert e.value.key == key
+    with pytest.raises(ScenarioError, match="flow mode runs in one part") as e:
+        Simulation(t, _partition="leaves", mode="flow")
+    assert e.value.key == "mode"
     with pytest.raises(ScenarioError, match="expected 'leaves'"):
         Simulation(t, _partition="servers")
-    sim = Simulation(t, _partition="pods")
-    sim.add_flow(0, 15, 10_000)
-    sim.add_fault("link_down", "10us", link=[16, 24])
-    with pytest.raises(ScenarioError, match="faults"):
-        sim.run()
-
-
-def test_the_core_refuses_what_parts_do_not_handle():
     core, _ = pfc_fat_tree("leaves")._build_core()
-    with pytest.raises(NotImplementedError, match="deadlock"):
-        core.enable_deadlock_detection(10**6, 10**6)
-    with pytest.raises(NotImplementedError, match="watchdog"):
-        core.enable_watchdog(10**6, 10**6, 10**6, 0)
     with pytest.raises(ValueError, match="forward, reverse or shuffle"):
         core._part_order("sideways")
