@@ -331,7 +331,7 @@ cdef class Core:
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
-        cdef int32_t n, k, m, q, shift, H = s.n_hosts
+        cdef int32_t n, k, m, q, shift
         cdef Sim** grown
         pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
         n = int(pon.max()) + 1

@@ -133,8 +133,9 @@ cdef int _merge(Sim** parts, int32_t n, Windows* w) noexcept nogil:
 
 cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events) noexcept nogil:
     """Run the parts in windows up to time `until` (inclusive), or until `max_events`
-    events have run (checked at window ends); a STOP_* code (loop.pxd).  On an error
-    (a part's `error` set) it returns at once."""
+    events have run (checked at window ends), or the deadlock detector stops it; a STOP_*
+    code (loop.pxd).  On an error (a part's `error` set) it returns once every part has
+    run the window's events (the failed part stopped at its error)."""
     cdef int64_t done = 0, lim, t, before
     cdef int32_t j
     cdef int m
