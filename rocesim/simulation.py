@@ -197,40 +197,21 @@ class Simulation:
         """The Partition the packet core runs in, or None for one part (the engine as
         always), for `partition` `asked` (issue 20): its parts run in windows of the
         lookahead L.  A dependency whose parent completes in another part than its child
-        starts in takes effect max(delay, L) after the parent, not `delay` after it.  What
-        a run in parts does not handle yet is refused, naming `partition`, here or, for
-        what is added later (faults), when run() builds the core; with 'auto' such a run
-        is in one part instead."""
+        starts in takes effect max(delay, L) after the parent, not `delay` after it.  Flow
+        mode runs in one part: `partition` other than 'auto' or 'none' is refused there."""
         level = self._partition_level = config.AUTO_PARTITION if asked == "auto" else asked
         if level == "none":
             return None
         parts = self.partition(level)
         if parts.n_parts == 1:
             return None
-        refused = [(self.mode == "flow", "mode", "flow mode runs in one part"),
-                   (self.scheme.py_class is not None, "cc.scheme", f"{self.scheme.name} is written in Python"),
-                   (self.deadlock["enabled"], "deadlock", "deadlock detection is on"),
-                   (self.switch["pfc"]["enabled"] and self.switch["pfc"]["watchdog"]["enabled"],
-                    "switch.pfc.watchdog.enabled", "the PFC watchdog is on")]
-        for bad, key, why in refused:
-            if bad and asked == "auto":
+        if self.mode == "flow":
+            if asked == "auto":
                 self._partition_level = "none"
                 return None
-            if bad:
-                raise ScenarioError(key, f"{why}: a run in parts (partition: {level}) does not handle it yet; "
-                                         "use partition: none")
+            raise ScenarioError("mode", f"flow mode runs in one part: a run in parts (partition: {level}) is for "
+                                        "packet mode; use partition: none")
         return parts
-
-    def _check_parts(self) -> None:
-        """A run in parts: refuse, before it starts, what was added that it does not handle
-        yet (faults); with `partition: auto`, run in one part instead."""
-        if self._parts is None or not self.faults:
-            return
-        if self.partition_setting == "auto":
-            self._parts, self._partition_level = None, "none"
-            return
-        raise ScenarioError("faults", f"a run in parts (partition: {self._parts.level}) does not handle faults "
-                                      "yet; use partition: none")
 
     def _refuse_in_flow_mode(self) -> None:
         """What `mode: flow` cannot run, refused before anything is built."""
@@ -827,7 +808,6 @@ class Simulation:
         it: the scheme's parameters finalized against the network (a Swift `fs_min_cwnd`
         above `fs_max_cwnd`, say).  The YAML loader calls it, so `rocesim check` refuses
         what `run` would."""
-        self._check_parts()
         core = Core(*self._world(flows=False))
         self.scheme.finalize(dict(self.cc_params), self._scheme_context(core))
 
@@ -835,7 +815,6 @@ class Simulation:
         """The core with the world in it, the scheme finalized and installed, and the PFC
         deadlock detector, the watchdog and the faults set; returns (core, the network
         arrays the results still read)."""
-        self._check_parts()
         world, params = self._world()
         core = Core(world, params)
         for name in [k for k in world if k.startswith("flow_") or k in ("path_ports", "child_idx")]:

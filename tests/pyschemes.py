@@ -37,6 +37,41 @@ class Recorder(PythonScheme):
         Recorder.calls.append(("timer", flow.id, timer_id, flow.now_ps))
 
 
+class HalveOnEcho(PythonScheme):
+    """Line rate at start; an ECN echo or a CNP halves the rate (once per base RTT), a timer
+    every 5 us adds 10 Gb/s back.  Each flow's decisions go to `log[flow id]`: (what, time,
+    rate)."""
+    needs_cnp = True
+    log = {}
+
+    def _note(self, flow, what):
+        HalveOnEcho.log.setdefault(flow.id, []).append((what, flow.now_ps, flow.rate_bps))
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+        flow.state = -flow.base_rtt_ps          # the last cut
+        flow.set_timer(5_000_000)
+        self._note(flow, "start")
+
+    def _cut(self, flow):
+        if flow.now_ps - flow.state >= flow.base_rtt_ps:
+            flow.rate_bps = max(10**9, flow.rate_bps // 2)
+            flow.state = flow.now_ps
+            self._note(flow, "cut")
+
+    def on_ack(self, flow, ack):
+        if ack.ecn:
+            self._cut(flow)
+
+    def on_cnp(self, flow):
+        self._cut(flow)
+
+    def on_timer(self, flow, timer_id):
+        flow.rate_bps = min(flow.line_rate_bps, flow.rate_bps + 10**10)
+        flow.set_timer(5_000_000)
+        self._note(flow, "timer")
+
+
 class Broken(PythonScheme):
     """Raises on the third ACK."""
 

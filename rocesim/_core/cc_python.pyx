@@ -10,6 +10,11 @@ ACK through an `Ack` view.  An exception stops the run; `Core.run` re-raises it.
 A handle keeps the simulation alive (handle -> bridge -> Core, which owns the C
 memory), so a handle kept after `run()` reads the final state of its flow instead of
 freed memory; timers set on it after the run never fire.
+
+A run in parts (issue 20): every callback of a flow runs in its sender's part (its start,
+its ACKs, NACKs and CNPs, its timers), so a handle reads and writes the flow's queue pair,
+clock and timers in that part, and an exception stops that part.  The parts then run on
+one thread: a scheme may keep state across flows.
 """
 from libc.stdint cimport int64_t, int32_t
 from cpython.ref cimport PyObject
@@ -30,7 +35,7 @@ cdef class FlowHandle:
     (the queue pair went back to the pool, maybe to another flow) it gives the flow's final
     values and writes change nothing."""
     cdef Shim shim               # keeps the Core, and so the C memory behind `s`, alive
-    cdef Sim* s
+    cdef Sim* s                  # the flow's sender's part (the only part with one part)
     cdef readonly int id
     cdef public object state     # free for the scheme's per-flow state
     cdef int64_t _line_rate, _base_rtt, _rate, _window     # the last values seen or set
@@ -132,30 +137,31 @@ cdef class Shim:
     cdef object scheme
     cdef list handles
     cdef public object error
-    cdef Sim* s
 
-    cdef FlowHandle handle(self, int32_t f):
-        """The flow's handle (made at its start, while it has a queue pair)."""
+    cdef FlowHandle handle(self, Sim* s, int32_t f):
+        """The flow's handle (made at its start, while it has a queue pair), from a callback
+        in its sender's part `s`."""
         cdef FlowHandle h = self.handles[f]
         cdef Qp* qp
         cdef int32_t hops
         if h is None:
             h = FlowHandle.__new__(FlowHandle)
             h.shim = self
-            h.s = self.s
+            h.s = s
             h.id = f
-            qp = qp_of(self.s, f)
+            qp = qp_of(s, f)
             h._line_rate = qp.line_rate
-            h._base_rtt = flow_base_rtt(self.s, f, &hops)
+            h._base_rtt = flow_base_rtt(s, f, &hops)
             h._rate = qp.rate_bps
             h._window = qp.window
             self.handles[f] = h
         return h
 
-    cdef void fail(self, exc) noexcept:
+    cdef void fail(self, Sim* s, exc) noexcept:
+        """A callback in part `s` raised `exc`: that part stops (Core.run raises the first)."""
         if self.error is None:
             self.error = exc
-        self.s.error = ERR_CALLBACK
+        s.error = ERR_CALLBACK
 
 
 cdef inline Shim _shim(Sim* s):
@@ -165,9 +171,9 @@ cdef inline Shim _shim(Sim* s):
 cdef void _start(Sim* s, int32_t f) noexcept with gil:
     shim = _shim(s)
     try:
-        shim.scheme.on_start(shim.handle(f))
+        shim.scheme.on_start(shim.handle(s, f))
     except BaseException as e:
-        shim.fail(e)
+        shim.fail(s, e)
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept with gil:
@@ -182,17 +188,17 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept with gil:
     ack.hops = tuple([(a.hops[i].ts, a.hops[i].tx_bytes, a.hops[i].qlen, a.hops[i].rate_mbps * 1000000)
                       for i in range(a.nhops)])
     try:
-        shim.scheme.on_ack(shim.handle(f), ack)
+        shim.scheme.on_ack(shim.handle(s, f), ack)
     except BaseException as e:
-        shim.fail(e)
+        shim.fail(s, e)
 
 
 cdef void _call(Sim* s, int32_t f, str name) noexcept with gil:
     shim = _shim(s)
     try:
-        getattr(shim.scheme, name)(shim.handle(f))
+        getattr(shim.scheme, name)(shim.handle(s, f))
     except BaseException as e:
-        shim.fail(e)
+        shim.fail(s, e)
 
 
 cdef void _nack(Sim* s, int32_t f) noexcept nogil:
@@ -210,9 +216,9 @@ cdef void _timeout(Sim* s, int32_t f) noexcept nogil:
 cdef void _timer(Sim* s, int32_t f, int64_t arg) noexcept with gil:
     shim = _shim(s)
     try:
-        shim.scheme.on_timer(shim.handle(f), arg)
+        shim.scheme.on_timer(shim.handle(s, f), arg)
     except BaseException as e:
-        shim.fail(e)
+        shim.fail(s, e)
 
 
 def install(core, params):
@@ -225,7 +231,6 @@ def install(core, params):
     shim.core = core
     shim.scheme = params["scheme"]
     shim.handles = [None] * s.n_flows
-    shim.s = s
     cc_ops_clear(&s.cc)
     s.cc.state = <void*> shim          # borrowed: the Core keeps `shim` alive
     s.cc.on_start = _start

@@ -15,6 +15,8 @@ cdef struct DLRecord:       # one deadlocked cycle, as found
 cdef struct DLState:
     int64_t interval
     int64_t threshold
+    int64_t next_at        # a run in parts: the next check's time (INT64_MAX: none); with one
+                           #   part the check is an event (EV_DEADLOCK)
     int32_t stop           # stop the run at the first deadlock
     int32_t periodic       # checks run every `interval` (detection on); 0: allocated only to
                            #   look once at a stalled run (deadlock_at_stall, detection off)
@@ -39,5 +41,6 @@ cdef struct DLState:
 
 cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept nogil
 cdef bint deadlock_check(Sim* s) noexcept nogil
-cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept nogil
+cdef bint deadlock_check_at(Sim* s, int64_t now, bint frozen, int64_t flows_done) noexcept nogil
+cdef int deadlock_at_stall(Sim* s, int64_t threshold, bint frozen, int64_t now) noexcept nogil
 cdef void deadlock_free(Sim* s) noexcept nogil

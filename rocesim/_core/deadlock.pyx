@@ -28,12 +28,17 @@ the queues that have been paused for the threshold (none in a healthy network).
 A run that stalls (engine.Core.deadlocks_at_stall: no event left, or nothing delivered for
 a long time) is looked at once, the same way, whether detection is on or off: the state is
 allocated then if it was off (`periodic` 0), and no event is ever scheduled for it.
+
+A run in parts (issue 20): the checks are not events but run between windows, over every
+part's ports (monitors.pyx), at `next_at`; a queue's packets are in its port's part's pool
+(parts.pxd).
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, ERR_NOMEM, EV_DEADLOCK
 from rocesim._core.events cimport ev_push
 from rocesim._core.rng cimport mix64
+from rocesim._core.parts cimport port_sim
 
 
 cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept nogil:
@@ -45,6 +50,7 @@ cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept nogil:
         return NULL
     s.deadlock = st
     st.threshold = threshold
+    st.next_at = INT64_MAX
     st.n_keys = s.n_ports * NPRIO
     st.cand = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
     st.nodes = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
@@ -62,13 +68,17 @@ cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept nogil:
 
 
 cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) noexcept nogil:
-    """Allocate the detector and schedule its first check; 0 on success, -1 out of memory."""
+    """Allocate the detector and schedule its first check (an event; in parts, `next_at`);
+    0 on success, -1 out of memory."""
     cdef DLState* st = _alloc(s, threshold)
     if st == NULL:
         return -1
     st.interval = interval
     st.stop = stop
     st.periodic = 1
+    if s.node_part != NULL:
+        st.next_at = s.now + interval
+        return 0
     ev_push(s, s.now + interval, EV_DEADLOCK, 0, 0)
     s.n_monitors += 1
     return 0
@@ -95,6 +105,7 @@ cdef inline bint _holds_from(Sim* s, int32_t port, int32_t prio, int32_t in_port
                              int32_t in_prio) noexcept nogil:
     """Queue (port, prio) holds a packet that entered its switch by `in_port` at `in_prio`."""
     cdef int32_t i = s.ports[port].q_head[prio]
+    s = port_sim(s, port)                 # (its packets are in its part's pool)
     while i != NIL:
         if s.pkts[i].in_port == in_port and s.pkts[i].in_prio == in_prio:
             return True
@@ -186,13 +197,14 @@ cdef int32_t _cycle_from(DLState* st, int32_t root, int32_t* comp, int32_t c, in
     return n
 
 
-cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept nogil:
-    """Report the cycle cyc[0..n) (candidate indices) unless already reported: 1 if new,
-    0 if known, -1 out of memory."""
+cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n, int64_t now) noexcept nogil:
+    """Report the cycle cyc[0..n) (candidate indices), found at `now`, unless already
+    reported: 1 if new, 0 if known, -1 out of memory."""
     cdef int64_t formed = 0, since
     cdef uint64_t key = 0
     cdef int32_t k, port, prio, i, r
     cdef DLRecord* rec
+    cdef Sim* ps
     for k in range(n):
         port = st.nodes[cyc[k]] // NPRIO
         prio = st.nodes[cyc[k]] % NPRIO
@@ -209,7 +221,7 @@ cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept nogil:
         return -1
     rec = &st.recs[st.n_recs]
     rec.formed = formed
-    rec.detected = s.now
+    rec.detected = now
     rec.key = key
     rec.prio = st.nodes[cyc[0]] % NPRIO
     rec.port_off = st.n_rec_ports
@@ -221,16 +233,18 @@ cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n) noexcept nogil:
         st.n_rec_ports += 1
     # the flows with packets in the cycle's queues, each once
     for k in range(n):
-        i = s.ports[st.nodes[cyc[k]] // NPRIO].q_head[st.nodes[cyc[k]] % NPRIO]
+        port = st.nodes[cyc[k]] // NPRIO
+        ps = port_sim(s, port)            # (its packets are in its part's pool)
+        i = s.ports[port].q_head[st.nodes[cyc[k]] % NPRIO]
         while i != NIL:
-            if not st.flow_mark[s.pkts[i].flow]:
-                st.flow_mark[s.pkts[i].flow] = 1
+            if not st.flow_mark[ps.pkts[i].flow]:
+                st.flow_mark[ps.pkts[i].flow] = 1
                 if not _grow(<void**> &st.rec_flows, &st.cap_rec_flows, st.n_rec_flows + 1, sizeof(int32_t)):
                     return -1
-                st.rec_flows[st.n_rec_flows] = s.pkts[i].flow
+                st.rec_flows[st.n_rec_flows] = ps.pkts[i].flow
                 st.n_rec_flows += 1
                 rec.n_flows += 1
-            i = s.pkts[i].next
+            i = ps.pkts[i].next
     for k in range(rec.flow_off, st.n_rec_flows):
         st.flow_mark[st.rec_flows[k]] = 0
     st.n_recs += 1
@@ -290,10 +304,10 @@ cdef int32_t _components(DLState* st, int32_t* comp) noexcept nogil:
     return ncomp
 
 
-cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept nogil:
-    """Look for deadlocked cycles now (every paused queue holding packets is a candidate when
-    the network is `frozen`, else those paused for the threshold) and record the new ones:
-    how many, or -1 (s.error set) if out of memory."""
+cdef int _scan(Sim* s, DLState* st, bint frozen, int64_t now) noexcept nogil:
+    """Look for deadlocked cycles at `now` (every paused queue holding packets is a candidate
+    when the network is `frozen`, else those paused for the threshold) and record the new
+    ones: how many, or -1 (s.error set) if out of memory."""
     cdef int32_t i, q, n = 0, c, ncomp, v, k, length, r, found = 0
     cdef uint32_t m
     cdef Port* p
@@ -308,7 +322,7 @@ cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept nogil:
         if m == 0 or not p.is_switch:
             continue
         for q in range(1, NPRIO):
-            if (m >> q) & 1 and (frozen or s.now - p.paused_since[q] >= st.threshold):
+            if (m >> q) & 1 and (frozen or now - p.paused_since[q] >= st.threshold):
                 st.cand[i * NPRIO + q] = n
                 st.nodes[n] = i * NPRIO + q
                 n += 1
@@ -333,7 +347,7 @@ cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept nogil:
                 seen[c] = 1
                 length = _cycle_from(st, v, comp, c, prev, queue, out)
                 if length > 0:
-                    r = _record(s, st, out, length)
+                    r = _record(s, st, out, length, now)
                     if r < 0:
                         s.error = ERR_NOMEM
                         found = -1
@@ -344,32 +358,42 @@ cdef int _scan(Sim* s, DLState* st, bint frozen) noexcept nogil:
     return found
 
 
-cdef bint deadlock_check(Sim* s) noexcept nogil:
-    """One check (an EV_DEADLOCK event).  True when the run should stop (a new deadlock was
-    found and the detector stops at the first)."""
+cdef bint deadlock_check_at(Sim* s, int64_t now, bint frozen, int64_t flows_done) noexcept nogil:
+    """One check at `now`, the network `frozen` (no event left but the monitors') or not,
+    `flows_done` flows finished: records the new cycles and sets `next_at`, the next
+    check's time (INT64_MAX: none; none once frozen or every flow is done).  True when the
+    run should stop (a new deadlock, and the detector stops at the first)."""
     cdef DLState* st = <DLState*> s.deadlock
-    cdef bint frozen = s.n_events == s.n_monitors - 1   # no other event: nothing will ever move
-    cdef int found
-    if st == NULL:
-        return False
-    found = _scan(s, st, frozen)
-    s.n_monitors -= 1
-    if not frozen and s.st.flows_done < s.n_flows:
-        ev_push(s, s.now + st.interval, EV_DEADLOCK, 0, 0)
-        s.n_monitors += 1
+    cdef int found = _scan(s, st, frozen, now)
+    st.next_at = now + st.interval if not frozen and flows_done < s.n_flows else INT64_MAX
     return found > 0 and st.stop
 
 
-cdef int deadlock_at_stall(Sim* s, int64_t threshold) noexcept nogil:
+cdef bint deadlock_check(Sim* s) noexcept nogil:
+    """One check (an EV_DEADLOCK event, one part).  True when the run should stop."""
+    cdef DLState* st = <DLState*> s.deadlock
+    cdef bint stop
+    if st == NULL:
+        return False
+    stop = deadlock_check_at(s, s.now, s.n_events == s.n_monitors - 1, s.st.flows_done)
+    s.n_monitors -= 1
+    if st.next_at != INT64_MAX:
+        ev_push(s, st.next_at, EV_DEADLOCK, 0, 0)
+        s.n_monitors += 1
+        st.next_at = INT64_MAX            # (the event holds it)
+    return stop
+
+
+cdef int deadlock_at_stall(Sim* s, int64_t threshold, bint frozen, int64_t now) noexcept nogil:
     """The run has stalled (flows unfinished, nothing moves them): record the cycles that
-    hold it, as a check would, detection on or off.  With no event left (monitors apart)
-    the network is frozen and every paused queue counts; else (timers still tick) those
-    paused for the detector's threshold, or `threshold` when detection is off.  The new
-    cycles' count, or -1 if out of memory."""
+    hold it, as a check at `now` would, detection on or off.  With no event left (monitors
+    apart: `frozen`) every paused queue counts; else (timers still tick) those paused for
+    the detector's threshold, or `threshold` when detection is off.  The new cycles'
+    count, or -1 if out of memory."""
     cdef DLState* st = <DLState*> s.deadlock
     if st == NULL:
         st = _alloc(s, threshold)
         if st == NULL:
             s.error = ERR_NOMEM
             return -1
-    return _scan(s, st, s.n_events == s.n_monitors)
+    return _scan(s, st, frozen, now)

@@ -491,7 +491,7 @@ cdef struct Sim:
     int32_t n_handoff
     int32_t n_in_cut       # this part's incoming cut ports (their peers are its nodes' ports) ...
     int32_t* in_cut        # ... ascending: the order it takes their hand-offs in (window.pyx)
-    int32_t* host_part     # each host's part (shared; NULL with one part)
+    int32_t* node_part     # each node's part, hosts first (shared; NULL with one part)
     int64_t lookahead      # ps: the smallest delay of a cut link (0 with one part)
     DepMsg* deps           # dependency messages to other parts sent in the open window
     int64_t n_deps         #   (flows.pyx), applied at its end in (part, append order)

@@ -25,7 +25,8 @@ from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_stride_for, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
-from rocesim._core.window cimport Windows, windows_init, windows_free, windows_run, windows_next, windows_max_threads
+from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_run, windows_next,
+                                   windows_idle, windows_max_threads)
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
@@ -100,7 +101,7 @@ cdef void _share_world(Sim* d, Sim* w) noexcept:
     d.qp_stride = w.qp_stride
     d.deadlock, d.faults, d.watchdog, d.fluid = w.deadlock, w.faults, w.watchdog, w.fluid
     d.handoff, d.n_handoff = w.handoff, w.n_handoff
-    d.host_part, d.lookahead = w.host_part, w.lookahead
+    d.node_part, d.lookahead = w.node_part, w.lookahead
     d.parts, d.n_parts = w.parts, w.n_parts
 
 
@@ -209,7 +210,7 @@ cdef class Core:
     cdef uint64_t seed
     cdef object _scheme
     cdef Windows win        # with several parts: the window loop's state (window.pyx)
-    cdef int32_t* host_part # with several parts: each host's part (else NULL)
+    cdef int32_t* node_part # with several parts: each node's part (else NULL)
 
     def __cinit__(self):
         self.s = <Sim*> calloc(1, sizeof(Sim))
@@ -332,7 +333,7 @@ cdef class Core:
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
-        cdef int32_t n, k, m, q, shift, H = s.n_hosts
+        cdef int32_t n, k, m, q, shift
         cdef Sim** grown
         pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
         n = int(pon.max()) + 1
@@ -351,12 +352,14 @@ cdef class Core:
         for k in range(1, n):
             self.parts[k] = self._make_part(k)
             self.n_parts = k + 1
-        self.host_part = _copy_i32(pon[:H])
+        self.node_part = _copy_i32(pon)
         if windows_init(&self.win, n, lookahead) < 0:
             raise MemoryError()
         # a dependency whose child starts in another part than where its parent completes
-        # is a message (flows.pyx, window.pyx): every part knows the hosts' parts and L
-        s.host_part = self.host_part
+        # is a message (flows.pyx, window.pyx), a link fault is applied by each end's part
+        # (faults.pyx), the monitors act on each port in its part (monitors.pyx): every
+        # part knows the nodes' parts and L
+        s.node_part = self.node_part
         s.lookahead = lookahead
         self._sync_parts()
         # the hand-off records, by cut port id; each part's incoming ones, ascending
@@ -538,7 +541,7 @@ cdef class Core:
         cdef Sim* s = self.s
         cdef int32_t k
         windows_free(&self.win)
-        free(self.host_part)
+        free(self.node_part)
         if s == NULL:
             return
         if self.parts == NULL:        # (out of memory in __cinit__: nothing built yet)
@@ -620,7 +623,7 @@ cdef class Core:
 
     cdef Sim* _rx_part(self, int32_t f) noexcept:
         """The part of flow f's receiver."""
-        return self.parts[self.host_part[self.s.flows[f].dst]] if self.host_part != NULL else self.s
+        return self.parts[self.node_part[self.s.flows[f].dst]] if self.node_part != NULL else self.s
 
     def _part_order(self, str order, int seed=0):
         """Debug (issue 20): the order the window loop visits the parts in, "forward",
@@ -652,10 +655,6 @@ cdef class Core:
         """Tests: which ports are cut (their link joins two parts)."""
         return np.array([self.s.ports[k].cut for k in range(self.s.n_ports)], bool)
 
-    def _refuse_in_parts(self, what):
-        if self.n_parts > 1:
-            raise NotImplementedError(f"a run in parts does not handle {what} yet (issue 20)")
-
     def _receive_records_in_use(self):
         """Tests only: receive records held over the parts (0 with one record per flow)."""
         return sum(self.parts[k].rx_used for k in range(self.n_parts))
@@ -672,8 +671,6 @@ cdef class Core:
         """
         if self.stats()["queue_pairs_peak"]:
             raise ValueError("install_scheme: the run has started; install the scheme before it")
-        if getattr(module, "__name__", "") == "rocesim._core.cc_python":
-            self._refuse_in_parts("a congestion-control scheme written in Python")
         if self.s.cc.free_state != NULL:
             self.s.cc.free_state(self.s.cc.state)
         cc_ops_clear(&self.s.cc)
@@ -686,7 +683,6 @@ cdef class Core:
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
         if interval_ps <= 0 or threshold_ps < 0:
             raise ValueError("deadlock detection: interval must be positive, threshold >= 0")
-        self._refuse_in_parts("deadlock detection")
         if self.s.deadlock != NULL:
             raise ValueError("deadlock detection is already on")
         if deadlock_init(self.s, interval_ps, threshold_ps, stop) < 0:
@@ -707,7 +703,6 @@ cdef class Core:
         value = _as(value, np.int64, "fault_value", n)
         if self.s.faults != NULL:
             raise ValueError("faults are already scheduled")
-        self._refuse_in_parts("faults")
         _check_range(kind, 0, 5, "fault_kind")
         nic = (kind == F_NIC_STOP) | (kind == F_NIC_RESUME)
         _check_range(target[nic], 0, self.s.n_hosts, "fault_target (hosts)")
@@ -736,7 +731,6 @@ cdef class Core:
             raise ValueError("watchdog: interval must be positive, times >= 0, action 0 or 1")
         if self.s.watchdog != NULL:
             raise ValueError("the watchdog is already on")
-        self._refuse_in_parts("the PFC watchdog")
         if watchdog_init(self.s, interval_ps, detection_ps, restoration_ps, action) < 0:
             watchdog_free(self.s)
             raise MemoryError()
@@ -785,9 +779,14 @@ cdef class Core:
         threshold) count.  Returns how many new cycles were found."""
         if threshold_ps < 0:
             raise ValueError("deadlocks_at_stall: threshold must be >= 0")
-        if self.n_parts > 1:
-            return 0        # a run in parts: its queues are in several pools, not analysed yet
-        cdef int n = deadlock_at_stall(self.s, threshold_ps)
+        cdef bint frozen
+        cdef int n
+        if self.n_parts == 1:
+            frozen = self.s.n_events == self.s.n_monitors
+        else:           # (monitors apart: they are no events in parts)
+            frozen = windows_idle(self.parts, self.n_parts)
+        n = deadlock_at_stall(self.s, threshold_ps, frozen, self.now_ps)
+        self._sync_parts()              # (the analysis' state, if detection is off)
         if n < 0 or self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
         return n
@@ -825,8 +824,9 @@ cdef class Core:
         for k in range(self.n_parts):
             if self.parts[k].error == ERR_NOMEM:
                 raise MemoryError("rocesim core: out of memory for events or packets")
-        if self.s.error == ERR_CALLBACK:
-            self.s.error = ERR_NONE
+        if any(self.parts[k].error == ERR_CALLBACK for k in range(self.n_parts)):
+            for k in range(self.n_parts):
+                self.parts[k].error = ERR_NONE
             err, self._scheme.error = self._scheme.error, None
             raise err
         return status

@@ -17,23 +17,34 @@ event applied here.
 * Link rate: both directions serialize at the new rate from the next packet on.
 
 Lost packets are counted in Stats.link_drops (not in `drops`, which are buffer drops).
+
+A run in parts (issue 20): a link fault's EV_FAULT goes into the part of each end, and
+each part applies its own end (parts.pxd): its port, and the packets on the link that it
+holds.  For a cut link these are the packets it has handed off over its port in the open
+window (not yet taken by the other part: link.pxd) and those on the wire coming to it (in
+its pool); together with the other end's, exactly the packets on the link's two wires at
+that time, as in one part.  A NIC's fault goes into its host's part.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy
-from rocesim._core.defs cimport Sim, Port, Packet, NIL, NPRIO, PK_DATA, PK_PAUSE, PK_LOST, EV_FAULT
+from rocesim._core.defs cimport Sim, Port, Packet, Handoff, NIL, NPRIO, PK_DATA, PK_PAUSE, PK_LOST, EV_FAULT
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_set_paused
 from rocesim._core.pool cimport pkt_alloc, pkt_free
 from rocesim._core.switch cimport switch_flush
 from rocesim._core.nic_send cimport nic_kick
 from rocesim._core.nic_recv cimport nic_receive
+from rocesim._core.parts cimport node_sim, port_sim
 
 
 cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
-    """Copy the fault schedule and push one EV_FAULT per entry; -1 if out of memory."""
+    """Copy the fault schedule and push one EV_FAULT per entry into each part it touches
+    (`s`: part 0); -1 if out of memory."""
     cdef FaultState* st = <FaultState*> malloc(sizeof(FaultState))
     cdef int32_t k
+    cdef Sim* a
+    cdef Sim* b
     if st == NULL:
         return -1
     st.f = <Fault*> malloc(max(n, 1) * sizeof(Fault))
@@ -49,7 +60,15 @@ cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
         return -1
     s.faults = st
     for k in range(n):
-        ev_push(s, st.f[k].time, EV_FAULT, k, 0)
+        if st.f[k].kind == F_NIC_STOP or st.f[k].kind == F_NIC_RESUME:
+            a = b = node_sim(s, st.f[k].target)
+        else:
+            a, b = port_sim(s, st.f[k].target), port_sim(s, s.ports[st.f[k].target].peer)
+        ev_push(a, st.f[k].time, EV_FAULT, k, 0)
+        if b != a:
+            ev_push(b, st.f[k].time, EV_FAULT, k, 0)
+        if a.error or b.error:
+            return -1
     return 0
 
 
@@ -92,15 +111,28 @@ cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept nogil:
     nic_kick(s, host)
 
 
-cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
-    cdef Port* p = &s.ports[port]
-    cdef int32_t i, prio
-    p.down = 1
-    p.drop_mask = 0xFF
-    i = p.wire_head                       # in flight: lost where they arrive
+cdef void _lose_wire(Sim* s, int32_t i) noexcept nogil:
+    """The packets of a wire from packet i on (s's pool): lost where they arrive."""
     while i != NIL:
         s.pkts[i].kind = PK_LOST
         i = s.pkts[i].next
+
+
+cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
+    """One end of a link that goes down: `port` (of s's part)."""
+    cdef Port* p = &s.ports[port]
+    cdef Handoff* h
+    cdef int32_t i, prio
+    p.down = 1
+    p.drop_mask = 0xFF
+    if not p.cut:
+        _lose_wire(s, p.wire_head)        # in flight: lost where they arrive
+    else:
+        # a cut link: what this end handed off in the open window, and the wire coming to it
+        h = &s.handoff[p.handoff]
+        for i in range(h.n):
+            h.pk[i].kind = PK_LOST
+        _lose_wire(s, s.handoff[s.ports[p.peer].handoff].wire_head)
     if p.is_switch:
         s.st.link_drops += switch_flush(s, port, 0xFF)
     else:
@@ -126,10 +158,21 @@ cdef void _port_up(Sim* s, int32_t port) noexcept nogil:
         nic_kick(s, p.node)
 
 
+cdef void _link_end(Sim* s, Fault* f, int32_t port) noexcept nogil:
+    """A link fault at one end of the link, `port`, if it is s's part's to apply."""
+    if port_sim(s, port) != s:
+        return                            # the other end's part applies it
+    if f.kind == F_LINK_DOWN:
+        _port_down(s, port)
+    elif f.kind == F_LINK_UP:
+        _port_up(s, port)
+    elif f.kind == F_LINK_RATE:
+        s.ports[port].rate_bps = f.value
+
+
 cdef void fault_apply(Sim* s, int32_t k) noexcept nogil:
     cdef FaultState* st = <FaultState*> s.faults
     cdef Fault* f
-    cdef int32_t peer
     if st == NULL or k < 0 or k >= st.n:
         return
     f = &st.f[k]
@@ -140,16 +183,8 @@ cdef void fault_apply(Sim* s, int32_t k) noexcept nogil:
             <uint8_t> (s.p.pfc_mask & 0xFE) if f.kind == F_NIC_STOP else 0
         _nic_pfc(s, f.target, f.kind == F_NIC_STOP)
         return
-    peer = s.ports[f.target].peer
-    if f.kind == F_LINK_DOWN:
-        _port_down(s, f.target)
-        _port_down(s, peer)
-    elif f.kind == F_LINK_UP:
-        _port_up(s, f.target)
-        _port_up(s, peer)
-    elif f.kind == F_LINK_RATE:
-        s.ports[f.target].rate_bps = f.value
-        s.ports[peer].rate_bps = f.value
+    _link_end(s, f, f.target)
+    _link_end(s, f, s.ports[f.target].peer)
 
 
 cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:

@@ -90,7 +90,7 @@ cdef inline void _release_children(Sim* s, int32_t f) noexcept nogil:
         child = s.child_idx[k]
         c = &s.flows[child]
         t = s.now + c.due
-        if s.host_part != NULL and s.host_part[c.src] != s.part:
+        if s.node_part != NULL and s.node_part[c.src] != s.part:
             _dep_put(s, child, t if c.due >= s.lookahead else s.now + s.lookahead)
             continue
         if c.released > t:

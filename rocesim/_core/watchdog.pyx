@@ -16,10 +16,15 @@ Every `interval` (EV_WATCHDOG; nothing is scheduled when off) it looks at each l
   lossless again (the next XOFF from the peer pauses it as before).
 
 Per port it counts storms detected, restorations and packets it dropped (ports.csv).
+
+A run in parts (issue 20): the polls are not events but run between windows, over every
+part's ports (monitors.pyx), at `next_at`; what a poll does to a port (flush, PAUSE frames,
+its transmitter) is done in that port's part (parts.pxd), whose clock is then the poll's.
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, EV_WATCHDOG
+from rocesim._core.parts cimport port_sim
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport port_set_paused
 from rocesim._core.mmu cimport pfc_send
@@ -45,6 +50,10 @@ cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t rest
     for k in range(n):
         st.since[k] = NIL
         st.calm_since[k] = NIL
+    if s.node_part != NULL:
+        st.next_at = s.now + interval
+        return 0
+    st.next_at = INT64_MAX                # (the event holds it)
     ev_push(s, s.now + interval, EV_WATCHDOG, 0, 0)
     s.n_monitors += 1
     return 0
@@ -61,6 +70,7 @@ cdef void watchdog_free(Sim* s) noexcept nogil:
 
 
 cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil:
+    """Mitigate a storm at (port, prio); `s` is the port's part."""
     cdef Port* p = &s.ports[port]
     cdef uint8_t bit = <uint8_t> (1 << prio)
     cdef int64_t n
@@ -91,14 +101,13 @@ cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nog
     p.pause_ignore &= ~bit
 
 
-cdef void watchdog_poll(Sim* s) noexcept nogil:
+cdef bint watchdog_poll_at(Sim* s, int64_t now) noexcept nogil:
+    """One poll at `now` (every part that acts has its clock at `now`): whether a queue is
+    stuck or stormed, that it must keep watching."""
     cdef WDState* st = <WDState*> s.watchdog
     cdef int32_t i, q, k
     cdef Port* p
     cdef bint stuck, watching = False
-    if st == NULL:
-        return
-    s.n_monitors -= 1
     for i in range(s.n_ports):
         p = &s.ports[i]
         if not p.is_switch:
@@ -111,8 +120,8 @@ cdef void watchdog_poll(Sim* s) noexcept nogil:
                 if (p.xoff_rx >> q) & 1:
                     st.calm_since[k] = NIL          # the peer still pauses
                 elif st.calm_since[k] == NIL:
-                    st.calm_since[k] = s.now
-                elif s.now - st.calm_since[k] >= st.restoration:
+                    st.calm_since[k] = now
+                elif now - st.calm_since[k] >= st.restoration:
                     _restore(s, st, i, q)
                 watching = True
                 continue
@@ -122,13 +131,32 @@ cdef void watchdog_poll(Sim* s) noexcept nogil:
             elif st.since[k] != p.paused_since[q]:
                 st.since[k] = p.paused_since[q]      # first poll of this pause that finds it stuck
                 watching = True
-            elif s.now - p.paused_since[q] >= st.detection:
-                _storm(s, st, i, q)
+            elif now - p.paused_since[q] >= st.detection:
+                _storm(port_sim(s, i), st, i, q)
                 watching = True
             else:
                 watching = True
-    # poll on while flows are unfinished and something may still change: other events, or
-    # a stuck or stormed queue it must act on (it may be what unfreezes the network)
-    if s.st.flows_done < s.n_flows and (watching or s.n_events > s.n_monitors):
-        ev_push(s, s.now + st.interval, EV_WATCHDOG, 0, 0)
+    return watching
+
+
+cdef void watchdog_again(Sim* s, int64_t now, bint watching, bint busy, int64_t flows_done) noexcept nogil:
+    """After a poll at `now`: poll on (`next_at`) while flows are unfinished and something
+    may still change: other events (`busy`), or a stuck or stormed queue it must act on
+    (`watching`: it may be what unfreezes the network)."""
+    cdef WDState* st = <WDState*> s.watchdog
+    st.next_at = now + st.interval if flows_done < s.n_flows and (watching or busy) else INT64_MAX
+
+
+cdef void watchdog_poll(Sim* s) noexcept nogil:
+    """One poll (an EV_WATCHDOG event, one part)."""
+    cdef WDState* st = <WDState*> s.watchdog
+    cdef bint watching
+    if st == NULL:
+        return
+    s.n_monitors -= 1
+    watching = watchdog_poll_at(s, s.now)
+    watchdog_again(s, s.now, watching, s.n_events > s.n_monitors, s.st.flows_done)
+    if st.next_at != INT64_MAX:
+        ev_push(s, st.next_at, EV_WATCHDOG, 0, 0)
         s.n_monitors += 1
+        st.next_at = INT64_MAX            # (the event holds it)

@@ -26,4 +26,5 @@ cdef void windows_free(Windows* w) noexcept nogil
 cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events,
                      int32_t threads) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
+cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil
 cdef int windows_max_threads() noexcept nogil

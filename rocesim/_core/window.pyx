@@ -17,7 +17,10 @@ from another part.  A window is [T, T + L):
 3. the dependency messages (a parent completed in one part, its child starts in another:
    flows.pyx) are applied, on one thread, in (sender part id, append order): the child's
    part counts one parent fewer and, at the last, pushes its start (after the hand-offs'
-   events).
+   events);
+4. the deadlock detector's and the PFC watchdog's checks due then (monitors.pyx), on one
+   thread, over every part's ports: a window ends just after the next check, so each runs
+   at its time.
 
 A part's history in a window depends only on its state when the window opened, so the
 results depend on the partition, never on the order the parts run in
@@ -41,7 +44,8 @@ from cython.parallel cimport parallel, threadid
 from rocesim._core.defs cimport Sim, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
-from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS
+from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS, STOP_DEADLOCK
+from rocesim._core.monitors cimport monitors_next, monitors_end, windows_monitors
 
 cdef extern from *:
     """
@@ -165,9 +169,9 @@ cdef int64_t _part_next(Sim* s) noexcept nogil:
 
 
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil:
-    """The earliest pending event over the parts (INT64_MAX: none; -1: out of memory, the
-    part's error set)."""
-    cdef int64_t t = INT64_MAX, tk
+    """The earliest pending event over the parts, or check of the monitors (INT64_MAX: none;
+    -1: out of memory, the part's error set)."""
+    cdef int64_t t = monitors_next(parts[0]), tk
     cdef int32_t k
     for k in range(n):
         tk = _part_next(parts[k])
@@ -176,6 +180,16 @@ cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil:
         if tk < t:
             t = tk
     return t
+
+
+cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil:
+    """No part has an event left, and nothing is on its way between parts (the monitors
+    apart: the network is frozen)."""
+    cdef int32_t k
+    for k in range(n):
+        if parts[k].n_events > 0:
+            return False
+    return not _handoffs_pending(parts, n)
 
 
 cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
@@ -214,7 +228,7 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
                 fl.released = m.time
             fl.slot.deps_left -= 1
             if fl.slot.deps_left == 0:
-                to = s.host_part[fl.src]
+                to = s.node_part[fl.src]
                 ev_push(parts[to], fl.released, EV_FLOW_START, c, 0)
                 if parts[to].error != ERR_NONE:
                     return -1
@@ -249,10 +263,12 @@ cdef void _close(Windows* w) noexcept nogil:
 
 cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t until, int64_t max_events,
                bint closing, int32_t nt) noexcept nogil:
-    """Thread 0, between windows: close the window just run (phase 3, the counters), then
-    open the next and list its busy parts; GO, or the STOP_* code that ends the call."""
+    """Thread 0, between windows: close the window just run (phases 3 and 4, the
+    counters), then open the next and list its busy parts; GO, or the STOP_* code that
+    ends the call."""
     cdef int32_t j, k
     cdef int64_t t, lim
+    cdef int m
     if closing:
         tm.done += tm.events
         w.open_events += tm.events
@@ -265,9 +281,16 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
             return STOP_EMPTY                 # out of memory: the part's error says so
         if tm.flags & TEAM_DEPS and _deliver_deps(parts, n, w) < 0:
             return STOP_EMPTY
+        m = 0
+        if monitors_next(parts[0]) <= tm.lim:
+            m = windows_monitors(parts, n, tm.lim)
+            for k in range(n):              # (a check may act on any part: PAUSE, flush)
+                w.next_t[k] = _part_next(parts[k])
         _close(w)
+        if m != 0:
+            return STOP_DEADLOCK if m > 0 else STOP_EMPTY
     if w.open_end < 0:
-        t = INT64_MAX
+        t = monitors_next(parts[0])         # a check is pending work: idle gaps keep it
         for k in range(n):
             if w.next_t[k] < t:
                 t = w.next_t[k]
@@ -277,7 +300,7 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
             return STOP_TIME
         if tm.done >= max_events:
             return STOP_EVENTS
-        w.open_end = t + w.lookahead
+        w.open_end = monitors_end(parts[0], t + w.lookahead)
     lim = w.open_end - 1 if w.open_end - 1 < until else until
     if nt > 1 and w.windows % RESORT_EVERY == 0:
         _by_cost(w, n)

@@ -74,18 +74,24 @@ def test_a_nic_that_stops_for_a_while_pauses_its_link_and_loses_nothing():
     assert set(tl["priority"][tl["port"] == port]) == set(range(1, 8))   # every lossless priority
 
 
-def storm(action=None, stop="2ms", forever=True):
+def storm_sim(action=None, forever=True, part="none"):
     """Host 0's NIC stops at 100 us.  Flows 4->0 and 5->0 keep coming; 6->1 and 5->3 are
-    innocent but share the spines' downlinks to leaf 8 and the paused upstream queues."""
+    innocent but share the spines' downlinks to leaf 8 and the paused upstream queues.
+    `part`: a run in parts (issue 20)."""
     t = topology.leaf_spine(2, 2, 4, "100Gbps", "1us", "100Gbps", "1us")   # leaves 8, 9; spines 10, 11
     sw = {"buffer": "2MB"}
     if action:
         sw["pfc"] = {"watchdog": {"enabled": True, "poll_interval": "50us", "detection_time": "200us",
                                   "restoration_time": "200us", "action": action}}
-    sim = Simulation(t, switch=sw)
+    sim = Simulation(t, switch=sw, partition=part)
     for src, dst in ((4, 0), (5, 0), (6, 1), (5, 3)):
         sim.add_flow(src, dst, 30_000_000)
     sim.add_fault("nic_stop", "100us", host=0, **({} if forever else {"for": "500us"}))
+    return sim
+
+
+def storm(action=None, stop="2ms", forever=True):
+    sim = storm_sim(action, forever)
     return sim, sim.run(stop=stop)
 
 

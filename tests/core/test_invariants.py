@@ -1,23 +1,32 @@
-"""Invariants of every run: conservation, monotonic time, no leaked packets, determinism."""
+"""Invariants of every run: conservation, monotonic time, no leaked packets, determinism; in
+one part and in a run in parts (issue 20: `partition="leaves"`, 20 parts in windows)."""
 import numpy as np
 import pytest
 
 from rocesim import Simulation, topology, traffic
 
 
-def fat_tree_run(seed, pfc=True, buffer="32MB", load=0.6):
+PARTS = pytest.mark.parametrize("part", ["none", "leaves"], ids=["one_part", "leaves"])
+
+
+def fat_tree_run(seed, pfc=True, buffer="32MB", load=0.6, part="none"):
     t = topology.fat_tree(4, "100Gbps", "1us")
     sim = Simulation(t, seed=seed, switch={"buffer": buffer, "pfc": {"enabled": pfc}},
-                     nic={"rto": "200us"})
+                     nic={"rto": "200us"}, partition=part)
     rng = np.random.default_rng(seed)
     sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, load, 200 * 10**6, traffic.WEBSEARCH, rng))
     sim.add_flows(traffic.incast(list(range(1, 13)), 0, 200_000, 50 * 10**6))
     return sim.run()
 
 
+@pytest.fixture(scope="module", params=["none", "leaves"], ids=["one_part", "leaves"])
+def part(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def busy():
-    return fat_tree_run(seed=7)
+def busy(part):
+    return fat_tree_run(seed=7, part=part)
 
 
 def test_bytes_delivered_equal_bytes_sent(busy):
@@ -49,8 +58,8 @@ def test_lossless_run_drops_nothing(busy):
     assert busy.summary["retx_bytes"] == 0
 
 
-def test_same_seed_same_output(busy):
-    again = fat_tree_run(seed=7)
+def test_same_seed_same_output(busy, part):
+    again = fat_tree_run(seed=7, part=part)
     for k in ("fct_ns", "rx_fct_ns", "ideal_fct_ns", "start_ns", "size_bytes", "dst"):
         np.testing.assert_array_equal(busy.flows[k], again.flows[k])
     for k in ("tx_bytes", "tx_packets", "pauses_sent", "ecn_marks"):
@@ -59,13 +68,14 @@ def test_same_seed_same_output(busy):
         assert busy.summary[k] == again.summary[k]
 
 
-def test_different_seed_different_output(busy):
-    other = fat_tree_run(seed=8)
+def test_different_seed_different_output(busy, part):
+    other = fat_tree_run(seed=8, part=part)
     assert not np.array_equal(busy.ports["tx_bytes"], other.ports["tx_bytes"])
 
 
-def test_lossy_run_conserves_bytes_and_packets():
-    res = fat_tree_run(seed=3, pfc=False, buffer="300KB", load=0.8)
+@PARTS
+def test_lossy_run_conserves_bytes_and_packets(part):
+    res = fat_tree_run(seed=3, pfc=False, buffer="300KB", load=0.8, part=part)
     s, f = res.summary, res.flows
     assert s["drops"] > 0
     assert s["flows_completed"] == s["flows_total"]

@@ -19,12 +19,12 @@ LEVELS = ("leaves", "pods")
 ORDERS = [("reverse", 0), ("shuffle", 1), ("shuffle", 2)]
 
 
-def pfc_fat_tree(part):
+def pfc_fat_tree(part, nic=None):
     """fat_tree(4) under DCQCN with PFC, small buffers and low ECN thresholds: a
     permutation and a 12-to-1 incast across pods, which pause links (also cut ones) and
     mark packets (the parts' RNG streams)."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    sim = Simulation(t, seed=3, cc="dcqcn", cc_params={"notify": "cnp"}, partition=part,
+    sim = Simulation(t, seed=3, cc="dcqcn", cc_params={"notify": "cnp"}, partition=part, nic=nic,
                      switch={"buffer": "300KB", "pfc": {"enabled": True},
                              "ecn": {"kmin": "20KB", "kmax": "80KB", "pmax": 0.2}})
     sim.add_flows(traffic.permutation(t.n_hosts, 400_000, 0, np.random.default_rng(3)))
@@ -57,7 +57,20 @@ def collectives_fat_tree(part):
     return sim
 
 
-CASES = {"pfc_dcqcn": pfc_fat_tree, "lossy_selective_repeat": lossy_fat_tree}
+def faults_fat_tree(part):
+    """pfc_fat_tree with links that go down while loaded, then up (routes kept: what is
+    sent to them is lost, and timeouts recover it): an aggregation-core link (cut at
+    both levels, still down at mid-run), an edge-aggregation link (cut at `leaves` only)
+    and a host's link (never cut); and a core link slowed to 25G."""
+    sim = pfc_fat_tree(part, nic={"rto": "100us"})
+    sim.add_fault("link_down", "30us", link=[24, 32], until="200us", reroute_after="never")
+    sim.add_fault("link_down", "55us", link=[16, 24], until="70us", reroute_after="never")
+    sim.add_fault("link_down", "40us", link=[5, 18], until="90us", reroute_after="never")
+    sim.add_fault("link_rate", "20us", link=[26, 33], rate="25Gbps")
+    return sim
+
+
+CASES = {"pfc_dcqcn": pfc_fat_tree, "lossy_selective_repeat": lossy_fat_tree, "link_faults": faults_fat_tree}
 BUILDERS = {**CASES, "collectives": collectives_fat_tree}
 
 
@@ -101,6 +114,9 @@ def test_the_order_parts_run_in_changes_nothing(case):
     assert ports["ecn_marks"].sum() > 0 and st["cnps"] > 0
     if case == "pfc_dcqcn":
         assert ports["pauses_sent"][cut].sum() > 0 and st["drops"] == 0
+    elif case == "link_faults":
+        assert ports["pauses_sent"][cut].sum() > 0 and st["drops"] == 0        # (buffer drops)
+        assert st["link_drops"] > 0 and st["retx_bytes"] > 0
     else:
         assert st["drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0
 
@@ -183,6 +199,55 @@ def test_dependencies_within_a_part_run():
     assert (fl["fct_ns"] > 0).all() and res.summary["time_errors"] == 0
     assert fl["start_ns"][f] == 6_000
     assert fl["start_ns"][g] == fl["start_ns"][f] + fl["rx_fct_ns"][f]
+
+
+def link_fault_core(part, link):
+    """dumbbell(2, 2) (its middle link cut at `leaves`): a flow each way across the middle,
+    and `link` down from 10.0005 us to 30 us, routes kept (timeouts recover).  Returns the
+    core and the link's port."""
+    sim = Simulation(topology.dumbbell(2, 2, "100Gbps", "1us"), partition=part, nic={"rto": "50us"})
+    sim.add_flow(0, 2, 2_000_000, start=1_000)
+    sim.add_flow(3, 1, 2_000_000, start=1_500)
+    sim.add_fault("link_down", "10.0005us", link=link, until="30us", reroute_after="never")
+    core, _ = sim._build_core()
+    return core, sim.faults[0].port
+
+
+@pytest.mark.parametrize("link,cut", [([4, 5], True), ([0, 4], False)], ids=["cut_link", "host_link"])
+def test_a_link_down_in_parts_loses_what_one_part_loses(link, cut):
+    """No ECN (no random draw) and no dependency: the run in parts is the one-part run,
+    packet for packet.  So a link that goes down loses exactly the packets one part loses:
+    on a cut link, those on its two wires and those handed off in the window the fault
+    falls in, not yet taken by the other part (a dozen per microsecond at 100G).  Only the
+    event count (each end's part has its fault's two events) and the packet peak (taken
+    at window ends) differ."""
+    (one, _), (parts, port) = link_fault_core("none", link), link_fault_core("leaves", link)
+    assert parts.n_parts == 2 and parts._cut_ports()[port] == cut
+    for c in (one, parts):
+        assert c.run(10**12) == engine.STOP_EMPTY
+    a, b = readbacks(one), readbacks(parts)
+    assert b["stats"].pop("events") == a["stats"].pop("events") + (2 if cut else 0)
+    assert b["stats"].pop("packets_peak") > 0
+    a["stats"].pop("packets_peak")
+    assert_same(a, b)
+    assert a["stats"]["link_drops"] > 50 and (a["flows"]["state"] == FS_DONE).all()
+
+
+@pytest.mark.parametrize("reroute", ["0us", "3us"])
+def test_rerouting_around_a_link_down_in_parts_is_the_one_part_run(reroute):
+    """The routes change between slices (run_loop.py), as in one part: the same flows,
+    losses and completion times."""
+    res = {}
+    for part in ("none", "leaves"):
+        sim = Simulation(topology.leaf_spine(2, 2, 2, "100Gbps", "1us", "100Gbps", "1us"),
+                         nic={"rto": "100us"}, partition=part)
+        sim.add_flow(0, 2, 1_000_000)
+        sim.add_flow(1, 3, 1_000_000)
+        sim.add_fault("link_down", "20us", link=[4, 6], until="400us", reroute_after=reroute)
+        res[part] = sim.run()
+    assert res["leaves"].summary["link_drops"] == res["none"].summary["link_drops"] > 0
+    for col in ("fct_ns", "rx_fct_ns", "retx_bytes"):
+        np.testing.assert_array_equal(res["leaves"].flows[col], res["none"].flows[col])
 
 
 L_PS = 1_000_000          # the dumbbell's lookahead: its middle link's delay (1us)
@@ -271,35 +336,15 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     assert cores[0].window_stats()["dependency_messages"] == np.count_nonzero(part[done] != part[start])
 
 
-def test_what_a_run_in_parts_does_not_handle_is_refused_before_it_runs():
+def test_a_run_in_parts_refuses_flow_mode_and_unknown_levels():
+    """Flow mode runs in one part; the levels are those of the partition."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    refused = {"deadlock": dict(deadlock=True),
-               "switch.pfc.watchdog.enabled": dict(switch={"pfc": {"enabled": True, "watchdog": {"enabled": True}}}),
-               "cc.scheme": dict(cc="pyschemes:LineRate"),
-               "mode": dict(mode="flow")}
-    for key, kw in refused.items():
-        with pytest.raises(ScenarioError, match=r"partition: leaves\) does not handle it yet; use partition: "
-                                                "none") as e:
-            Simulation(t, partition="leaves", **kw)
-        assert e.value.key == key
+    with pytest.raises(ScenarioError, match="flow mode runs in one part") as e:
+        Simulation(t, partition="leaves", mode="flow")
+    assert e.value.key == "mode"
     with pytest.raises(ScenarioError, match="must be one of auto, none, leaves, pods; got 'servers'") as e:
         Simulation(t, partition="servers")
     assert e.value.key == "partition"
-    sim = Simulation(t, partition="pods")
-    sim.add_flow(0, 15, 10_000)
-    sim.add_fault("link_down", "10us", link=[16, 24])
-    with pytest.raises(ScenarioError, match=r"partition: pods\) does not handle faults") as e:
-        sim.check()                                   # (as `rocesim check` would)
-    assert e.value.key == "faults"
-    with pytest.raises(ScenarioError, match="faults"):
-        sim.run()
-
-
-def test_the_core_refuses_what_parts_do_not_handle():
     core, _ = pfc_fat_tree("leaves")._build_core()
-    with pytest.raises(NotImplementedError, match="deadlock"):
-        core.enable_deadlock_detection(10**6, 10**6)
-    with pytest.raises(NotImplementedError, match="watchdog"):
-        core.enable_watchdog(10**6, 10**6, 10**6, 0)
     with pytest.raises(ValueError, match="forward, reverse or shuffle"):
         core._part_order("sideways")

@@ -158,20 +158,14 @@ def test_a_scenario_in_parts_runs_as_the_api_does(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_auto_runs_in_one_part_what_parts_do_not_handle_yet(monkeypatch):
-    """With `partition: auto` at a level that cuts (as stage 6 may choose), a run parts
-    cannot handle yet (deadlock detection, faults) runs in one part instead of being refused."""
+def test_auto_runs_flow_mode_in_one_part(monkeypatch):
+    """With `partition: auto` at a level that cuts, deadlock detection runs in parts, and
+    flow mode (one part by nature) runs in one part instead of being refused."""
     monkeypatch.setattr(config, "AUTO_PARTITION", "leaves")
     t = topology.fat_tree(4, "100Gbps", "1us")
-    assert Simulation(t).n_parts == 20
-    sim = Simulation(t, deadlock=True)
+    assert Simulation(t).n_parts == Simulation(t, deadlock=True).n_parts == 20
+    sim = Simulation(t, mode="flow")
     assert (sim.n_parts, sim.partition_level) == (1, "none")
-    sim = Simulation(t)
-    sim.add_flow(0, 15, 10_000)
-    sim.add_fault("link_down", "10us", link=[16, 24])
-    res = sim.run(progress=False)
-    assert (res.summary["parts"], res.summary["partition"]) == (1, "none")
-
 
 
 def test_the_progress_line_shows_the_threads_when_more_than_one():
