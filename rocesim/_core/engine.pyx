@@ -11,7 +11,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
@@ -650,6 +650,21 @@ cdef class Core:
         return dict(parts=self.n_parts, lookahead_ps=self.win.lookahead if self.n_parts > 1 else 0,
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
                     cut_ports=self.s.n_handoff, dependency_messages=self.win.deps)
+
+    def window_profile(self, bint record=True):
+        """A run in parts, for the parallel core's scaling model (validation/parallel_model.py):
+        with `record`, every window from now on records, per part that ran events or took
+        hand-offs in it, (window index, part, events run, hand-offs taken); returns what
+        was recorded so far as int64 arrays `window`, `part`, `events`, `handoffs`.  The
+        records do not depend on the threads (the windows and parts' work do not)."""
+        cdef int64_t n = self.win.n_profile if self.win.profile != NULL else 0
+        cdef int64_t[:, ::1] view
+        self.win.profiling = record and self.n_parts > 1
+        rec = np.zeros((n, 4), np.int64)
+        if n:
+            view = rec
+            memcpy(&view[0, 0], self.win.profile, n * 4 * sizeof(int64_t))
+        return dict(window=rec[:, 0], part=rec[:, 1], events=rec[:, 2], handoffs=rec[:, 3])
 
     def _cut_ports(self):
         """Tests: which ports are cut (their link joins two parts)."""

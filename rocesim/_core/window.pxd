@@ -1,5 +1,5 @@
 # cython: language_level=3
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport Sim
 
 cdef struct Windows:
@@ -12,7 +12,12 @@ cdef struct Windows:
     int64_t* cost          # per part: events run lately (the threads' load balance)
     int32_t* active        # the parts with an event in the open window, in `order`
     int32_t n_active
-    uint8_t* ran           # per part: it ran events in the open window
+    int64_t* ran           # per part: the events it ran in the open window
+    int32_t* taken         # per part: the hand-offs it took at the window's end
+    int64_t* profile       # Core.window_profile: (window, part, events, hand-offs) per part
+    int64_t n_profile      #   busy in a window, when `profiling`; NULL otherwise
+    int64_t cap_profile
+    bint profiling
     int64_t windows        # windows closed so far
     int64_t busy_windows   # ... of which some part ran an event
     int64_t open_events    # events run so far in the open window

@@ -38,12 +38,13 @@ re-sorted by the events each part ran lately, as Unison does); phase 2 takes par
 fixed stride; thread 0 alone applies the dependency messages and opens the next window.
 Built without OpenMP, the same code runs on one thread (`windows_max_threads()` is 1).
 """
-from libc.stdint cimport int64_t, int32_t, uint8_t, INT64_MAX
+from libc.stdint cimport int64_t, int32_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
 from cython.parallel cimport parallel, threadid
 from rocesim._core.defs cimport Sim, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
+from rocesim._core.growth cimport room_for_one
 from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS, STOP_DEADLOCK
 from rocesim._core.monitors cimport monitors_next, monitors_end, windows_monitors
 
@@ -142,8 +143,10 @@ cdef int windows_init(Windows* w, int32_t n, int64_t lookahead) noexcept nogil:
     w.active = <int32_t*> malloc(n * sizeof(int32_t))
     w.next_t = <int64_t*> malloc(n * sizeof(int64_t))
     w.cost = <int64_t*> calloc(n, sizeof(int64_t))
-    w.ran = <uint8_t*> calloc(n, sizeof(uint8_t))
-    if w.order == NULL or w.active == NULL or w.next_t == NULL or w.cost == NULL or w.ran == NULL:
+    w.ran = <int64_t*> calloc(n, sizeof(int64_t))
+    w.taken = <int32_t*> calloc(n, sizeof(int32_t))
+    if (w.order == NULL or w.active == NULL or w.next_t == NULL or w.cost == NULL or w.ran == NULL
+            or w.taken == NULL):
         return -1
     for k in range(n):
         w.order[k] = k
@@ -156,6 +159,8 @@ cdef void windows_free(Windows* w) noexcept nogil:
     free(w.next_t)
     free(w.cost)
     free(w.ran)
+    free(w.taken)
+    free(w.profile)
     w.order = NULL
 
 
@@ -253,7 +258,27 @@ cdef void _by_cost(Windows* w, int32_t n) noexcept nogil:
         w.cost[i] >>= 1
 
 
-cdef void _close(Windows* w) noexcept nogil:
+cdef int _profile(Windows* w, int32_t n) noexcept nogil:
+    """Record the window's work per busy part (Core.window_profile); -1 if out of memory."""
+    cdef int32_t k
+    cdef int64_t* r
+    for k in range(n):
+        if w.ran[k] or w.taken[k]:
+            if room_for_one(<void**> &w.profile, w.n_profile, &w.cap_profile, 4 * sizeof(int64_t), 1024) < 0:
+                return -1
+            r = &w.profile[4 * w.n_profile]
+            r[0] = w.windows
+            r[1] = k
+            r[2] = w.ran[k]
+            r[3] = w.taken[k]
+            w.n_profile += 1
+    return 0
+
+
+cdef void _close(Windows* w, int32_t n) noexcept nogil:
+    cdef int32_t k
+    for k in range(n):
+        w.ran[k] = 0
     w.open_end = -1
     w.windows += 1
     if w.open_events:
@@ -279,6 +304,8 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
             w.qp_peak = tm.qps
         if tm.flags & TEAM_ERROR:
             return STOP_EMPTY                 # out of memory: the part's error says so
+        if w.profiling and _profile(w, n) < 0:
+            return STOP_EMPTY
         if tm.flags & TEAM_DEPS and _deliver_deps(parts, n, w) < 0:
             return STOP_EMPTY
         m = 0
@@ -286,7 +313,7 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
             m = windows_monitors(parts, n, tm.lim)
             for k in range(n):              # (a check may act on any part: PAUSE, flush)
                 w.next_t[k] = _part_next(parts[k])
-        _close(w)
+        _close(w, n)
         if m != 0:
             return STOP_DEADLOCK if m > 0 else STOP_EMPTY
     if w.open_end < 0:
@@ -331,9 +358,9 @@ cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm) noexcept nogil:
         s = parts[k]
         before = s.st.events
         run_loop(s, tm.lim, INT64_MAX)
-        w.cost[k] += s.st.events - before
-        ran += s.st.events - before
-        w.ran[k] = 1
+        w.ran[k] = s.st.events - before
+        w.cost[k] += w.ran[k]
+        ran += w.ran[k]
     rocesim_add(&tm.events, ran)
 
 
@@ -343,22 +370,20 @@ cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, i
     cdef int32_t k, c
     cdef Sim* s
     cdef Handoff* h
-    cdef bint took
     cdef int64_t taken = 0, pkts = 0, qps = 0
     cdef int flags = 0
     k = tid
     while k < n:
         s = parts[k]
-        took = False
+        w.taken[k] = 0
         for c in range(s.n_in_cut):
             h = &s.handoff[s.ports[s.in_cut[c]].handoff]
             if h.n:
-                taken += h.n
-                took = True
+                w.taken[k] += h.n
                 if handoff_take(s, h) < 0:
                     s.error = ERR_NOMEM
-        if took or w.ran[k]:
-            w.ran[k] = 0
+        taken += w.taken[k]
+        if w.taken[k] or w.ran[k]:
             w.next_t[k] = _part_next(s)
         pkts += s.pool_used
         qps += s.qp_used
@@ -429,6 +454,6 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
         if parts[k].error != ERR_NONE:
             return STOP_EMPTY
     if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n):
-        _close(w)
+        _close(w, n)
         return STOP_EMPTY
     return STOP_TIME

@@ -51,3 +51,19 @@ def test_threads_beyond_the_parts_or_the_build_are_capped_and_below_one_refused(
     with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
         core.run(10**6, threads=0)
     assert engine.MAX_THREADS >= 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_window_profile_accounts_for_every_event_and_hand_off(threads):
+    """Core.window_profile (the scaling model's input): its events sum to the run's, its
+    hand-offs to the window stats', each (window, part) once; the same on any threads."""
+    core = core_of("pfc_dcqcn", "leaves")
+    core.window_profile(True)
+    while core.run(10**12, 30_000, threads=threads) != engine.STOP_EMPTY:
+        pass
+    prof, ws = core.window_profile(), core.window_stats()
+    assert prof["events"].sum() == core.stats()["events"]
+    assert prof["handoffs"].sum() == ws["handoffs"] > 0
+    keys = prof["window"] * core.n_parts + prof["part"]
+    assert len(set(keys.tolist())) == len(keys) and prof["window"].max() < ws["windows"]
+    assert ((prof["events"] > 0) | (prof["handoffs"] > 0)).all()
