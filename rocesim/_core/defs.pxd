@@ -419,7 +419,8 @@ cdef struct Sim:
     int64_t* pkt_sack      # per packet of the pool, selective repeat only (else NULL): a NACK's
                            #   SACK, the seq of the out-of-order packet
     int32_t pool_cap
-    int32_t pool_free
+    int32_t pool_free      # the last freed packet (a chain through Packet.next), or NIL
+    int32_t pool_fresh     # the first slot never used (pool.pxd)
     int32_t pool_used
     int32_t pool_peak
     # world

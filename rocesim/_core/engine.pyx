@@ -18,7 +18,7 @@ from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, 
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init
 from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift, PART_WIDER,
-                                   ev_calendar_size, CAL_N)
+                                   ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
@@ -77,12 +77,13 @@ cdef uint64_t _part_rng(uint64_t seed, int32_t k) noexcept:
 cdef int _init_part(Sim* s, int32_t k, uint64_t seed, int32_t pool) noexcept:
     """Give part k its own empty state (the world already shared into `s`): the event
     queue, a pool of `pool` packets, an empty queue-pair pool, its RNG; -1 if out of
-    memory.  Counters, timeline, losses and roots start zeroed (calloc)."""
+    memory.  Counters, timeline, losses and roots start zeroed (calloc).  A part other than
+    part 0 gets the fewest calendar buckets: Core._cut sizes its calendar for its ports."""
     s.part = k
     s.qp_free = NIL
     s.qp_stride = qp_stride_for(s.cc.flow_state_size)
     s.rng = _part_rng(seed, k)
-    if ev_init(s, ev_bucket_shift(s.n_ports), CAL_N) < 0 or pool_init(s, pool) < 0:
+    if ev_init(s, ev_bucket_shift(s.n_ports), CAL_N if k == 0 else CAL_MIN) < 0 or pool_init(s, pool) < 0:
         return -1
     return 0
 

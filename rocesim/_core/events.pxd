@@ -41,10 +41,12 @@ cdef enum:
                                    #   emptied; a larger one (a burst) is freed
     FRONT_KEEP = 65536             # the same for `front` (2 MB), once the burst has drained
     # A part's buckets (sized for its own ports) are 2**PART_WIDER times wider than
-    # ev_bucket_shift's rule: on one thread, 4x wider cost 3-16% less CPU than 1x
-    # (hpcc320 DCQCN at `pods`: 4.18-4.27 -> 3.83 s; k=16 permutation at `leaves`:
-    # 3.66 -> 3.10 s; k=8 at `leaves`: 0.60 -> 0.50 s); 8x: no clear gain over 4x.
-    PART_WIDER = 2
+    # ev_bucket_shift's rule, and as few as span what one part's calendar spans: on one
+    # thread, 4x wider cost 3-16% less CPU than 1x (hpcc320 DCQCN at `pods`: 4.18-4.27 ->
+    # 3.83 s; k=16 permutation at `leaves`: 3.66 -> 3.10 s; k=8 at `leaves`: 0.60 -> 0.50
+    # s); 8x 2-3% less again (k16 leaves 2.73 -> 2.64 s, hpcc320 3.78 -> 3.69 s) and less
+    # memory (k16 at `pods`: event queues 105, 63, 42, 27 MB at 1x, 2x, 4x, 8x); 16x no better.
+    PART_WIDER = 3
 
 
 # --- a 4-ary heap of events -------------------------------------------------------------

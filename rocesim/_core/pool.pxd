@@ -2,7 +2,8 @@
 """The packet pool: `Packet` structs in one growable C array with a free list.
 
 Packets are addressed by index (never by pointer: the array may move when it
-grows), and free slots are chained through `Packet.next`.  The pool only grows as
+grows), and freed slots are chained through `Packet.next`; slots from `pool_fresh` on
+were never used.  The pool only grows as
 far as the network's buffers and wires can hold packets at once.
 """
 from libc.stdint cimport int32_t, int64_t
@@ -13,16 +14,20 @@ from posix.mman cimport madvise, MADV_HUGEPAGE
 from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
 
 
-cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
-    """A 64-byte aligned array of `cap` packets (NULL if out of memory).
+cdef inline Packet* pool_array(Sim* s, int32_t cap) noexcept nogil:
+    """A 64-byte aligned array of `cap` packets for `s`'s pool (NULL if out of memory).
 
     Large pools are 2 MB aligned and asked to be backed by huge pages: under heavy PFC
     the switches hold hundreds of thousands of packets, and with 4 KB pages nearly every
-    packet touched would also miss the TLB.
+    packet touched would also miss the TLB.  Large is 4 MB, or 32 MB for a part of a run
+    in parts: a huge page is resident whole, and the many small pools of parts (a k=16
+    fat tree at `pods`: 32 pools of 4 MB, each 3 MB in use) would hold a third more memory
+    than one pool.
     """
     cdef void* mem = NULL
     cdef size_t nbytes = <size_t> cap * sizeof(Packet)
-    cdef size_t align = 2097152 if nbytes >= 4194304 else 64
+    cdef size_t large = 4194304 if s.node_part == NULL else 33554432
+    cdef size_t align = 2097152 if nbytes >= large else 64
     if posix_memalign(&mem, align, nbytes) != 0:
         return NULL
     if align > 64:
@@ -58,26 +63,28 @@ cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
 
 
 cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
-    """Index of a fresh packet (fields not cleared except `next`, `nhops`, `ecn`), or NIL."""
-    cdef int32_t i, cap
+    """Index of a fresh packet (fields not cleared except `next`, `nhops`, `ecn`), or NIL.
+    A freed packet first (the last freed), else the pool's first never-used slot: the
+    pool's pages are touched only as far as packets were ever in use at once, not to its
+    doubled capacity (a run in parts has a pool per part)."""
+    cdef int32_t i
     cdef Packet* grown
-    if s.pool_free == NIL:
-        cap = s.pool_cap * 2
-        grown = pool_array(cap)
-        if grown == NULL or pool_side_arrays(s, cap) < 0:
-            free(grown)
-            s.error = ERR_NOMEM
-            return NIL
-        memcpy(grown, s.pkts, s.pool_cap * sizeof(Packet))
-        free(s.pkts)
-        s.pkts = grown
-        for i in range(s.pool_cap, cap - 1):
-            grown[i].next = i + 1
-        grown[cap - 1].next = NIL
-        s.pool_free = s.pool_cap
-        s.pool_cap = cap
-    i = s.pool_free
-    s.pool_free = s.pkts[i].next
+    if s.pool_free != NIL:
+        i = s.pool_free
+        s.pool_free = s.pkts[i].next
+    else:
+        if s.pool_fresh == s.pool_cap:
+            grown = pool_array(s, 2 * s.pool_cap)
+            if grown == NULL or pool_side_arrays(s, 2 * s.pool_cap) < 0:
+                free(grown)
+                s.error = ERR_NOMEM
+                return NIL
+            memcpy(grown, s.pkts, s.pool_cap * sizeof(Packet))
+            free(s.pkts)
+            s.pkts = grown
+            s.pool_cap *= 2
+        i = s.pool_fresh
+        s.pool_fresh += 1
     s.pool_used += 1
     if s.pool_used > s.pool_peak:
         s.pool_peak = s.pool_used
@@ -98,15 +105,12 @@ cdef inline void pkt_free(Sim* s, int32_t i) noexcept nogil:
 cdef inline int pool_init(Sim* s, int32_t cap) noexcept nogil:
     """A pool of `cap` free packets (any earlier one freed: no packet may be in use);
     -1 if out of memory."""
-    cdef int32_t i
     free(s.pkts)
-    s.pkts = pool_array(cap)
+    s.pkts = pool_array(s, cap)
     if s.pkts == NULL or pool_side_arrays(s, cap) < 0:
         return -1
-    for i in range(cap - 1):
-        s.pkts[i].next = i + 1
-    s.pkts[cap - 1].next = NIL
     s.pool_cap = cap
-    s.pool_free = 0
+    s.pool_free = NIL
+    s.pool_fresh = 0
     s.pool_used = 0
     return 0
