@@ -13,6 +13,7 @@ ratio, and the CPU time of each side.
     python validation/compare.py                    # every case, every scheme
     python validation/compare.py incast8 -s timely  # one case, one scheme
     python validation/compare.py -o validation/RESULTS.md
+    python validation/compare.py --seeds 3 --partition leaves -o validation/RESULTS_PARTS.md
 
 CI does not run it (the fat-tree cases take minutes); the README links its latest table.
 Slowdown is FCT over the FCT the flow would have alone, each side by its own definition
@@ -74,13 +75,13 @@ def read_fork_fct(path):
     return size, fct, fct / ideal
 
 
-def run_rocesim(case_dir, case, name, seed=1):
+def run_rocesim(case_dir, case, name, seed=1, partition="auto", threads=1):
     raw = {"seed": seed, "topology": {"kind": "hpcc_file", "path": case["topology"]},
            "traffic": [{"kind": "hpcc_flow_file", "path": case["flows"]}],
-           **fork_setup(name)}
+           "partition": partition, **fork_setup(name)}
     scn = scenario.build(raw, base_dir=case_dir)
     t0 = time.process_time()
-    res = scn.sim.run(progress=False)
+    res = scn.sim.run(progress=False, threads=threads)
     cpu = time.process_time() - t0
     f = res.flows
     done = ~np.isnan(f["fct_ns"])
@@ -130,7 +131,7 @@ def _size(b):
     return f"{int(b)}B"
 
 
-def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None):
+def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition="auto", threads=1):
     """The Markdown table of one case; appends (case, scheme, all-flow ratios at each
     percentile, worst ratio over the size bins, seed spread) to `summary` if given."""
     case_dir = os.path.join(HERE, "reference", case_name)
@@ -145,7 +146,7 @@ def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None):
         if schemes and name not in schemes:
             continue
         ref = read_fork_fct(os.path.join(case_dir, ref_info["fct"]))
-        runs = [run_rocesim(case_dir, case, name, seed) for seed in range(1, n_seeds + 1)]
+        runs = [run_rocesim(case_dir, case, name, seed, partition, threads) for seed in range(1, n_seeds + 1)]
         _, _, _, cpu, done, total = runs[0]
         worst_bin, worst_spread = 0.0, 0.0
         for label, r, o, spread in seed_rows(ref, [run[:3] for run in runs], n_bins):
@@ -187,12 +188,15 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, default=1,
                    help="run rocesim with seeds 1..N, show the median and the seeds' spread (default 1)")
     p.add_argument("-o", "--output", help="also write the tables to this Markdown file")
+    p.add_argument("--partition", default="auto", help="rocesim's `partition` (default auto)")
+    p.add_argument("--threads", type=int, default=1, help="threads of a run in parts (default 1)")
     args = p.parse_args(argv)
     ref_root = os.path.join(HERE, "reference")
     cases = args.cases or sorted(d for d in os.listdir(ref_root)
                                  if os.path.isfile(os.path.join(ref_root, d, "case.yaml")))
     summary = []
-    text = "\n".join(compare_case(c, args.scheme, args.bins, args.seeds, summary) for c in cases)
+    text = "\n".join(compare_case(c, args.scheme, args.bins, args.seeds, summary, args.partition, args.threads)
+                     for c in cases)
     text = summary_table(summary, args.seeds) + "\n" + text
     print(text)
     if args.output:

@@ -14,6 +14,7 @@ cdef struct Windows:
     int32_t n_active
     int64_t* ran           # per part: the events it ran in the open window
     int32_t* taken         # per part: the hand-offs it took at the window's end
+    int32_t* runner        # per part: the thread that ran it in the open window (-1: none)
     int64_t* profile       # Core.window_profile: (window, part, events, hand-offs) per part
     int64_t n_profile      #   busy in a window, when `profiling`; NULL otherwise
     int64_t cap_profile

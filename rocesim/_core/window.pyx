@@ -145,11 +145,13 @@ cdef int windows_init(Windows* w, int32_t n, int64_t lookahead) noexcept nogil:
     w.cost = <int64_t*> calloc(n, sizeof(int64_t))
     w.ran = <int64_t*> calloc(n, sizeof(int64_t))
     w.taken = <int32_t*> calloc(n, sizeof(int32_t))
+    w.runner = <int32_t*> malloc(n * sizeof(int32_t))
     if (w.order == NULL or w.active == NULL or w.next_t == NULL or w.cost == NULL or w.ran == NULL
-            or w.taken == NULL):
+            or w.taken == NULL or w.runner == NULL):
         return -1
     for k in range(n):
         w.order[k] = k
+        w.runner[k] = -1
     return 0
 
 
@@ -160,6 +162,7 @@ cdef void windows_free(Windows* w) noexcept nogil:
     free(w.cost)
     free(w.ran)
     free(w.taken)
+    free(w.runner)
     free(w.profile)
     w.order = NULL
 
@@ -279,6 +282,7 @@ cdef void _close(Windows* w, int32_t n) noexcept nogil:
     cdef int32_t k
     for k in range(n):
         w.ran[k] = 0
+        w.runner[k] = -1
     w.open_end = -1
     w.windows += 1
     if w.open_events:
@@ -344,7 +348,7 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
     return GO
 
 
-cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm) noexcept nogil:
+cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm, int32_t tid) noexcept nogil:
     """Phase 1: this thread claims busy parts until none is left, and runs each to the
     window's last picosecond."""
     cdef int32_t j, k
@@ -358,22 +362,28 @@ cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm) noexcept nogil:
         s = parts[k]
         before = s.st.events
         run_loop(s, tm.lim, INT64_MAX)
-        w.ran[k] = s.st.events - before
-        w.cost[k] += w.ran[k]
-        ran += w.ran[k]
+        before = s.st.events - before
+        w.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
+        w.cost[k] += before
+        ran += before
+        w.runner[k] = tid
     rocesim_add(&tm.events, ran)
 
 
 cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int32_t tid, int32_t nt) noexcept nogil:
-    """Phase 2: parts tid, tid + nt, ... take the hand-offs of their incoming cut ports
-    (ascending) and note their next event; the sums of the pools' use for the peaks."""
+    """Phase 2: the parts this thread ran in phase 1, and of those that did not run,
+    parts tid, tid + nt, ..., take the hand-offs of their incoming cut ports (ascending)
+    and note their next event; the sums of the pools' use for the peaks.  (A part's pool
+    and queue are in the cache of the core that ran it: another core taking its hand-offs
+    would miss on every packet it allocates.)"""
     cdef int32_t k, c
     cdef Sim* s
     cdef Handoff* h
     cdef int64_t taken = 0, pkts = 0, qps = 0
     cdef int flags = 0
-    k = tid
-    while k < n:
+    for k in range(n):
+        if w.runner[k] != tid and (w.runner[k] >= 0 or k % nt != tid):
+            continue
         s = parts[k]
         w.taken[k] = 0
         for c in range(s.n_in_cut):
@@ -391,7 +401,6 @@ cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, i
             flags |= TEAM_ERROR
         if s.n_deps:
             flags |= TEAM_DEPS
-        k += nt
     rocesim_add(&tm.handoffs, taken)
     rocesim_add(&tm.pkts, pkts)
     rocesim_add(&tm.qps, qps)
@@ -410,7 +419,7 @@ cdef void _member(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t 
         rocesim_barrier(tm, nt, &sense)
         if tm.action != GO:
             return
-        _run_parts(parts, w, tm)
+        _run_parts(parts, w, tm, tid)
         rocesim_barrier(tm, nt, &sense)
         if tm.lim < w.open_end - 1:
             return                  # the slice ends inside the window: windows_run sees to it
@@ -437,7 +446,6 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     tm.action = GO
     # Python may have changed the parts between two calls (routes, faults): look again
     for k in range(n):
-        w.ran[k] = 0
         w.next_t[k] = _part_next(parts[k])
         if w.next_t[k] < 0:
             return STOP_EMPTY
