@@ -421,6 +421,7 @@ cdef struct Sim:
     int32_t pool_cap
     int32_t pool_free      # the last freed packet (a chain through Packet.next), or NIL
     int32_t pool_fresh     # the first slot never used (pool.pxd)
+    bint pool_mapped       # the pool is a mapping of its own (a part's, pool.pxd), not malloc'd
     int32_t pool_used
     int32_t pool_peak
     # world

@@ -16,7 +16,7 @@ from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
-from rocesim._core.pool cimport pool_init
+from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
@@ -116,7 +116,7 @@ cdef void _free_part(Sim* s) noexcept:
     free(s.qp_chunks)
     free(s.losses)
     ev_free(s)
-    free(s.pkts)
+    pool_release_array(s)
     free(s.int_hops)
     free(s.pkt_sack)
     free(s.start_order)

@@ -14,25 +14,74 @@ from posix.mman cimport madvise, MADV_HUGEPAGE
 from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
 
 
-cdef inline Packet* pool_array(Sim* s, int32_t cap) noexcept nogil:
-    """A 64-byte aligned array of `cap` packets for `s`'s pool (NULL if out of memory).
+cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
+    """A 64-byte aligned array of `cap` packets (NULL if out of memory).
 
     Large pools are 2 MB aligned and asked to be backed by huge pages: under heavy PFC
     the switches hold hundreds of thousands of packets, and with 4 KB pages nearly every
-    packet touched would also miss the TLB.  Large is 4 MB, or 32 MB for a part of a run
-    in parts: a huge page is resident whole, and the many small pools of parts (a k=16
-    fat tree at `pods`: 32 pools of 4 MB, each 3 MB in use) would hold a third more memory
-    than one pool.
+    packet touched would also miss the TLB.
     """
     cdef void* mem = NULL
     cdef size_t nbytes = <size_t> cap * sizeof(Packet)
-    cdef size_t large = 4194304 if s.node_part == NULL else 33554432
-    cdef size_t align = 2097152 if nbytes >= large else 64
+    cdef size_t align = 2097152 if nbytes >= 4194304 else 64
     if posix_memalign(&mem, align, nbytes) != 0:
         return NULL
     if align > 64:
         madvise(mem, nbytes, MADV_HUGEPAGE)     # advice only: no error if refused
     return <Packet*> mem
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <sys/mman.h>
+    /* A part's pool (a run in parts) lives in its own mapping, grown in place or moved by
+       the kernel (mremap): no copy, and no freed array left behind in the heap, where the
+       pools of hundreds of parts doubling at once would leave holes (k=16 at `leaves`). */
+    static void* rocesim_map(size_t n) {
+        void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    static void* rocesim_remap(void* p, size_t old, size_t n) {
+    #ifdef MREMAP_MAYMOVE
+        void* q = mremap(p, old, n, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    #else
+        void* q = rocesim_map(n);
+        if (q != NULL) { memcpy(q, p, old); munmap(p, old); }
+        return q;
+    #endif
+    }
+    """
+    void* rocesim_map(size_t n) noexcept nogil
+    void* rocesim_remap(void* p, size_t old, size_t n) noexcept nogil
+    int munmap(void* p, size_t n) noexcept nogil
+
+
+cdef inline Packet* _pool_grown(Sim* s) noexcept nogil:
+    """The pool's array with room for twice its packets, its packets kept (the old array
+    given back), or NULL if out of memory (the old array kept).  A part of a run in parts
+    moves its pool into a mapping of its own at its first growth (rocesim_map)."""
+    cdef size_t old = <size_t> s.pool_cap * sizeof(Packet)
+    cdef Packet* grown
+    if s.pool_mapped:
+        return <Packet*> rocesim_remap(s.pkts, old, 2 * old)
+    grown = <Packet*> rocesim_map(2 * old) if s.node_part != NULL else pool_array(2 * s.pool_cap)
+    if grown != NULL:
+        memcpy(grown, s.pkts, old)
+        free(s.pkts)
+        s.pool_mapped = s.node_part != NULL
+    return grown
+
+
+cdef inline void pool_release_array(Sim* s) noexcept nogil:
+    """Give back the pool's array (mapped or not)."""
+    if s.pool_mapped:
+        munmap(s.pkts, <size_t> s.pool_cap * sizeof(Packet))
+    else:
+        free(s.pkts)
+    s.pkts = NULL
+    s.pool_mapped = False
 
 
 cdef inline IntHop* pkt_hops(Sim* s, int32_t i) noexcept nogil:
@@ -74,13 +123,13 @@ cdef inline int32_t pkt_alloc(Sim* s) noexcept nogil:
         s.pool_free = s.pkts[i].next
     else:
         if s.pool_fresh == s.pool_cap:
-            grown = pool_array(s, 2 * s.pool_cap)
-            if grown == NULL or pool_side_arrays(s, 2 * s.pool_cap) < 0:
-                free(grown)
+            if pool_side_arrays(s, 2 * s.pool_cap) < 0:
                 s.error = ERR_NOMEM
                 return NIL
-            memcpy(grown, s.pkts, s.pool_cap * sizeof(Packet))
-            free(s.pkts)
+            grown = _pool_grown(s)
+            if grown == NULL:
+                s.error = ERR_NOMEM
+                return NIL
             s.pkts = grown
             s.pool_cap *= 2
         i = s.pool_fresh
@@ -105,8 +154,8 @@ cdef inline void pkt_free(Sim* s, int32_t i) noexcept nogil:
 cdef inline int pool_init(Sim* s, int32_t cap) noexcept nogil:
     """A pool of `cap` free packets (any earlier one freed: no packet may be in use);
     -1 if out of memory."""
-    free(s.pkts)
-    s.pkts = pool_array(s, cap)
+    pool_release_array(s)
+    s.pkts = pool_array(cap)
     if s.pkts == NULL or pool_side_arrays(s, cap) < 0:
         return -1
     s.pool_cap = cap
