@@ -1,0 +1,457 @@
+"""A model of the parallel core's scaling beyond the 2 cores it can be measured on (issue 20,
+stage 6; docs/parallel_core.md, sections 3.6 and 5).  It is a model, not a measurement.
+
+    python validation/parallel_model.py measure     # timed runs (1, 2 threads) -> parallel_model.json
+    python validation/parallel_model.py profile     # window profiles -> out/parallel_model/*.npz
+    python validation/parallel_model.py report      # fit, validate, predict -> PARALLEL_MODEL.md
+
+`measure` takes about 5 minutes, `profile` about 5 (k=32 and a whole gpt_1024 iteration,
+one process at a time); `report` about a minute.  Times are of the core only (`Core.run`),
+wall by time.perf_counter and CPU by time.process_time, each run waiting for the machine
+to be quiet (other processes below 0.3 of a core, from /proc/stat) and recording how busy
+it was meanwhile.
+
+The model.  The core runs windows of the lookahead (rocesim/_core/window.pyx): phase 1,
+every part with events runs them, parts claimed from an atomic counter in the order of
+their recent cost; phase 2, part k takes the hand-offs of its incoming cut ports on
+thread k mod n; thread 0 alone then closes the window (dependency messages, the scan of
+the parts' next events) and opens the next; three barriers.  So a window on n threads costs
+
+    phase 1  list schedule (the next part to the first thread free) of
+             events * (c_ev + c_log*log2(events)) + c_v
+    phase 2  max over threads t of the sum over parts k = t mod n of c_x*handoffs + c_q*in_cut(k)
+    serial   c_s*parts + c_w (+ c_x per dependency message)
+    barrier  3 * c_bar(n),   c_bar(n) = b*n
+
+c_bar: the core's barrier is one central sense-reversing counter (every thread's arrival
+is an atomic add on one cache line, and every waiter re-reads the released line), so its
+cost grows with n; b comes from the 2-thread runs (c_bar(1), one uncontended atomic add,
+is in c_w).  c_ev is per workload; the other constants are shared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASURED = ROOT / "validation" / "parallel_model.json"
+PROFILES = ROOT / "out" / "parallel_model"
+REPORT = ROOT / "validation" / "PARALLEL_MODEL.md"
+RESORT_EVERY = 16          # window.pyx: windows between two re-sorts of the parts by cost
+BUSY = 0.25               # of a core: a timed run while others used more is run again, then flagged
+SHARED = ("c_log", "c_x", "c_v", "c_q", "c_s", "c_w")
+
+# workload: (Python that builds `sim` at partition none, until in ps or None: to the end)
+WORKLOADS = {
+    "k16": ("""t = topology.fat_tree(16, "100Gbps", "1us")
+sim = Simulation(t, seed=1, partition="none")
+sim.add_flows(traffic.permutation(t.n_hosts, 1_000_000, 0, np.random.default_rng(1)))""", None),
+    "hpcc320": ("""t = topology.hpcc_320()
+sim = Simulation(t, seed=1, cc="dcqcn", partition="none")
+sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, 2 * 10**9, traffic.WEBSEARCH, np.random.default_rng(1)))""",
+                None),
+    "gpt_1024_30ms": ("""sim = scenario.load("scenarios/platforms/gpt_1024.yaml", ["mode=packet", "partition=none"]).sim""",
+                      30 * 10**9),
+    "gpt_1024": ("""sim = scenario.load("scenarios/platforms/gpt_1024.yaml", ["mode=packet", "partition=none"]).sim""",
+                 None),
+    "k32": ("""t = topology.fat_tree(32, "100Gbps", "1us")
+sim = Simulation(t, seed=1, nic={"payload": "4000B"}, switch={"pfc": {"enabled": True}}, partition="none")
+sim.add_flows(traffic.permutation(t.n_hosts, 1_000_000, 0, np.random.default_rng(1)))""", None),
+}
+# what is timed (level: threads); "gN": the leaves coarsened into N groups (partition._grouped)
+TIMED = {"k16": ["none", "g4", "g8", "pods", "g64", "leaves"],
+         "hpcc320": ["none", "pods", "g24", "leaves"],
+         "gpt_1024_30ms": ["none", "pods", "g32", "leaves"]}
+PREDICTED = {"k16": ["pods", "leaves"], "k32": ["pods", "leaves"], "gpt_1024": ["pods", "leaves"]}
+HELD_OUT = "leaves"        # validation: fitted without these runs, then predicted
+
+
+# --- running (in a child process, one workload) ----------------------------------------
+
+def _cpu_busy() -> float:
+    """Seconds of CPU the whole machine has been busy (not idle, not waiting on I/O)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_quiet(limit=0.3, give_up_s=600.0) -> float:
+    """Wait until the other processes use less than `limit` of a core (over 1 s); their use."""
+    t0 = time.monotonic()
+    while True:
+        b0 = _cpu_busy()
+        time.sleep(1.0)
+        other = _cpu_busy() - b0
+        if other < limit or time.monotonic() - t0 > give_up_s:
+            return other
+        time.sleep(5.0)
+
+
+def _set_level(sim, level: str) -> None:
+    """The Simulation's parts at `level` ("none", "pods", "leaves", "gN")."""
+    from rocesim.network import partition
+    if level == "none":
+        sim._parts = None
+    elif level.startswith("g"):
+        sim._parts = partition._grouped(sim.partition("leaves"), sim.ports, int(level[1:]))
+    else:
+        sim._parts = sim.partition(level)
+
+
+def _run_one(sim, level: str, threads: int, until, profile: Path | None, attempt=1) -> dict:
+    """Build the core at `level`, run it to `until` on `threads`; its figures.  A run
+    during which other processes took more than BUSY of a core is run again (3 tries)."""
+    _set_level(sim, level)
+    core, _ = sim._build_core()
+    if profile is not None:
+        core.window_profile(True)
+    other = _wait_quiet()
+    end = 10**18 if until is None else until
+    b0, w0, c0 = _cpu_busy(), time.perf_counter(), time.process_time()
+    while core.next_event_ps >= 0 and core.next_event_ps <= end and core.run(
+            min(core.next_event_ps + 100_000_000, end), 2_000_000, threads=threads) != 0:
+        pass
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    rec = dict(level=level, threads=threads, wall_s=wall, cpu_s=cpu, others_before=other,
+               others_during=max(_cpu_busy() - b0 - cpu, 0.0) / wall, events=core.stats()["events"],
+               parts=sim.n_parts, profiled=profile is not None, attempt=attempt)
+    if rec["others_during"] > BUSY and attempt < 3:
+        return _run_one(sim, level, threads, until, profile, attempt + 1)      # again, quieter
+    if sim.n_parts > 1:
+        rec.update(core.window_stats())
+    if profile is not None and sim.n_parts > 1:
+        parts = sim._parts
+        in_cut = np.bincount(parts.part_of_node[sim.ports.node[parts.cut_port]], minlength=parts.n_parts)
+        np.savez_compressed(profile, in_cut=in_cut, stats=json.dumps(rec), **core.window_profile(False))
+    return rec
+
+
+def child(workload: str, runs: list) -> None:
+    """Run `runs` ([level, threads, profile path or None]) of `workload`, one JSON line each."""
+    from rocesim import scenario, topology, traffic       # noqa: F401 (the builders use them)
+    from rocesim.simulation import Simulation               # noqa: F401
+    os.chdir(ROOT)
+    code, until = WORKLOADS[workload]
+    names = dict(np=np, scenario=scenario, topology=topology, traffic=traffic, Simulation=Simulation)
+    exec(code, names)
+    for level, threads, profile in runs:
+        rec = _run_one(names["sim"], level, threads, until, None if profile is None else Path(profile))
+        print(json.dumps(dict(workload=workload, **rec)), flush=True)
+
+
+def _spawn(workload: str, runs: list) -> list:
+    out = subprocess.run([sys.executable, __file__, "_child", workload, json.dumps(runs)], check=True,
+                         capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+# --- the model ---------------------------------------------------------------------------
+
+def makespan(costs, n: int) -> np.ndarray:
+    """Per window (a row of `costs`, the parts' costs in the order they are claimed, zeros
+    for padding), the time the last of `n` threads ends when each part in turn goes to the
+    thread that is free first (list scheduling; costliest first, it is LPT)."""
+    costs = np.atleast_2d(np.asarray(costs, float))
+    if n == 1:
+        return costs.sum(axis=1)
+    if n >= costs.shape[1]:
+        return costs.max(axis=1, initial=0.0)
+    loads, rows = np.zeros((costs.shape[0], n)), np.arange(costs.shape[0])
+    for j in range(costs.shape[1]):
+        loads[rows, loads.argmin(axis=1)] += costs[:, j]
+    return loads.max(axis=1)
+
+
+def lpt_rank(window, cost):
+    """Per profile row, its place in its window when parts are claimed costliest first."""
+    return _places(window, np.lexsort((-np.asarray(cost), window)))
+
+
+def core_rank(window, part, events, n_parts: int):
+    """Per profile row, its place in its window in the core's claim order: every
+    RESORT_EVERY windows the parts are stably re-sorted by their aged recent events, which
+    are then halved (window.pyx, _by_cost)."""
+    block = window // RESORT_EVERY
+    n_blocks = int(block.max(initial=-1)) + 1
+    ran = np.bincount(block * n_parts + part, weights=events, minlength=n_blocks * n_parts)
+    ran = ran.astype(np.int64).reshape(n_blocks, n_parts)
+    order, cost = np.arange(n_parts), np.zeros(n_parts, np.int64)
+    rank = np.empty((n_blocks, n_parts), np.int64)
+    for b in range(n_blocks):
+        order = order[np.argsort(-cost[order], kind="stable")]
+        rank[b, order] = np.arange(n_parts)
+        cost = (cost >> 1) + ran[b]
+    busy = events > 0          # only the parts with events are claimed, in that order
+    key = np.where(busy, rank[block, part], n_parts)
+    return _places(window, np.lexsort((key, window)))
+
+
+def _places(window, by):
+    """Each row's place among its window's rows in the order `by` (an argsort of the rows)."""
+    w = window[by]
+    first = np.searchsorted(w, w, side="left")
+    place = np.empty_like(by)
+    place[by] = np.arange(by.size) - first
+    return place
+
+
+def _log2(events):
+    """log2 of a part's events in a window (0 for none)."""
+    return np.log2(np.maximum(events, 1.0))
+
+
+def _grid(window, place, value, n_windows: int, lo: int, hi: int) -> np.ndarray:
+    """The rows of windows lo..hi-1 as a [window, place] matrix of `value`."""
+    sel = (window >= lo) & (window < hi)
+    g = np.zeros((hi - lo, int(place[sel].max(initial=0)) + 1))
+    g[window[sel] - lo, place[sel]] = value[sel]
+    return g
+
+
+class Profile:
+    """A window profile (Core.window_profile) with the run's figures; its model times."""
+
+    def __init__(self, window, part, events, handoffs, in_cut, stats: dict):
+        self.window, self.part = np.asarray(window, np.int64), np.asarray(part, np.int64)
+        self.events, self.handoffs = np.asarray(events, float), np.asarray(handoffs, float)
+        self.in_cut, self.stats = np.asarray(in_cut, float), stats
+        self.P, self.W = stats["parts"], stats["windows"]
+        self._rank = {}
+
+    @classmethod
+    def load(cls, path: Path) -> "Profile":
+        z = np.load(path)
+        return cls(z["window"], z["part"], z["events"], z["handoffs"], z["in_cut"], json.loads(str(z["stats"])))
+
+    def features(self) -> dict:
+        """What a 1-thread run's time is linear in (the columns of the fit)."""
+        return dict(E=self.events.sum(), c_log=(self.events * _log2(self.events)).sum(), c_x=self.handoffs.sum() + self.stats["dependency_messages"],
+                    c_v=float(np.count_nonzero(self.events)), c_q=self.W * self.in_cut.sum(),
+                    c_s=float(self.W * self.P), c_w=float(self.W))
+
+    def time(self, k: dict, n: int, order="core", chunk=8192) -> dict:
+        """The model's time on `n` threads with constants `k`, by part: phase 1, phase 2,
+        serial, barriers (s)."""
+        if order not in self._rank:
+            self._rank[order] = (core_rank(self.window, self.part, self.events, self.P) if order == "core"
+                                 else lpt_rank(self.window, self.events))
+        place = self._rank[order]
+        run = np.where(self.events > 0, self.events * (k["c_ev"] + k["c_log"] * _log2(self.events)) + k["c_v"], 0.0)
+        p1 = sum(makespan(_grid(self.window, place, run, self.W, lo, min(lo + chunk, self.W)), n).sum()
+                 for lo in range(0, self.W, chunk))
+        thread = self.part % n
+        base = np.bincount(np.arange(self.P) % n, weights=k["c_q"] * self.in_cut, minlength=n)
+        take = np.bincount(self.window * n + thread, weights=k["c_x"] * self.handoffs, minlength=self.W * n)
+        p2 = (take.reshape(self.W, n) + base).max(axis=1).sum()
+        serial = self.W * (k["c_s"] * self.P + k["c_w"]) + k["c_x"] * self.stats["dependency_messages"]
+        return dict(phase1=p1, phase2=p2, serial=serial, barrier=3 * self.W * k["b"] * n * (n > 1))
+
+
+def fit_linear(X, y, names) -> dict:
+    """Least squares of y ~ X (relative errors: each row divided by its y); a constant that
+    comes out negative is set to 0 and the others fitted again."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    keep = np.ones(X.shape[1], bool)
+    while True:
+        c = np.zeros(X.shape[1])
+        c[keep] = np.linalg.lstsq(X[:, keep] / y[:, None], np.ones(y.size), rcond=None)[0]
+        if (c >= 0).all():
+            return dict(zip(names, c))
+        keep &= c > 0
+
+
+# --- measure, profile, report ------------------------------------------------------------
+
+def measure(repeats: int) -> None:
+    """The timed runs of TIMED, every level on 1 thread and in parts on 2, interleaved
+    (one child per workload and repeat), appended to MEASURED."""
+    done = json.loads(MEASURED.read_text()) if MEASURED.exists() else []
+    for r in range(repeats):
+        for wl, levels in TIMED.items():
+            runs = [[lv, n, None] for lv in levels for n in ((1,) if lv == "none" else (1, 2))]
+            done += [dict(rec, repeat=r) for rec in _spawn(wl, runs)]
+            MEASURED.write_text(json.dumps(done, indent=1) + "\n")
+            print(wl, r, file=sys.stderr)
+
+
+def profile() -> None:
+    """One profiled 1-thread run per workload and level in parts (and the predicted
+    workloads' one-part runs, timed), into PROFILES and MEASURED."""
+    PROFILES.mkdir(parents=True, exist_ok=True)
+    done = json.loads(MEASURED.read_text()) if MEASURED.exists() else []
+    wanted = {wl: [lv for lv in TIMED.get(wl, []) if lv != "none"] for wl in WORKLOADS}
+    for wl, levels in PREDICTED.items():
+        wanted[wl] = sorted(set(wanted[wl]) | set(levels)) + ([] if wl in TIMED else ["none"])
+    for wl, levels in wanted.items():
+        for lv in levels:           # one process each: a whole gpt_1024 iteration is 1.3 GB
+            path = None if lv == "none" else str(PROFILES / f"{wl}_{lv}.npz")
+            done += _spawn(wl, [[lv, 1, path]])
+            MEASURED.write_text(json.dumps(done, indent=1) + "\n")
+            print(wl, lv, file=sys.stderr)
+
+
+def _timed(measured, wl, level, threads, profiled=False) -> float | None:
+    """The median wall time of the runs of (wl, level, threads); None if there is none."""
+    t = [m["wall_s"] for m in measured if (m["workload"], m["level"], m["threads"], m["profiled"])
+         == (wl, level, threads, profiled)]
+    return float(np.median(t)) if t else None
+
+
+def fit(measured, profiles, held_out=None) -> dict:
+    """The constants from the timed runs in parts (without level `held_out`): c_ev per
+    workload and the SHARED ones from the 1-thread runs, b from the 2-thread runs."""
+    rows, y, wls = [], [], sorted(TIMED)
+    cases = [(wl, lv) for wl in wls for lv in TIMED[wl] if lv not in ("none", held_out)]
+    for wl, lv in cases:
+        f = profiles[wl, lv].features()
+        rows.append([f["E"] * (w == wl) for w in wls] + [f[c] for c in SHARED])
+        y.append(_timed(measured, wl, lv, 1))
+    k = fit_linear(rows, y, [f"c_ev:{w}" for w in wls] + list(SHARED))
+    k["b"], excess, per = 0.0, [], []
+    for wl, lv in cases:            # what the 2-thread runs took beyond the model without barriers
+        t2 = _timed(measured, wl, lv, 2)
+        excess.append(t2 - _total(profiles[wl, lv], dict(k, c_ev=k[f"c_ev:{wl}"]), 2))
+        per.append(3 * profiles[wl, lv].W * 2 / t2)
+        excess[-1] /= t2
+    k["b"] = max(float(np.dot(excess, per) / np.dot(per, per)), 0.0)
+    return k
+
+
+def c_ev_of(k, prof: Profile, t1: float) -> float:
+    """A workload's c_ev from its 1-thread time in parts, the shared constants given."""
+    f = prof.features()
+    return (t1 - sum(k[c] * f[c] for c in SHARED)) / f["E"]
+
+
+def _total(prof: Profile, k: dict, n: int, order="core") -> float:
+    return float(sum(prof.time(k, n, order).values()))
+
+
+def _err(model: float, measured: float) -> str:
+    return f"{100 * (model / measured - 1):+.1f} %"
+
+
+def report() -> None:
+    """Fit on every timed run, validate (fit without HELD_OUT, predict it), predict 16 and 64
+    threads; write REPORT."""
+    measured = json.loads(MEASURED.read_text())
+    profiles = {(wl, lv): Profile.load(PROFILES / f"{wl}_{lv}.npz") for wl in WORKLOADS
+                for lv in set(TIMED.get(wl, [])) | set(PREDICTED.get(wl, [])) if lv != "none"}
+    k = fit(measured, profiles)
+    out = [__doc__.split("\n\n")[0].replace("\n", " "), "", _measured_table(measured, profiles, k), "",
+           _constants(measured, profiles, k), "", _validation(measured, profiles), "",
+           _predictions(measured, profiles, k)]
+    REPORT.write_text("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+def _with_ev(k, wl, prof=None, t1=None) -> dict:
+    """The constants for workload `wl`: its fitted c_ev, or one from its 1-thread time."""
+    return dict(k, c_ev=k[f"c_ev:{wl}"] if f"c_ev:{wl}" in k else c_ev_of(k, prof, t1))
+
+
+def _measured_table(measured, profiles, k) -> str:
+    lines = ["## Measured (core only, median of the runs) and the model fitted on all of them", "",
+             "| workload | level | parts | windows | events | hand-offs | 1 thread (s) | model | "
+             "2 threads (s) | model | speed-up | runs, others' use (cores) |", "|---" * 12 + "|"]
+    for wl, levels in TIMED.items():
+        for lv in levels:
+            runs = [m for m in measured if (m["workload"], m["level"], m["profiled"]) == (wl, lv, False)]
+            busy = max(m["others_during"] for m in runs)
+            t1, t2 = _timed(measured, wl, lv, 1), _timed(measured, wl, lv, 2)
+            if lv == "none":
+                lines.append(f"| {wl} | none | 1 | | {runs[0]['events'] / 1e6:.1f} M | | {t1:.2f} | | | | | "
+                             f"{len(runs)}, ≤ {busy:.2f} |")
+                continue
+            prof, kk = profiles[wl, lv], _with_ev(k, wl)
+            m1, m2 = _total(prof, kk, 1), _total(prof, kk, 2)
+            lines.append(f"| {wl} | {lv} | {prof.P} | {prof.W} | {prof.events.sum() / 1e6:.1f} M | "
+                         f"{prof.handoffs.sum() / 1e6:.2f} M | {t1:.2f} | {m1:.2f} ({_err(m1, t1)}) | {t2:.2f} | "
+                         f"{m2:.2f} ({_err(m2, t2)}) | {t1 / t2:.2f} | {len(runs)}, ≤ {busy:.2f} |")
+    return "\n".join(lines)
+
+
+def _constants(measured, profiles, k) -> str:
+    ns = lambda v: f"{v * 1e9:.1f} ns"
+    lines = ["## Fitted constants (all timed runs)", "",
+             "| constant | per | value |", "|---|---|---|"]
+    for wl in TIMED:
+        none = [m for m in measured if (m["workload"], m["level"]) == (wl, "none")]
+        one = _timed(measured, wl, "none", 1) / none[0]["events"]
+        lines.append(f"| c_ev, {wl} | event in a part (one part: {ns(one)}) | {ns(k[f'c_ev:{wl}'])} |")
+    what = dict(c_x="hand-off taken (a packet over a cut link) or dependency message",
+                c_v="part run in a window (phase 1)", c_q="incoming cut port looked at, per window (phase 2)",
+                c_s="part, per window (thread 0: the scan between windows)", c_w="window (thread 0)",
+                b="thread, per barrier: c_bar(n) = b*n, from the 2-thread runs")
+    lines += [f"| {c} | {what[c]} | {ns(k[c])} |" for c in (*SHARED, "b")]
+    return "\n".join(lines)
+
+
+def _validation(measured, profiles) -> str:
+    lines = ["## Validation: each level fitted without its runs, then predicted", "",
+             "| level held out | workload | 1 thread: measured, model | 2 threads: measured, model |",
+             "|---|---|---|---|"]
+    errors = []
+    for held in sorted({lv for levels in TIMED.values() for lv in levels} - {"none"}):
+        k = fit(measured, profiles, held_out=held)
+        for wl, levels in TIMED.items():
+            if held not in levels:
+                continue
+            kk, prof = _with_ev(k, wl), profiles[wl, held]
+            t1, t2 = _timed(measured, wl, held, 1), _timed(measured, wl, held, 2)
+            m1, m2 = _total(prof, kk, 1), _total(prof, kk, 2)
+            errors += [m1 / t1 - 1, m2 / t2 - 1]
+            lines.append(f"| {held} | {wl} | {t1:.2f}, {m1:.2f} ({_err(m1, t1)}) | "
+                         f"{t2:.2f}, {m2:.2f} ({_err(m2, t2)}) |")
+    e = 100 * np.abs(errors)
+    lines += ["", f"Error of the held-out predictions: mean {e.mean():.1f} %, largest {e.max():.1f} %."]
+    return "\n".join(lines)
+
+
+def _predictions(measured, profiles, k) -> str:
+    threads = (1, 2, 16, 64)
+    lines = ["## Predictions (model)", "",
+             "| workload | level | parts | 1 part (s) | " + " | ".join(f"{n} thr. (s)" for n in threads) +
+             " | speed-up at 16 / 64 over 1 thread | over 1 part | 64 thr., LPT order | 64 thr., 4x barrier | "
+             "unlimited threads |", "|---" * (len(threads) + 9) + "|"]
+    for wl, levels in PREDICTED.items():
+        none = _timed(measured, wl, "none", 1)
+        for lv in levels:
+            prof = profiles[wl, lv]
+            t1 = _timed(measured, wl, lv, 1, profiled=wl not in TIMED)
+            kk = _with_ev(k, wl, prof, t1)
+            t = [_total(prof, kk, n) for n in threads]
+            lpt = _total(prof, kk, 64, "lpt")
+            slow = _total(prof, dict(kk, b=4 * kk["b"]), 64)
+            bound = _total(prof, dict(kk, b=0.0), prof.P, "lpt")
+            lines.append(f"| {wl} | {lv} | {prof.P} | {none:.2f} | " + " | ".join(f"{x:.2f}" for x in t) +
+                         f" | {t[0] / t[2]:.1f} / {t[0] / t[3]:.1f} | {none / t[2]:.1f} / {none / t[3]:.1f} | "
+                         f"{lpt:.2f} | {slow:.2f} | {bound:.2f} ({t[0] / bound:.0f}x) |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=["measure", "profile", "report", "_child"])
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args(argv)
+    if a.what == "_child":
+        child(a.args[0], json.loads(a.args[1]))
+    elif a.what == "measure":
+        measure(a.repeats)
+    elif a.what == "profile":
+        profile()
+    else:
+        report()
+
+
+if __name__ == "__main__":
+    main()
