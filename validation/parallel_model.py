@@ -1,7 +1,7 @@
 """A model of the parallel core's scaling beyond the 2 cores it can be measured on (issue 20,
 stage 6; docs/parallel_core.md, sections 3.6 and 5).  It is a model, not a measurement.
 
-    python validation/parallel_model.py measure     # timed runs (1, 2 threads) -> parallel_model.json
+    python validation/parallel_model.py measure [WORKLOAD ...]   # timed runs -> parallel_model.json
     python validation/parallel_model.py profile     # window profiles -> out/parallel_model/*.npz
     python validation/parallel_model.py report      # fit, validate, predict -> PARALLEL_MODEL.md
 
@@ -19,8 +19,9 @@ the parts' next events) and opens the next; three barriers.  So a window on n th
 
     phase 1  list schedule (the next part to the first thread free) of
              events * (c_ev + c_log*log2(events)) + c_v
-    phase 2  max over threads t of the sum over parts k = t mod n of c_x*handoffs + c_q*in_cut(k)
-    serial   c_s*parts + c_w (+ c_x per dependency message)
+    phase 2  max over threads t of the sum over parts k = t mod n of
+             c_x*handoffs + c_q*in_cut(k) + c_p   (in_cut: the part's incoming cut ports)
+    serial   c_w (+ c_x per dependency message)
     barrier  3 * c_bar(n),   c_bar(n) = b*n
 
 c_bar: the core's barrier is one central sense-reversing counter (every thread's arrival
@@ -46,9 +47,16 @@ PROFILES = ROOT / "out" / "parallel_model"
 REPORT = ROOT / "validation" / "PARALLEL_MODEL.md"
 RESORT_EVERY = 16          # window.pyx: windows between two re-sorts of the parts by cost
 BUSY = 0.25               # of a core: a timed run while others used more is run again, then flagged
-SHARED = ("c_log", "c_x", "c_v", "c_q", "c_s", "c_w")
+SHARED = ("c_log", "c_x", "c_v", "c_q", "c_p", "c_w")
 
 # workload: (Python that builds `sim` at partition none, until in ps or None: to the end)
+K32 = """t = topology.fat_tree(32, "100Gbps", "1us")
+sim = Simulation(t, seed=1, nic={"payload": "4000B"}, switch={"pfc": {"enabled": True}}, partition="none")"""
+THIN = """
+rng = np.random.default_rng(1)
+src = rng.integers(0, t.n_hosts, {flows})
+dst = (src + rng.integers(1, t.n_hosts, src.size)) % t.n_hosts
+sim.add_flows(traffic.FlowTable(src, dst, np.full(src.size, 1000), np.arange(src.size) * 2_000_000))"""
 WORKLOADS = {
     "k16": ("""t = topology.fat_tree(16, "100Gbps", "1us")
 sim = Simulation(t, seed=1, partition="none")
@@ -61,14 +69,20 @@ sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, 2 * 10**9, traffic.WEBS
                       30 * 10**9),
     "gpt_1024": ("""sim = scenario.load("scenarios/platforms/gpt_1024.yaml", ["mode=packet", "partition=none"]).sim""",
                  None),
-    "k32": ("""t = topology.fat_tree(32, "100Gbps", "1us")
-sim = Simulation(t, seed=1, nic={"payload": "4000B"}, switch={"pfc": {"enabled": True}}, partition="none")
+    "k32": (K32 + """
 sim.add_flows(traffic.permutation(t.n_hosts, 1_000_000, 0, np.random.default_rng(1)))""", None),
+    # thin windows (a one-packet flow every 2 us between random hosts): the cost of a window
+    "k16_thin": ("""t = topology.fat_tree(16, "100Gbps", "1us")
+sim = Simulation(t, seed=1, partition="none")""" + THIN.format(flows=20000), None),
+    "k32_thin": (K32 + THIN.format(flows=5000), None),
 }
 # what is timed (level: threads); "gN": the leaves coarsened into N groups (partition._grouped)
 TIMED = {"k16": ["none", "g4", "g8", "pods", "g64", "leaves"],
          "hpcc320": ["none", "pods", "g24", "leaves"],
-         "gpt_1024_30ms": ["none", "pods", "g32", "leaves"]}
+         "gpt_1024_30ms": ["none", "pods", "g32", "leaves"],
+         "k16_thin": ["pods", "g8", "g64", "leaves"],
+         "k32_thin": ["pods", "g64", "leaves"]}
+BARRIER_FIT = ("k16_thin", "k32_thin")     # b: from their 2-thread runs only
 PREDICTED = {"k16": ["pods", "leaves"], "k32": ["pods", "leaves"], "gpt_1024": ["pods", "leaves"]}
 HELD_OUT = "leaves"        # validation: fitted without these runs, then predicted
 
@@ -232,9 +246,10 @@ class Profile:
 
     def features(self) -> dict:
         """What a 1-thread run's time is linear in (the columns of the fit)."""
-        return dict(E=self.events.sum(), c_log=(self.events * _log2(self.events)).sum(), c_x=self.handoffs.sum() + self.stats["dependency_messages"],
+        return dict(E=self.events.sum(), c_log=(self.events * _log2(self.events)).sum(),
+                    c_x=self.handoffs.sum() + self.stats["dependency_messages"],
                     c_v=float(np.count_nonzero(self.events)), c_q=self.W * self.in_cut.sum(),
-                    c_s=float(self.W * self.P), c_w=float(self.W))
+                    c_p=float(self.W * self.P), c_w=float(self.W))
 
     def time(self, k: dict, n: int, order="core", chunk=8192) -> dict:
         """The model's time on `n` threads with constants `k`, by part: phase 1, phase 2,
@@ -247,10 +262,10 @@ class Profile:
         p1 = sum(makespan(_grid(self.window, place, run, self.W, lo, min(lo + chunk, self.W)), n).sum()
                  for lo in range(0, self.W, chunk))
         thread = self.part % n
-        base = np.bincount(np.arange(self.P) % n, weights=k["c_q"] * self.in_cut, minlength=n)
+        base = np.bincount(np.arange(self.P) % n, weights=k["c_q"] * self.in_cut + k["c_p"], minlength=n)
         take = np.bincount(self.window * n + thread, weights=k["c_x"] * self.handoffs, minlength=self.W * n)
         p2 = (take.reshape(self.W, n) + base).max(axis=1).sum()
-        serial = self.W * (k["c_s"] * self.P + k["c_w"]) + k["c_x"] * self.stats["dependency_messages"]
+        serial = self.W * k["c_w"] + k["c_x"] * self.stats["dependency_messages"]
         return dict(phase1=p1, phase2=p2, serial=serial, barrier=3 * self.W * k["b"] * n * (n > 1))
 
 
@@ -269,12 +284,14 @@ def fit_linear(X, y, names) -> dict:
 
 # --- measure, profile, report ------------------------------------------------------------
 
-def measure(repeats: int) -> None:
-    """The timed runs of TIMED, every level on 1 thread and in parts on 2, interleaved
-    (one child per workload and repeat), appended to MEASURED."""
+def measure(repeats: int, workloads) -> None:
+    """The timed runs of TIMED (or of `workloads`), every level on 1 thread and in parts on
+    2, interleaved (one child per workload and repeat), appended to MEASURED."""
     done = json.loads(MEASURED.read_text()) if MEASURED.exists() else []
     for r in range(repeats):
         for wl, levels in TIMED.items():
+            if workloads and wl not in workloads:
+                continue
             runs = [[lv, n, None] for lv in levels for n in ((1,) if lv == "none" else (1, 2))]
             done += [dict(rec, repeat=r) for rec in _spawn(wl, runs)]
             MEASURED.write_text(json.dumps(done, indent=1) + "\n")
@@ -283,7 +300,7 @@ def measure(repeats: int) -> None:
 
 def profile() -> None:
     """One profiled 1-thread run per workload and level in parts (and the predicted
-    workloads' one-part runs, timed), into PROFILES and MEASURED."""
+    workloads' one-part runs, timed), into PROFILES and MEASURED; those done are kept."""
     PROFILES.mkdir(parents=True, exist_ok=True)
     done = json.loads(MEASURED.read_text()) if MEASURED.exists() else []
     wanted = {wl: [lv for lv in TIMED.get(wl, []) if lv != "none"] for wl in WORKLOADS}
@@ -292,21 +309,26 @@ def profile() -> None:
     for wl, levels in wanted.items():
         for lv in levels:           # one process each: a whole gpt_1024 iteration is 1.3 GB
             path = None if lv == "none" else str(PROFILES / f"{wl}_{lv}.npz")
+            if (path and Path(path).exists()) or (not path and _timed(done, wl, lv, 1) is not None):
+                continue
             done += _spawn(wl, [[lv, 1, path]])
             MEASURED.write_text(json.dumps(done, indent=1) + "\n")
             print(wl, lv, file=sys.stderr)
 
 
 def _timed(measured, wl, level, threads, profiled=False) -> float | None:
-    """The median wall time of the runs of (wl, level, threads); None if there is none."""
-    t = [m["wall_s"] for m in measured if (m["workload"], m["level"], m["threads"], m["profiled"])
-         == (wl, level, threads, profiled)]
-    return float(np.median(t)) if t else None
+    """The median wall time of the runs of (wl, level, threads), those during which other
+    processes took more than BUSY of a core left out (unless all were); None if none ran."""
+    runs = [m for m in measured if (m["workload"], m["level"], m["threads"], m["profiled"])
+            == (wl, level, threads, profiled)]
+    quiet = [m for m in runs if m.get("others_during", 0) <= BUSY] or runs
+    return float(np.median([m["wall_s"] for m in quiet])) if runs else None
 
 
 def fit(measured, profiles, held_out=None) -> dict:
     """The constants from the timed runs in parts (without level `held_out`): c_ev per
-    workload and the SHARED ones from the 1-thread runs, b from the 2-thread runs."""
+    workload and the SHARED ones from the 1-thread runs, b from the 2-thread runs of
+    BARRIER_FIT (thin windows: little else than the windows' own cost)."""
     rows, y, wls = [], [], sorted(TIMED)
     cases = [(wl, lv) for wl in wls for lv in TIMED[wl] if lv not in ("none", held_out)]
     for wl, lv in cases:
@@ -315,7 +337,7 @@ def fit(measured, profiles, held_out=None) -> dict:
         y.append(_timed(measured, wl, lv, 1))
     k = fit_linear(rows, y, [f"c_ev:{w}" for w in wls] + list(SHARED))
     k["b"], excess, per = 0.0, [], []
-    for wl, lv in cases:            # what the 2-thread runs took beyond the model without barriers
+    for wl, lv in [c for c in cases if c[0] in BARRIER_FIT]:   # 2 threads beyond the model without barriers
         t2 = _timed(measured, wl, lv, 2)
         excess.append(t2 - _total(profiles[wl, lv], dict(k, c_ev=k[f"c_ev:{wl}"]), 2))
         per.append(3 * profiles[wl, lv].W * 2 / t2)
@@ -386,9 +408,10 @@ def _constants(measured, profiles, k) -> str:
         none = [m for m in measured if (m["workload"], m["level"]) == (wl, "none")]
         one = _timed(measured, wl, "none", 1) / none[0]["events"]
         lines.append(f"| c_ev, {wl} | event in a part (one part: {ns(one)}) | {ns(k[f'c_ev:{wl}'])} |")
-    what = dict(c_x="hand-off taken (a packet over a cut link) or dependency message",
+    what = dict(c_log="event, per doubling of its part's events in the window",
+                c_x="hand-off taken (a packet over a cut link) or dependency message",
                 c_v="part run in a window (phase 1)", c_q="incoming cut port looked at, per window (phase 2)",
-                c_s="part, per window (thread 0: the scan between windows)", c_w="window (thread 0)",
+                c_p="part, per window (phase 2: its counters)", c_w="window (thread 0)",
                 b="thread, per barrier: c_bar(n) = b*n, from the 2-thread runs")
     lines += [f"| {c} | {what[c]} | {ns(k[c])} |" for c in (*SHARED, "b")]
     return "\n".join(lines)
@@ -446,7 +469,7 @@ def main(argv=None) -> None:
     if a.what == "_child":
         child(a.args[0], json.loads(a.args[1]))
     elif a.what == "measure":
-        measure(a.repeats)
+        measure(a.repeats, a.args)
     elif a.what == "profile":
         profile()
     else:

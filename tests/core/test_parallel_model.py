@@ -55,7 +55,7 @@ def _synthetic(rng, n_parts, n_windows, scale):
     return pm.Profile(window, part, events, handoffs, rng.integers(1, 9, n_parts), stats)
 
 
-K = dict(c_log=5e-9, c_x=30e-9, c_v=200e-9, c_q=2e-9, c_s=6e-9, c_w=900e-9, b=150e-9)
+K = dict(c_log=5e-9, c_x=30e-9, c_v=200e-9, c_q=2e-9, c_p=6e-9, c_w=900e-9, b=150e-9)
 
 
 def test_profile_time_on_one_thread_is_linear_in_its_features():
@@ -69,6 +69,7 @@ def test_profile_time_on_one_thread_is_linear_in_its_features():
     many = prof.time(k, prof.P, "lpt")
     assert many["phase1"] <= prof.time(k, 2)["phase1"] <= t["phase1"]
     assert many["serial"] == t["serial"]
+    assert many["phase2"] >= (K["c_q"] * prof.in_cut.max() + K["c_p"]) * prof.W
 
 
 def test_fit_recovers_known_constants(monkeypatch):
@@ -83,6 +84,7 @@ def test_fit_recovers_known_constants(monkeypatch):
                 t = sum(prof.time(dict(K, c_ev=c_ev[wl]), n).values())
                 measured.append(dict(workload=wl, level=lv, threads=n, profiled=False, wall_s=t))
     monkeypatch.setattr(pm, "TIMED", timed)
+    monkeypatch.setattr(pm, "BARRIER_FIT", ("a",))
     k = pm.fit(measured, profiles)
     for c in (*pm.SHARED, "b"):
         assert k[c] == pytest.approx(K[c], rel=1e-6)
