@@ -64,7 +64,7 @@ def test_profile_time_on_one_thread_is_linear_in_its_features():
     t = prof.time(k, 1)
     f = prof.features()
     assert t["barrier"] == 0
-    assert sum(t.values()) == pytest.approx(k["c_ev"] * f["E"] + sum(k[c] * f[c] for c in pm.SHARED))
+    assert sum(t.values()) == pytest.approx(k["c_ev"] * f["E"] + sum(k[c] * f[c] for c in (*pm.EVENT, *pm.WINDOW)))
     # more threads: never slower in the parts' phases, and one thread per part is the bound
     many = prof.time(k, prof.P, "lpt")
     assert many["phase1"] <= prof.time(k, 2)["phase1"] <= t["phase1"]
@@ -73,23 +73,31 @@ def test_profile_time_on_one_thread_is_linear_in_its_features():
 
 
 def test_fit_recovers_known_constants(monkeypatch):
+    """Runs made by the model itself with known constants: a thin workload (its own c_ev
+    and window constants), two others sharing its window constants, each its c_ev."""
     rng = np.random.default_rng(3)
-    timed = {"a": ["none", "p2", "p4", "p9", "p20", "p33"], "b": ["none", "p3", "p5", "p9", "p12"]}
-    c_ev = {"a": 140e-9, "b": 260e-9}
+    timed = {"thin": ["p2", "p4", "p8", "p16", "p40", "p64"], "a": ["none", "p2", "p4", "p9", "p20", "p33"],
+             "b": ["none", "p3", "p5", "p9", "p12"]}
+    c_ev = {"thin": 90e-9, "a": 140e-9, "b": 260e-9}
     profiles, measured = {}, []
     for wl, levels in timed.items():
-        for lv in levels[1:]:
-            prof = profiles[wl, lv] = _synthetic(rng, int(lv[1:]), int(rng.integers(20, 80)), len(wl))
+        for lv in levels:
+            if lv == "none":
+                continue
+            scale = 1 if wl == "thin" else 20
+            prof = profiles[wl, lv] = _synthetic(rng, int(lv[1:]), int(rng.integers(20, 80)), scale)
             for n in (1, 2):
                 t = sum(prof.time(dict(K, c_ev=c_ev[wl]), n).values())
                 measured.append(dict(workload=wl, level=lv, threads=n, profiled=False, wall_s=t))
-    monkeypatch.setattr(pm, "TIMED", timed)
-    monkeypatch.setattr(pm, "BARRIER_FIT", ("a",))
+    for name, value in dict(TIMED=timed, THIN=("thin",), THIN_OF=dict.fromkeys(timed, "thin"),
+                            BARRIER_FIT=("thin",)).items():
+        monkeypatch.setattr(pm, name, value)
     k = pm.fit(measured, profiles)
-    for c in (*pm.SHARED, "b"):
-        assert k[c] == pytest.approx(K[c], rel=1e-6)
     for wl in timed:
-        assert k[f"c_ev:{wl}"] == pytest.approx(c_ev[wl], rel=1e-6)
+        got = pm.constants(k, wl)
+        for c in K:
+            assert got[c] == pytest.approx(K[c], rel=1e-4), c
+        assert got["c_ev"] == pytest.approx(c_ev[wl], rel=1e-4)
 
 
 def test_fit_linear_clamps_a_negative_constant_at_zero():
