@@ -57,6 +57,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rocesim import scenario, topology, traffic
+from rocesim.network import partition
+from rocesim.simulation import Simulation
+
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "validation" / "parallel_model.json"
 PROFILES = ROOT / "out" / "parallel_model"
@@ -132,8 +136,8 @@ BLIND_SPOTS = """## What the model does not see
   extrapolate (s is kept at 0 or more).  On a large machine a part claimed by another core
   than in its last window brings its lines over; s holds what 2 threads show of that, from
   0-0.1 (the fat trees, a whole gpt_1024 iteration) to about 0.4 (hpcc320 and the first
-  30 ms of gpt_1024, thin windows of DCQCN traffic).  The first 30 ms of gpt_1024 did not predict its whole
-  iteration (see the 2-thread checks).
+  30 ms of gpt_1024, thin windows of DCQCN traffic).  The first 30 ms of gpt_1024 did not
+  predict its whole iteration (see the 2-thread checks under the predictions).
 * **NUMA.**  Measured on one socket.  Across two sockets a moving part pays remote
   memory (about 1.5-2x the latency), and the barrier's line crosses the interconnect.
 * **SMT.**  Two hardware threads of a core share its caches and units: 64 threads on 32
@@ -189,7 +193,6 @@ def _wait_quiet(limit=0.3, give_up_s=600.0) -> float:
 
 def _set_level(sim, level: str) -> None:
     """The Simulation's parts at `level` ("none", "pods", "leaves", "gN")."""
-    from rocesim.network import partition
     if level == "none":
         sim._parts = None
     elif level.startswith("g"):
@@ -228,8 +231,6 @@ def _run_one(sim, level: str, threads: int, until, profile: Path | None, attempt
 
 def child(workload: str, runs: list) -> None:
     """Run `runs` ([level, threads, profile path or None]) of `workload`, one JSON line each."""
-    from rocesim import scenario, topology, traffic       # noqa: F401 (the builders use them)
-    from rocesim.simulation import Simulation               # noqa: F401
     os.chdir(ROOT)
     code, until = WORKLOADS[workload]
     names = dict(np=np, scenario=scenario, topology=topology, traffic=traffic, Simulation=Simulation)
@@ -300,7 +301,7 @@ def _log2(events):
     return np.log2(np.maximum(events, 1.0))
 
 
-def _grid(window, place, value, n_windows: int, lo: int, hi: int) -> np.ndarray:
+def _grid(window, place, value, lo: int, hi: int) -> np.ndarray:
     """The rows of windows lo..hi-1 as a [window, place] matrix of `value`."""
     sel = (window >= lo) & (window < hi)
     g = np.zeros((hi - lo, int(place[sel].max(initial=0)) + 1))
@@ -340,14 +341,15 @@ class Profile:
         shared = 1 + k.get("s", 0.0) * (1 - 1 / n)         # other cores' copies of its lines
         run = np.where(self.events > 0, self.events * (k["c_ev"] + k["c_log"] * _log2(self.events)) * shared
                        + k["c_v"], 0.0)
-        p1 = sum(makespan(_grid(self.window, place, run, self.W, lo, min(lo + chunk, self.W)), n).sum()
+        p1 = sum(makespan(_grid(self.window, place, run, lo, min(lo + chunk, self.W)), n).sum()
                  for lo in range(0, self.W, chunk))
         thread = self.part % n
         base = np.bincount(np.arange(self.P) % n, weights=k["c_q"] * self.in_cut + k["c_p"], minlength=n)
         take = np.bincount(self.window * n + thread, weights=k["c_x"] * self.handoffs, minlength=self.W * n)
         p2 = (take.reshape(self.W, n) + base).max(axis=1).sum()
         serial = self.W * k["c_w"] + k["c_x"] * self.stats["dependency_messages"]
-        return dict(phase1=p1, phase2=p2, serial=serial, barrier=3 * self.W * (k.get("a", 0.0) + k["b"] * n) * (n > 1))
+        barrier = 3 * self.W * (k.get("a", 0.0) + k["b"] * n) if n > 1 else 0.0
+        return dict(phase1=p1, phase2=p2, serial=serial, barrier=barrier)
 
 
 def fit_linear(X, y, names) -> dict:
@@ -413,12 +415,12 @@ def fit(measured, profiles, held_out=None) -> dict:
     workload, its c_ev and the WINDOW constants, from its 1-thread runs; c_ev per other
     workload and the EVENT constants from theirs, the WINDOW constants of their THIN_OF
     given (in turn until they settle: the thin runs' few events take the EVENT
-    constants); b from the
-    2-thread runs of BARRIER_FIT."""
+    constants); b from the 2-thread runs of BARRIER_FIT, then s per other workload from its
+    own."""
     cases = {wl: [lv for lv in levels if lv not in ("none", held_out)] for wl, levels in TIMED.items()}
     main = [wl for wl in TIMED if wl not in THIN]
     k, before = dict.fromkeys(EVENT, 0.0), None
-    while before is None or any(abs(k[c] - before[c]) > 1e-6 * abs(k[c]) for c in k):
+    while before is None or any(abs(k[c] - before[c]) > 1e-6 * abs(k[c]) for c in before):
         before = dict(k)
         for thin in THIN:
             rows, y = [], []
@@ -434,27 +436,30 @@ def fit(measured, profiles, held_out=None) -> dict:
                 rows.append([f["E"] * (w == wl) for w in main] + [f[c] for c in EVENT])
                 y.append(_timed(measured, wl, lv, 1) - sum(k[f"{c}:{THIN_OF[wl]}"] * f[c] for c in WINDOW))
         k.update(fit_linear(rows, y, [f"c_ev:{w}" for w in main] + list(EVENT)))
-    k["b"], excess, per = 0.0, [], []
-    for wl in BARRIER_FIT:       # what 2 threads took beyond the model without barriers
-        for lv in cases[wl]:
-            t2 = _timed(measured, wl, lv, 2)
-            excess.append((t2 - _total(profiles[wl, lv], constants(k, wl), 2)) / t2)
-            per.append(3 * profiles[wl, lv].W * 2 / t2)
-    k["b"] = max(float(np.dot(excess, per) / np.dot(per, per)), 0.0)
+    k["b"] = 0.0             # what 2 threads took beyond the model without barriers: 3 W * 2b
+    k["b"] = _slope([(_timed(measured, wl, lv, 2), _total(profiles[wl, lv], constants(k, wl), 2),
+                      3 * profiles[wl, lv].W * 2) for wl in BARRIER_FIT for lv in cases[wl]])
     for wl in main:              # then what each other workload's 2-thread runs took beyond that
-        k[f"s:{wl}"] = fit_s([(profiles[wl, lv], constants(k, wl), _timed(measured, wl, lv, 2)) for lv in cases[wl]])
+        k[f"s:{wl}"] = fit_s([(profiles[wl, lv], constants(k, wl), _timed(measured, wl, lv, 2))
+                              for lv in cases[wl]])
     return k
 
 
 def fit_s(runs) -> float:
-    """s (at least 0) from 2-thread runs [(profile, constants, wall time)]: the events' extra
-    cost, as a share, that makes the model meet them (least squares of relative errors)."""
-    excess, per = [], []
+    """s from 2-thread runs [(profile, constants, wall time)]: the share of the events' cost
+    to add for the model to meet them."""
+    rows = []
     for prof, kk, t2 in runs:
         base = _total(prof, dict(kk, s=0.0), 2)
-        excess.append((t2 - base) / t2)
-        per.append((_total(prof, dict(kk, s=1.0), 2) - base) / t2)
-    return max(float(np.dot(excess, per) / np.dot(per, per)), 0.0)
+        rows.append((t2, base, _total(prof, dict(kk, s=1.0), 2) - base))
+    return _slope(rows)
+
+
+def _slope(rows) -> float:
+    """x (at least 0) for which base + x * unit meets measured, over the rows (measured,
+    base, unit), by least squares of the relative errors."""
+    t, base, unit = np.array(rows, float).T
+    return max(float(np.dot((t - base) / t, unit / t) / np.dot(unit / t, unit / t)), 0.0)
 
 
 def constants(k, wl, prof=None, t1=None) -> dict:
