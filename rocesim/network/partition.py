@@ -161,6 +161,18 @@ def partition(platform: Platform, ports: Ports, level: str = "leaves", floor: fl
     return _made(root, a, b, delay, level, H, platform.nics_per_server, short_links)
 
 
+def _grouped(parts: Partition, ports: Ports, groups: int) -> Partition:
+    """Debug (validation/parallel_model.py, issue 20 stage 6): `parts` coarsened into
+    `groups` parts of consecutive part numbers (part k joins group k * groups // n_parts),
+    to time a run at a part count between the levels; the cut ports and the lookahead
+    follow.  Not a level a run can ask for."""
+    if not 1 <= groups <= parts.n_parts:
+        raise ValueError(f"groups: expected 1..{parts.n_parts}, got {groups}")
+    group = parts.part_of_node.astype(np.int64) * groups // parts.n_parts
+    return _made(group, ports.node.astype(np.int64), ports.peer_node.astype(np.int64), ports.delay_ps,
+                 parts.level, parts.n_hosts, parts.nics_per_server, parts.short_links)
+
+
 def _made(root, a, b, delay, level, n_hosts, nics, short_links) -> Partition:
     """The Partition of the components ``root`` (each node's lowest node id in its part)."""
     _, part = np.unique(root, return_inverse=True)     # numbered by lowest node id

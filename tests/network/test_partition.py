@@ -11,7 +11,7 @@ import pytest
 from rocesim import ScenarioError, Simulation, topology
 from rocesim.network import platform as pf
 from rocesim.network import routing
-from rocesim.network.partition import Partition, partition
+from rocesim.network.partition import Partition, _grouped, partition
 from rocesim.network.platform import ScaleUp
 
 US = 10**6
@@ -49,6 +49,23 @@ def test_partition_fat_tree_pods_sets_the_cores_apart():
     assert p.n_cut_ports == 2 * 16 and p.cut_port[64:].all()          # the agg-core links only
     assert p.lookahead_ps == 1 * US
     assert p.describe() == "8 parts at the pod level (4 pods, 4 switches), lookahead 1us, 32/96 ports cut"
+
+
+def test_partition_grouped_coarsens_consecutive_parts():
+    # the debug coarsening of validation/parallel_model.py: part k joins group k * N // parts
+    net = fat4()
+    ports = routing.build_ports(net)
+    p = parts(net)
+    same = _grouped(p, ports, p.n_parts)
+    assert same.part_of_node.tolist() == p.part_of_node.tolist() and same.n_cut_ports == p.n_cut_ports
+    g = _grouped(p, ports, 4)          # 20 parts by 5: edges 0-4, edges 5-7 + aggs 0-1, aggs 2-6, agg 7 + cores
+    assert g.n_parts == 4 and g.part_of_node.tolist() == (p.part_of_node * 4 // 20).tolist()
+    assert g.cut_port.tolist() == (g.part_of_node[ports.node] != g.part_of_node[ports.peer_node]).tolist()
+    assert g.lookahead_ps == 1 * US and g.level == "leaves"
+    one = _grouped(p, ports, 1)
+    assert one.n_parts == 1 and one.n_cut_ports == 0 and one.lookahead_ps == 0
+    with pytest.raises(ValueError, match="groups"):
+        _grouped(p, ports, 21)
 
 
 def test_partition_lookahead_is_the_shortest_cut_link_not_the_shortest_link():
