@@ -17,9 +17,12 @@ a quarter is run again (3 tries) and left out of the medians.
 The core runs windows of the lookahead L (rocesim/_core/window.pyx).  Phase 1: every part
 with events in the window runs them, parts claimed from an atomic counter in the order of
 their recent events (re-sorted every 16 windows, the counts then halved).  Phase 2: part
-k, on thread k mod n, takes the hand-offs of its incoming cut ports.  Then thread 0 alone
-applies the dependency messages and opens the next window.  Three barriers.  So a window
-costs, on n threads:
+k, on thread k mod n, takes the hand-offs of its incoming cut ports (the runs here were
+taken so, at 4e07830; the core now takes a part's hand-offs on the thread that ran it in
+phase 1, its pool in that core's cache, which made hpcc320 at `leaves` on 2 threads 9%
+faster: on that count the model is pessimistic).  Then thread 0 alone applies the
+dependency messages and opens the next window.  Three barriers.  So a window costs, on
+n threads:
 
     phase 1   list schedule (each part in the core's order to the thread free first) of
               events * (c_ev + c_log * log2(events)) * (1 + s * (1 - 1/n)) + c_v
