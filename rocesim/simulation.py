@@ -129,9 +129,9 @@ class Simulation:
     partition : str
         How the packet core cuts the network into parts run in windows of the lookahead
         (issue 20; `rocesim.network.partition`): "none" (one part, the engine as always),
-        "leaves", "pods", or "auto" (default: `config.AUTO_PARTITION`, and one part for a
-        run that parts cannot handle yet).  The results depend on it (summary.json records
-        it), never on the threads `run` uses.
+        "leaves", "pods", or "auto" (default: `config.AUTO_PARTITION`; one part in flow
+        mode).  The results depend on it (summary.json records it), never on the threads
+        `run` uses.
     """
 
     def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,

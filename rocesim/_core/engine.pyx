@@ -809,8 +809,8 @@ cdef class Core:
 
     def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1):
         """Run events up to time `until_ps` (inclusive) or `max_events` events, a run in
-        parts on up to `threads` threads (capped at its parts and at MAX_THREADS; one part
-        runs on one).  The results do not depend on `threads`.
+        parts on up to `threads` threads (capped at its parts and at MAX_THREADS; one part,
+        or a scheme written in Python, runs on one).  The results do not depend on `threads`.
 
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
@@ -819,6 +819,11 @@ cdef class Core:
         cdef Sim* part
         if threads < 1:
             raise ValueError(f"Core.run: threads must be a whole number >= 1, got {threads}")
+        if self._scheme is not None:
+            # a scheme written in Python (its bridge is what install_scheme keeps): its
+            # callbacks, which may share the scheme's state, run one at a time in the
+            # parts' order, not in the order threads happen to take the GIL
+            threads = 1
         if self.n_parts > 1 and self.win.order == NULL:
             raise NotImplementedError("Core.run: parts added by _add_empty_part are for readback tests only")
         if self.s.fluid != NULL:

@@ -123,7 +123,7 @@ cdef extern from *:
     void rocesim_or(int* a, int v) noexcept nogil
 
 cdef enum:
-    TEAM_ERROR = 1         # a part's error is set (out of memory)
+    TEAM_ERROR = 1         # a part's error is set (out of memory, a Python scheme raised)
     TEAM_DEPS = 2          # a part sent dependency messages in the window
     GO = -1                # thread 0's action: run the window (else a STOP_* code)
     RESORT_EVERY = 16      # windows between two re-sorts of the parts by cost
@@ -432,7 +432,7 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     """Run the parts in windows up to time `until` (inclusive), or until `max_events`
     events have run (checked at window ends), on up to `threads` threads (capped at the
     parts and at windows_max_threads()); a STOP_* code (loop.pxd).  On an error (a part's
-    `error` set) it returns at once."""
+    `error` set) it returns at the end of the window, every other part having run it."""
     cdef rocesim_team tm
     cdef int32_t k, nt = threads
     if nt > n:
@@ -444,8 +444,11 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     tm.arrived = tm.sense = tm.claim = tm.flags = 0
     tm.events = tm.handoffs = tm.pkts = tm.qps = tm.done = 0
     tm.action = GO
-    # Python may have changed the parts between two calls (routes, faults): look again
+    # Python may have changed the parts between two calls (routes, faults): look again;
+    # and a window the last call stopped inside may go on with other threads: which thread
+    # ran a part then means nothing now (phase 2 would skip a part whose thread is gone)
     for k in range(n):
+        w.runner[k] = -1
         w.next_t[k] = _part_next(parts[k])
         if w.next_t[k] < 0:
             return STOP_EMPTY

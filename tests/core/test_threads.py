@@ -4,10 +4,12 @@ machine) and more threads than parts included; and reruns alike.  No timing here
 speed-ups are in benchmarks/test_parallel.py."""
 import pytest
 
+import pyschemes
 from rocesim import Simulation, topology
 from rocesim._core import engine
 from test_parts import assert_same, readbacks
 from test_windows import BUILDERS, LEVELS, core_of
+from test_windows_monitors import python_fat_tree
 
 THREADS = (2, 4, 16, 2)         # 16: more than the parts at "pods" (8); 2 again: a rerun
 
@@ -67,3 +69,36 @@ def test_the_window_profile_accounts_for_every_event_and_hand_off(threads):
     keys = prof["window"] * core.n_parts + prof["part"]
     assert len(set(keys.tolist())) == len(keys) and prof["window"].max() < ws["windows"]
     assert ((prof["events"] > 0) | (prof["handoffs"] > 0)).all()
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+def test_slices_on_different_thread_counts_make_the_same_run():
+    """Slices ending inside windows, each on another number of threads (4, 2, 1, 3, ...):
+    the run of one thread, whichever thread ran a part in the slice before."""
+    one = run_in_slices(core_of("pfc_dcqcn", "leaves"), 1)
+    core = core_of("pfc_dcqcn", "leaves")
+    assert core.run(150 * 10**6 + 123_457, threads=4) == engine.STOP_TIME
+    mid, k, t = readbacks(core), 0, 150 * 10**6 + 123_457
+    while True:                 # odd slices of 3.7 us: most end inside a 1 us window
+        t += 3_700_001
+        if core.run(t, 5_000, threads=(2, 1, 3, 4)[k % 4]) == engine.STOP_EMPTY:
+            break
+        k += 1
+    assert k > 4
+    assert_same(one[0], mid)
+    assert_same(one[1], readbacks(core))
+    assert core.window_stats() == one[2]
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+def test_a_python_scheme_runs_on_one_thread_whatever_is_asked():
+    """Core.run takes 1 thread for a scheme written in Python: its callbacks (here logging
+    into one dict the scheme shares) come in the parts' order, the same as on 1 thread."""
+    runs = []
+    for threads in (1, 4):
+        pyschemes.HalveOnEcho.log = {}
+        core, _ = python_fat_tree("leaves")._build_core()
+        assert core.run(10**12, threads=threads) == engine.STOP_EMPTY
+        runs.append((readbacks(core), list(pyschemes.HalveOnEcho.log.items())))
+    assert_same(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1] and len(runs[0][1]) > 0
