@@ -158,17 +158,18 @@ SEED = Setting(Integer(0, 2**63 - 1), 1, "seeds ECMP hashing, ECN marking and th
                                          "same seed gives the same run, bit for bit")
 
 
-# What `partition: auto` runs at, until the measurements of issue 20's stage 6 choose the
-# default level (docs/parallel_core.md, sections 2.2 and 9): the engine in one part.
-# The one place to change it.
-AUTO_PARTITION = "none"
+# What `partition: auto` runs at: a ToR with its servers per part, every other switch alone,
+# the level measured best (docs/parallel_core.md, sections 9 and 13: 1.8-2.0x on 2 threads
+# on the k=16 permutation, the fork's 320-host run and gpt_1024, where `pods` gains nothing
+# on rail-optimized fabrics).  Flow mode runs in one part.  The one place to change it.
+AUTO_PARTITION = "leaves"
 
 PARTITION = Setting(Choice("auto", "none", "leaves", "pods"), "auto",
                     "how the packet core cuts the network into parts that run in windows of the lookahead "
                     "(the smallest delay of a link between two parts), on `threads` threads: 'none' (one "
                     "part: the engine as always), 'leaves' (a ToR with its servers per part, every other "
                     "switch alone), 'pods' (a pod with its servers per part); 'auto' = "
-                    f"{AUTO_PARTITION!r} for now. The results depend on the partition (a dependency "
+                    f"{AUTO_PARTITION!r} in packet mode, one part in flow mode. The results depend on the partition (a dependency "
                     "between parts takes effect at least a lookahead after its parent; the parts' own "
                     "random streams), never on the threads; summary.json records it (`rocesim check` "
                     "prints the parts)")

@@ -9,10 +9,10 @@ from rocesim import ScenarioError, Simulation, topology
 from rocesim.cli import _exit_status
 
 
-def loop_run(rate, size=1_000_000, **deadlock):
+def loop_run(rate, size=1_000_000, partition="auto", **deadlock):
     t, a, b = two_switch_loop()
     sim = Simulation(t, switch={"buffer": "1MB"}, nic={"ttl": 16}, routes=loop_routes(a, b),
-                     deadlock={"threshold": "200us", **deadlock})
+                     deadlock={"threshold": "200us", **deadlock}, partition=partition)
     sim.add_flow(0, 1, size, rate=rate)
     return sim, sim.run()
 
@@ -106,15 +106,19 @@ def test_a_frozen_network_reports_its_cycle_whatever_the_threshold():
     assert res.summary["deadlock"] and res.summary["stalled"]
 
 
-def test_the_detector_costs_no_event_when_off_and_validates_its_keys():
+@pytest.mark.parametrize("partition", ["none", "leaves"])
+def test_the_detector_costs_no_event_when_off_and_validates_its_keys(partition):
     t, a, b = two_switch_loop()
-    plain = Simulation(t, routes=loop_routes(a, b), nic={"ttl": 16})
+    plain = Simulation(t, routes=loop_routes(a, b), nic={"ttl": 16}, partition=partition)
     plain.add_flow(0, 1, 100_000, rate="5Gbps")
     off = plain.run()
     assert off.summary["deadlock_detection"] is False and off.summary["deadlock"] is False
-    sim, on = loop_run("5Gbps", size=100_000)
+    sim, on = loop_run("5Gbps", size=100_000, partition=partition)
     assert on.summary["deadlock_detection"] is True
-    assert on.summary["events"] > off.summary["events"]          # its checks are events
+    assert on.summary["parts"] == (1 if partition == "none" else 2)
+    # in one part its checks are events; in parts they run between windows, not as events
+    extra = on.summary["events"] - off.summary["events"]
+    assert extra > 0 if partition == "none" else extra == 0
     # it only looks: the run is the same event for event
     assert on.summary["link_crossings"] == off.summary["link_crossings"]
     assert on.summary["ttl_drops"] == off.summary["ttl_drops"]

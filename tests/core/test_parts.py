@@ -14,9 +14,11 @@ FS_DONE = 2      # defs.pxd
 
 def fat_tree_core():
     """A fat_tree(4) under DCQCN with PFC and small buffers: an incast that pauses links
-    and marks ECN (the RNG), behind Poisson background traffic."""
+    and marks ECN (the RNG), behind Poisson background traffic, in one part (`partition:
+    none`): the tests below add parts to it by hand."""
     t = topology.fat_tree(4, "100Gbps", "1us")
-    sim = Simulation(t, seed=3, cc="dcqcn", switch={"buffer": "400KB", "pfc": {"enabled": True}})
+    sim = Simulation(t, seed=3, cc="dcqcn", switch={"buffer": "400KB", "pfc": {"enabled": True}},
+                     partition="none")
     rng = np.random.default_rng(3)
     sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.5, 100 * 10**6, traffic.WEBSEARCH, rng))
     sim.add_flows(traffic.incast(list(range(1, 13)), 0, 300_000, 20 * 10**6))

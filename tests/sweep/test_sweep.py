@@ -452,7 +452,8 @@ def test_resume_refuses_runs_made_from_something_else_until_rerun_stale(tmp_path
         with open(out / n / "provenance.json") as f:
             made_from = json.load(f)
         assert made_from["sha256"] == digests[n] and made_from["rocesim"] == rocesim.__version__
-        assert made_from["files"] == {"sizes.txt": hashlib.sha256((tmp_path / "sizes.txt").read_bytes()).hexdigest()}
+        assert made_from["files"] == {"sizes.txt": hashlib.sha256((tmp_path / "sizes.txt").read_bytes()).hexdigest(),
+                                      "partition:level": hashlib.sha256(b"leaves").hexdigest()}   # auto, in parts
         assert made_from["scenario"]["switch"] == {"buffer": "8MB" if change == "set" else "16MB"}
         assert made_from["scenario"]["cc"] == {"scheme": n.split("=")[1]}
     assert _cli(capsys, spec, "-o", out, "-q")[0] == 0         # current now: skipped
@@ -468,7 +469,7 @@ def test_provenance_names_every_file_a_run_reads_and_is_documented(tmp_path):
             "traffic": [{"kind": "workload", "model": {"chakra": "trace"}, "algorithms": {"alltoall": "pairwise"}}]}
     run = sweep.expand({"base": base, "seeds": [1]}, str(tmp_path)).runs[0]
     made_from = provenance.resolve(run)[1]
-    assert set(made_from["files"]) == {f"trace.{r}.et" for r in range(4)} | {"python:pyschemes"}
+    assert set(made_from["files"]) == {f"trace.{r}.et" for r in range(4)} | {"python:pyschemes", "partition:level"}
     assert made_from["scenario"]["seed"] == 1 and made_from["base_dir"] == str(tmp_path)
     w.write_trace(tmp_path / "trace", [rank + [w.node(3, duration_us=1, data_deps=[2])]] * 4)
     assert provenance.resolve(run)[1]["sha256"] != made_from["sha256"]
@@ -518,8 +519,8 @@ def test_sweep_runs_take_one_thread_unless_the_sweep_file_sets_threads(tmp_path,
 
 def test_threads_are_not_what_a_run_is_made_from_and_the_partition_is(tmp_path):
     """The outputs do not depend on the threads: a sweep that changes them keeps its runs
-    current; a run in parts records its level ('auto' resolved), a run in one part nothing
-    new (digests as before parts existed)."""
+    current; a run in parts records its level ('auto' resolved: the same digest as the level
+    it resolves to), a run in one part nothing new (digests as before parts existed)."""
     from rocesim.sweep import provenance
     base = {"topology": {"kind": "fat_tree", "k": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
             "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "64KB"}]}
@@ -529,9 +530,10 @@ def test_threads_are_not_what_a_run_is_made_from_and_the_partition_is(tmp_path):
     plain = made_from()
     assert made_from(threads=2)["sha256"] == made_from(threads="auto")["sha256"] == plain["sha256"]
     assert "threads" not in made_from(threads=2)["scenario"]
-    leaves = made_from(partition="leaves")
-    assert "partition:level" in leaves["files"] and "partition:level" not in plain["files"]
-    assert leaves["sha256"] != made_from(partition="pods")["sha256"] != plain["sha256"]
+    leaves, one = made_from(partition="leaves"), made_from(partition="none")
+    assert "partition:level" in leaves["files"] and "partition:level" not in one["files"]
+    assert plain["files"]["partition:level"] == leaves["files"]["partition:level"]
+    assert len({leaves["sha256"], made_from(partition="pods")["sha256"], one["sha256"]}) == 3
 
 
 def test_a_refused_resume_leaves_the_stale_runs_out_of_the_index_and_table(tmp_path, capsys):
