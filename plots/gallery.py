@@ -10,7 +10,8 @@
   Figures: iteration time by scheme, and iteration time with collective durations.
 * docs/gallery/tables.md: the tables (`rocesim table`) behind the figures.
 
-The sweeps resume (`rocesim sweep`): a rerun draws again from what is done.
+The sweeps resume (`rocesim sweep`): a rerun draws again from what is done; runs made from
+other settings are refused until `--rerun-stale`.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.path.join(ROOT, "out", "gallery"), help="sweep output folder")
     p.add_argument("--docs", default=os.path.join(ROOT, "docs", "gallery"), help="where the figures go")
     p.add_argument("-j", "--jobs", type=int, default=2)
+    p.add_argument("--rerun-stale", action="store_true",
+                   help="run again the finished runs made from other settings (a sweep refuses them otherwise)")
     args = p.parse_args(argv)
     from rocesim import sweep
     from rocesim.cc import builtin_schemes        # gallery_fct.yaml runs each of them
@@ -34,7 +37,12 @@ def main(argv=None) -> int:
     os.makedirs(args.docs, exist_ok=True)
     fct, training = os.path.join(args.out, "fct"), os.path.join(args.out, "training")
     for name, out in (("gallery_fct", fct), ("gallery_training", training)):
-        rep = sweep.run(os.path.join(ROOT, "sweeps", f"{name}.yaml"), out, processes=args.jobs)
+        try:
+            rep = sweep.run(os.path.join(ROOT, "sweeps", f"{name}.yaml"), out, processes=args.jobs,
+                            rerun_stale=args.rerun_stale)
+        except sweep.StaleRuns as e:
+            print(f"{e}\n(python plots/gallery.py --rerun-stale runs them again)", file=sys.stderr)
+            return 2
         if rep.interrupted or rep.failed:
             print(f"{name}: {rep.failed} failed, interrupted={bool(rep.interrupted)}; not drawing", file=sys.stderr)
             return 1
