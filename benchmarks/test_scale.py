@@ -25,7 +25,9 @@ records its CPU seconds and peak RSS in `extra_info`, with what else it measures
   fold_tp), SimAI's 9,216-GPU MoE example and Llama 3 405B on 16,384 GPUs: the whole
   process's CPU seconds and peak RSS.
 
-A case asserts only that it did its work (all flows done, every row written); its figures
+Every run is in one part (`partition: none`, PARTITION: the engine's cost, comparable across
+versions; the default is `leaves`, measured by benchmarks/test_parallel.py).  A case asserts
+only that it did its work (all flows done, every row written); its figures
 go to `extra_info`, and the README's Speed section (Scale) reports them: no test asserts a speed.
 """
 import json
@@ -38,16 +40,18 @@ import pytest
 import rocesim
 
 QUICK = bool(os.environ.get("ROCESIM_BENCH_QUICK"))
+PARTITION = "none"                   # the engine in one part (the default is `leaves`)
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the child imports the rocesim this process imported (a checkout built in place, or installed)
 CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [os.path.dirname(os.path.dirname(os.path.abspath(rocesim.__file__)))]
     + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
 
-_PRELUDE = """
+_PRELUDE = f"""
 import json, resource, time
 import numpy as np
 from rocesim import Simulation, topology, traffic
+PARTITION = {PARTITION!r}
 cpu0 = time.process_time()
 """
 
@@ -72,7 +76,7 @@ def test_build_fat_tree_k32(benchmark):
     k = 8 if QUICK else 32
     info = run_child(benchmark, f"""
 t = topology.fat_tree({k}, "100Gbps", "1us")
-sim = Simulation(t, seed=1)
+sim = Simulation(t, seed=1, partition=PARTITION)
 out = dict(hosts=t.n_hosts, route_entries=int(sim._network["route_ports"].size))
 """)
     assert info["hosts"] == k ** 3 // 4
@@ -126,7 +130,7 @@ def test_nic_many_paced_flows(benchmark, flows):
     flow is paced), 400 MB in all, through a switch: ns per link crossing."""
     total = 4_000_000 if QUICK else 400_000_000
     info = run_child(benchmark, f"""
-sim = Simulation(topology.star(2, "100Gbps", "1us"), seed=1)
+sim = Simulation(topology.star(2, "100Gbps", "1us"), seed=1, partition=PARTITION)
 rate = "{100e9 / flows * 0.95:.0f}bps"
 for _ in range({flows}):
     sim.add_flow(1, 0, {max(total // flows, 1000)}, rate=rate)
@@ -144,7 +148,7 @@ def test_fat_tree_permutation_scaling(benchmark, k):
     k, size = (4, 200_000) if QUICK else (k, 1_000_000 if k == 32 else 2_000_000)
     info = run_child(benchmark, f"""
 t = topology.fat_tree({k}, "100Gbps", "1us")
-sim = Simulation(t, seed=1, nic={{"payload": "4000B"}}, switch={{"pfc": {{"enabled": True}}}})
+sim = Simulation(t, seed=1, nic={{"payload": "4000B"}}, switch={{"pfc": {{"enabled": True}}}}, partition=PARTITION)
 sim.add_flows(traffic.permutation(t.n_hosts, {size}, 0, np.random.default_rng(1)))
 res = sim.run(progress=False)
 s = res.summary
@@ -176,7 +180,7 @@ def rocesim_run(scenario, out, cwd, *extra) -> tuple[float, float]:
     measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
                "r = resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)")
     cmd = [sys.executable, "-c", measure, sys.executable, "-m", "rocesim", "run", str(scenario), "-o", str(out),
-           "-q", "--force", *extra]                           # rounds after the first replace the results
+           "-q", "--force", "--set", f"partition={PARTITION}", *extra]   # rounds after the first replace the results
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=CHILD_ENV,
                           cwd=cwd)                            # -m puts cwd first on sys.path
     cpu, rss = map(float, done.stdout.split()[-2:])
@@ -199,7 +203,7 @@ def test_alltoall_1024_ranks_memory(benchmark):
     p, k = (64, 8) if QUICK else (1024, 16)
     info = run_child(benchmark, f"""
 t = topology.fat_tree({k}, "100Gbps", "1us")
-sim = Simulation(t, seed=1)
+sim = Simulation(t, seed=1, partition=PARTITION)
 sim.add_collective("alltoall", "direct", list(range({p})), size={p} * 1000)
 res = sim.run(progress=False)
 s = res.summary
@@ -217,7 +221,7 @@ def test_nccl_ring_allreduce_1gib_64_gpus(benchmark):
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
 plat = pf.rail_optimized({servers}, 8, "400Gbps", "1us", ScaleUp(2880 * 10**9, 10**6))
-sim = Simulation(plat)
+sim = Simulation(plat, partition=PARTITION)
 sim.add_collective("allreduce", "nccl_ring", "all", {size})
 res = sim.run(progress=False)
 s, d = res.summary, res.collectives["duration_ns"][0]
@@ -235,7 +239,7 @@ def test_llama3_70b_1024_iteration(benchmark):
              "traffic[0].params={micro_batches: 2, layers: 8, seq: 1024}"] if QUICK else []
     info = run_child(benchmark, f"""
 from rocesim import scenario
-scn = scenario.load({os.path.join(HERE, "..", "scenarios", "platforms", "llama3_70b_1024.yaml")!r}, {quick!r})
+scn = scenario.load({os.path.join(HERE, "..", "scenarios", "platforms", "llama3_70b_1024.yaml")!r}, {quick!r} + [f"partition={{PARTITION}}"])
 res = scn.sim.run(progress=False)
 s = res.summary
 out = dict(gpus=scn.sim.platform.n_ranks, nodes=s["flows_total"], completed=s["flows_completed"],
@@ -276,7 +280,7 @@ from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
 gpus = {gpus}
 sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6),
                                 servers_per_pod=32 if gpus > 256 else None),
-                 nic={{"payload": "4000B"}}, mode={mode!r})
+                 nic={{"payload": "4000B"}}, mode={mode!r}, partition=PARTITION)
 model, dims = LLM_PRESETS[{preset!r}].make({params!r})
 if {QUICK!r}:
     dims.update(tp=8, pp=2, **({{"ep": 1}} if "ep" in dims else {{}}))

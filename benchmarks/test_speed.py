@@ -6,7 +6,9 @@
 Each benchmark records, in `extra_info`, the link crossings (a packet, data or
 control, crossing one link), the CPU seconds of the run and their ratio.  The 320-host
 run also records the peak resident memory of a fresh process running it.  The README's
-Speed section reports these figures; no test asserts a speed.
+Speed section reports these figures; no test asserts a speed.  The runs are in one part
+(`partition: none`, PARTITION): these figures are the engine's, comparable across versions;
+benchmarks/test_parallel.py measures runs in parts and on threads.
 """
 import json
 import os
@@ -20,6 +22,7 @@ from rocesim import Simulation, topology, traffic
 from rocesim.cc import builtin_schemes
 
 QUICK = bool(os.environ.get("ROCESIM_BENCH_QUICK"))
+PARTITION = "none"                   # the engine in one part (the default is `leaves`)
 
 
 def record(benchmark, res):
@@ -32,13 +35,13 @@ def record(benchmark, res):
 
 def fat_tree_permutation(k=8, size=2_000_000):
     t = topology.fat_tree(k, "100Gbps", "1us")
-    sim = Simulation(t, seed=1)
+    sim = Simulation(t, seed=1, partition=PARTITION)
     sim.add_flows(traffic.permutation(t.n_hosts, size, 0, np.random.default_rng(1)))
     return sim
 
 
 def incast(n=8, size=10_000_000):
-    sim = Simulation(topology.star(n + 1, "100Gbps", "1us"))
+    sim = Simulation(topology.star(n + 1, "100Gbps", "1us"), partition=PARTITION)
     for h in range(1, n + 1):
         sim.add_flow(h, 0, size)
     return sim
@@ -46,7 +49,7 @@ def incast(n=8, size=10_000_000):
 
 def hpcc320_websearch(duration_ps=2 * 10**9, cc="none"):
     t = topology.hpcc_320()
-    sim = Simulation(t, seed=1, cc=cc)
+    sim = Simulation(t, seed=1, cc=cc, partition=PARTITION)
     sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, duration_ps, traffic.WEBSEARCH,
                                       np.random.default_rng(1)))
     return sim

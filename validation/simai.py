@@ -72,7 +72,7 @@ def run_case(case: str) -> dict:
     """rocesim's figure for `case` (us), its CPU seconds and the process's peak RSS so far."""
     cpu = time.process_time()
     sc = scenario.build(scenario_for(case), REF)
-    res = sc.sim.run(progress=False)
+    res = sc.sim.run(progress=False, threads=1)      # CPU on one thread, as SimAI's `-t 1`
     if case == "gpt13b":
         us = float(res.iterations["duration_ns"][0]) / 1e3
     else:
