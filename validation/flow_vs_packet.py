@@ -17,9 +17,11 @@ slowdown is set against the same yardstick where it is the only figure).
     python validation/flow_vs_packet.py --only gallery_training -s dcqcn
 
 Every run's figures are kept as they come in `out/flow_vs_packet/runs.json` (one entry per
-case, scheme and mode, with the commit it was made at; `--results` names another file); a
-later call reuses the entries it finds and runs only the missing ones, unless told
-`--rerun packet|flow|all`.  `--bare` also runs the bare fluid (`flow.share` 1,
+case, scheme and mode, with the commit it was made at and, what changes packet-level
+outputs, the level `partition: auto` meant; `--results` names another file); a later call
+reuses the entries it finds and runs only the missing ones and the packet runs made at
+another `auto` partition, unless told `--rerun packet|flow|all`.  `--table-only` runs
+nothing and says, per mode, what the runs it shows were made at.  `--bare` also runs the bare fluid (`flow.share` 1,
 `flow.startup` 0) beside the scheme's calibrated one.  `-o FILE.md` rewrites the part of
 the file between the markers GENERATED_BEGIN and GENERATED_END (the whole file if it has
 none), so that the notes written around the tables stay, and writes FILE.json beside it:
@@ -46,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from rocesim import scenario  # noqa: E402
+from rocesim import config, scenario  # noqa: E402
 from rocesim.sweep import spec as sweep_spec  # noqa: E402
 
 TARGET = 0.05                   # |flow / packet - 1| at most this: the issue's target
@@ -464,6 +466,19 @@ def key(case: str, scheme: str, mode: str) -> str:
     return f"{case}|{scheme}|{mode}"
 
 
+def made_at(run: dict, mode: str) -> str:
+    """What a stored run was made at: its commit and, for the packet level, what `partition:
+    auto` meant then (runs that record nothing were made when it was one part)."""
+    part = f" (partition: auto = {run.get('auto_partition', 'none')})" if mode == "packet" else ""
+    return run.get("commit", "?") + part
+
+
+def current(run: dict, mode: str) -> bool:
+    """Whether a stored run is what this rocesim would make: a packet-level run made when
+    `partition: auto` meant another level is not (its outputs differ; flow mode is one part)."""
+    return mode != "packet" or run.get("auto_partition", "none") == config.AUTO_PARTITION
+
+
 def runs_of(case: Case, schemes, all_schemes: bool):
     """The (scheme, overrides) a case runs: all of SCHEMES with --all-schemes, else its own."""
     if all_schemes and not case.fixed:
@@ -511,7 +526,8 @@ def run_all(cases, schemes, all_schemes, rerun, jobs, path, bare=False) -> dict:
     results = load_results(path)
     todo = [(name, case, s, o, mode) for name, case in cases.items() for s, o in runs_of(case, schemes, all_schemes)
             for mode in MODES + ((BARE,) if bare else ())
-            if key(name, s, mode) not in results or {mode, "all", "flow" if mode == BARE else mode} & rerun]
+            if key(name, s, mode) not in results or not current(results[key(name, s, mode)], mode)
+            or {mode, "all", "flow" if mode == BARE else mode} & rerun]
     # the longest first (as long as they took before; a long case's runs if never run), so that
     # two processes end together
     todo.sort(key=lambda t: -results.get(key(t[0], t[2], t[4]), {}).get(
@@ -522,7 +538,7 @@ def run_all(cases, schemes, all_schemes, rerun, jobs, path, bare=False) -> dict:
     def one(t):
         name, case, s, o, mode = t
         r = run_apart(case.path, tuple(o) + BARE_SETS, "flow") if mode == BARE else run_apart(case.path, o, mode)
-        r.update(commit=commit, overrides=list(o), path=case.path)
+        r.update(commit=commit, auto_partition=config.AUTO_PARTITION, overrides=list(o), path=case.path)
         with lock:
             results[key(name, s, mode)] = r
             save_results(path, results)
@@ -555,7 +571,7 @@ def _scalars(run: dict) -> dict:
 def report(cases, results, done, argv, cpu, summary, text) -> tuple[str, dict]:
     """The Markdown between the markers, and the record kept beside it (FLOW.json): per row
     its runs' figures, the comparisons and the collective groups."""
-    used = {m: sorted({results[key(n, s, m)].get("commit", "?") for n, s, _ in done if key(n, s, m) in results})
+    used = {m: sorted({made_at(results[key(n, s, m)], m) for n, s, _ in done if key(n, s, m) in results})
             for m in MODES + (BARE,)}
     commits = "; ".join(f"{m} runs at {', '.join(c)}" for m, c in used.items() if c)
     command = " ".join(["python validation/flow_vs_packet.py"] + argv)
