@@ -104,7 +104,7 @@ SCENARIOS = {
                                       overrides=("traffic[0].pxn=true",)),
     "simai_gpt13b": Case("scenarios/platforms/simai_gpt13b.yaml", "platform"),
     "two_jobs": Case("scenarios/platforms/two_jobs.yaml", "platform"),
-    "gpt_1024": Case("scenarios/platforms/gpt_1024.yaml", "platform", ("dcqcn",), LONG.format("1.2")),
+    "gpt_1024": Case("scenarios/platforms/gpt_1024.yaml", "platform", ("dcqcn",), LONG.format("0.9")),
     "llama3_70b_1024": Case("scenarios/platforms/llama3_70b_1024.yaml", "platform", ("dcqcn",), LONG.format("17")),
     "training_background": Case("scenarios/training_background.yaml", "training", quick=True),
     "quickstart": Case("scenarios/quickstart.yaml", "background", quick=True),
