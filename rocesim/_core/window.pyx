@@ -34,8 +34,10 @@ Threads.  One OpenMP parallel region per call (a slice of the run), not per wind
 threads go through the windows together, meeting at a spin barrier after each phase
 (three per window; a GOMP barrier costs 10x more, section 3.6).  Phase 1 hands out the
 window's busy parts from an atomic counter, costliest first (load-adaptive: the order is
-re-sorted by the events each part ran lately, as Unison does); phase 2 takes parts by a
-fixed stride; thread 0 alone applies the dependency messages and opens the next window.
+re-sorted by the events each part ran lately, as Unison does); in phase 2 each part that
+ran takes its hand-offs on the thread that ran it (its pool is in that core's cache), the
+others by a fixed stride; thread 0 alone applies the dependency messages and the monitors'
+checks, and opens the next window.
 Built without OpenMP, the same code runs on one thread (`windows_max_threads()` is 1).
 """
 from libc.stdint cimport int64_t, int32_t, INT64_MAX
