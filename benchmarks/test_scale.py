@@ -77,7 +77,7 @@ def test_build_fat_tree_k32(benchmark):
     info = run_child(benchmark, f"""
 t = topology.fat_tree({k}, "100Gbps", "1us")
 sim = Simulation(t, seed=1, partition=PARTITION)
-out = dict(hosts=t.n_hosts, route_entries=int(sim._network["route_ports"].size))
+out = dict(hosts=t.n_hosts, route_entries=int(sim.network.arrays["route_ports"].size))
 """)
     assert info["hosts"] == k ** 3 // 4
 

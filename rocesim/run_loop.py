@@ -22,7 +22,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def threads_to_run(asked, n_parts: int, python_scheme: bool = False) -> tuple[int, str | None]:
+def choose_threads(asked, n_parts: int, python_scheme: bool = False) -> tuple[int, str | None]:
     """(threads a run takes, and a one-line note when it takes fewer than a number asked).
 
     `asked` is 'auto' or a whole number >= 1 (checked by `config.THREADS`): at most one
@@ -66,7 +66,7 @@ class RunLoop:
     `reroutes`: (time, alive ports) when the routing tables change, applied by
     `set_routes(core, alive)`; `sampler` takes samples at its times; `progress` (a
     RunProgress or None) is updated after every slice; the core runs each slice on
-    `threads` threads (`threads_to_run`: the results are the same for any number)."""
+    `threads` threads (`choose_threads`: the results are the same for any number)."""
 
     def __init__(self, core, t_stop, t_slice, events_per_slice, *, sampler=None, reroutes=(), set_routes=None,
                  progress=None, n_flows=0, deadlock_threshold=0, threads=1):

@@ -194,21 +194,18 @@ def _wait_quiet(limit=0.3, give_up_s=600.0) -> float:
         time.sleep(5.0)
 
 
-def _set_level(sim, level: str) -> None:
+def _parts_at(sim, level: str):
     """The Simulation's parts at `level` ("none", "pods", "leaves", "gN")."""
-    if level == "none":
-        sim._parts = None
-    elif level.startswith("g"):
-        sim._parts = partition._grouped(sim.partition("leaves"), sim.ports, int(level[1:]))
-    else:
-        sim._parts = sim.partition(level)
+    if level.startswith("g"):
+        return partition._grouped(sim.partition("leaves"), sim.ports, int(level[1:]))
+    return sim.partition(level)
 
 
 def _run_one(sim, level: str, threads: int, until, profile: Path | None, attempt=1) -> dict:
     """Build the core at `level`, run it to `until` on `threads`; its figures.  A run
     during which other processes took more than BUSY of a core is run again (3 tries)."""
-    _set_level(sim, level)
-    core, _ = sim._build_core()
+    parts = _parts_at(sim, level)
+    core = sim.build_core(parts)
     if profile is not None:
         core.window_profile(True)
     other = _wait_quiet()
@@ -220,13 +217,12 @@ def _run_one(sim, level: str, threads: int, until, profile: Path | None, attempt
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     rec = dict(level=level, threads=threads, wall_s=wall, cpu_s=cpu, others_before=other,
                others_during=max(_cpu_busy() - b0 - cpu, 0.0) / wall, events=core.stats()["events"],
-               parts=sim.n_parts, profiled=profile is not None, attempt=attempt)
+               parts=parts.n_parts, profiled=profile is not None, attempt=attempt)
     if rec["others_during"] > BUSY and attempt < 3:
         return _run_one(sim, level, threads, until, profile, attempt + 1)      # again, quieter
-    if sim.n_parts > 1:
+    if parts.n_parts > 1:
         rec.update(core.window_stats())
-    if profile is not None and sim.n_parts > 1:
-        parts = sim._parts
+    if profile is not None and parts.n_parts > 1:
         in_cut = np.bincount(parts.part_of_node[sim.ports.node[parts.cut_port]], minlength=parts.n_parts)
         np.savez_compressed(profile, in_cut=in_cut, stats=json.dumps(rec), **core.window_profile(False))
     return rec

@@ -34,12 +34,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rocesim import config
 from rocesim.errors import ScenarioError
 from rocesim.network.platform import Platform
 from rocesim.network.routing import Ports
 from rocesim.units import format_time
 
-__all__ = ["LEVELS", "Partition", "partition"]
+__all__ = ["LEVELS", "Partition", "partition", "run_parts"]
 
 #: the granularities `partition` knows, finest first
 LEVELS = ("leaves", "pods", "none")
@@ -159,6 +160,25 @@ def partition(platform: Platform, ports: Ports, level: str = "leaves", floor: fl
     short_ports = np.flatnonzero(short)
     short_links = np.unique(np.minimum(short_ports, ports.peer[short_ports])).size
     return _made(root, a, b, delay, level, H, platform.nics_per_server, short_links)
+
+
+def run_parts(asked: str, mode: str, platform: Platform, ports: Ports) -> tuple[str, Partition | None]:
+    """(the level a run takes for `partition` `asked`, its Partition or None for one part:
+    the engine as always).  'auto' is `config.AUTO_PARTITION` in packet mode and one part in
+    flow mode, which refuses any other level that gives parts; a level giving one part
+    (a star, say) runs as one part."""
+    level = config.AUTO_PARTITION if asked == "auto" else asked
+    if level == "none":
+        return level, None
+    parts = partition(platform, ports, level)
+    if parts.n_parts == 1:
+        return level, None
+    if mode == "flow":
+        if asked == "auto":
+            return "none", None
+        raise ScenarioError("mode", f"flow mode runs in one part: a run in parts (partition: {level}) is for "
+                                    "packet mode; use partition: none")
+    return level, parts
 
 
 def _grouped(parts: Partition, ports: Ports, groups: int) -> Partition:

@@ -1,7 +1,7 @@
 """Results of a run: per-flow numpy arrays, per-port counters, a summary, and their files.
 
-`Results.from_core` reads a finished (or stopped) run from the core and the Simulation's
-public state; `Results.write(outdir)` writes flows.csv (or flows.parquet), ports.csv,
+`Results.from_core` reads a finished (or stopped) run from the core and the run's record
+(`rocesim.results.record.RunRecord`); `Results.write(outdir)` writes flows.csv (or flows.parquet), ports.csv,
 pfc.csv, summary.json, and when there is something in them pfc_timeline.csv, rates.csv,
 queues.csv, faults.csv, deadlocks.csv, collectives.csv, iterations.csv and fct.txt.
 OUTPUTS.md documents every file and column (tests/results/test_outputs_doc.py keeps it true).
@@ -12,13 +12,13 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
 from rocesim.results.csv_text import write_csv  # noqa: F401  (re-exported)
 from rocesim.results.metrics import bandwidths_gbps, class_summary
 from rocesim.results.overlap import iteration_breakdown
+from rocesim.results.record import RunRecord
 from rocesim.run_progress import short_time
 
 PS_PER_NS = 1000.0
@@ -82,24 +82,24 @@ class Results:
     threads: int = 1                 # threads the run took (written nowhere: the outputs do not depend on it)
 
     @classmethod
-    def from_core(cls, sim, core: CoreReadout, world, *, wall_s, cpu_s, interrupted, stop_ps):
-        """The results of `sim`'s run, from what was read of its core; `world` holds the
-        network arrays, `stop_ps` the stop time if the run reached it."""
+    def from_core(cls, record: RunRecord, core: CoreReadout, *, wall_s, cpu_s, interrupted, stop_ps):
+        """The results of a run, from its `record` (what it was made of) and what was read
+        of its core; `stop_ps` is the stop time if the run reached it."""
         st = core.stats
         # the stop time when the run hit it, else the last event that did something
         end_ps = stop_ps if stop_ps is not None else st["last_activity_ps"]
-        flows = _flow_columns(sim, core.flow_arrays, end_ps)
+        flows = _flow_columns(record, core.flow_arrays, end_ps)
         pa = core.port_arrays
-        ports = dict(node=world["port_node"], peer=world["port_peer"], peer_node=world["port_node"][world["port_peer"]],
-                     rate_bps=world["port_rate_bps"], tx_bytes=pa["tx_bytes"],
+        node, peer = record.port_node, record.port_peer
+        ports = dict(node=node, peer=peer, peer_node=node[peer], rate_bps=record.port_rate_bps, tx_bytes=pa["tx_bytes"],
                      tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
                      ecn_marks=pa["ecn_marks"],
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
                      paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
                      watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"])
         summary = dict(
-            scheme=sim.scheme.name, mode=sim.mode, seed=sim.seed, hosts=sim.topology.n_hosts,
-            switches=sim.topology.n_switches, topology=sim.topology.name,
+            scheme=record.scheme, mode=record.mode, seed=record.seed, hosts=record.hosts,
+            switches=record.switches, topology=record.topology,
             events=st["events"], link_crossings=st["link_crossings"],
             drops=None, buffer_drops=st["drops"],               # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
@@ -116,36 +116,35 @@ class Results:
             queue_pairs_in_use_at_end=st["queue_pairs_in_use"], queue_pairs_peak=st["queue_pairs_peak"],
             time_errors=st["time_errors"], link_drops=st["link_drops"], watchdog_drops=st["watchdog_drops"],
             nic_drops=st["nic_drops"], no_route_drops=st["no_route_drops"], watchdog_detections=int(pa["watchdog_detections"].sum()),
-            faults=[f.record() for f in sim.faults], interrupted=bool(interrupted),
+            faults=list(record.faults), interrupted=bool(interrupted),
             stopped_at_limit=stop_ps is not None,
             # the parts the packet core ran in (they change the results; the threads do not)
-            partition=sim.partition_level, parts=sim.n_parts,
-            lookahead_ns=sim.lookahead_ps / PS_PER_NS if sim.n_parts > 1 else None)
+            partition=record.partition, parts=record.parts,
+            lookahead_ns=record.lookahead_ps / PS_PER_NS if record.parts > 1 else None)
         summary["drops"] = sum(summary[k] for k in DROP_CAUSES)
-        cycles = [_cycle_record(r, world) for r in core.deadlock_records]
+        cycles = [_cycle_record(r, node, peer) for r in core.deadlock_records]
         summary.update(deadlock_detection=core.deadlock_detection, deadlock=bool(cycles),
                        deadlock_cycles=cycles)
         tl = core.pause_timeline
         summary["pfc_timeline_lost"] = int(tl["lost"])
-        fluid = sim.mode == "flow"
+        fluid = record.mode == "flow"
         summary["fluid_solves"] = st.get("fluid_solves") if fluid else None
-        # the calibration the fluid ran with (Simulation.flow), null in packet mode
-        summary.update(flow_share=sim.flow["share"] if fluid else None,
-                       flow_startup_ns=sim.flow["startup"] / PS_PER_NS if fluid else None,
-                       flow_calibration=dict(sim.flow["source"]) if fluid else None)
+        # the calibration the fluid ran with (RunSettings.flow), null in packet mode
+        summary.update(flow_share=record.flow["share"] if fluid else None,
+                       flow_startup_ns=record.flow["startup"] / PS_PER_NS if fluid else None,
+                       flow_calibration=dict(record.flow["source"]) if fluid else None)
         if fluid:
             _blank(flows, FLOW_MODE_EMPTY_FLOWS)
             _blank(ports, FLOW_MODE_EMPTY_PORTS)
             summary.update(dict.fromkeys(FLOW_MODE_EMPTY_SUMMARY))
         res = cls(flows=flows, ports=ports, summary=summary, switches=core.switch_arrays,
-                  node_ids=np.asarray(sim.topology.original_ids),
-                  pfc_timeline=dict(port=tl["port"], node=world["port_node"][tl["port"]],
-                                    peer=world["port_node"][world["port_peer"][tl["port"]]],
+                  node_ids=np.asarray(record.original_ids),
+                  pfc_timeline=dict(port=tl["port"], node=node[tl["port"]], peer=node[peer[tl["port"]]],
                                     priority=tl["prio"], pause_start_ns=tl["start_ps"] / PS_PER_NS,
                                     pause_end_ns=np.where(tl["end_ps"] >= 0, tl["end_ps"] / PS_PER_NS,
                                                           np.nan)))
-        res.collectives = _collective_table(sim.collectives, flows)
-        res.iterations = _iteration_table(flows, sim.iteration_jobs)
+        res.collectives = _collective_table(record.collectives, flows)
+        res.iterations = _iteration_table(flows, record.iteration_jobs)
         summary.update(class_summary(flows, res.collectives, res.iterations))
         return res
 
@@ -320,9 +319,9 @@ def _class_lines(s) -> list[str]:
     return lines
 
 
-def _flow_columns(sim, fa, end_ps) -> dict:
+def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
     """flows.csv's columns (and a few more) from the core's per-flow arrays `fa` and the
-    Simulation's flow columns; times in ns.  The picosecond arrays are dropped as soon as
+    record's node columns; times in ns.  The picosecond arrays are dropped as soon as
     their columns exist (a million flows: 8 MB each)."""
     start_ps = fa.pop("start_ps")
     finish_ps, ideal_ps, rx_ps = fa.pop("finish_ps"), fa.pop("ideal_fct_ps"), fa.pop("rx_finish_ps")
@@ -335,15 +334,16 @@ def _flow_columns(sim, fa, end_ps) -> dict:
     del ideal_ps, rx_ps, start_ps
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = fct / ideal
-    column = partial(sim.flow_column, copy=False)          # (read-only views where they can be)
+    column = record.node_column
+    compute = column("compute").astype(bool)
     return dict(
-        flow_id=np.arange(len(fct), dtype=np.int32), src=column("src", np.int32), dst=column("dst", np.int32),
-        size_bytes=column("size", np.int64), start_ns=start_ns,
+        flow_id=np.arange(len(fct), dtype=np.int32), src=column("src"), dst=column("dst"),
+        size_bytes=np.where(compute, column("duration"), column("size")), start_ns=start_ns,
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
-        prio=column("prio", np.int32), tag=column("tag", np.int32), dport=column("dport", np.int32, 100),
-        collective=column("collective", np.int32, -1), iteration=column("iteration", np.int32, -1),
+        prio=column("prio"), tag=column("tag"), dport=column("dport"),
+        collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-        is_compute=column("compute", np.int8).astype(bool), delivered_bytes=fa["delivered_bytes"])
+        is_compute=compute, delivered_bytes=fa["delivered_bytes"])
 
 
 def _blank(columns: dict, names) -> None:
@@ -352,11 +352,11 @@ def _blank(columns: dict, names) -> None:
         columns[name] = np.full(np.shape(columns[name]), np.nan)
 
 
-def _cycle_record(r, world) -> dict:
+def _cycle_record(r, node, peer) -> dict:
     """A deadlock found by the core, for summary.json: its queues in the order packets
     flow (each egress port waits on the next one), the switches they belong to, the links
     as "node->peer", the priority and the flows with packets in them."""
-    node, peer = world["port_node"], world["port_node"][world["port_peer"]]
+    peer = node[peer]
     ports = [int(p) for p in r["ports"]]
     return dict(formed_ns=r["formed_ps"] / PS_PER_NS, detected_ns=r["detected_ps"] / PS_PER_NS,
                 priority=int(r["prio"]), priorities=[int(q) for q in r["prios"]],

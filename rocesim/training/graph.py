@@ -15,11 +15,12 @@ from rocesim.config import DEFAULT_FLOW_PRIORITY
 
 
 # compact columns: a training run can hold millions of nodes
-DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, start=np.int64, prio=np.int8, compute=np.int8,
-              delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+# (`size`: a data flow's bytes, 0 for a compute step; `duration`: a compute step's ps, 0 for a flow)
+DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, duration=np.int64, start=np.int64, prio=np.int8,
+              compute=np.int8, delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
 COLUMNS = tuple(DTYPES)          # a graph's node columns
 # pieces appended before the newest are merged into one array: a small numpy array costs
-# ~100 bytes of its own, more than the 46 bytes of a node's columns (a 1024-GPU Llama 3 70B
+# ~100 bytes of its own, more than the 54 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
 _MERGE = 1024
 
@@ -33,11 +34,12 @@ class Graph:
         self._merged = [0, 0]          # pieces of the columns, of the edges, already merged
         self.n = 0
 
-    def _add(self, src, dst, size, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
+    def _add(self, src, dst, size, duration, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
         src = np.atleast_1d(np.asarray(src, np.int64))
         k = src.size
         cols = {}
-        for name, v in (("src", src), ("dst", dst), ("size", size), ("start", start), ("prio", prio),
+        for name, v in (("src", src), ("dst", dst), ("size", size), ("duration", duration), ("start", start),
+                        ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
                         ("iteration", iteration)):
             if isinstance(v, (int, np.integer)):              # (most columns of most calls)
@@ -81,12 +83,12 @@ class Graph:
 
         `start` (ps) applies to nodes without parents; the others start `delay` after
         their last parent."""
-        return self._add(src, dst, size, prio, 0, delay, tag, collective, iteration, start)
+        return self._add(src, dst, size, 0, prio, 0, delay, tag, collective, iteration, start)
 
     def compute(self, host, duration_ps, *, delay=0, tag=0, collective=-1, iteration=-1, start=0) -> np.ndarray:
         """Add compute steps on hosts (duration 0 makes a join point); returns their ids."""
         host = np.atleast_1d(np.asarray(host, np.int64))
-        return self._add(host, host, duration_ps, 0, 1, delay, tag, collective, iteration, start)
+        return self._add(host, host, 0, duration_ps, 0, 1, delay, tag, collective, iteration, start)
 
     def compute_on_streams(self, hosts, rows, last, duration_ps, *, after=(), **kw) -> np.ndarray:
         """A compute step on each stream (a row of `rows`: ranks that run as one), on the host

@@ -176,7 +176,7 @@ def test_idle_single_flow_is_not_slowed_by_its_scheme(cc, slowdown):
 
 def test_ecn_thresholds_default_to_the_scheme():
     def kmin_kmax(cc, **kw):
-        net = Simulation(topology.star(3, "100Gbps", "1us"), cc=cc, **kw)._network
+        net = Simulation(topology.star(3, "100Gbps", "1us"), cc=cc, **kw).network.arrays
         return int(net["port_kmin"][0]), int(net["port_kmax"][0]), float(net["port_pmax"][0])
     assert kmin_kmax("dctcp") == (300_000, 300_000, 1.0)
     assert kmin_kmax("dcqcn") == (400_000, 1_600_000, 0.2)
@@ -204,7 +204,7 @@ def test_bdp_windows_survive_long_fast_paths(cc, params):
     f = sim.add_flow(1, 2, 20_000_000)
     res = sim.run(stop="10ms")
     assert res.flows["slowdown"][f] == pytest.approx(1.0, abs=0.01)
-    assert sim._network["port_headroom"].min() > 0          # max(3 x rate x delay, worst case), no overflow
+    assert sim.network.arrays["port_headroom"].min() > 0          # max(3 x rate x delay, worst case), no overflow
 
 
 # --- fidelity to the HPCC ns-3 fork's defaults ----------------------------------------------

@@ -159,7 +159,7 @@ def fresh_core(name):
     sim = Simulation(topology.star(3, "100Gbps", "1us"), cc=name)
     sim.add_flow(1, 2, 10_000)
     sim.run()                                         # sim.cc_final: the finalized defaults
-    world, params = sim._world()
+    world, params = sim.core_inputs()
     return Core(world, params), sim.cc_final
 
 

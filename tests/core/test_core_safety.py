@@ -54,7 +54,7 @@ def test_a_core_without_a_scheme_runs_at_line_rate():
         from rocesim._core.engine import Core
         sim = Simulation(topology.star(3, "100Gbps", "1us"))
         sim.add_flow(1, 2, 100_000)
-        world, params = sim._world()
+        world, params = sim.core_inputs()
         core = Core(world, params)
         core.run(10**12)
         print(core.stats()["flows_done"], core.flow_arrays()["finish_ps"][0] > 0)
@@ -73,7 +73,7 @@ def test_the_core_takes_read_only_flow_columns():
         sim.add_flow(1, 2, 100_000)
         finish = []
         for frozen in (False, True):
-            world, params = sim._world()
+            world, params = sim.core_inputs()
             for k, v in world.items():
                 if k.startswith("flow_") and isinstance(v, np.ndarray):
                     v.setflags(write=not frozen)
@@ -92,7 +92,7 @@ def test_pathology_inputs_are_checked_before_they_reach_c():
         from rocesim._core.engine import Core
         sim = Simulation(topology.star(3, "100Gbps", "1us"))
         sim.add_flow(1, 2, 10_000)
-        world, params = sim._world()
+        world, params = sim.core_inputs()
         core = Core(world, params)
         bad = [
             lambda: core.set_faults([0], [9], [0], [0]),            # unknown kind

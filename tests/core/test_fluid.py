@@ -14,7 +14,7 @@ def fluid(topo, **kw) -> Simulation:
 
 
 def _headers(sim):
-    p = sim._params
+    p = sim.network.params
     return p["mtu"], p["data_hdr"], p["ack_bytes"], p["ack_every"]
 
 

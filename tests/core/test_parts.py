@@ -22,7 +22,7 @@ def fat_tree_core():
     rng = np.random.default_rng(3)
     sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.5, 100 * 10**6, traffic.WEBSEARCH, rng))
     sim.add_flows(traffic.incast(list(range(1, 13)), 0, 300_000, 20 * 10**6))
-    core, _ = sim._build_core()
+    core = sim.build_core()
     return core
 
 
@@ -120,7 +120,7 @@ def lossy_core(recovery, cc="dcqcn", ack_every=1):
     for h in range(1, 7):
         sim.add_flow(h, 0, 700_000, start=h * 17_123)
         sim.add_flow(0, h, 50_000, start=h * 9_001)
-    core, _ = sim._build_core()
+    core = sim.build_core()
     return core
 
 

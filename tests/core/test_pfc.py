@@ -154,11 +154,11 @@ def test_a_deadlock_without_stop_time_ends_as_stalled(rto):
 
 def test_timeout_auto_arms_only_on_lossy_priorities():
     sim = Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"priorities": [3]}})
-    assert sim._params["rto_mask"] == 0xFF & ~(1 << 3) and sim._params["rto"] == 10**9
+    assert sim.network.params["rto_mask"] == 0xFF & ~(1 << 3) and sim.network.params["rto"] == 10**9
     off = Simulation(topology.star(3, "100Gbps", "1us"), switch={"pfc": {"enabled": False}})
-    assert off._params["rto_mask"] == 0xFF
+    assert off.network.params["rto_mask"] == 0xFF
     fixed = Simulation(topology.star(3, "100Gbps", "1us"), nic={"rto": "200us"})
-    assert fixed._params["rto_mask"] == 0xFF and fixed._params["rto"] == 200 * 10**6
+    assert fixed.network.params["rto_mask"] == 0xFF and fixed.network.params["rto"] == 200 * 10**6
 
 
 @pytest.mark.parametrize("delay", ["0ns", "100ns", "1us", "10us"])
@@ -182,7 +182,7 @@ def test_lossless_means_lossless_across_link_delays(delay):
     else:
         sim, res = run("1MB")
     rtt_bytes = 2 * RATE * parse_time(delay) / 8e12
-    assert sim._network["port_headroom"].min() >= rtt_bytes + 3 * 1048     # the worst case
+    assert sim.network.arrays["port_headroom"].min() >= rtt_bytes + 3 * 1048     # the worst case
     assert res.summary["pfc_pauses"] > 0                                   # PFC did work
     assert res.summary["drops"] == 0
     assert res.summary["flows_completed"] == 8
@@ -222,7 +222,7 @@ def test_several_lossless_priorities_never_drop():
 
 def test_pfc_alpha_shift_rounds_up_like_the_fork():
     t = topology.leaf_spine(2, 1, 2, "40Gbps", "1us", "100Gbps", "1us")
-    net = Simulation(t)._network
+    net = Simulation(t).network.arrays
     rate, shift = net["port_rate_bps"], net["port_pfc_shift"]
     assert set(shift[rate == 40_000_000_000]) == {3}
     assert set(shift[rate == 100_000_000_000]) == {1}     # 100/40 = 2.5: two halvings

@@ -45,11 +45,11 @@ def test_threads_beyond_the_parts_or_the_build_are_capped_and_below_one_refused(
     for n in (1, 64):
         sim = Simulation(topology.star(5, "100Gbps", "1us"))
         sim.add_flow(1, 2, 100_000)
-        core, _ = sim._build_core()
+        core = sim.build_core()
         assert core.run(10**12, threads=n) == engine.STOP_EMPTY
         runs.append(readbacks(core))
     assert_same(runs[0], runs[1])
-    core, _ = BUILDERS["pfc_dcqcn"]("pods")._build_core()
+    core = BUILDERS["pfc_dcqcn"]("pods").build_core()
     with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
         core.run(10**6, threads=0)
     assert engine.MAX_THREADS >= 1
@@ -97,7 +97,7 @@ def test_a_python_scheme_runs_on_one_thread_whatever_is_asked():
     runs = []
     for threads in (1, 4):
         pyschemes.HalveOnEcho.log = {}
-        core, _ = python_fat_tree("leaves")._build_core()
+        core = python_fat_tree("leaves").build_core()
         assert core.run(10**12, threads=threads) == engine.STOP_EMPTY
         runs.append((readbacks(core), list(pyschemes.HalveOnEcho.log.items())))
     assert_same(runs[0][0], runs[1][0])

@@ -75,7 +75,7 @@ BUILDERS = {**CASES, "collectives": collectives_fat_tree}
 
 
 def core_of(case, part, order=("forward", 0)):
-    core, _ = BUILDERS[case](part)._build_core()
+    core = BUILDERS[case](part).build_core()
     core._part_order(*order)
     return core
 
@@ -131,7 +131,7 @@ def test_a_run_in_parts_keeps_the_invariants(case, level):
     assert core.run(10**12) == engine.STOP_EMPTY
     st, fl, ports = core.stats(), core.flow_arrays(), core.port_arrays()
     sim = CASES[case]("none")
-    sizes = sim._flows.column("size", np.int64)
+    sizes = sim.flow_column("size")
     assert (fl["state"] == FS_DONE).all()
     np.testing.assert_array_equal(fl["delivered_bytes"], sizes)
     assert st["data_bytes_delivered"] == sizes.sum()
@@ -181,9 +181,9 @@ def test_one_part_is_the_engine_as_always():
     `partition="none"` is one part."""
     star = Simulation(topology.star(5, "100Gbps", "1us"), partition="leaves")
     star.add_flow(1, 2, 10_000)
-    core, _ = star._build_core()
+    core = star.build_core()
     assert core.n_parts == 1 and core.window_stats()["windows"] == 0
-    core, _ = pfc_fat_tree("none")._build_core()
+    core = pfc_fat_tree("none").build_core()
     assert core.n_parts == 1
 
 
@@ -209,7 +209,7 @@ def link_fault_core(part, link):
     sim.add_flow(0, 2, 2_000_000, start=1_000)
     sim.add_flow(3, 1, 2_000_000, start=1_500)
     sim.add_fault("link_down", "10.0005us", link=link, until="30us", reroute_after="never")
-    core, _ = sim._build_core()
+    core = sim.build_core()
     return core, sim.faults[0].port
 
 
@@ -271,7 +271,7 @@ def dumbbell_core(part):
     sim.add_flow(0, 1, 10_000, after=[g, h], delay=700)         # 9: parents in both parts
     k = sim.add_flow(3, 1, 1_000)                               # 10: completes on host 1 (part 0)
     sim.add_flow(1, 0, 10_000, after=[k, g], delay=700)         # 11: the same, the other one later
-    core, _ = sim._build_core()
+    core = sim.build_core()
     return core
 
 
@@ -314,7 +314,7 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     assert crossing > 0.1
     cores = []
     for order in [("forward", 0)] + ORDERS:
-        core, _ = collectives_fat_tree(level)._build_core()
+        core = collectives_fat_tree(level).build_core()
         core._part_order(*order)
         assert core.run(40 * 10**6 + 777) == engine.STOP_TIME
         cores.append(core)
@@ -324,8 +324,8 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
         assert_same(mid, readbacks(c))
     end = run_to_the_end_alike(cores, 10**13)
     st, fl = end["stats"], end["flows"]
-    sizes = sim._flows.column("size", np.int64)
-    data = sim._flows.column("compute", np.int32) == 0
+    sizes = sim.flow_column("size")
+    data = sim.flow_column("compute") == 0
     assert (fl["state"] == FS_DONE).all()
     np.testing.assert_array_equal(fl["delivered_bytes"][data], sizes[data])
     assert st["data_bytes_delivered"] == sizes[data].sum()
@@ -345,6 +345,6 @@ def test_a_run_in_parts_refuses_flow_mode_and_unknown_levels():
     with pytest.raises(ScenarioError, match="must be one of auto, none, leaves, pods; got 'servers'") as e:
         Simulation(t, partition="servers")
     assert e.value.key == "partition"
-    core, _ = pfc_fat_tree("leaves")._build_core()
+    core = pfc_fat_tree("leaves").build_core()
     with pytest.raises(ValueError, match="forward, reverse or shuffle"):
         core._part_order("sideways")

@@ -33,7 +33,7 @@ def triangle(part, **kw):
 def cores(build, part, orders=ALL_ORDERS):
     out = []
     for order in orders:
-        core, _ = build(part)._build_core()
+        core = build(part).build_core()
         core._part_order(*order)
         out.append(core)
     return out
@@ -63,7 +63,7 @@ def test_parts_detector_finds_the_cycle_at_the_check_one_part_finds_it():
     assert parts[0].n_parts == 3
     run_alike(parts, 3_000 * US, engine.STOP_TIME)
     (rec,) = parts[0].deadlock_records()
-    one, _ = build("none")._build_core()
+    one = build("none").build_core()
     one.run(3_000 * US)
     assert one.deadlock_records() == [rec]
     sim = build("leaves")
@@ -79,7 +79,7 @@ def test_parts_detector_stops_the_run_at_its_check():
     end = run_alike(parts, 3_000 * US, engine.STOP_DEADLOCK)
     (rec,) = parts[0].deadlock_records()
     assert end["now"] == rec["detected_ps"]          # nothing ran after the check
-    one, _ = build("none")._build_core()
+    one = build("none").build_core()
     assert one.run(3_000 * US) == engine.STOP_DEADLOCK and one.deadlock_records() == [rec]
 
 
@@ -114,7 +114,7 @@ def test_parts_watchdog_contains_the_storm_as_in_one_part(action, forever):
     parts = cores(build, "leaves")
     assert parts[0].n_parts == 4
     end = run_alike(parts, 1_500 * US, engine.STOP_TIME)
-    one, _ = build("none")._build_core()
+    one = build("none").build_core()
     one.run(1_500 * US)
     ref = readbacks(one)
     np.testing.assert_array_equal(end["flows"]["delivered_bytes"], ref["flows"]["delivered_bytes"])
@@ -151,7 +151,7 @@ def test_parts_python_scheme_runs_alike_whatever_the_order():
     cs = []
     for order in ALL_ORDERS:
         pyschemes.HalveOnEcho.log = {}
-        core, _ = python_fat_tree("leaves")._build_core()
+        core = python_fat_tree("leaves").build_core()
         core._part_order(*order)
         assert core.run(60 * US + 123) == engine.STOP_TIME
         cs.append((core, pyschemes.HalveOnEcho.log))
@@ -170,7 +170,7 @@ def test_parts_python_scheme_runs_alike_whatever_the_order():
     kinds = {k for entries in logs[0].values() for k, *_ in entries}
     assert {"start", "cut", "timer"} <= kinds
     sim = python_fat_tree("none")
-    sizes = sim._flows.column("size", np.int64)
+    sizes = sim.flow_column("size")
     np.testing.assert_array_equal(end["flows"]["delivered_bytes"], sizes)
     assert end["stats"]["time_errors"] == 0 and end["stats"]["packets_in_use"] == 0
 

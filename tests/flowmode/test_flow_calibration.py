@@ -34,7 +34,7 @@ def _incast_closed_form(sim, res, n, size, share, startup_ps):
     wire bytes, so each takes n / share times a lone flow's transfer at line rate; the rest of
     its ideal FCT (latency, the last packet's hops, the ACK) is unchanged, and every flow joins
     `startup_ps` late."""
-    p = sim._params
+    p = sim.network.params
     hdr = p["data_hdr"] + (p["int_bytes"] if p["int_enabled"] else 0)
     wire_ns = (size + -(-size // p["mtu"]) * hdr) * 8 / RATE * 1e9
     return res.flows["ideal_fct_ns"] + (n / share - 1) * wire_ns + startup_ps / 1000
@@ -78,7 +78,7 @@ def test_a_flow_mode_incast_runs_at_the_calibrated_share(cc):
     sim, res = _incast(cc)
     assert sim.flow == {"share": share, "startup": startup, "source": {"share": "calibration",
                                                                        "startup": "calibration"}}
-    assert sim._params["fluid_share"] == share and sim._params["fluid_startup_ps"] == startup
+    assert sim.network.params["fluid_share"] == share and sim.network.params["fluid_startup_ps"] == startup
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, share, startup),
                        rtol=1e-9, atol=0.01)
     assert (res.summary["flow_share"], res.summary["flow_startup_ns"]) == (share, startup / 1000)
@@ -146,7 +146,7 @@ def test_acks_alone_do_not_make_a_link_where_flows_meet_shared():
 
 
 def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
-    monkeypatch.setattr("rocesim.simulation.flow_calibration", lambda name: None)
+    monkeypatch.setattr("rocesim.world.run_settings.flow_calibration", lambda name: None)
     sim, res = _incast("dcqcn")
     assert UNCALIBRATED == (1.0, 0)
     assert sim.flow == {"share": 1.0, "startup": 0, "source": {"share": "none", "startup": "none"}}

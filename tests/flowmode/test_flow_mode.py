@@ -30,9 +30,9 @@ def _flow_sim(**kw) -> Simulation:
 
 def test_mode_defaults_to_packet_and_reaches_the_core_as_fluid():
     packet = Simulation(topology.star(4, "100Gbps", "1us"))
-    assert packet.mode == "packet" and packet._world()[1]["fluid"] is False
+    assert packet.mode == "packet" and packet.network.params["fluid"] is False
     flow = _flow_sim()
-    assert flow.mode == "flow" and flow._world()[1]["fluid"] is True
+    assert flow.mode == "flow" and flow.network.params["fluid"] is True
 
 
 def test_the_mode_chooses_nccls_auto_pipeline_and_a_given_one_stays():

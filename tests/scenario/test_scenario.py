@@ -12,11 +12,8 @@ US = 10**6
 MS = 10**9
 G100 = 100 * 10**9
 def flows_of(sim):
-    """The flows added to a Simulation so far, as numpy columns (there is no public view yet)."""
-    cols = {name: sim._flows.column(name, dtype) for name, dtype in
-            (("src", np.int64), ("dst", np.int64), ("size", np.int64), ("start", np.int64),
-             ("prio", np.int64), ("tag", np.int64))}
-    return cols
+    """The flows added to a Simulation so far, as numpy columns."""
+    return {name: sim.flow_column(name).astype(np.int64) for name in ("src", "dst", "size", "start", "prio", "tag")}
 
 
 def mutate(path, value=None, delete=False):
@@ -453,7 +450,7 @@ def test_flows_kind():
     assert fl["prio"].tolist() == [3, 5]                               # 3 is the default data priority
     assert fl["tag"].tolist() == [0, 0]
     ports = scn.sim.ports
-    assert scn.sim._flows.paths == {1: [ports.between(4, 3)]}
+    assert scn.sim.flow_path(0) is None and scn.sim.flow_path(1) == [ports.between(4, 3)]
 
 
 def test_flows_kind_path_on_a_multipath_fabric():
@@ -462,7 +459,7 @@ def test_flows_kind_path_on_a_multipath_fabric():
     scn = sc.build(small_scenario(topology=topo, traffic=[{"kind": "flows", "flows": [
         {"src": 0, "dst": 1, "size": "1KB", "path": [0, 2, 5, 3, 1]}]}]))
     p = scn.sim.ports
-    assert scn.sim._flows.paths[0] == [p.between(2, 5), p.between(5, 3), p.between(3, 1)]
+    assert scn.sim.flow_path(0) == [p.between(2, 5), p.between(5, 3), p.between(3, 1)]
 
 
 def test_incast_kind():

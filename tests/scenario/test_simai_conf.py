@@ -64,7 +64,7 @@ def test_simai_conf_sections_build_and_reach_the_ports(rate, kmin, kmax, pmax):
     raw["topology"]["link"]["rate"] = rate
     sim = sc.build(raw).sim
     assert sim.nic["payload"] == 9000 and sim.switch["buffer"] == 32 * 2**20
-    ecn = sim._ecn_arrays()
+    ecn = sim.network.arrays
     assert np.all(ecn["port_kmin"] == kmin) and np.all(ecn["port_kmax"] == kmax)
     assert np.all(ecn["port_pmax"] == pmax)
     res = sim.run(progress=False)

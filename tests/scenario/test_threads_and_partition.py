@@ -49,7 +49,7 @@ def test_threads_other_than_auto_or_a_whole_number_are_refused_before_anything_r
         raise AssertionError("the core was built")
     sim = Simulation(topology.star(3, "100Gbps", "1us"))
     sim.add_flow(1, 0, 10_000)
-    monkeypatch.setattr(Simulation, "_build_core", never)
+    monkeypatch.setattr(Simulation, "build_core", never)
     with pytest.raises(ScenarioError, match="expected 'auto' or a whole number") as e:
         sim.run(threads=value)
     assert e.value.key == "threads"
@@ -68,11 +68,11 @@ def test_a_partition_other_than_the_four_levels_is_refused(value):
 def test_auto_threads_are_the_cores_this_process_may_use(monkeypatch):
     assert run_loop.available_cores() == len(os.sched_getaffinity(0))
     monkeypatch.setattr(run_loop, "MAX_THREADS", 64)
-    assert run_loop.threads_to_run("auto", 1000) == (len(os.sched_getaffinity(0)), None)
+    assert run_loop.choose_threads("auto", 1000) == (len(os.sched_getaffinity(0)), None)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})
-    assert run_loop.threads_to_run("auto", 1000) == (3, None)
-    assert run_loop.threads_to_run("auto", 2) == (2, None)               # capped at the parts, silently
-    assert run_loop.threads_to_run("auto", 1000, python_scheme=True) == (1, None)
+    assert run_loop.choose_threads("auto", 1000) == (3, None)
+    assert run_loop.choose_threads("auto", 2) == (2, None)               # capped at the parts, silently
+    assert run_loop.choose_threads("auto", 1000, python_scheme=True) == (1, None)
     monkeypatch.delattr(os, "sched_getaffinity")                         # (not Linux)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
     assert run_loop.available_cores() == 6
@@ -92,7 +92,7 @@ def test_auto_threads_are_the_cores_this_process_may_use(monkeypatch):
 ])
 def test_threads_are_capped_with_the_reason(monkeypatch, max_threads, asked, parts, python, expected):
     monkeypatch.setattr(run_loop, "MAX_THREADS", max_threads)
-    assert run_loop.threads_to_run(asked, parts, python_scheme=python) == expected
+    assert run_loop.choose_threads(asked, parts, python_scheme=python) == expected
 
 
 def test_more_threads_than_parts_are_said_once_and_capped(capsys):

@@ -127,7 +127,7 @@ def test_full_size_preset_graph_builds(name, gpus):
     assert (ops == "sendrecv").sum() == 2 * (par.pp - 1)
     g = tg.graph
     own = (g.column("compute") == 1) & (g.column("collective") == -1)
-    per_rank = np.bincount(g.column("src")[own], g.column("size")[own], minlength=gpus)
+    per_rank = np.bincount(g.column("src")[own], g.column("duration")[own], minlength=gpus)
     stage = par.coords()["pp"]
     counts = stage_layers(model.layers, par.pp)
     first = np.cumsum([0] + counts)
