@@ -335,15 +335,14 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = fct / ideal
     column = record.node_column
-    compute = column("compute").astype(bool)
     return dict(
         flow_id=np.arange(len(fct), dtype=np.int32), src=column("src"), dst=column("dst"),
-        size_bytes=np.where(compute, column("duration"), column("size")), start_ns=start_ns,
+        size_bytes=column("size"), start_ns=start_ns,         # (0 for a compute step: its fct_ns is its duration)
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-        is_compute=compute, delivered_bytes=fa["delivered_bytes"])
+        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
 
 
 def _blank(columns: dict, names) -> None:

@@ -231,3 +231,19 @@ def test_plot_slowdown_and_dirs(partial, tmp_path):
     assert (tmp_path / "run1" / "slowdown.png").read_bytes()[:8] == PNG
     with pytest.raises(FileNotFoundError, match="holds no flows.csv"):
         plot_dirs([str(tmp_path)])
+
+
+def test_a_compute_step_sends_no_bytes(tmp_path):
+    """A compute step's size is 0 in the results and flows.csv (its fct_ns is its duration):
+    the bytes of flows.csv sum to the bytes that crossed the network."""
+    sim = Simulation(topology.star(3, "100Gbps", "1us"))
+    f = sim.add_flow(1, 0, 20_000)
+    c = sim.add_compute(0, "5us", after=[f])
+    res = sim.run(progress=False)
+    assert res.flows["size_bytes"][c] == 0 and res.flows["fct_ns"][c] == pytest.approx(5000)
+    assert sim.flow_column("duration")[c] == 5 * 10**6 and sim.flow_column("size")[c] == 0
+    assert res.flows["size_bytes"].sum() == res.summary["data_bytes_delivered"] == 20_000
+    res.write(tmp_path)
+    with open(tmp_path / "flows.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[c]["size_bytes"] == "0" and rows[f]["size_bytes"] == "20000"

@@ -30,9 +30,10 @@ def end_ns(res, ids):
 
 
 def compute_ids(res, host, duration_us):
-    """Ids of the compute steps of `duration_us` on `host` (durations are unique per test)."""
+    """Ids of the compute steps of `duration_us` on `host` (durations are unique per test; a
+    compute step's fct_ns is its duration)."""
     f = res.flows
-    return np.flatnonzero(f["is_compute"] & (f["src"] == host) & (f["size_bytes"] == duration_us * US))
+    return np.flatnonzero(f["is_compute"] & (f["src"] == host) & (f["fct_ns"] == duration_us * US / 1000))
 
 
 # --- decoding ------------------------------------------------------------------------------------

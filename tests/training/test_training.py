@@ -66,7 +66,7 @@ def test_blocking_forward_communication_delays_the_next_layer():
     res = sim.run()
     c = res.collectives
     f = res.flows
-    b_fwd = (f["is_compute"] == 1) & (f["size_bytes"] == 10 * US) & (f["start_ns"] > 10_000)
+    b_fwd = (f["is_compute"] == 1) & (f["fct_ns"] == 10 * US / 1000) & (f["start_ns"] > 10_000)
     assert np.allclose(f["start_ns"][b_fwd][:4], c["finish_ns"][0], atol=1e3)
 
 
