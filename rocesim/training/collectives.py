@@ -29,7 +29,7 @@ model), direct and pairwise all-to-all, and the rooted broadcast and reduce (rin
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -196,7 +196,6 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
-
 
 
 def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl

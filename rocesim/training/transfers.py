@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
@@ -27,7 +28,7 @@ from rocesim.training.graph import Graph
 __all__ = ["Transfers", "hosts_platform"]
 
 
-def hosts_platform(ranks) -> Platform:
+def hosts_platform(ranks: ArrayLike) -> Platform:
     """The plain platform for collectives on hosts (rank = host) up to the largest rank."""
     return Platform.hosts(Topology(int(np.max(ranks)) + 1 if np.size(ranks) else 1))
 
@@ -43,7 +44,7 @@ class Transfers:
     every method.
     """
 
-    def __init__(self, graph: Graph, ranks, pieces: int, prio: int, collective: int, iteration: int, tag: int,
+    def __init__(self, graph: Graph, ranks: ArrayLike, pieces: int, prio: int, collective: int, iteration: int, tag: int,
                  platform: Platform | None = None, pxn: bool = False, lanes: int = 1, *, start: int = 0):
         self._graph = graph
         self._ranks = np.asarray(ranks, np.int64)
@@ -114,7 +115,7 @@ class Transfers:
         `min_bytes` bytes (NCCL's per-step latency and small-message floor)."""
         self._step_delay, self._min_bytes = int(step_delay), int(min_bytes)
 
-    def subset(self, positions) -> "Transfers":
+    def subset(self, positions: ArrayLike) -> "Transfers":
         """Transfers among some of the ranks (`positions`), in the same graph and collective,
         one lane, unpaced; `adopt` counts their nodes as this collective's."""
         return Transfers(self._graph, self._ranks[np.asarray(positions)], self._pieces, self._prio,
@@ -123,7 +124,8 @@ class Transfers:
 
     # adding transfers
 
-    def send(self, src, dst, nbytes, after: Sequence = (), *, final: bool = True) -> np.ndarray:
+    def send(self, src: ArrayLike, dst: ArrayLike, nbytes: ArrayLike, after: Sequence[ArrayLike] = (), *,
+             final: bool = True) -> np.ndarray:
         """Transfers src[k] -> dst[k] (positions) of nbytes[k]; returns the ids of their
         arrivals, shape (pieces, k).
 
@@ -146,7 +148,7 @@ class Transfers:
             self.mark_final(arrival.ravel(), np.tile(dst, self._pieces))
         return arrival
 
-    def route(self, a, b, sizes) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, a: np.ndarray, b: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pieces of transfers from ranks (not positions) a[k] to b[k] of sizes[c, k] bytes,
         issued together, through the relay GPU when rail-aligned forwarding applies
         (`Platform.relay`); returns (first, last) ids of shape (pieces, k): the node that
@@ -193,7 +195,7 @@ class Transfers:
         g.depend(first[1:], first[:-1])          # the pieces of a transfer go in order
         return first, last
 
-    def join(self, parents: Iterable, position: int) -> np.ndarray:
+    def join(self, parents: Iterable[ArrayLike], position: int) -> np.ndarray:
         """Zero-length nodes (pieces,) on the rank at `position` that wait for every array of
         ids (pieces,) in `parents` (-1: none): a point where several inputs are all there."""
         ids = self._graph.compute(np.full(self._pieces, self._platform.host[self._ranks[position]]), 0,
@@ -205,7 +207,8 @@ class Transfers:
         self._nodes.append(ids)
         return ids
 
-    def rounds_in_server_ps(self, a, b, nbytes, rounds: int, step_latency: int = 0) -> int:
+    def rounds_in_server_ps(self, a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, rounds: int,
+                            step_latency: int = 0) -> int:
         """How long `rounds` rounds of the transfers a[k] -> b[k] (ranks of one server) of
         nbytes[k] take in the fluid scale-up model, each round after the last: the busiest
         port's time, `step_latency` and the longest hop, per round (a closed form inside one
@@ -218,17 +221,17 @@ class Transfers:
 
     # what the algorithm made itself, with the graph
 
-    def add_nodes(self, *ids) -> None:
+    def add_nodes(self, *ids: ArrayLike) -> None:
         """Count nodes the algorithm added to the graph itself as this collective's."""
         self._nodes += [np.asarray(x) for x in ids]
 
-    def mark_first(self, ids, positions) -> None:
+    def mark_first(self, ids: ArrayLike, positions: ArrayLike) -> None:
         """Nodes ids[i] start from the input of the rank at positions[i]: each waits for that
         rank's start node."""
         self._first.append(np.asarray(ids))
         self._src.append(np.asarray(positions))
 
-    def mark_final(self, ids, positions) -> None:
+    def mark_final(self, ids: ArrayLike, positions: ArrayLike) -> None:
         """The rank at positions[i] is done only after node ids[i]."""
         self._final.append(np.asarray(ids))
         self._dst.append(np.asarray(positions))
@@ -246,7 +249,7 @@ class Transfers:
         are the caller's to tie (`starts`, `finals`)."""
         self._nodes += sub._nodes
 
-    def connect(self, start_nodes, done_nodes) -> np.ndarray:
+    def connect(self, start_nodes: np.ndarray, done_nodes: np.ndarray) -> np.ndarray:
         """Every node marked first waits for its rank's start node; each rank's done node
         waits for every node marked final for it.  Returns the collective's nodes, sorted."""
         g = self._graph
