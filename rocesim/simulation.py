@@ -35,7 +35,8 @@ from rocesim.results.sampling import Sampler
 from rocesim.run_loop import RunLoop, choose_threads
 from rocesim.run_progress import RunProgress
 from rocesim.settings import show
-from rocesim.training.collectives import DEFAULT_ALGORITHM, Collectives, append_collective
+from rocesim.training.algorithms import DEFAULT_ALGORITHM
+from rocesim.training.collectives import Collectives, append_collective
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo, WorkloadEstimated
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.units import MAX_TIME_PS, parse_size, parse_time
@@ -222,7 +223,7 @@ class Simulation:
         offset = self.add_graph(workload.graph)
         collectives = Collectives(workload.collectives).shifted(offset, first_collective)
         iterations = list(range(first_iteration, first_iteration + workload.iterations))
-        self.collectives.extend(collectives.parts())
+        self.collectives.extend(collectives.batches())
         self.iterations.extend(iterations)
         self.iteration_jobs.update({i: workload.job for i in iterations})
         return TrainingInfo(iterations, collectives)

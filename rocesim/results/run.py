@@ -391,7 +391,7 @@ def _collective_table(records, flows) -> dict | None:
     out = {k: [] for k in ("collective_id", "op", "algorithm", "ranks", "size_bytes", "start_ns",
                            "finish_ns", "duration_ns", "job")}
     # records, or batches of them (rows of node ids: `training.collectives.CollectiveBatch`)
-    for r in (records.parts() if hasattr(records, "parts") else records):
+    for r in (records.batches() if hasattr(records, "batches") else records):
         first, every = np.atleast_2d(r.start_nodes), np.atleast_2d(r.flows)
         nodes = np.concatenate([first, every, np.atleast_2d(r.done_nodes)], axis=1)
         s, f = np.fmin.reduce(start[first], axis=1), np.max(rx[nodes], axis=1)     # NaN if unfinished

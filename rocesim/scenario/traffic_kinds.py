@@ -17,7 +17,8 @@ from rocesim.settings import (REQUIRED, Boolean, Custom, Ids, Integer, Kinds, Li
                               Setting, Size, Time, keys_of, resolve_path, show)
 from rocesim.scenario.topology_kinds import rekey
 from rocesim.scenario.workload_entry import WORKLOAD, add_workload
-from rocesim.training.collectives import ALGORITHMS, DEFAULT_ALGORITHM, flow_count_estimate
+from rocesim.training.algorithms import ALGORITHMS, DEFAULT_ALGORITHM
+from rocesim.training.collectives import flow_count_estimate
 from rocesim.training.nccl import PXN_DEFAULT
 
 HOST = Custom("a host id (0..hosts-1)")

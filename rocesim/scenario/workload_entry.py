@@ -16,7 +16,7 @@ from rocesim.errors import ScenarioError
 from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, resolve_path,
                               show)
 from rocesim.training import workloads
-from rocesim.training.collectives import ALGORITHMS
+from rocesim.training.algorithms import ALGORITHMS
 from rocesim.training.graph import WorkloadEstimated
 from rocesim.training.jobs import PLACEMENTS, place
 from rocesim.training.nccl import PXN_DEFAULT

@@ -37,8 +37,9 @@ def tree_depths(parent) -> np.ndarray:
 
 def tree_allreduce(t, parent, m, p, order=None, ready=None):
     """Reduce to the root, then broadcast, along `parent` (indices into `order`, the rank
-    positions; default 0..p-1), chunk by chunk, each send after `ready` (ids (C, p), if
-    given).  Returns ids (C, p): when each of them holds the result."""
+    positions; default 0..p-1), on the `rocesim.training.transfers.Transfers` `t`, piece by
+    piece, each send after `ready` (ids (pieces, p), if given).  Returns ids (pieces, p):
+    when each of them holds the result."""
     order = np.arange(p) if order is None else np.asarray(order)
     children = [np.flatnonzero(parent == i) for i in range(p)]
     depth = tree_depths(parent)
@@ -50,7 +51,7 @@ def tree_allreduce(t, parent, m, p, order=None, ready=None):
         after = tuple(up[c][:, None] for c in children[i]) + own(i)
         up[i] = t.send([order[i]], [order[parent[i]]], m, after)[:, 0]
     root = int(np.flatnonzero(parent < 0)[0])
-    has = np.full((t.C, p), -1, np.int64)
+    has = np.full((t.pieces, p), -1, np.int64)
     has[:, root] = t.join([up[x] for x in children[root]] + ([ready[:, root]] if ready is not None else []),
                           order[root])
     down = {}

@@ -7,7 +7,8 @@ import pytest
 from rocesim import Simulation
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
-from rocesim.training.collectives import (ALGORITHMS, CollectiveBatch, Collectives, Templates, append_collective,
+from rocesim.training.algorithms import ALGORITHMS
+from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, append_collective,
                                           append_collectives)
 from rocesim.training.graph import COLUMNS, Graph
 from rocesim.training.parallelism import Parallelism

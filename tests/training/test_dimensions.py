@@ -1,4 +1,4 @@
-"""Multi-dimensional all-reduce (rocesim.training.dimensions): fixed order, Themis balancing.
+"""Multi-dimensional all-reduce (rocesim.training.algorithms.dimensional): fixed order, Themis balancing.
 
 And the scale-up port that carries one send at a time."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from rocesim import ScenarioError, Simulation
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
-from rocesim.training.dimensions import chunk_orders
+from rocesim.training.algorithms.dimensional import chunk_orders
 
 MIB = 1024 * 1024
 
@@ -67,10 +67,10 @@ def test_themis_balances_a_slow_scale_up_domain():
 
 def test_pods_are_a_third_dimension():
     p = platform(3600, servers=8, servers_per_pod=4)
-    from rocesim.training.collectives import _Transfers
-    from rocesim.training.dimensions import platform_dimensions
+    from rocesim.training.transfers import Transfers
+    from rocesim.training.algorithms.dimensional import platform_dimensions
     from rocesim.training.graph import Graph
-    t = _Transfers(Graph(), np.arange(64), 1, 3, 0, -1, 0, p)
+    t = Transfers(Graph(), np.arange(64), 1, 3, 0, -1, 0, p)
     dims = platform_dimensions(t)
     assert [(d.name, d.size, d.groups.shape[0]) for d in dims] == [
         ("gpu in server", 8, 8), ("server in pod", 4, 16), ("pod", 2, 32)]

@@ -216,7 +216,7 @@ def test_nccl_tuning_model_matches_its_formula_and_picks_the_faster():
     """NCCL's estimate (tuning.cc, Simple): ring 8.4 + (steps - 2(N-1)) x 3.4 + 2(N-1) x 14 us
     + m / (busBw n / steps); tree 8.4 + 2 ((n/N - 1) x 4 + log2 N x 14) + m / (0.46 busBw).
     On 8 servers of 8 GPUs (busBw 400 GB/s) the tree wins small, the ring large."""
-    from rocesim.training.nccl import auto_algorithm, tuned_time_us
+    from rocesim.training.algorithms.auto import auto_algorithm, tuned_time_us
     plat = platform(8, 8)
     ranks = np.arange(64)
     bus = 400e9 / 1e6                                           # bytes per us
@@ -231,7 +231,7 @@ def test_nccl_tuning_model_matches_its_formula_and_picks_the_faster():
 
 
 def test_auto_is_the_default_and_collectives_csv_names_what_ran():
-    from rocesim.training.nccl import auto_algorithm
+    from rocesim.training.algorithms.auto import auto_algorithm
     plat = platform(2, 4)
     sim = Simulation(plat)
     small = sim.add_collective("allreduce", None, "all", 1 << 20)
@@ -250,7 +250,7 @@ def test_nccl_nvls_in_one_server_is_its_pipelined_closed_form():
     """NVLS_PIECES pieces (16): each piece's reduce-scatter holds a GPU's sending side for
     (k-1)/k of it at R, its all-gather the receiving side as long, each plus the hop and the
     step latency; the stages of successive pieces overlap, so NVLS_PIECES + 1 stages in all."""
-    from rocesim.training.nccl import NVLS_PIECES
+    from rocesim.training.algorithms.nccl_nvls import NVLS_PIECES
     k, m = 8, 256 * MIB
     _, _, d = run(nvls_platform(2, k), "allreduce", m, ranks=list(range(k)), algorithm="nccl_nvls")
     stage = np.ceil(m / NVLS_PIECES * (k - 1) / k * 8e12 / 2880e9) + 10**6 + 10**6
@@ -282,7 +282,7 @@ def test_auto_picks_nvls_as_nccls_tuning_does_and_only_where_the_switch_reduces(
     reduce-scatter); NVLS_TREE across S servers 25 + 2 log2(S) x 14 us + m / (5/6 min(R,
     NICs, halved beyond 2 servers)).  Never NVLS without `nvls`, with 2 GPUs a server or
     uneven servers; never NVLS all-gather/reduce-scatter across servers (it needs CollNet)."""
-    from rocesim.training.nccl import auto_algorithm, tuned_time_us
+    from rocesim.training.algorithms.auto import auto_algorithm, tuned_time_us
     R, nics = 360000.0, 400000.0
     plat = nvls_platform(8, 8)
     one, two, all8 = np.arange(8), np.arange(16), np.arange(64)
@@ -318,7 +318,7 @@ def test_nccl_nvls_all_gather_and_reduce_scatter_in_one_server_are_their_closed_
     """One stage per piece (multicast writes, or the switch's reduction): NVLS_PIECES x
     ((k-1)/k of the piece at R + hop + step latency), as a ring's bandwidth term with fewer
     steps; across servers NCCL needs CollNet: refused."""
-    from rocesim.training.nccl import NVLS_PIECES
+    from rocesim.training.algorithms.nccl_nvls import NVLS_PIECES
     k, m = 8, 256 * MIB
     _, _, d = run(nvls_platform(2, k), op, m, ranks=list(range(k)), algorithm="nccl_nvls")
     stage = np.ceil(m / NVLS_PIECES * (k - 1) / k * 8e12 / 2880e9) + 10**6 + 10**6
@@ -355,7 +355,7 @@ def test_nccl_nvls_tree_allreduce_in_an_idle_platform_is_its_pipelined_closed_fo
     compute node: share_ps + delay_ps after step_latency), then on every rail the double
     binary tree moves p/k/2 = 64,000 B (n = 64 full packets) per tree edge, up level by
     level and down from the root, each send step_latency after what it waits for
-    (_Transfers._leg: the flow's delay), then the all-gather stage (as long as the
+    (Transfers.route: the flow's delay), then the all-gather stage (as long as the
     reduce-scatter one).  A lone flow on an idle rail arrives (n + 1) s + 2 D after it
     leaves: its packets back to back (s = one 1048 B frame at B) and the last one stored and
     forwarded at the rail leaf (D = 1 us per wire); n s < 2 D, so a reverse flow's ACKs reach
@@ -371,7 +371,7 @@ def test_nccl_nvls_tree_allreduce_in_an_idle_platform_is_its_pipelined_closed_fo
     downlink, at least (2n + 1) s + 2 D after step; then the last down edge (T1).  How the
     leaf interleaves the two roots' frames adds a few frame times (2 s measured): bound 4 s.
     """
-    from rocesim.training.nccl import NVLS_PIECES
+    from rocesim.training.algorithms.nccl_nvls import NVLS_PIECES
     k, piece, R, D, step, delta = 8, 1_024_000, 400 * 10**9, 10**6, 10**6, 10**6   # bit/s, ps
     plat = pf.rail_optimized(S, k, "400Gbps", "1us", ScaleUp(R, delta, "switch", True))
     _, rec, d = run(plat, "allreduce", NVLS_PIECES * piece, algorithm="nccl_nvls_tree")

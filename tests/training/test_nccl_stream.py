@@ -7,7 +7,9 @@ from rocesim import Simulation
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
 from rocesim.training.chunks import split_bytes
-from rocesim.training.nccl import RING_STEPS, NcclConfig, ring_place_bytes, tree_streams
+from rocesim.training.algorithms.nccl_ring import ring_place_bytes
+from rocesim.training.algorithms.nccl_tree import tree_streams
+from rocesim.training.nccl import RING_STEPS, NcclConfig
 
 
 def _platform(servers=4, gpus=4):

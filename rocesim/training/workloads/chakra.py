@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim._textfile import note_read
-from rocesim.training.collectives import DEFAULT_ALGORITHM, append_collective, point_to_point
+from rocesim.training.algorithms import DEFAULT_ALGORITHM
+from rocesim.training.collectives import append_collective, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.training.graph import Graph, TrainingGraph

@@ -48,7 +48,8 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import Section
-from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+from rocesim.training.algorithms import DEFAULT_ALGORITHM
+from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, add_sendrecv,
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import PXN_DEFAULT

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rocesim.training.collectives import (DEFAULT_ALGORITHM, CollectiveBatch, Collectives, Templates, add_sendrecv,
+from rocesim.training.algorithms import DEFAULT_ALGORITHM
+from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, add_sendrecv,
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError

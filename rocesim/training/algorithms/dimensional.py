@@ -1,4 +1,5 @@
-"""All-reduce across the dimensions of a platform, in a fixed or a load-balanced order.
+"""The dimensional and themis all-reduces: across the dimensions of a platform, in a fixed or
+a load-balanced order.
 
 A platform's ranks form a grid of dimensions, innermost first: the GPUs of a server
 (the scale-up domain), the servers of a pod (one rail leaf per rail: each GPU with the
@@ -26,14 +27,19 @@ the simulation then gives the actual times.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rocesim.errors import ScenarioError
+from rocesim.training.algorithms.hierarchical import grouped_chunks
+from rocesim.training.algorithms.registry import Algorithm, Plan, per_step
+from rocesim.training.algorithms.ring import ring, ring_steps
 from rocesim.training.chunks import split_bytes
+from rocesim.training.transfers import Transfers
 
-__all__ = ["Dimension", "platform_dimensions", "chunk_orders", "multidim_allreduce", "POLICIES"]
+__all__ = ["Dimension", "platform_dimensions", "chunk_orders", "multidim_allreduce", "POLICIES", "DIMENSIONAL",
+           "THEMIS"]
 
 POLICIES = ("dimensional", "themis")
 
@@ -58,8 +64,8 @@ class Dimension:
         return int(self.groups.shape[1])
 
 
-def platform_dimensions(t) -> list[Dimension]:
-    """The dimensions of size > 1 of the ranks of `t` (a collectives `_Transfers`): GPU in
+def platform_dimensions(t: Transfers) -> list[Dimension]:
+    """The dimensions of size > 1 of the ranks of `t`: GPU in
     server, server in pod, pod. The ranks must fill a full grid (every server the same
     local GPUs, every pod the same number of servers)."""
     pf, ranks = t.platform, t.ranks
@@ -150,21 +156,36 @@ def _service_order(dims, plans):
         nxt[c] += 1
 
 
-def multidim_allreduce(t, m, chunks, policy, ring):
+def multidim_allreduce(t: Transfers, m: int, chunks: int, policy: str) -> list[tuple[int, ...]]:
     """All-reduce of `m` bytes on the ranks of `t` in `chunks` chunks, dimension orders by
-    `policy`; `ring(t, op, p, m, ready, order)` builds one ring stage (collectives._ring).
-    Returns each chunk's order."""
+    `policy`, each stage a ring.  Returns each chunk's order."""
     dims = platform_dimensions(t)
     p = t.ranks.size
     chunk_bytes = [int(b) for b in split_bytes(m, chunks) if b > 0]
     orders = chunk_orders([d.size for d in dims], [d.rate_bps for d in dims], chunk_bytes, policy,
                           [d.resource for d in dims])
     plans = [_stages(dims, order, nbytes) for order, nbytes in zip(orders, chunk_bytes)]
-    busy = [np.full((t.C, p), -1, np.int64) for _ in dims]      # each dimension's last stage, per rank
-    got = [np.full((t.C, p), -1, np.int64) for _ in plans]      # each chunk's progress, per rank
+    busy = [np.full((t.pieces, p), -1, np.int64) for _ in dims]      # each dimension's last stage, per rank
+    got = [np.full((t.pieces, p), -1, np.int64) for _ in plans]      # each chunk's progress, per rank
     for c, j in _service_order(dims, plans):
         d, op, nbytes = plans[c][j]
         for row in dims[d].groups:
-            done = ring(t, op, row.size, nbytes, ready=(got[c][:, row], busy[d][:, row]), order=row)
+            done = ring(t, op, nbytes, ready=(got[c][:, row], busy[d][:, row]), order=row)
             got[c][:, row] = busy[d][:, row] = done
     return orders
+
+
+def _one_chunk_at_a_time(plan: Plan, platform, ranks) -> Plan:
+    """Chunks as a hierarchical all-reduce's, each scheduled on its own (one piece per transfer)."""
+    return replace(grouped_chunks(plan, platform, ranks), pieces=1)
+
+
+def _policy(policy: str) -> Algorithm:
+    """The all-reduce whose chunks take their orders by `policy`; it looks at pods, so each
+    group is built on its own."""
+    return Algorithm(policy, ("allreduce",), per_step(ring_steps), plan=_one_chunk_at_a_time,
+                     build=lambda t, plan: multidim_allreduce(t, plan.size, plan.chunks, policy),
+                     copyable=False)
+
+
+DIMENSIONAL, THEMIS = (_policy(policy) for policy in POLICIES)
