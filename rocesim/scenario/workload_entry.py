@@ -13,7 +13,7 @@ import numpy as np
 from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.settings import REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, show
-from rocesim.scenario.workload_formats import FORMATS, Job, either, format_of, models_text
+from rocesim.scenario.workload_formats import FORMATS, Job, format_of, joined, models_text
 from rocesim.training.collectives import ALGORITHMS
 from rocesim.training.jobs import PLACEMENTS, place
 from rocesim.training.parallelism import SCHEDULES
@@ -81,11 +81,12 @@ def add_workload(sim, v, key, base_dir, index, ranks_of):
     fmt = format_of(v["model"], key)
     options = _options(fmt, v, key)
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
-    collective = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
-                      start=v["start"], tag=index, job=job, pxn=fmt.pxn if v["pxn"] is None else v["pxn"])
+    common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
+                  start=v["start"], tag=index, job=job, pxn=fmt.pxn if v["pxn"] is None else v["pxn"])
     preset = fmt.presets is not None             # model: NAME, or model: {key: value}
-    where = Job(sim.platform, ranks, v["iterations"], collective, sim.nccl, sim.workload_guard, key,
-                f"{key}.model" if preset else f"{key}.model.{fmt.key}", base_dir)
+    where = Job(platform=sim.platform, ranks=ranks, iterations=v["iterations"], common=common, nccl=sim.nccl,
+                guard=sim.workload_guard, key=key, model_key=f"{key}.model" if preset else f"{key}.model.{fmt.key}",
+                base_dir=base_dir)
     graph = sim.workload_guard.build(fmt.build, v["model"] if preset else v["model"][fmt.key], options, where)
     if graph is not None:
         sim.add_workload(graph)
@@ -97,7 +98,7 @@ def _options(fmt, v, key) -> dict:
     for name, setting in WORKLOAD.items():
         if name not in COMMON and name not in fmt.options and v[name] != setting.default:
             takers = [f.name for f in FORMATS.values() if name in f.options]
-            raise ScenarioError(f"{key}.{name}", f"only {either(takers)} take it")
+            raise ScenarioError(f"{key}.{name}", f"only {joined(takers, 'and')} take it")
     return {name: default if v[name] is None else v[name] for name, default in fmt.options.items()}
 
 

@@ -1,16 +1,22 @@
 """Workload formats: what a workload entry's `model:` may be, one table entry each.
 
 A format is a reader (a file format's parser, or a family of presets, in
-`rocesim/training/workloads/`) plus its entry in `FORMATS`, a `WorkloadFormat` that says
-how its `model:` value is recognised (a name among its `presets`, or a mapping of its one
-`key`, e.g. `{simai: file}`), which of the WORKLOAD options that not every format takes it
-takes (`options`, each with its default here; None: the one WORKLOAD declares), its
-default for `pxn`, and `build(model, options, job)`, which returns the entry's
-`TrainingGraph` without touching a Simulation (`workload_entry` adds it).  `build` gets the
-preset's name or the mapping's value, its options resolved, and a `Job`: the ranks, the
-iterations, the options every generator takes, and the platform, NCCL settings and
-workload guard to pass on.  Adding a format is adding its entry
-(tests/scenario/test_workload_formats.py registers one from outside the package).
+`rocesim/training/workloads/`) plus its entry in `FORMATS`, a `WorkloadFormat` that says:
+
+* how its `model:` value is recognised: a name among its `presets`, or a mapping of its
+  one `key` (`{simai: file}`);
+* which WORKLOAD options it takes besides those every format takes
+  (`workload_entry.COMMON`): `options` maps each to its default here, used when the entry
+  leaves it unset and WORKLOAD declares no default of its own (None: no default; e.g.
+  SimAI files' `dependencies: simai`), and `pxn` is its default for NCCL's PXN;
+* `build(model, options, job)`, which returns the entry's `TrainingGraph` without touching
+  a Simulation (`workload_entry` adds it): `model` is the preset's name or the mapping's
+  value, `options` its options resolved, `job` a `Job` (the ranks, the iterations, the
+  options every generator takes, and the platform, NCCL settings and workload guard to
+  hand on).
+
+Adding a format is adding its entry (tests/scenario/test_workload_formats.py registers one
+from outside the package).
 """
 from __future__ import annotations
 
@@ -39,14 +45,14 @@ from rocesim.training.workloads.simai import read_simai
 class Job:
     """Where and how a workload entry runs, what every format's `build` gets: its `ranks`
     (GPU ranks of `platform`; on a plain topology, hosts), `iterations`, the options every
-    generator takes (`collective`: algorithms, chunks, prio, start, tag, job, pxn), the NCCL
+    generator takes (`common`: algorithms, chunks, prio, start, tag, job, pxn), the NCCL
     settings and the workload guard to hand on, the entry's key and its model's (for
     errors), and the scenario's folder (for files)."""
 
     platform: Platform
     ranks: np.ndarray
     iterations: int
-    collective: dict
+    common: dict
     nccl: NcclConfig
     guard: WorkloadGuard
     key: str
@@ -60,7 +66,7 @@ class Job:
     def layers(self, workload: Workload, **options) -> TrainingGraph:
         """The graph of a layer model on this job (`training_graph`, with `options`)."""
         return training_graph(self.platform, workload, self.ranks, self.iterations, nccl=self.nccl,
-                              guard=self.guard, **self.collective, **options)
+                              guard=self.guard, **self.common, **options)
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def _llm(name, o, job: Job) -> TrainingGraph:
     dims.update({k: x for k, x in (o["parallelism"] or {}).items() if x is not None})
     return llm_graph(job.platform, model, job.ranks, job.iterations, Parallelism.for_ranks(len(job.ranks), **dims),
                      pipeline=o["pipeline"], fold_tp=o["fold_tp"], nccl=job.nccl, guard=job.guard,
-                     **job.collective)
+                     **job.common)
 
 
 def _astra_sim(path, o, job: Job) -> TrainingGraph:
@@ -131,7 +137,7 @@ def _chakra(prefix, o, job: Job) -> TrainingGraph:
         raise ScenarioError(job.model_key, "expected a path prefix (files <prefix>.<rank>.et)")
     prefix = prefix if os.path.isabs(prefix) else os.path.join(job.base_dir, prefix)
     return chakra_graph(read_chakra(prefix, len(job.ranks)), job.ranks, job.iterations, platform=job.platform,
-                        nccl=job.nccl, guard=job.guard, **job.collective)
+                        nccl=job.nccl, guard=job.guard, **job.common)
 
 
 FOLDS = {"fold_tp": None, "fold_dp": None}
@@ -152,10 +158,10 @@ FORMATS: dict[str, WorkloadFormat] = {
 """The workload formats, in the order messages and `rocesim keys` list them."""
 
 
-def either(items) -> str:
-    """"a, b or c"."""
+def joined(items, word: str = "or") -> str:
+    """"a, b or c" (`word`: or, and)."""
     items = list(items)
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
 def preset_names() -> list[str]:
@@ -169,7 +175,7 @@ def mapping_formats() -> list[WorkloadFormat]:
 def models_text() -> str:
     """What `model:` accepts, for `rocesim keys`."""
     forms = [f.form + (f" ({f.about})" if f.about else "") for f in mapping_formats()]
-    return f"a preset ({', '.join(preset_names())}), {either(forms)}"
+    return f"a preset ({', '.join(preset_names())}), {joined(forms)}"
 
 
 def format_of(model, key: str) -> WorkloadFormat:
@@ -181,4 +187,4 @@ def format_of(model, key: str) -> WorkloadFormat:
     if isinstance(model, str):
         raise ScenarioError(f"{key}.model", f"unknown model {model!r}; presets: {', '.join(preset_names())}, "
                                             f"or {' / '.join(forms)}")
-    raise ScenarioError(f"{key}.model", f"expected a preset name, {either(forms)}")
+    raise ScenarioError(f"{key}.model", f"expected a preset name, {joined(forms)}")
