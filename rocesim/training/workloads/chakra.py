@@ -436,9 +436,10 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     `Simulation.workload_guard`) may refuse the whole run after its first iteration;
     `nccl` (`Simulation.nccl`) shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards
     transfers to other rails through the scale-up domain, the collectives' and the trace's
-    send/recv pairs' alike.  Add the graph it returns with `Simulation.add_workload`.  On a multi-GPU platform a send between GPUs of one server crosses the scale-up
-    domain, one between servers their NICs (after a scale-up hop to the destination's rail
-    with `pxn`).
+    send/recv pairs' alike.  On a multi-GPU platform a send between GPUs of one server
+    crosses the scale-up domain, one between servers their NICs (after a scale-up hop to
+    the destination's rail with `pxn`).  Add the graph it returns with
+    `Simulation.add_workload`.
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
