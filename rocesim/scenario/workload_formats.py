@@ -140,7 +140,7 @@ def _chakra(prefix, o, job: Job) -> TrainingGraph:
                         nccl=job.nccl, guard=job.guard, **job.common)
 
 
-FOLDS = {"fold_tp": None, "fold_dp": None}
+FOLDS = {"fold_tp": None, "fold_dp": None}          # what formats of layers take (training_graph's folds)
 
 FORMATS: dict[str, WorkloadFormat] = {
     "layer_models": WorkloadFormat("layer models", _layer_model, {"params": None, **FOLDS}, presets=PRESETS),
