@@ -276,7 +276,8 @@ def _preset_iteration(benchmark, preset, gpus, mode="packet", fold_tp=False) -> 
     info = run_child(benchmark, f"""
 from rocesim.network.platform import ScaleUp, rail_optimized
 from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
+from rocesim.training.workloads.llm import LLM_PRESETS
+from rocesim.workload_api import add_llm_training
 gpus = {gpus}
 sim = Simulation(rail_optimized(gpus // 8, 8, "400Gbps", "1us", ScaleUp(3600 * 10**9, 10**6),
                                 servers_per_pod=32 if gpus > 256 else None),

@@ -127,7 +127,7 @@ def _exit_status(s) -> int:
 def _check(args) -> int:
     scn = sc.load(args.scenario, _overrides(args), estimate_workloads=True)
     scn.sim.check()
-    est = scn.sim.estimated_nodes          # large workloads: sized from their first 2%, not built
+    est = scn.sim.workload_guard.estimated_nodes    # large workloads: sized from their first 2%, not built
     flows = f"about {scn.sim.n_flows + est:,} flows (workloads sized from their first part)" if est else \
         f"{scn.sim.n_flows} flows"
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
@@ -155,7 +155,7 @@ def _partition_line(sim) -> str:
     done, start = sim.dependency_hosts()
     share = (f"{part.crossing_share(done, start):.1%} of {done.size:,} dependencies cross parts" if done.size
              else "no dependencies")
-    if sim.estimated_nodes:      # (not built: sized from their first part)
+    if sim.workload_guard.estimated_nodes:      # (not built: sized from their first part)
         share = (f"{share} (not counting the workloads sized from their first part)" if done.size
                  else "dependencies not counted (workloads sized from their first part, not built)")
     if level == "none":

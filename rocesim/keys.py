@@ -11,9 +11,8 @@ from rocesim.network.faults import FAULTS
 from rocesim.scenario import CC, LIMITS, OUTPUT, SCENARIO, TOPOLOGY, TRAFFIC
 from rocesim.scenario.traffic_kinds import FLOW
 from rocesim.settings import REQUIRED, Kinds, Section
+from rocesim.scenario.workload_formats import FORMATS
 from rocesim.training.nccl import NCCL
-from rocesim.training.workloads.llm import LLM_PRESETS
-from rocesim.training.workloads.presets import PRESETS
 
 # (section name, its declaration, the key prefix it is written under)
 SECTIONS = {
@@ -76,7 +75,8 @@ def lines(section: str | None = None):
             yield from _settings(decl, prefix, top=name == "scenario")
         if name == "traffic":
             yield from _settings(FLOW, "traffic[].flows[].")
-            for model, preset in {**PRESETS, **LLM_PRESETS}.items():
-                yield f"traffic[].model (workload) = {model}"
-                yield f"    {preset.params.doc}"
-                yield from ("  " + line for line in _settings(preset.params, "traffic[].params."))
+            for fmt in FORMATS.values():                # the workload formats' presets
+                for model, preset in (fmt.presets or {}).items():
+                    yield f"traffic[].model (workload) = {model}"
+                    yield f"    {preset.params.doc}"
+                    yield from ("  " + line for line in _settings(preset.params, "traffic[].params."))

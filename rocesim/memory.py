@@ -1,10 +1,13 @@
-"""The memory model and guard: a topology and its traffic are refused before anything big
+"""The memory model and guards: a topology and its traffic are refused before anything big
 is built when their estimated memory (`memory_estimate`) exceeds a limit (by default 75%
-of the machine's memory; `limits.memory` in YAML, `memory_limit` in `Simulation`).  The same guard serves the YAML loader, the Python API and the workload
-generators, which check their whole run once its first iteration is built."""
+of the machine's memory; `limits.memory` in YAML, `memory_limit` in `Simulation`).  The same
+guard (`MemoryLimit`) serves the YAML loader and the Python API; workload generators report
+to a `WorkloadGuard` over it, which checks their whole run once its first iteration is built
+and projects it as they go."""
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from rocesim.errors import ScenarioError
 
@@ -120,6 +123,59 @@ class MemoryLimit:
         if need > self.limit:
             raise ScenarioError(key, f"{what}: about {int(more):,} flows on {self.shape[0]:,} hosts "
                                      f"{self._over(need)}")
+
+
+class WorkloadEstimated(Exception):
+    """Raised by `WorkloadGuard.progress` when only an estimate of a workload's size was
+    asked for (`rocesim check`): `nodes` is its projected node count."""
+
+    def __init__(self, nodes: int):
+        super().__init__(nodes)
+        self.nodes = int(nodes)
+
+
+class WorkloadGuard:
+    """What a workload generator reports to while it builds its graph (`Simulation.workload_guard`
+    hands one down): `check` refuses a workload of `nodes` flows and compute steps that would
+    not fit the memory limit beside the `existing()` ones (once its first iteration is built),
+    `progress` refuses it from its projection as it goes.  With `estimate` (`rocesim check`
+    sets it) a large workload is only sized: `build` counts its projection in
+    `estimated_nodes` instead of returning it."""
+
+    ESTIMATE_FROM = 0.02         # fraction of a large workload built before `estimate` stops it
+    ESTIMATE_ABOVE = 1_000_000   # nodes a workload must be projected to have for that
+
+    def __init__(self, memory: MemoryLimit, existing: Callable[[], int]):
+        self.memory = memory
+        self.existing = existing
+        self.estimate = False
+        self.estimated_nodes = 0
+
+    def check(self, what: str, nodes: int) -> None:
+        """Refuse a workload of `nodes` flows and compute steps that would not fit."""
+        self.memory.flows("iterations", what, self.existing(), nodes)
+
+    def progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
+        """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if
+        the projected whole would not fit the memory limit (when not estimating, from a
+        tenth on: a projection from less may overshoot); with `estimate` from the start,
+        and stop a large one (raise `WorkloadEstimated`) once it has built ESTIMATE_FROM of
+        itself."""
+        if fraction < 0.1 and not self.estimate:
+            return
+        projected = int(nodes / max(fraction, 1e-9))
+        self.check(f"{what} (projected from its first {fraction:.0%}{hint})", projected)
+        if self.estimate and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
+            raise WorkloadEstimated(projected)
+
+    def build(self, make: Callable, *args, **kwargs):
+        """`make(*args, **kwargs)` (a generator's graph), or None when the guard stopped it
+        to size it (its projected nodes added to `estimated_nodes`)."""
+        try:
+            return make(*args, **kwargs)
+        except WorkloadEstimated as e:
+            self.estimated_nodes += e.nodes
+            return None
 
 
 def _raise_to(need) -> str:

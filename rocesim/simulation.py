@@ -22,7 +22,7 @@ import numpy as np
 
 from rocesim import config
 from rocesim.errors import ScenarioError
-from rocesim.memory import MemoryLimit
+from rocesim.memory import MemoryLimit, WorkloadGuard
 from rocesim.network import faults as faults_mod
 from rocesim.network import partition as partition_mod
 from rocesim.network.platform import Platform
@@ -37,7 +37,7 @@ from rocesim.run_progress import RunProgress
 from rocesim.settings import show
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
 from rocesim.training.collectives import Collectives, append_collective
-from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo, WorkloadEstimated
+from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.units import MAX_TIME_PS, parse_size, parse_time
 from rocesim.world import core_build
@@ -118,9 +118,8 @@ class Simulation:
         self._nodes = Nodes(topology, self.ports, self.settings.nic)
         self.faults = []             # rocesim.network.faults.Fault, in the order added
         self.collectives = Collectives()     # CollectiveRecord of every collective added (kept in batches)
-        # `rocesim check`: large workloads sized from their first part, not built (workload_progress)
-        self.estimate_workloads = False
-        self.estimated_nodes = 0
+        # what workload generators report to: the memory limit, and `rocesim check`'s sizing
+        self.workload_guard = WorkloadGuard(self.memory, lambda: self.n_flows)
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
@@ -227,28 +226,6 @@ class Simulation:
         self.iterations.extend(iterations)
         self.iteration_jobs.update({i: workload.job for i in iterations})
         return TrainingInfo(iterations, collectives)
-
-    def workload_check(self, what: str, nodes: int) -> None:
-        """Refuse a workload of `nodes` flows and compute steps that would not fit the memory
-        limit (the generators call it once their first iteration is built)."""
-        self.memory.flows("iterations", what, self.n_flows, nodes)
-
-    ESTIMATE_FROM = 0.02         # fraction of a large workload built before `estimate_workloads` stops it
-    ESTIMATE_ABOVE = 1_000_000   # nodes a workload must be projected to have for that
-
-    def workload_progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
-        """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if
-        the projected whole would not fit the memory limit (when running, from a tenth on: a
-        projection from less may overshoot); with `estimate_workloads` (as `rocesim check`
-        sets it) from the start, and stop a large one (raise `WorkloadEstimated`) once it
-        has built ESTIMATE_FROM of itself."""
-        if fraction < 0.1 and not self.estimate_workloads:
-            return
-        projected = int(nodes / max(fraction, 1e-9))
-        self.memory.flows("iterations", f"{what} (projected from its first {fraction:.0%}{hint})", self.n_flows,
-                          projected)
-        if self.estimate_workloads and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
-            raise WorkloadEstimated(projected)
 
     def flow_column(self, name: str, copy=True) -> np.ndarray:
         """One column of every node added so far, as a numpy array: src, dst, size (bytes;

@@ -81,7 +81,7 @@ class Scenario:
 def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     """Check a scenario mapping and build its Simulation (nothing runs yet); with
     `estimate_workloads` (`rocesim check`) a large workload is sized from its first part
-    and not built (`Simulation.workload_progress`)."""
+    and not built (`rocesim.memory.WorkloadGuard`)."""
     check_depth(raw)
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
     top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k)
@@ -93,7 +93,7 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],
                      flow=raw.get("flow"), partition=top["partition"])
-    sim.estimate_workloads = estimate_workloads
+    sim.workload_guard.estimate = estimate_workloads
     # faults and outputs before the traffic: what the mode refuses is refused before a workload is built
     faults = raw.get("faults") or []
     if not isinstance(faults, list):

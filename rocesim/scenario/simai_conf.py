@@ -185,79 +185,110 @@ def read_simai_conf(path: str | os.PathLike[str]) -> tuple[dict, list[tuple[str,
     value raises one :class:`ScenarioError` keyed "file:line".
     """
     conf = _Conf(path)
-    nic, switch, ecn, pfc, cc, params = {}, {}, {}, {}, {}, {}
-    done: dict[str, str | None] = {}        # key -> None (mapped) or the reason it is ignored
+    out = _Sections()
+    for read in (_switches, _nics, _links, _congestion_control):
+        read(conf, out)
+    return out.result(conf)
 
-    def ignore(key, reason):
-        done[key] = reason
 
-    def mapped(key, section, name, value):
+class _Sections:
+    """What the file's keys become: the scenario's sections as they fill, and per key read
+    so far None (mapped) or the reason it is ignored."""
+
+    def __init__(self):
+        self.nic, self.switch, self.ecn, self.pfc, self.cc, self.params = {}, {}, {}, {}, {}, {}
+        self.done: dict[str, str | None] = {}
+
+    def mapped(self, key, section, name, value):
         section[name] = value
-        done[key] = None
+        self.done[key] = None
 
-    # --- switches ---
+    def ignore(self, key, reason):
+        self.done[key] = reason
+
+    def result(self, conf: _Conf) -> tuple[dict, list[tuple[str, str]]]:
+        """(sections, ignored) of `read_simai_conf`, the keys not read yet ignored."""
+        for key in conf.lines:
+            if key not in self.done:
+                self.done[key] = _ALWAYS_IGNORED.get(key, "unknown to SimAI 1.6 (common.h ReadConf skips it)")
+        if self.ecn:
+            self.switch["ecn"] = self.ecn
+        if self.pfc:
+            self.switch["pfc"] = self.pfc
+        sections = {name: s for name, s in (("nic", self.nic), ("switch", self.switch), ("cc", self.cc)) if s}
+        by_line = sorted(conf.lines, key=lambda k: conf.lines[k].number)
+        return sections, conf.ignored + [(k, self.done[k]) for k in by_line if self.done[k] is not None]
+
+
+def _switches(conf: _Conf, out: _Sections) -> None:
     if "BUFFER_SIZE" in conf:       # common.h: ConfigBufferSize(buffer_size * 1024 * 1024)
-        mapped("BUFFER_SIZE", switch, "buffer", f"{conf.int('BUFFER_SIZE', 1)}MiB")
+        out.mapped("BUFFER_SIZE", out.switch, "buffer", f"{conf.int('BUFFER_SIZE', 1)}MiB")
     if "ENABLE_QCN" in conf:        # switch-node.cc EcnEnabled: ECN marking at every switch
-        mapped("ENABLE_QCN", ecn, "enabled", conf.flag("ENABLE_QCN"))
+        out.mapped("ENABLE_QCN", out.ecn, "enabled", conf.flag("ENABLE_QCN"))
     for key, name, value in (("KMIN_MAP", "kmin", _kilobytes), ("KMAX_MAP", "kmax", _kilobytes),
                              ("PMAX_MAP", "pmax", _probability)):
         if key in conf:
-            mapped(key, ecn, name, conf.rate_map(key, value))
+            out.mapped(key, out.ecn, name, conf.rate_map(key, value))
     if "USE_DYNAMIC_PFC_THRESHOLD" in conf:
         if conf.flag("USE_DYNAMIC_PFC_THRESHOLD"):   # switch-mmu.cc GetPfcThreshold: free >> shift
-            mapped("USE_DYNAMIC_PFC_THRESHOLD", pfc, "threshold", "dynamic")
+            out.mapped("USE_DYNAMIC_PFC_THRESHOLD", out.pfc, "threshold", "dynamic")
         else:
-            ignore("USE_DYNAMIC_PFC_THRESHOLD", "0 has no effect: the fork's switches always use the dynamic "
-                   "threshold (QbbNetDevice's DynamicThreshold is never read; switch-mmu.cc GetPfcThreshold), "
-                   "as rocesim's switch.pfc.threshold 'dynamic', its default")
+            out.ignore("USE_DYNAMIC_PFC_THRESHOLD", "0 has no effect: the fork's switches always use the dynamic "
+                       "threshold (QbbNetDevice's DynamicThreshold is never read; switch-mmu.cc GetPfcThreshold), "
+                       "as rocesim's switch.pfc.threshold 'dynamic', its default")
 
-    # --- NICs ---
+
+def _nics(conf: _Conf, out: _Sections) -> None:
     payload = conf.int("PACKET_PAYLOAD_SIZE", 1) if "PACKET_PAYLOAD_SIZE" in conf else SIMAI_DEFAULT_PAYLOAD
     if "PACKET_PAYLOAD_SIZE" in conf:
-        mapped("PACKET_PAYLOAD_SIZE", nic, "payload", f"{payload}B")
+        out.mapped("PACKET_PAYLOAD_SIZE", out.nic, "payload", f"{payload}B")
     if "L2_ACK_INTERVAL" in conf:   # rdma-hw.cc ReceiverCheckSeq: an ACK each time the next
         interval = conf.int("L2_ACK_INTERVAL")  # expected byte passes a milestone moved by it
         if interval == 0:
-            ignore("L2_ACK_INTERVAL", "0: SimAI's receivers send no ACKs (rdma-hw.cc); rocesim's always do")
+            out.ignore("L2_ACK_INTERVAL", "0: SimAI's receivers send no ACKs (rdma-hw.cc); rocesim's always do")
         elif interval <= payload or interval % payload == 0:
-            mapped("L2_ACK_INTERVAL", nic, "ack_every", max(1, interval // payload))
+            out.mapped("L2_ACK_INTERVAL", out.nic, "ack_every", max(1, interval // payload))
         else:
-            ignore("L2_ACK_INTERVAL", f"{interval} bytes is not a multiple of the {payload} B payload: SimAI "
-                   f"ACKs every {interval / payload:.3g} packets on average; rocesim's nic.ack_every is a "
-                   "whole number of packets")
+            out.ignore("L2_ACK_INTERVAL", f"{interval} bytes is not a multiple of the {payload} B payload: SimAI "
+                       f"ACKs every {interval / payload:.3g} packets on average; rocesim's nic.ack_every is a "
+                       "whole number of packets")
     if "L2_BACK_TO_ZERO" in conf:
         if conf.flag("L2_BACK_TO_ZERO"):
-            ignore("L2_BACK_TO_ZERO", "1 (go back to the start of the L2 chunk on a NACK): rocesim has no "
-                   "chunks; its go-back-N resends from the first missing byte")
+            out.ignore("L2_BACK_TO_ZERO", "1 (go back to the start of the L2 chunk on a NACK): rocesim has no "
+                       "chunks; its go-back-N resends from the first missing byte")
         else:
-            mapped("L2_BACK_TO_ZERO", nic, "loss_recovery", "go_back_n")
+            out.mapped("L2_BACK_TO_ZERO", out.nic, "loss_recovery", "go_back_n")
     if "ACK_HIGH_PRIO" in conf:
         if conf.flag("ACK_HIGH_PRIO"):
-            ignore("ACK_HIGH_PRIO", "1 puts ACKs in the never-paused queue 0 at the NICs only (RdmaEgressQueue "
-                   "ack_q_idx; SimAI never sets the switches' AckHighPrio, so they keep ACKs at the flow's "
-                   "priority); rocesim's nic.ack_high_priority does it at every hop, so it is left false")
+            out.ignore("ACK_HIGH_PRIO", "1 puts ACKs in the never-paused queue 0 at the NICs only (RdmaEgressQueue "
+                       "ack_q_idx; SimAI never sets the switches' AckHighPrio, so they keep ACKs at the flow's "
+                       "priority); rocesim's nic.ack_high_priority does it at every hop, so it is left false")
         else:
-            mapped("ACK_HIGH_PRIO", nic, "ack_high_priority", False)
+            out.mapped("ACK_HIGH_PRIO", out.nic, "ack_high_priority", False)
     if "RATE_BOUND" in conf:
-        ignore("RATE_BOUND", "1: each flow is paced at its rate, as rocesim's NICs always do" if conf.flag("RATE_BOUND")
-               else "0 (send at line rate, limited by the window only): rocesim always paces at the rate")
+        out.ignore("RATE_BOUND", "1: each flow is paced at its rate, as rocesim's NICs always do"
+                   if conf.flag("RATE_BOUND")
+                   else "0 (send at line rate, limited by the window only): rocesim always paces at the rate")
 
-    # --- links ---
+
+def _links(conf: _Conf, out: _Sections) -> None:
     if "ERROR_RATE_PER_LINK" in conf:
-        ignore("ERROR_RATE_PER_LINK", "0: no random loss, as in rocesim" if conf.number("ERROR_RATE_PER_LINK") == 0
-               else "random packet loss on every link: rocesim has no equivalent")
+        out.ignore("ERROR_RATE_PER_LINK", "0: no random loss, as in rocesim"
+                   if conf.number("ERROR_RATE_PER_LINK") == 0
+                   else "random packet loss on every link: rocesim has no equivalent")
     if "LINK_DOWN" in conf:
         line = conf.lines["LINK_DOWN"]
         t, a, b = (line.int_field(i, n) for i, n in ((1, "LINK_DOWN's time (us)"), (2, "node A"), (3, "node B")))
-        ignore("LINK_DOWN", "0: no link failure" if t == 0 else
-               f"a link failure: give it as rocesim's `faults: [{{kind: link_down, link: [{a}, {b}], "
-               f"at: {format_time(2 * 10**12 + t * 10**6)}}}]` (SimAI takes it down at 2 s + {t} us)")
+        out.ignore("LINK_DOWN", "0: no link failure" if t == 0 else
+                   f"a link failure: give it as rocesim's `faults: [{{kind: link_down, link: [{a}, {b}], "
+                   f"at: {format_time(2 * 10**12 + t * 10**6)}}}]` (SimAI takes it down at 2 s + {t} us)")
     if "NIC_TOTAL_PAUSE_TIME" in conf:
-        ignore("NIC_TOTAL_PAUSE_TIME", "0: off" if conf.int("NIC_TOTAL_PAUSE_TIME") == 0 else
-               "NIC pauses emulating PCIe back-pressure (rdma-hw.cc TotalPauseTimes): rocesim has no equivalent")
+        out.ignore("NIC_TOTAL_PAUSE_TIME", "0: off" if conf.int("NIC_TOTAL_PAUSE_TIME") == 0 else
+                   "NIC pauses emulating PCIe back-pressure (rdma-hw.cc TotalPauseTimes): rocesim has no equivalent")
 
-    # --- congestion control ---
+
+def _congestion_control(conf: _Conf, out: _Sections) -> None:
+    """CC_MODE as cc.scheme, and the keys of its scheme as its parameters."""
     mode = conf.int("CC_MODE") if "CC_MODE" in conf else SIMAI_DEFAULT_CC_MODE
     if mode not in CC_MODES:
         raise conf.lines["CC_MODE"].error(
@@ -265,34 +296,21 @@ def read_simai_conf(path: str | os.PathLike[str]) -> tuple[dict, list[tuple[str,
     scheme = CC_MODES[mode]
     if "CC_MODE" in conf:
         if scheme:
-            mapped("CC_MODE", cc, "scheme", scheme)
+            out.mapped("CC_MODE", out.cc, "scheme", scheme)
         else:
-            ignore("CC_MODE", "10 (HPCC-PINT): rocesim has no PINT; the nearest is cc.scheme hpcc")
+            out.ignore("CC_MODE", "10 (HPCC-PINT): rocesim has no PINT; the nearest is cc.scheme hpcc")
     for key, modes in _SCHEME_KEYS.items():
         if key in conf and mode not in modes:
-            ignore(key, f"a parameter of CC_MODE {' and '.join(map(str, modes))} only; this file runs "
-                        f"{mode} ({_MODE_NAMES[mode]})")
-    present = [k for k in _SCHEME_KEYS if k in conf and k not in done]
+            out.ignore(key, f"a parameter of CC_MODE {' and '.join(map(str, modes))} only; this file runs "
+                            f"{mode} ({_MODE_NAMES[mode]})")
+    present = [k for k in _SCHEME_KEYS if k in conf and k not in out.done]
     if scheme is None:
         for key in present:
-            ignore(key, "a parameter of HPCC-PINT (CC_MODE 10), which rocesim does not have")
+            out.ignore(key, "a parameter of HPCC-PINT (CC_MODE 10), which rocesim does not have")
     else:
-        _SCHEMES[scheme](conf, params, mapped, ignore)
-        if params:      # (a file without CC_MODE: SimAI's default scheme, said explicitly)
-            cc.update(scheme=scheme, params=params)
-
-    # --- whatever is left ---
-    for key in conf.lines:
-        if key not in done:
-            done[key] = _ALWAYS_IGNORED.get(key, "unknown to SimAI 1.6 (common.h ReadConf skips it)")
-    if ecn:
-        switch["ecn"] = ecn
-    if pfc:
-        switch["pfc"] = pfc
-    sections = {name: s for name, s in (("nic", nic), ("switch", switch), ("cc", cc)) if s}
-    by_line = sorted(conf.lines, key=lambda k: conf.lines[k].number)
-    ignored = conf.ignored + [(k, done[k]) for k in by_line if done[k] is not None]
-    return sections, ignored
+        _SCHEMES[scheme](conf, out.params, out.mapped, out.ignore)
+        if out.params:      # (a file without CC_MODE: SimAI's default scheme, said explicitly)
+            out.cc.update(scheme=scheme, params=out.params)
 
 
 def _windows(conf, params, mapped, ignore):

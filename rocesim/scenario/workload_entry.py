@@ -1,42 +1,32 @@
-"""The scenario's `{kind: workload}` traffic entries: a model (a layer-model preset, an LLM
-preset, an ASTRA-sim 1.0 file, a SimAI/AICB file or Chakra traces) on a job's ranks, for
-some iterations.
+"""The scenario's `{kind: workload}` traffic entries: a model (one of the workload formats
+of `workload_formats.FORMATS`: a layer-model preset, an LLM preset, an ASTRA-sim 1.0 file,
+a SimAI/AICB file or Chakra traces) on a job's ranks, for some iterations.
 
 The ranks are `ranks`, or `gpus` placed `packed` or `spread` on free servers; jobs hold
-disjoint ranks and name their rows of iterations.csv and collectives.csv (`job`).
+disjoint ranks and name their rows of iterations.csv and collectives.csv (`job`).  The
+entry's format builds its graph; this module, the front, adds it to the Simulation.
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
 from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, resolve_path,
-                              show)
-from rocesim.training import workloads
+from rocesim.settings import REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, show
+from rocesim.scenario.workload_formats import FORMATS, Job, format_of, joined, models_text
 from rocesim.training.algorithms import ALGORITHMS
-from rocesim.training.graph import WorkloadEstimated
 from rocesim.training.jobs import PLACEMENTS, place
-from rocesim.training.nccl import PXN_DEFAULT
-from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.astra import read_astra_sim
-from rocesim.training.workloads.chakra import add_chakra, read_chakra
-from rocesim.training.workloads.llm import LLM_PRESETS, SCHEDULES, add_llm_training
+from rocesim.training.parallelism import SCHEDULES
 from rocesim.training.workloads.model import DEPENDENCIES
-from rocesim.training.workloads.presets import PRESETS
-from rocesim.training.workloads.simai import read_simai
 
 # per-operation algorithms a workload may choose, and the workload roles that map to an op
 ROLES = {"moe_alltoall": "alltoall", "gradients": "allreduce"}
-LLM_ONLY = ("parallelism",)
+# the options every format takes (the others: those its entry in FORMATS names)
+COMMON = ("model", "ranks", "gpus", "placement", "job", "iterations", "algorithms", "chunks", "prio", "start", "pxn")
 
 WORKLOAD = Section(
     "a training workload: iterations of a model's compute and communication on a job's ranks",
-    model=Setting(Custom(f"a preset ({', '.join([*PRESETS, *LLM_PRESETS])}), {{astra_sim: file}}, "
-                         "{simai: file} (SimAI 1.6 / AICB) or {chakra: prefix} (files prefix.<rank>.et)"),
-                  REQUIRED, "the model"),
+    model=Setting(Custom(models_text()), REQUIRED, "the model"),
     params=Setting(Custom("a mapping of the preset's parameters (listed below)"), None, "the preset's parameters"),
     ranks=Setting(Custom("'all' or a list of ranks"), None, "the job's ranks (default all; or gpus and placement)"),
     gpus=Setting(Integer(1), None, "the job's size in GPUs, instead of ranks"),
@@ -84,71 +74,32 @@ WORKLOAD = Section(
 
 
 def add_workload(sim, v, key, base_dir, index, ranks_of):
-    """Add a resolved workload entry `v` (WORKLOAD) to `sim`; `ranks_of(value, key)` reads
-    a ranks list against the platform.  With `sim.estimate_workloads` a large workload is
-    only sized (`Simulation.workload_progress`): its projected nodes go to `sim.estimated_nodes`."""
-    try:
-        _add_workload(sim, v, key, base_dir, index, ranks_of)
-    except WorkloadEstimated as e:
-        sim.estimated_nodes += e.nodes
-
-
-def _add_workload(sim, v, key, base_dir, index, ranks_of):
-    model = v["model"]
-    llm = isinstance(model, str) and model in LLM_PRESETS
-    simai = isinstance(model, dict) and set(model) == {"simai"}
-    given = [k for k in LLM_ONLY if v[k] is not None]
-    if given and not llm:
-        raise ScenarioError(f"{key}.{given[0]}", f"only the LLM presets ({', '.join(LLM_PRESETS)}) take it")
-    if v["pipeline"] is not None and not (llm or simai):
-        raise ScenarioError(f"{key}.pipeline", "only the LLM presets and SimAI files take it")
-    layered = isinstance(model, dict) and set(model) in ({"simai"}, {"astra_sim"})
-    if v["dependencies"] is not None and not layered:
-        raise ScenarioError(f"{key}.dependencies", "only ASTRA-sim and SimAI files ({astra_sim: file}, "
-                                                   "{simai: file}) take it")
+    """Add a resolved workload entry `v` (WORKLOAD) to `sim`: its format (`format_of`)
+    builds its graph, `Simulation.add_workload` adds it; `ranks_of(value, key)` reads a
+    ranks list against the platform.  With `sim.workload_guard.estimate` a large workload
+    is only sized: its projected nodes go to the guard's `estimated_nodes`."""
+    fmt = format_of(v["model"], key)
+    options = _options(fmt, v, key)
     ranks, job = _job_ranks(sim, v, key, index, ranks_of)
-    # SimAI 1.6 forwards through the rail's GPU only with AS_PXN_ENABLE=1 (astra-sim/system/
-    # MockNcclGroup.cc), off by default and in the runs rocesim is compared with
-    # (validation/reference/simai/RUNS.md): SimAI files run without PXN unless told
-    pxn = v["pxn"] if v["pxn"] is not None else (PXN_DEFAULT and not simai)
     common = dict(algorithms=_algorithms(v["algorithms"], key), chunks=v["chunks"], prio=v["prio"],
-                  start=v["start"], tag=index, job=job, pxn=pxn, fold_tp=v["fold_tp"])
-    if llm or (isinstance(model, dict) and set(model) == {"chakra"}):
-        if v["fold_dp"]:
-            raise ScenarioError(f"{key}.fold_dp", "only layer models, ASTRA-sim and SimAI files take it")
-    else:
-        common["fold_dp"] = v["fold_dp"]
-    if llm:
-        return _llm(sim, v, key, model, ranks, common)
-    if isinstance(model, str):
-        if model not in PRESETS:
-            raise ScenarioError(f"{key}.model", f"unknown model {model!r}; presets: "
-                                                f"{', '.join([*PRESETS, *LLM_PRESETS])}, or {{astra_sim: file}} / "
-                                                "{simai: file} / {chakra: prefix}")
-        wl = PRESETS[model].make(v["params"], f"{key}.params")
-    elif isinstance(model, dict) and set(model) == {"astra_sim"}:
-        wl = read_astra_sim(resolve_path(base_dir, model["astra_sim"], f"{key}.model.astra_sim"),
-                            _hertz(v["clock"], f"{key}.clock"))
-    elif simai:
-        wl = read_simai(resolve_path(base_dir, model["simai"], f"{key}.model.simai"),
-                        _hertz(v["clock"], f"{key}.clock"))
-        common.update(dependencies=v["dependencies"] or "simai", pipeline=v["pipeline"] or "gpipe")
-    elif isinstance(model, dict) and set(model) == {"chakra"}:
-        prefix = model["chakra"]
-        if not isinstance(prefix, str):
-            raise ScenarioError(f"{key}.model.chakra", "expected a path prefix (files <prefix>.<rank>.et)")
-        prefix = prefix if os.path.isabs(prefix) else os.path.join(base_dir, prefix)
-        if v["fold_tp"]:
-            raise ScenarioError(f"{key}.fold_tp", "Chakra traces have no TP groups to fold")
-        common.pop("fold_tp")
-        add_chakra(sim, read_chakra(prefix, len(ranks)), ranks, v["iterations"], **common)
-        return
-    else:
-        raise ScenarioError(f"{key}.model", "expected a preset name, {astra_sim: file}, {simai: file} or "
-                                            "{chakra: prefix}")
-    if not simai and v["dependencies"] is not None:
-        common.update(dependencies=v["dependencies"])
-    workloads.add_training(sim, wl, ranks, v["iterations"], **common)
+                  start=v["start"], tag=index, job=job, pxn=fmt.pxn if v["pxn"] is None else v["pxn"])
+    preset = fmt.presets is not None             # model: NAME, or model: {key: value}
+    where = Job(platform=sim.platform, ranks=ranks, iterations=v["iterations"], common=common, nccl=sim.nccl,
+                guard=sim.workload_guard, key=key, model_key=f"{key}.model" if preset else f"{key}.model.{fmt.key}",
+                base_dir=base_dir)
+    graph = sim.workload_guard.build(fmt.build, v["model"] if preset else v["model"][fmt.key], options, where)
+    if graph is not None:
+        sim.add_workload(graph)
+
+
+def _options(fmt, v, key) -> dict:
+    """The options of its own format `fmt` takes, from entry `v` or the format's defaults;
+    any other option that is not at its declared default is refused."""
+    for name, setting in WORKLOAD.items():
+        if name not in COMMON and name not in fmt.options and v[name] != setting.default:
+            takers = [f.name for f in FORMATS.values() if name in f.options]
+            raise ScenarioError(f"{key}.{name}", f"only {joined(takers, 'and')} take it")
+    return {name: default if v[name] is None else v[name] for name, default in fmt.options.items()}
 
 
 def _algorithms(algos, key) -> dict:
@@ -162,15 +113,6 @@ def _algorithms(algos, key) -> dict:
             raise ScenarioError(f"{key}.algorithms.{op}", f"expected one of {', '.join(valid or ())} "
                                                           f"for an op in {', '.join([*ALGORITHMS, *ROLES])}")
     return algos
-
-
-def _llm(sim, v, key, name, ranks, common):
-    """An LLM preset with `params`, `parallelism` (dp is what is left), `pipeline`."""
-    model, dims = LLM_PRESETS[name].make(v["params"], f"{key}.params")
-    par = v["parallelism"] or {}
-    dims.update({k: x for k, x in par.items() if x is not None})
-    add_llm_training(sim, model, ranks, v["iterations"], Parallelism.for_ranks(len(ranks), **dims),
-                     pipeline=v["pipeline"] or "1f1b", **common)
 
 
 def _job_ranks(sim, v, key, index, ranks_of):
@@ -195,16 +137,3 @@ def _job_ranks(sim, v, key, index, ranks_of):
         raise ScenarioError(f"{key}.job", f"expected a name no other workload uses, got {show(job)}")
     sim.job_ranks[job] = ranks
     return ranks, job
-
-
-def _hertz(v, key) -> float:
-    if isinstance(v, str):
-        for unit, f in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)):
-            if v.strip().endswith(unit):
-                try:
-                    hz = float(v.strip()[:-len(unit)]) * f
-                except ValueError:
-                    break
-                if hz > 0:
-                    return hz
-    raise ScenarioError(key, f"expected a clock frequency such as 1GHz, got {show(v)}")

@@ -146,31 +146,27 @@ class Graph:
                 np.concatenate([p for _, p in self._edges]).astype(dtype, copy=False))
 
 
-class WorkloadEstimated(Exception):
-    """Raised by `Simulation.workload_progress` when only an estimate of a workload's size
-    was asked for (`rocesim check`): `nodes` is its projected node count."""
-
-    def __init__(self, nodes: int):
-        super().__init__(nodes)
-        self.nodes = int(nodes)
-
-
 class Progress:
-    """A workload generator's progress report: every `step` of `total` units (stage passes
-    or layer passes), `report(what, nodes so far, fraction done, hint)` (e.g.
-    `Simulation.workload_progress`), so that a graph too large is refused, and sized by
-    `rocesim check`, from its first part."""
+    """A workload generator's reports to its guard (`guard`: a `rocesim.memory.WorkloadGuard`,
+    or None for none) about what it builds, `what`: `check(nodes)` once its first iteration
+    is built (nodes: the whole run's, projected), and `advance` every step of `total` units
+    (stage passes or layer passes) with the nodes so far, so that a graph too large is
+    refused, and sized by `rocesim check`, from its first part."""
 
-    def __init__(self, report, what: str, total: int, steps: int = 100, hint: str = ""):
-        self.report, self.what, self.total, self.hint = report, what, max(int(total), 1), hint
+    def __init__(self, guard, what: str, total: int, steps: int = 100, hint: str = ""):
+        self.guard, self.what, self.total, self.hint = guard, what, max(int(total), 1), hint
         self.step = max(1, self.total // steps)
         self.done = 0
+
+    def check(self, nodes: int) -> None:
+        if self.guard is not None:
+            self.guard.check(self.what, nodes)
 
     def advance(self, nodes: int, units: int = 1) -> None:
         before = self.done // self.step
         self.done += units
-        if self.report is not None and self.done // self.step != before and self.done < self.total:
-            self.report(self.what, nodes, self.done / self.total, self.hint)
+        if self.guard is not None and self.done // self.step != before and self.done < self.total:
+            self.guard.progress(self.what, nodes, self.done / self.total, self.hint)
 
 
 @dataclass

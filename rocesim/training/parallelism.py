@@ -100,3 +100,27 @@ def schedule(kind: str, stage: int, stages: int, micro_batches: int) -> list[tup
     for j in range(m - warm):
         ops += [("F", warm + j), ("B", j)]
     return ops + [("B", j) for j in range(m - warm, m)]
+
+
+def pipeline_order(kind: str, stages: int, micro_batches: int):
+    """Every stage's `schedule` merged into one order that respects the transfers between
+    stages: stage after stage, each as far as it can go, a forward pass of micro-batch j
+    after the previous stage's and a backward pass after the next stage's.  Yields
+    (stage, 'F' or 'B', j, whether it is the stage's last pass)."""
+    plans = [schedule(kind, s, stages, micro_batches) for s in range(stages)]
+    cursor = [0] * stages
+    done = set()
+    while any(cursor[s] < len(plans[s]) for s in range(stages)):
+        progressed = False
+        for s in range(stages):
+            while cursor[s] < len(plans[s]):
+                step, j = plans[s][cursor[s]]
+                source = s - 1 if step == "F" else s + 1
+                if 0 <= source < stages and (step, source, j) not in done:
+                    break
+                yield s, step, j, cursor[s] == len(plans[s]) - 1
+                done.add((step, s, j))
+                cursor[s] += 1
+                progressed = True
+        if not progressed:
+            raise ScenarioError("pipeline", "the pipeline schedule waits for itself")  # cannot happen

@@ -129,18 +129,18 @@ GPT_64 = {"topology": {"kind": "rail_optimized", "servers": 8, "gpus_per_server"
 
 
 def test_check_sizes_a_large_workload_from_its_first_part(tmp_path, monkeypatch):
-    """`rocesim check` (estimate_workloads) stops a workload above ESTIMATE_ABOVE nodes once
-    it has built ESTIMATE_FROM of itself: its projected size is within a factor of 2 of the
-    whole's (here its first passes are forwards, the gradients' collectives come last), and
-    nothing of it is in the Simulation."""
+    """`rocesim check` (estimate_workloads: the workload guard's `estimate`) stops a workload
+    above ESTIMATE_ABOVE nodes once it has built ESTIMATE_FROM of itself: its projected size
+    is within a factor of 2 of the whole's (here its first passes are forwards, the
+    gradients' collectives come last), and nothing of it is in the Simulation."""
     path = write_scenario(tmp_path, GPT_64)
     whole = sc.load(path).sim.n_flows
-    monkeypatch.setattr(Simulation, "ESTIMATE_ABOVE", 1000)
+    monkeypatch.setattr(memory.WorkloadGuard, "ESTIMATE_ABOVE", 1000)
     est = sc.load(path, estimate_workloads=True).sim
-    assert est.n_flows == 0 and whole / 2 < est.estimated_nodes < 2 * whole
-    monkeypatch.setattr(Simulation, "ESTIMATE_ABOVE", 10 * whole)          # small: built whole
+    assert est.n_flows == 0 and whole / 2 < est.workload_guard.estimated_nodes < 2 * whole
+    monkeypatch.setattr(memory.WorkloadGuard, "ESTIMATE_ABOVE", 10 * whole)          # small: built whole
     small = sc.load(path, estimate_workloads=True).sim
-    assert small.n_flows == whole and small.estimated_nodes == 0
+    assert small.n_flows == whole and small.workload_guard.estimated_nodes == 0
 
 
 def test_a_workload_too_large_is_refused_from_its_projection(tmp_path):

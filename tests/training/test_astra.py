@@ -3,7 +3,8 @@ import pytest
 
 from rocesim import ScenarioError, Simulation, topology
 from rocesim import scenario as sc
-from rocesim.training.workloads import Comm, add_training
+from rocesim.training.workloads import Comm
+from rocesim.workload_api import add_training
 from rocesim.training.workloads.astra import read_astra_sim
 
 STAR = ("100Gbps", "1us")

@@ -12,7 +12,8 @@ from rocesim.training.collectives import (CollectiveBatch, Collectives, Template
                                           append_collectives)
 from rocesim.training.graph import COLUMNS, Graph
 from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.llm import LLM_PRESETS, add_llm_training
+from rocesim.training.workloads.llm import LLM_PRESETS
+from rocesim.workload_api import add_llm_training
 
 PLATFORM = pf.rail_optimized(8, 8, "400Gbps", "1us", ScaleUp(2880 * 10**9, 10**6), servers_per_pod=4)
 ROWS = {"tp": np.arange(64).reshape(8, 8), "tp2": np.arange(64).reshape(32, 2),

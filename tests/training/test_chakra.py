@@ -8,7 +8,8 @@ import pytest
 import chakra_writer as w
 from rocesim import ScenarioError, Simulation, topology
 from rocesim import scenario as sc
-from rocesim.training.workloads.chakra import COMP_NODE, add_chakra, read_chakra
+from rocesim.training.workloads.chakra import COMP_NODE, read_chakra
+from rocesim.workload_api import add_chakra
 
 US = 10**6          # ps
 STAR = ("100Gbps", "1us")

@@ -5,8 +5,9 @@ import pytest
 from rocesim import ScenarioError, Simulation, scenario, topology
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
-from rocesim.training.parallelism import Parallelism
-from rocesim.training.workloads.llm import LLM, LLM_PRESETS, add_llm_training, schedule
+from rocesim.training.parallelism import Parallelism, schedule
+from rocesim.training.workloads.llm import LLM, LLM_PRESETS
+from rocesim.workload_api import add_llm_training
 
 SU = ScaleUp(3600 * 10**9, 10**6)
 

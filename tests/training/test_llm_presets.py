@@ -9,7 +9,8 @@ from rocesim.network.platform import ScaleUp
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.gpus import GPUS
 from rocesim.training.collectives import flow_count_estimate
-from rocesim.training.workloads.llm import FULL, LLM_PRESETS, add_llm_training, llm_graph, stage_layers
+from rocesim.training.workloads.llm import FULL, LLM_PRESETS, llm_graph, stage_layers
+from rocesim.workload_api import add_llm_training
 
 SU = ScaleUp(3600 * 10**9, 10**6)
 # published sizes: Llama 3 model cards (8.03B, 70.6B, 405B), Brown et al. 2020 (175B),

@@ -10,7 +10,8 @@ import pytest
 from rocesim import ScenarioError, Simulation
 from rocesim import scenario as sc
 from rocesim.network import platform as pf
-from rocesim.training.workloads.model import Comm, add_training, training_graph
+from rocesim.training.workloads.model import Comm, training_graph
+from rocesim.workload_api import add_training
 from rocesim.training.workloads.simai import read_simai
 
 REF = os.path.join(os.path.dirname(__file__), "..", "..", "validation", "reference", "simai")

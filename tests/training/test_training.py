@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from rocesim import ScenarioError, Simulation, scenario, topology
-from rocesim.training.workloads import Comm, Layer, Workload, add_training, preset
+from rocesim.training.workloads import Comm, Layer, Workload, preset
+from rocesim.workload_api import add_training
 from rocesim.training.workloads.model import groups
 
 US = 10**6

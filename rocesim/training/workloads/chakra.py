@@ -27,7 +27,7 @@ mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).
 As in proto3, a field that is absent reads as its default (id 0, type INVALID, no
 dependencies); an attribute without a value reads as 0.
 
-Semantics (`add_chakra`): a node starts when all its data and control dependencies are
+Semantics (`chakra_graph`): a node starts when all its data and control dependencies are
 done.  COMP_NODE computes for duration_micros; COMM_COLL_NODE (attributes comm_type,
 comm_size in bytes) is a collective over all ranks: the k-th collective node of every
 rank (in node-id order) is the same collective; COMM_SEND_NODE (comm_dst, comm_size,
@@ -50,7 +50,7 @@ from rocesim.training.algorithms import DEFAULT_ALGORITHM
 from rocesim.training.collectives import append_collective, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, TrainingGraph
+from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.workloads import _protowire as pw
 
@@ -428,25 +428,19 @@ class _Plan:
         return r, trace.ranks[r][u - self.base[r]]
 
 
-def add_chakra(sim, trace: ChakraTrace, ranks, iterations: int = 1, **options) -> list[int]:
-    """Add `iterations` repetitions of `trace` on `ranks` (trace rank i on GPU rank ranks[i]
-    of the simulation's platform; on a plain topology, host ranks[i]) to `sim` (options as
-    `chakra_graph`'s); returns the iteration ids."""
-    return sim.add_workload(chakra_graph(trace, ranks, iterations, check=sim.workload_check, nccl=sim.nccl,
-                                         platform=sim.platform, **options)).iterations
-
-
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
-                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, nccl=None,
+                 prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", guard=None, nccl=None,
                  platform=None, pxn=PXN_DEFAULT) -> TrainingGraph:
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
     `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
-    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration;
-    `nccl` shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards transfers to other
-    rails through the scale-up domain, the collectives' and the trace's send/recv pairs'
-    alike.  On a multi-GPU platform a send between GPUs of one server crosses the scale-up
-    domain, one between servers their NICs (after a scale-up hop to the destination's rail
-    with `pxn`).
+    as job `job`; `guard` (a `rocesim.memory.WorkloadGuard`, e.g.
+    `Simulation.workload_guard`) may refuse the whole run after its first iteration;
+    `nccl` (`Simulation.nccl`) shapes the nccl_* algorithms; `pxn` (NCCL's PXN) forwards
+    transfers to other rails through the scale-up domain, the collectives' and the trace's
+    send/recv pairs' alike.  On a multi-GPU platform a send between GPUs of one server
+    crosses the scale-up domain, one between servers their NICs (after a scale-up hop to
+    the destination's rail with `pxn`).  Add the graph it returns with
+    `Simulation.add_workload`.
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
@@ -473,9 +467,10 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     busy = np.flatnonzero(np.diff(plan.base) > 0)          # ranks with nodes
     total = int(plan.base[-1])
     prev_exit = None
+    guarded = Progress(guard, f"{iterations:,} iterations of the Chakra trace", iterations)
     for it in range(int(iterations)):
-        if it == 1 and check is not None:
-            check(f"{iterations:,} iterations of the Chakra trace", g.n * iterations)
+        if it == 1:
+            guarded.check(g.n * iterations)
         entry = np.full(total, -1, np.int64)     # what a node's parents release
         exit_ = np.full(total, -1, np.int64)     # what its children wait for
         if plan.steps.size:

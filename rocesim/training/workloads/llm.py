@@ -51,9 +51,9 @@ from rocesim.settings import Section
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
 from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, add_sendrecv,
                                          append_collectives, closed_form_rows, node_rows)
-from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
+from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
-from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
+from rocesim.training.parallelism import SCHEDULES, Parallelism, pipeline_order
 from rocesim.training.workloads.gpus import compute_settings, effective_tflops
 from rocesim.training.workloads.presets import Preset, count
 
@@ -340,20 +340,14 @@ def tp_foldable(platform, model: LLM, ranks, par: Parallelism, algorithm: str, c
     return None if form is None else {size: form}
 
 
-def add_llm_training(sim, model: LLM, ranks, iterations: int, par: Parallelism, **options) -> TrainingInfo:
-    """Add `iterations` iterations of `model` under `par` on `ranks` (GPU ranks) to `sim`
-    (options as `llm_graph`'s)."""
-    return sim.add_workload(llm_graph(sim.platform, model, ranks, iterations, par, check=sim.workload_check,
-                                      progress=sim.workload_progress, nccl=sim.nccl, **options))
-
-
 def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *, algorithms=None, chunks=1,
               prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", pipeline="1f1b", pxn=PXN_DEFAULT,
-              check=None, nccl=None, fold_tp=False, progress=None) -> TrainingGraph:
+              guard=None, nccl=None, fold_tp=False) -> TrainingGraph:
     """`iterations` iterations of `model` under `par` on `ranks` (GPU ranks of `platform`)
-    as job `job`; `check(what, nodes)` may refuse the whole run after its first iteration,
-    `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`) as it
-    goes; `nccl` shapes the nccl_* algorithms.
+    as job `job`; `guard` (a `rocesim.memory.WorkloadGuard`, e.g. `Simulation.workload_guard`)
+    may refuse the whole run after its first iteration, or as it goes from its projection;
+    `nccl` (`Simulation.nccl`) shapes the nccl_* algorithms.  Add the graph it returns with
+    `Simulation.add_workload`.
 
     `fold_tp` (large jobs in flow mode) runs the ranks of each TP group as one stream when that
     gives every rank the same times (`tp_foldable`): one compute node per TP group and
@@ -361,6 +355,26 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     duration (the collective still has its record, its start being when its last rank
     is ready); transfers between stages and collectives of other groups stay per rank."""
     ranks = np.asarray(ranks, np.int64)
+    counts = _stage_layers_checked(model, ranks, iterations, par, pipeline)
+    b = _Builder(platform, model, ranks, par, _StageCosts.of(model, par, counts),
+                 algorithms={**DEFAULT_ALGORITHM, **(algorithms or {})}, chunks=chunks, prio=prio, start=start,
+                 tag=tag, job=job, pxn=pxn, nccl=nccl, fold_tp=fold_tp)
+    b.passes = Progress(guard, f"{iterations:,} iterations of {model.name} training",
+                        iterations * par.pp * 2 * model.micro_batches,
+                        hint="" if b.tp_form or model.experts or par.tp < 2 else
+                        "; the workload key fold_tp shrinks it")
+    for it in range(iterations):
+        if it == 1:
+            b.passes.check(b.g.n * iterations)
+        b.pipeline_iteration(it, pipeline)
+        b.gradients(it)
+    end = b.g.compute(b.hosts, 0, iteration=iterations - 1, tag=tag)
+    b.after(end, b.last)
+    return TrainingGraph(b.g, b.records, iterations, job)
+
+
+def _stage_layers_checked(model: LLM, ranks, iterations: int, par: Parallelism, pipeline: str) -> list[int]:
+    """The layers of each pipeline stage (`stage_layers`), once the job's layout is checked."""
     if par.size != ranks.size:
         raise ScenarioError("parallelism", f"tp x cp x dp x pp = {par.size} is not the job's {ranks.size} ranks")
     if pipeline not in SCHEDULES:
@@ -370,171 +384,202 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
         raise ScenarioError("parallelism.ep", f"ep={par.ep} does not divide the {model.experts} experts")
     if iterations < 1:
         raise ScenarioError("iterations", "must be at least 1")
-    algorithms = {**DEFAULT_ALGORITHM, **(algorithms or {})}
-    hosts = platform.host_of(ranks)
-    coords = par.coords()
-    stage_of = coords["pp"]
-    g = Graph()
-    templates = Templates(platform)
-    records = Collectives()
-    tpcp = par.tp * par.cp
-    tokens = model.micro_batch * model.seq
-    act = tokens * model.hidden * BYTES                       # one micro-batch's activations
-    # per rank: compute time in ps (an MoE layer's rank computes its own tokens' experts,
-    # whatever the EP degree, with balanced routing)
-    ps = lambda flops: max(1, int(flops / tpcp / (model.tflops * 1e12) * 1e12))
-    attn_ps = ps(model.forward_flops()[0])
-    mlp_ps = {moe: ps(model.forward_flops(moe)[1]) for moe in (False, True)}
-    logits_ps = ps(model.logits_flops()) if model.vocab else 0
-    first = np.cumsum([0] + counts)
-    moe_of = [[model.is_moe(i) for i in range(first[s], first[s + 1])] for s in range(par.pp)]
-    embedding = [model.vocab * model.hidden * ((s == 0) + (s == par.pp - 1 and not (model.tied and par.pp == 1)))
-                 for s in range(par.pp)]
-    dense_grad = [sum(map(model.replicated_params, moe_of[s])) + embedding[s] for s in range(par.pp)]
-    expert_grad = [sum(moe_of[s]) * model.expert_params() * (model.experts // par.ep) if model.experts else 0
-                   for s in range(par.pp)]
-    # a stage's groups of each kind, as job rank indices
-    groups = {d: par.groups(d) for d in ("tp", "cp", "dp", "ep", "edp")}
-    by_stage = {d: [gr[stage_of[gr[:, 0]] == s] for s in range(par.pp)] for d, gr in groups.items()}
-    last = np.full(ranks.size, -1, np.int64)                  # per rank: its compute stream's last node
-    stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
-    tp_form = tp_foldable(platform, model, ranks, par, algorithms["allreduce"], chunks, nccl) if fold_tp else None
-    # the streams of each stage: its ranks one by one, or its TP groups (rows of ranks)
-    streams = [by_stage["tp"][s] if tp_form else stage_ranks[s][:, None] for s in range(par.pp)]
+    return counts
 
-    def after(ids, parents):
+
+@dataclass(frozen=True)
+class _StageCosts:
+    """What a rank computes per micro-batch, in ps: a layer's attention and MLP forward
+    (`mlp_ps[moe]`: an MoE layer's or a dense one's) and the logits' (on the last stage);
+    per stage: whether each of its layers is an MoE layer, and the dense and expert
+    parameters its gradients carry."""
+
+    attn_ps: int
+    mlp_ps: dict
+    logits_ps: int
+    moe_of: list
+    dense_grad: list
+    expert_grad: list
+
+    @classmethod
+    def of(cls, model: LLM, par: Parallelism, counts: list[int]) -> "_StageCosts":
+        tpcp = par.tp * par.cp
+
+        def ps(flops):
+            # per rank: compute time in ps (an MoE layer's rank computes its own tokens'
+            # experts, whatever the EP degree, with balanced routing)
+            return max(1, int(flops / tpcp / (model.tflops * 1e12) * 1e12))
+
+        first = np.cumsum([0] + counts)
+        moe_of = [[model.is_moe(i) for i in range(first[s], first[s + 1])] for s in range(par.pp)]
+        embedding = [model.vocab * model.hidden * ((s == 0) + (s == par.pp - 1 and not (model.tied and par.pp == 1)))
+                     for s in range(par.pp)]
+        return cls(attn_ps=ps(model.forward_flops()[0]),
+                   mlp_ps={moe: ps(model.forward_flops(moe)[1]) for moe in (False, True)},
+                   logits_ps=ps(model.logits_flops()) if model.vocab else 0,
+                   moe_of=moe_of,
+                   dense_grad=[sum(map(model.replicated_params, moe_of[s])) + embedding[s] for s in range(par.pp)],
+                   expert_grad=[sum(moe_of[s]) * model.expert_params() * (model.experts // par.ep)
+                                if model.experts else 0 for s in range(par.pp)])
+
+
+class _Builder:
+    """The graph of one LLM job under construction: per rank, the last node of its compute
+    stream; per stage, its ranks, its groups of each kind (rows of job rank indices) and
+    its streams (its ranks one by one, or with `fold_tp` its TP groups)."""
+
+    def __init__(self, platform, model: LLM, ranks, par: Parallelism, costs: _StageCosts, *, algorithms, chunks,
+                 prio, start, tag, job, pxn, nccl, fold_tp):
+        self.platform, self.model, self.ranks, self.par, self.costs = platform, model, ranks, par, costs
+        self.algorithms, self.chunks, self.prio, self.start, self.tag, self.job, self.pxn, self.nccl = \
+            algorithms, chunks, prio, start, tag, job, pxn, nccl
+        self.hosts = platform.host_of(ranks)
+        self.g = Graph()
+        self.templates = Templates(platform)
+        self.records = Collectives()
+        self.passes = Progress(None, "", 1)
+        self.tokens = model.micro_batch * model.seq
+        self.act = self.tokens * model.hidden * BYTES               # one micro-batch's activations
+        self.boundary = self.act // (par.tp * par.cp)                # sent between stages, per rank and micro-batch
+        stage_of = par.coords()["pp"]
+        self.stage_ranks = [np.flatnonzero(stage_of == s) for s in range(par.pp)]
+        self.by_stage = {d: [gr[stage_of[gr[:, 0]] == s] for s in range(par.pp)]
+                         for d, gr in ((d, par.groups(d)) for d in ("tp", "cp", "dp", "ep", "edp"))}
+        self.last = np.full(ranks.size, -1, np.int64)
+        self.tp_form = tp_foldable(platform, model, ranks, par, algorithms["allreduce"], chunks, nccl) \
+            if fold_tp else None
+        self.streams = [self.by_stage["tp"][s] if self.tp_form else self.stage_ranks[s][:, None]
+                        for s in range(par.pp)]
+
+    def after(self, ids, parents):
         ok = parents >= 0
-        g.depend(ids[ok], parents[ok])
+        self.g.depend(ids[ok], parents[ok])
 
-    def compute(s, duration, it):
-        g.compute_on_streams(hosts, streams[s], last, duration, iteration=it, tag=tag, start=start)
+    def compute(self, s, duration, it):
+        """A compute step on every stream of stage `s`."""
+        self.g.compute_on_streams(self.hosts, self.streams[s], self.last, duration, iteration=it, tag=self.tag,
+                                  start=self.start)
 
-    def collective(dim, s, op, size, it, algorithm=None):
+    def collective(self, dim, s, op, size, it, algorithm=None):
+        """`op` of `size` bytes in every `dim` group of stage `s`, after its ranks' last nodes."""
         if size <= 0:
             return
-        rows = by_stage[dim][s]
+        rows = self.by_stage[dim][s]
         if rows.shape[1] < 2 or not rows.shape[0]:
             return
-        recs = append_collectives(g, op, algorithm or algorithms[op], ranks[rows], int(size),
-                                  cids=len(records) + np.arange(rows.shape[0]), templates=templates, chunks=chunks,
-                                  prio=prio, iteration=it, tag=tag, platform=platform, pxn=pxn, job=job, nccl=nccl)
-        after(node_rows(recs, "start_nodes").ravel(), last[rows].ravel())
-        last[rows] = node_rows(recs, "done_nodes")
-        records.extend(recs)
+        recs = append_collectives(self.g, op, algorithm or self.algorithms[op], self.ranks[rows], int(size),
+                                  cids=len(self.records) + np.arange(rows.shape[0]), templates=self.templates,
+                                  chunks=self.chunks, prio=self.prio, iteration=it, tag=self.tag,
+                                  platform=self.platform, pxn=self.pxn, job=self.job, nccl=self.nccl)
+        self.after(node_rows(recs, "start_nodes").ravel(), self.last[rows].ravel())
+        self.last[rows] = node_rows(recs, "done_nodes")
+        self.records.extend(recs)
 
-    def sendrecv(src, dst, size, it):
-        rec = add_sendrecv(g, ranks[src], ranks[dst], int(size), platform=platform, prio=prio,
-                           cid=len(records), iteration=it, tag=tag, chunks=chunks,
-                           pxn=pxn, job=job)
+    def sendrecv(self, src, dst, it):
+        """Each rank of `src` sends its share of the activations to the same-place rank of
+        `dst` after its last node; returns, per rank of `dst`, when it has them."""
+        rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.boundary), platform=self.platform,
+                           prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
+                           pxn=self.pxn, job=self.job)
         k = src.size
-        after(rec.start_nodes[:k], last[src])
-        after(rec.start_nodes[k:], rec.start_nodes[:k])            # (not roots of the graph)
-        records.append(rec)
-        return rec.done_nodes[k:]                               # when each receiver has it
+        self.after(rec.start_nodes[:k], self.last[src])
+        self.after(rec.start_nodes[k:], rec.start_nodes[:k])            # (not roots of the graph)
+        self.records.append(rec)
+        return rec.done_nodes[k:]
 
-    def pass_steps(s, backward) -> list[tuple]:
+    def join(self, s, arrived, it):
+        """Every stream of stage `s` waits for its last node and what `arrived` (per rank of
+        the stage) from the neighbouring stage: one node each."""
+        got = np.full(self.ranks.size, -1, np.int64)
+        got[self.stage_ranks[s]] = arrived
+        rows = self.streams[s]
+        join = self.g.compute(self.hosts[rows[:, 0]], 0, iteration=it, tag=self.tag)
+        self.g.depend_rows(join, self.last[rows])
+        self.g.depend_rows(join, got[rows])
+        self.last[rows] = join[:, None]
+
+    def pass_steps(self, s, backward) -> list[tuple]:
         """A stage's steps for one micro-batch, in order: ("compute", ps) or (group kind, op,
         bytes, algorithm or None); the logits on the last stage."""
-        logits = logits_ps if s == par.pp - 1 else 0
+        model, par, c = self.model, self.par, self.costs
+        logits = c.logits_ps if s == par.pp - 1 else 0
         out = [("compute", 2 * logits)] if logits and backward else []
         mult = 2 if backward else 1
-        moe_tokens = tokens // tpcp * model.top_k * model.hidden * BYTES
-        kv = tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
-        for moe in (moe_of[s][::-1] if backward else moe_of[s]):
+        moe_tokens = self.tokens // (par.tp * par.cp) * model.top_k * model.hidden * BYTES
+        kv = self.tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
+        for moe in (c.moe_of[s][::-1] if backward else c.moe_of[s]):
             steps = ["attn", "tp", "mlp", "tp"]
             if par.cp > 1:
                 steps.insert(0, "cp")
             if moe:
                 steps[-2:-1] = ["a2a", "mlp", "a2a"]
-            out += [("compute", mult * attn_ps) if step == "attn" else
-                    ("compute", mult * mlp_ps[moe]) if step == "mlp" else
-                    ("tp", "allreduce", act // par.cp, None) if step == "tp" else
+            out += [("compute", mult * c.attn_ps) if step == "attn" else
+                    ("compute", mult * c.mlp_ps[moe]) if step == "mlp" else
+                    ("tp", "allreduce", self.act // par.cp, None) if step == "tp" else
                     ("cp", "reducescatter" if backward else "allgather", kv, None) if step == "cp" else
-                    ("ep", "alltoall", moe_tokens, algorithms.get("moe_alltoall"))
+                    ("ep", "alltoall", moe_tokens, self.algorithms.get("moe_alltoall"))
                     for step in (steps[::-1] if backward else steps)]
         if logits and not backward:
             out.append(("compute", logits))
         return out
 
-    def stage_pass(s, it, backward):
+    def stage_pass(self, s, it, backward):
         """A stage's layers for one micro-batch, with the logits on the last stage."""
-        passes.advance(g.n)
-        steps = pass_steps(s, backward)
-        if tp_form:
-            folded_pass(s, it, steps)
+        self.passes.advance(self.g.n)
+        steps = self.pass_steps(s, backward)
+        if self.tp_form:
+            self.folded_pass(s, it, steps)
             return
         for step in steps:
             if step[0] == "compute":
-                compute(s, step[1], it)
+                self.compute(s, step[1], it)
             else:
-                collective(step[0], s, *step[1:3], it, step[3])
+                self.collective(step[0], s, *step[1:3], it, step[3])
 
-    def folded_pass(s, it, steps):
+    def folded_pass(self, s, it, steps):
         """`stage_pass` with each TP group one stream: its steps (compute, TP all-reduces in
         closed form) one chain of nodes per TP group, added at once."""
-        rows = streams[s]
+        rows = self.streams[s]
         m, q = rows.shape[0], len(steps)
         tp = np.array([step[0] == "tp" for step in steps])
         n_tp = int(tp.sum())
-        size = act // par.cp
-        algo, tp_ps = tp_form[size]
+        size = self.act // self.par.cp
+        algo, tp_ps = self.tp_form[size]
         duration = np.array([tp_ps if is_tp else step[1] for step, is_tp in zip(steps, tp)], np.int64)
         cid = np.full((q, m), -1, np.int64)
-        cid[tp] = len(records) + np.arange(n_tp * m).reshape(n_tp, m)
-        ids = g.compute(np.tile(hosts[rows[:, 0]], q), np.repeat(duration, m), collective=cid.ravel(), iteration=it,
-                        tag=tag, start=np.repeat(np.where(tp, 0, start), m)).reshape(q, m)
-        g.depend_rows(ids[0], last[rows])
-        g.depend(ids[1:], ids[:-1])
-        last[rows] = ids[-1][:, None]
+        cid[tp] = len(self.records) + np.arange(n_tp * m).reshape(n_tp, m)
+        ids = self.g.compute(np.tile(self.hosts[rows[:, 0]], q), np.repeat(duration, m), collective=cid.ravel(),
+                             iteration=it, tag=self.tag, start=np.repeat(np.where(tp, 0, self.start), m)).reshape(q, m)
+        self.g.depend_rows(ids[0], self.last[rows])
+        self.g.depend(ids[1:], ids[:-1])
+        self.last[rows] = ids[-1][:, None]
         if n_tp:
             done = ids[tp].reshape(-1, 1)
-            records.append(CollectiveBatch(cid[tp].ravel(), "allreduce", algo, np.tile(ranks[rows], (n_tp, 1)),
-                                           int(size), done, done, np.zeros((done.size, 0), np.int64), job))
+            self.records.append(CollectiveBatch(cid[tp].ravel(), "allreduce", algo,
+                                                np.tile(self.ranks[rows], (n_tp, 1)), int(size), done, done,
+                                                np.zeros((done.size, 0), np.int64), self.job))
 
-    boundary = act // tpcp                                          # per rank, per micro-batch
-    passes = Progress(progress, f"{iterations:,} iterations of {model.name} training",
-                      iterations * par.pp * 2 * model.micro_batches,
-                      hint="" if tp_form or model.experts or par.tp < 2 else "; the workload key fold_tp shrinks it")
-    for it in range(iterations):
-        if it == 1 and check is not None:
-            check(f"{iterations:,} iterations of {model.name} training", g.n * iterations)
+    def pipeline_iteration(self, it, pipeline):
+        """One iteration of every stage's schedule, in an order that respects the transfers
+        (`parallelism.pipeline_order`)."""
         arrived = {}                                                # (kind, stage, j) -> receiver nodes
-        plans = [schedule(pipeline, s, par.pp, model.micro_batches) for s in range(par.pp)]
-        cursor = [0] * par.pp
-        # run the stages' schedules in an order that respects the data dependencies
-        while any(cursor[s] < len(plans[s]) for s in range(par.pp)):
-            progressed = False
-            for s in range(par.pp):
-                while cursor[s] < len(plans[s]):
-                    kind, j = plans[s][cursor[s]]
-                    need = (kind, s - 1, j) if kind == "F" and s > 0 else \
-                        (kind, s + 1, j) if kind == "B" and s < par.pp - 1 else None
-                    if need is not None and need not in arrived:
-                        break
-                    members = stage_ranks[s]
-                    if need is not None:
-                        got = np.full(ranks.size, -1, np.int64)
-                        got[members] = arrived.pop(need)
-                        rows = streams[s]
-                        join = g.compute(hosts[rows[:, 0]], 0, iteration=it, tag=tag)
-                        g.depend_rows(join, last[rows])
-                        g.depend_rows(join, got[rows])
-                        last[rows] = join[:, None]
-                    stage_pass(s, it, kind == "B")
-                    peer = s + 1 if kind == "F" else s - 1
-                    if 0 <= peer < par.pp:
-                        arrived[(kind, s, j)] = sendrecv(members, stage_ranks[peer], boundary, it)
-                    cursor[s] += 1
-                    progressed = True
-            if not progressed:
-                raise ScenarioError("pipeline", "the pipeline schedule waits for itself")  # cannot happen
-        # gradients, then the optimizer: the stage's next forward waits for both (the
-        # collectives' done nodes become the last nodes of the ranks' streams)
+        for s, step, j, _ in pipeline_order(pipeline, self.par.pp, self.model.micro_batches):
+            need = (step, s - 1 if step == "F" else s + 1, j)
+            if need in arrived:
+                self.join(s, arrived.pop(need), it)
+            self.stage_pass(s, it, step == "B")
+            peer = s + 1 if step == "F" else s - 1
+            if 0 <= peer < self.par.pp:
+                arrived[(step, s, j)] = self.sendrecv(self.stage_ranks[s], self.stage_ranks[peer], it)
+
+    def gradients(self, it):
+        """Every stage's gradients, then the optimizer: the stage's next forward waits for
+        both (the collectives' done nodes become the last nodes of the ranks' streams)."""
+        c, par = self.costs, self.par
         for s in range(par.pp):
-            collective("dp", s, "allreduce", dense_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
-            collective("edp", s, "allreduce", expert_grad[s] * BYTES // par.tp, it, algorithms.get("gradients"))
-            if model.optimizer_us > 0:
-                compute(s, int(model.optimizer_us * 1e6), it)
-    end = g.compute(hosts, 0, iteration=iterations - 1, tag=tag)
-    after(end, last)
-    return TrainingGraph(g, records, iterations, job)
+            self.collective("dp", s, "allreduce", c.dense_grad[s] * BYTES // par.tp, it,
+                            self.algorithms.get("gradients"))
+            self.collective("edp", s, "allreduce", c.expert_grad[s] * BYTES // par.tp, it,
+                            self.algorithms.get("gradients"))
+            if self.model.optimizer_us > 0:
+                self.compute(s, int(self.model.optimizer_us * 1e6), it)

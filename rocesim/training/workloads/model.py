@@ -57,9 +57,9 @@ from rocesim.training.collectives import (CollectiveBatch, Collectives, Template
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, Progress, TrainingGraph, TrainingInfo
+from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
-from rocesim.training.parallelism import SCHEDULES, Parallelism, schedule
+from rocesim.training.parallelism import SCHEDULES, Parallelism, pipeline_order
 
 PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_TRANSFORMER", "MICRO")
 # allreduce_alltoall: an all-reduce, then an all-to-all of the same size on the same group
@@ -160,22 +160,16 @@ def _group_of(comm: Comm, phase: str, parallelism: str) -> str:
     return "dp" if phase == "wg" else "mp"
 
 
-def add_training(sim, workload: Workload, ranks, iterations: int, **options) -> TrainingInfo:
-    """Add `iterations` training iterations of `workload` on `ranks` (GPU ranks of the
-    platform; on a plain topology, hosts) to `sim` (options as `training_graph`'s)."""
-    return sim.add_workload(training_graph(sim.platform, workload, ranks, iterations, check=sim.workload_check,
-                                           progress=sim.workload_progress, nccl=sim.nccl, **options))
-
-
 def training_graph(platform, workload: Workload, ranks, iterations: int, *, algorithms=None, chunks=1,
-                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", check=None, dependencies="overlap",
-                   pipeline="gpipe", nccl=None, pxn=PXN_DEFAULT, fold_tp=False, fold_dp=0, progress=None) -> TrainingGraph:
+                   prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", guard=None, dependencies="overlap",
+                   pipeline="gpipe", nccl=None, pxn=PXN_DEFAULT, fold_tp=False, fold_dp=0) -> TrainingGraph:
     """`iterations` training iterations of `workload` on `ranks` (GPU ranks of `platform`)
     as job `job`, with `dependencies` (overlap or simai, see the module's docstring) and,
-    with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `check(what, nodes)`
-    (e.g. `Simulation.workload_check`) may refuse the whole run once its first iteration
-    is built, `progress(what, nodes so far, fraction done)` (`Simulation.workload_progress`)
-    may as it goes; `nccl` shapes the nccl_* algorithms; `pxn`: NCCL's PXN (rail-aligned forwarding).
+    with pipeline stages, the `pipeline` schedule (gpipe or 1f1b); `guard` (a
+    `rocesim.memory.WorkloadGuard`, e.g. `Simulation.workload_guard`) may refuse the whole
+    run once its first iteration is built, or as it goes from its projection; `nccl`
+    (`Simulation.nccl`) shapes the nccl_* algorithms; `pxn`: NCCL's PXN (rail-aligned
+    forwarding).  Add the graph it returns with `Simulation.add_workload`.
 
     `fold_tp` (large jobs in flow mode), when every model-parallel (mp) group sits inside
     one server: the ranks of each mp group run as one stream (one compute or delay node
@@ -205,12 +199,12 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
                  chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn, fold_tp, fold_dp)
     wl = workload
     # progress in layer passes (each stage runs every layer forward and backward)
-    b.progress = Progress(progress, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
+    b.progress = Progress(guard, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
                           iterations * wl.pp * 2 * len(wl.layers),
                           hint="" if b.fold and fold_dp else "; the workload keys fold_tp and fold_dp shrink it")
     for it in range(iterations):
-        if it == 1 and check is not None:
-            check(f"{iterations:,} iterations of workload {wl.name or 'layers'}", b.g.n * iterations)
+        if it == 1:
+            b.progress.check(b.g.n * iterations)
         if wl.pp == 1:
             everyone = np.arange(b.n)
             order = list(range(len(wl.layers)))
@@ -414,43 +408,29 @@ class _Builder:
         return out
 
     def pipeline_iteration(self, it, kind):
-        """One iteration of every stage's schedule, in an order that respects the transfers."""
+        """One iteration of every stage's schedule, in an order that respects the transfers
+        (`parallelism.pipeline_order`)."""
         wl = self.wl
         stages = self.grp["pp"].T                    # row s: the ranks of stage s, peers column by column
         blocks = wl.micro_batches()
         prologue = list(range(wl.prologue))
         epilogue = list(range(len(wl.layers) - wl.epilogue, len(wl.layers)))
         forwards = [0] * wl.pp
-        plans = [schedule(kind, s, wl.pp, wl.ga) for s in range(wl.pp)]
-        cursor = [0] * wl.pp
         arrived = {}                                 # (kind, stage, j) -> per rank: the data arrived
-        while any(cursor[s] < len(plans[s]) for s in range(wl.pp)):
-            progressed = False
-            for s in range(wl.pp):
-                members = stages[s]
-                while cursor[s] < len(plans[s]):
-                    kind_j, j = plans[s][cursor[s]]
-                    forward = kind_j == "F"
-                    need = (kind_j, s - 1 if forward else s + 1, j)
-                    if 0 <= need[1] < wl.pp and need not in arrived:
-                        break
-                    carry = (arrived.pop(need),) if need in arrived else ()
-                    if forward:
-                        forwards[s] += 1
-                        first, last = forwards[s] == 1, forwards[s] == wl.ga
-                        carry = self.forward((prologue if first else []) + blocks[j], members, it, carry)
-                        if last and epilogue:
-                            carry = self.backward(epilogue[::-1], members, it, self.forward(epilogue, members, it,
-                                                                                            carry))
-                    else:
-                        last = cursor[s] == len(plans[s]) - 1
-                        carry = self.backward(blocks[j][::-1] + (prologue[::-1] if last else []), members, it, carry)
-                    if carry:                        # the blocking communication, then the transfer
-                        self.compute(members, 0, it, carry)
-                    peer = s + 1 if forward else s - 1
-                    if 0 <= peer < wl.pp:
-                        arrived[(kind_j, s, j)] = self.send(members, stages[peer], it)
-                    cursor[s] += 1
-                    progressed = True
-            if not progressed:
-                raise ScenarioError("pipeline", "the pipeline schedule waits for itself")  # cannot happen
+        for s, step, j, last in pipeline_order(kind, wl.pp, wl.ga):
+            members = stages[s]
+            forward = step == "F"
+            need = (step, s - 1 if forward else s + 1, j)
+            carry = (arrived.pop(need),) if need in arrived else ()
+            if forward:
+                forwards[s] += 1
+                carry = self.forward((prologue if forwards[s] == 1 else []) + blocks[j], members, it, carry)
+                if forwards[s] == wl.ga and epilogue:
+                    carry = self.backward(epilogue[::-1], members, it, self.forward(epilogue, members, it, carry))
+            else:
+                carry = self.backward(blocks[j][::-1] + (prologue[::-1] if last else []), members, it, carry)
+            if carry:                                # the blocking communication, then the transfer
+                self.compute(members, 0, it, carry)
+            peer = s + 1 if forward else s - 1
+            if 0 <= peer < wl.pp:
+                arrived[(step, s, j)] = self.send(members, stages[peer], it)
