@@ -1,5 +1,10 @@
-"""Settings of switches, NICs, deadlock detection, the seed, the mode and the flow mode's
-calibration: declared once (`rocesim.settings`).
+"""Every setting a `Simulation` takes, declared once (`rocesim.settings`): switches, NICs,
+congestion control, deadlock detection, the seed, the mode, the partition and threads, the
+flow mode's calibration, NCCL's settings and the memory limit.
+
+A scenario file's own keys (its name, stop time and outputs) are declared in
+`rocesim.scenario.build`; kinds (of topology, traffic, workload format and fault) are
+declared beside the code that builds each one.
 
 The YAML scenario (`switch:`, `nic:` and `deadlock:` sections) and the Python API
 (`Simulation(switch={...}, nic={...}, deadlock=...)`) resolve the same declarations,
@@ -12,8 +17,8 @@ from __future__ import annotations
 import functools
 
 from rocesim.errors import ScenarioError
-from rocesim.settings import (Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
-                              Time, Word, show)
+from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
+                              Text, Time, Word, show)
 from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
@@ -242,3 +247,40 @@ def refuse_in_flow_mode(mode: str, key: str, given: str) -> None:
     if mode == "flow":
         raise ScenarioError(key, f"{given}, which mode: flow refuses: {FLOW_MODE_REFUSES[key.split('[')[0]]}; "
                                  f"use mode: packet")
+
+
+NCCL_MAXCHANNELS = 64                   # NCCL's src/include/device.h: MAXCHANNELS
+
+NCCL = Section(
+    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
+    channels=Setting(Word("auto") | Integer(1, NCCL_MAXCHANNELS), "auto",
+                     "channels (rings) per communicator; 'auto' = as NCCL picks: 4 per NIC the communicator's "
+                     f"GPUs of a server use (at most {NCCL_MAXCHANNELS}), fewer for small messages (NCCL_MIN/MAX_NCHANNELS)"),
+    buffer=Setting(Size(64 * 1024, 1 << 30), "4MiB",
+                   "NCCL_BUFFSIZE of the Simple protocol: a ring step moves buffer / 8 x 4 bytes (a chunk) per "
+                   "rank and loop, in two slices"),
+    step_latency=Setting(Time(), "1us", "software latency before each slice is sent (NCCL's per-step "
+                                        "synchronisation; SimAI's per-flow send latency AS_SEND_LAT is 6us by default)"),
+    min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
+    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
+                                                   "split over this many queue pairs (flows)"),
+    pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
+                     "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
+                     "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "
+                     "the steps' synchronisation added in closed form: far fewer nodes); 'auto' = slices at the "
+                     "packet level, stream in flow mode"),
+    max_transfers=Setting(Integer(1000), 1_000_000,
+                          "the most slices (transfers) one collective is cut into: above it, NCCL's duplicate "
+                          "channels of a NIC merge into one and slices and chunks grow (fewer, larger flows: the "
+                          "same bytes on the same NICs and rings, a coarser pipeline), so that 1024-GPU jobs fit"),
+)
+
+
+LIMITS = Section("limits checked before anything is built",
+                 memory=Setting(Size(1), None, "the most memory the topology and flows may need, estimated before "
+                                               "building (default: 75% of this machine's memory)"))
+CC = Section("congestion control",
+             scheme=Setting(Text("a scheme name"), REQUIRED, "the scheme (none when `cc:` is left out): a built-in one (`rocesim schemes` lists them and their "
+                                            "parameters) or package.module:Class, a scheme written in Python"),
+             params=Setting(Custom("a mapping of the scheme's parameters (`rocesim schemes NAME`)"), None,
+                            "the scheme's parameters, by the paper's symbols"))

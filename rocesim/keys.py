@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from rocesim import config
 from rocesim.network.faults import FAULTS
-from rocesim.scenario import CC, LIMITS, OUTPUT, SCENARIO, TOPOLOGY, TRAFFIC
+from rocesim.scenario import OUTPUT, SCENARIO, TOPOLOGY, TRAFFIC
 from rocesim.scenario.traffic_kinds import FLOW
 from rocesim.settings import REQUIRED, Kinds, Section
 from rocesim.scenario.workload_formats import FORMATS
-from rocesim.training.nccl import NCCL
 
 # (section name, its declaration, the key prefix it is written under)
 SECTIONS = {
@@ -22,11 +21,11 @@ SECTIONS = {
     "switch": (config.SWITCH, "switch."),
     "nic": (config.NIC, "nic."),
     "deadlock": (config.DEADLOCK, "deadlock."),
-    "cc": (CC, "cc."),
+    "cc": (config.CC, "cc."),
     "faults": (FAULTS, "faults[]."),
     "output": (OUTPUT, "output."),
-    "limits": (LIMITS, "limits."),
-    "nccl": (NCCL, "nccl."),
+    "limits": (config.LIMITS, "limits."),
+    "nccl": (config.NCCL, "nccl."),
     "flow": (config.FLOW, "flow."),
 }
 

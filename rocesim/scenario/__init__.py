@@ -21,16 +21,15 @@ reason.  Sizes, rates and times need explicit units.  Relative file paths are re
 the scenario file's folder.  The parts, each one concern:
 
 * `yaml_file`: reading the file (UTF-8, nesting bounded) and `--set` overrides;
-* `build`: the top-level keys (`SCENARIO`), outputs and limits, and `build`/`load`;
+* `build`: the top-level keys (`SCENARIO`) and outputs, and `build`/`load`;
 * `topology_kinds`: `topology:` kinds (`TOPOLOGY`) and their builders;
 * `traffic_kinds`: `traffic:` kinds (`TRAFFIC`) and their generators;
 * `workload_entry`: the `workload` traffic kind.
 """
-from rocesim.scenario.build import CC, LIMITS, OUTPUT, SCENARIO, Scenario, build, load
+from rocesim.scenario.build import OUTPUT, SCENARIO, Scenario, build, load
 from rocesim.scenario.topology_kinds import TOPOLOGY, build_platform, build_topology
 from rocesim.scenario.traffic_kinds import TRAFFIC, add_traffic
 from rocesim.scenario.yaml_file import MAX_DEPTH, apply_overrides, check_depth, parse_yaml, read
 
 __all__ = ["Scenario", "build", "load", "apply_overrides", "parse_yaml", "read", "check_depth", "MAX_DEPTH",
-           "build_platform", "build_topology", "add_traffic", "SCENARIO", "TOPOLOGY", "TRAFFIC", "OUTPUT",
-           "LIMITS", "CC"]
+           "build_platform", "build_topology", "add_traffic", "SCENARIO", "TOPOLOGY", "TRAFFIC", "OUTPUT"]

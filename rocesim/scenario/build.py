@@ -12,7 +12,6 @@ from rocesim.memory import MemoryLimit
 from rocesim.network.faults import FAULTS
 from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Section, Setting, Size, Text, Time, keys_of, show)
 from rocesim.simulation import Simulation
-from rocesim.training.nccl import NCCL
 from rocesim.scenario.topology_kinds import TOPOLOGY, build_platform
 from rocesim.scenario.traffic_kinds import TRAFFIC, add_traffic
 from rocesim.scenario.yaml_file import apply_overrides, check_depth, read
@@ -26,15 +25,6 @@ OUTPUT = Section(
     queue_ports=Setting(Custom("'all' or a list of port ids (ports.csv lists them)"), "all",
                         "the ports whose queues are sampled"),
 )
-LIMITS = Section("limits checked before anything is built",
-                 memory=Setting(Size(1), None, "the most memory the topology and flows may need, estimated before "
-                                               "building (default: 75% of this machine's memory)"))
-CC = Section("congestion control",
-             scheme=Setting(Text("a scheme name"), REQUIRED, "the scheme (none when `cc:` is left out): a built-in one (`rocesim schemes` lists them and their "
-                                            "parameters) or package.module:Class, a scheme written in Python"),
-             params=Setting(Custom("a mapping of the scheme's parameters (`rocesim schemes NAME`)"), None,
-                            "the scheme's parameters, by the paper's symbols"))
-
 SCENARIO = Section(
     "a scenario file (YAML)",
     name=Setting(Text(), "", "a name for the run (default: the file's)"),
@@ -47,19 +37,19 @@ SCENARIO = Section(
     topology=Setting(Custom("a mapping with a kind (topology kinds below)"), REQUIRED, "the network"),
     switch=Setting(config.SWITCH, None, "switch settings (below)"),
     nic=Setting(config.NIC, None, "NIC settings (below)"),
-    cc=Setting(CC, None, "congestion control (default: {scheme: none})"),
+    cc=Setting(config.CC, None, "congestion control (default: {scheme: none})"),
     routes=Setting(Custom("a list of {switch, dst, next}"), None,
                    "per-switch next-hop overrides (loops and cyclic buffer dependencies on purpose)"),
     traffic=Setting(Custom("a non-empty list of entries with a kind (traffic kinds below)"), REQUIRED, "the traffic"),
     output=Setting(OUTPUT, None, "outputs"),
-    limits=Setting(LIMITS, None, "limits"),
+    limits=Setting(config.LIMITS, None, "limits"),
     deadlock=Setting(Custom("true, false, or a mapping of deadlock settings (below)"), None,
                      "PFC deadlock detection"),
-    nccl=Setting(NCCL, None, "how NCCL runs collectives (the nccl_ring algorithm; below)"),
+    nccl=Setting(config.NCCL, None, "how NCCL runs collectives (the nccl_ring algorithm; below)"),
     faults=Setting(Custom("a list of entries with a kind (fault kinds below)"), None, "scheduled faults"),
 )
 """The top-level keys; `rocesim keys` lists them, then the nested declarations: TOPOLOGY,
-TRAFFIC, config.SWITCH, config.NIC, config.DEADLOCK, CC, OUTPUT, LIMITS, FAULTS, NCCL,
+TRAFFIC, config.SWITCH, config.NIC, config.DEADLOCK, config.CC, OUTPUT, config.LIMITS, FAULTS, config.NCCL,
 config.FLOW."""
 
 NESTED = {"topology": TOPOLOGY, "traffic": TRAFFIC, "faults": FAULTS}
@@ -86,9 +76,9 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
     top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k)
            for k in ("name", "seed", "stop", "mode", "partition", "threads")}
-    memory = _memory(LIMITS.resolve(raw.get("limits"), "limits"))
+    memory = _memory(config.LIMITS.resolve(raw.get("limits"), "limits"))
     platform = build_platform(raw["topology"], base_dir, memory=memory)
-    cc = CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
+    cc = config.CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],

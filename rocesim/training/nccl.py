@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rocesim.settings import Choice, Integer, Section, Setting, Size, Time, Word
+from rocesim.config import NCCL, NCCL_MAXCHANNELS
 
 __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "ring_plan", "channels_for", "nics_used",
            "nccl_slice_estimate", "RING_STEPS", "PXN_DEFAULT", "BASE_LATENCY_US", "HW_LATENCY_US",
@@ -43,7 +43,7 @@ __all__ = ["NCCL", "NcclConfig", "RingLayout", "ring_layout", "ring_plan", "chan
 NCCL_STEPS = 8                          # src/include/device.h
 CHUNKSTEPS = NCCL_STEPS // 2            # src/include/collectives.h: ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS
 SLICESTEPS = NCCL_STEPS // 4            # ... _SLICESTEPS
-MAXCHANNELS = 64                        # src/include/device.h
+MAXCHANNELS = NCCL_MAXCHANNELS           # src/include/device.h (declared with the settings it bounds)
 CHANNELS_PER_NIC = 4                    # one ring per NIC (search.cc), doubled twice (search.cc, connect.cc)
 SIMPLE_THREAD_THRESHOLD = 64            # src/include/comm.h: NCCL_SIMPLE_THREAD_THRESHOLD, bytes per thread
 SIMPLE_MAX_NTHREADS = 512               # src/include/device.h: NCCL_SIMPLE_MAX_NTHREADS
@@ -57,29 +57,6 @@ RING_STEPS = {"allreduce": lambda p: 2 * (p - 1), "reducescatter": lambda p: p -
 # already and do not change; textbook algorithms' cross-rail hops are forwarded the same way.
 PXN_DEFAULT = True
 
-NCCL = Section(
-    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
-    channels=Setting(Word("auto") | Integer(1, MAXCHANNELS), "auto",
-                     "channels (rings) per communicator; 'auto' = as NCCL picks: 4 per NIC the communicator's "
-                     f"GPUs of a server use (at most {MAXCHANNELS}), fewer for small messages (NCCL_MIN/MAX_NCHANNELS)"),
-    buffer=Setting(Size(64 * 1024, 1 << 30), "4MiB",
-                   "NCCL_BUFFSIZE of the Simple protocol: a ring step moves buffer / 8 x 4 bytes (a chunk) per "
-                   "rank and loop, in two slices"),
-    step_latency=Setting(Time(), "1us", "software latency before each slice is sent (NCCL's per-step "
-                                        "synchronisation; SimAI's per-flow send latency AS_SEND_LAT is 6us by default)"),
-    min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
-    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
-                                                   "split over this many queue pairs (flows)"),
-    pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
-                     "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
-                     "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "
-                     "the steps' synchronisation added in closed form: far fewer nodes); 'auto' = slices at the "
-                     "packet level, stream in flow mode"),
-    max_transfers=Setting(Integer(1000), 1_000_000,
-                          "the most slices (transfers) one collective is cut into: above it, NCCL's duplicate "
-                          "channels of a NIC merge into one and slices and chunks grow (fewer, larger flows: the "
-                          "same bytes on the same NICs and rings, a coarser pipeline), so that 1024-GPU jobs fit"),
-)
 
 
 @dataclass(frozen=True)
