@@ -63,6 +63,30 @@ def _parts(sim) -> str:
 
 
 def _run(args) -> int:
+    """`rocesim run`.  SIGTERM stops it as Ctrl-C does (a sweep does the same): the run ends
+    at its next slice and its results so far are written; the exit status is then 143."""
+    got = []
+
+    def terminated(signum, frame):
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, terminated)
+    try:
+        status = _run_scenario(args)
+    except KeyboardInterrupt:
+        if not got:
+            raise
+        status = 130                  # before or after the run's loop: nothing to write
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if got and status == 130:
+        print("rocesim: stopped by SIGTERM", file=sys.stderr)
+        return 143
+    return status
+
+
+def _run_scenario(args) -> int:
     scn = sc.load(args.scenario, _overrides(args))
     _empty_output(args.output, args.force)
     if not args.quiet:
@@ -102,7 +126,8 @@ EXIT_CODES = {        # every exit status of the command; each command's --help 
     EXIT_DEADLOCK: "the run found a PFC deadlock",
     EXIT_STALLED: "the run stalled: flows unfinished and nothing could move them",
     130: "interrupted (Ctrl-C); what had finished is kept",
-    143: "the sweep was stopped by SIGTERM; finished runs are kept, the same command resumes",
+    143: "stopped by SIGTERM: a run writes its results so far, a sweep keeps its finished runs (the "
+         "same command resumes it)",
 }
 
 
@@ -295,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                       f"`--set threads=N`, over the scenario's `threads`); the "
                                                       f"outputs are the same for any N")
     plain = (0, 2, 130)                                  # commands that neither run nor sweep
-    r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130), "run a YAML scenario and write results", _run)
+    r = command("run", (0, 2, EXIT_DEADLOCK, EXIT_STALLED, 130, 143), "run a YAML scenario and write results", _run)
     r.add_argument("scenario", metavar="SCENARIO", help=scenario_help)
     r.add_argument("-o", "--output", required=True, help="output folder (new or empty; see --force)")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help=set_help)

@@ -3,8 +3,10 @@ import argparse
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -401,7 +403,7 @@ def test_every_argument_and_command_has_help():
 
 @pytest.mark.parametrize("command, codes", [
     ([], sorted(EXIT_CODES)),
-    (["run"], [0, 2, 3, 4, 130]),
+    (["run"], [0, 2, 3, 4, 130, 143]),
     (["sweep"], [0, 1, 2, 130, 143]),
     (["check"], [0, 2, 130]), (["plot"], [0, 2, 130]), (["table"], [0, 2, 130]),
     (["schemes"], [0, 2, 130]), (["keys"], [0, 2, 130]),
@@ -444,3 +446,21 @@ def test_python_m_rocesim(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stderr == "" and "3/3 flows completed" in p.stdout
     assert len(read_rows(tmp_path / "o2" / "flows.csv")) == 3
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_its_results_are_written(tmp_path):
+    """SIGTERM during `rocesim run` ends the run at its next slice: the results so far are
+    written (summary.json says interrupted) and the exit status is 143."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "rocesim", "run", str(ROOT / "scenarios/hpcc_paper/websearch30.yaml"),
+                             "-o", str(out), "--no-plot", "-q"], cwd=ROOT, env=same_rocesim_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4)                                 # loaded and running (the whole run takes minutes)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "stopped by SIGTERM" in stderr
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["interrupted"] is True and 0 < summary["flows_completed"] < summary["flows_total"]
