@@ -27,6 +27,7 @@ from rocesim.network import partition as partition_mod
 from rocesim.cc import Context, get_scheme
 from rocesim.cc.calibration import UNCALIBRATED, flow_calibration
 from rocesim._core.engine import STOP_DEADLOCK, STOP_TIME, Core
+from rocesim._core.params import core_params
 from rocesim.errors import ScenarioError
 from rocesim.memory import MemoryLimit
 from rocesim.network.platform import Platform
@@ -553,40 +554,9 @@ class Simulation:
         world.update(self._pfc_arrays(host_rate))
         world["port_uplink"] = routing.uplinks(ports, tables)
         world.update(self._ecn_arrays())
-        int_on = self.scheme.needs_int
-        params = dict(
-            seed=self.seed, mtu=nic["payload"], data_hdr=nic["header"], int_bytes=nic["int_header"],
-            ack_bytes=nic["ack_size"],
-            # the ACK echoes the INT header: 46 B of headers + INT, at least the ACK size
-            ack_int_bytes=max(nic["ack_size"], 46 + nic["int_header"]),
-            cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
-            ack_timeout=-1 if nic["ack_timeout"] == "auto" else nic["ack_timeout"],
-            ack_prio=0 if nic["ack_high_priority"] else -1,
-            selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
-            cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"],
-            rto=config.AUTO_RTO if nic["rto"] == "auto" else nic["rto"],
-            rto_mask=self._rto_mask(),
-            reserve=sw["pfc"]["reserve"], resume_offset=sw["pfc"]["resume_offset"],
-            pfc_mask=_mask(sw["pfc"]["priorities"]) if sw["pfc"]["enabled"] else 0,
-            pfc_dynamic=int(sw["pfc"]["threshold"] == "dynamic"),
-            pfc_xoff=0 if sw["pfc"]["threshold"] == "dynamic" else sw["pfc"]["threshold"],
-            ecn_mask=_mask(sw["ecn"]["priorities"]) if sw["ecn"]["enabled"] else 0,
-            lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
-            int_enabled=int(int_on),
-            bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]),
-            tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0,
-            fluid=self.mode == "flow",      # network flows as fluids (the core's fluid engine)
-            fluid_share=self.flow["share"], fluid_startup_ps=self.flow["startup"])
+        params = core_params(seed=self.seed, nic=nic, switch=sw, needs_int=self.scheme.needs_int,
+                             mode=self.mode, flow=self.flow)
         return world, params
-
-    def _rto_mask(self) -> int:
-        """Priorities whose flows arm the retransmission timeout: with `nic.rto: auto`, the
-        lossy ones (the HPCC fork has no timeout; under PFC nothing is lost to buffers)."""
-        pfc = self.switch["pfc"]
-        if self.nic["rto"] != "auto":
-            return 0xFF
-        lossless = _mask(pfc["priorities"]) if pfc["enabled"] else 0
-        return 0xFF & ~lossless
 
     def _pfc_arrays(self, host_rate: int) -> dict:
         ports, pfc = self.ports, self.switch["pfc"]
@@ -861,10 +831,6 @@ def _memory_limit(limit) -> MemoryLimit:
     if size <= 0:
         raise ScenarioError("memory_limit", f"must be positive, got {limit!r}")
     return MemoryLimit(size, configured=True, setting="Simulation(memory_limit=\"{}\")")
-
-
-def _mask(priorities) -> int:
-    return sum(1 << p for p in priorities)
 
 
 def _per_rate(value, rate: int, default, key: str):

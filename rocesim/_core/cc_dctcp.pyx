@@ -68,8 +68,8 @@ cdef void _start(Sim* s, int32_t f) noexcept nogil:
     x.alpha = 1.0
     x.rate = qp_of(s, f).line_rate
     x.cwnd = st.p.window
-    if x.cwnd < s.p.mtu:
-        x.cwnd = s.p.mtu
+    if x.cwnd < s.p.payload:
+        x.cwnd = s.p.payload
     x.last_update_seq = 0
     x.cwr = 0
     _apply(s, f, st, x)
@@ -95,8 +95,8 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
         if x.rate < st.p.min_rate:
             x.rate = st.p.min_rate
         x.cwnd *= 1 - x.alpha / 2
-        if x.cwnd < s.p.mtu:
-            x.cwnd = s.p.mtu
+        if x.cwnd < s.p.payload:
+            x.cwnd = s.p.payload
         x.cwr = 1
         x.high_seq = fl.snd_nxt
     elif not x.cwr:
@@ -105,7 +105,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
             if x.rate > fl.line_rate:
                 x.rate = fl.line_rate
         if x.cwnd > 0:                           # + one packet per window of ACKs
-            x.cwnd += <double> s.p.mtu * a.acked / x.cwnd
+            x.cwnd += <double> s.p.payload * a.acked / x.cwnd
     _apply(s, f, st, x)
 
 

@@ -62,11 +62,11 @@ cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before)
     if x.cwnd < before:
         x.t_last_decrease = s.now
     if x.cwnd >= 1:
-        fl.window = <int64_t> (x.cwnd * s.p.mtu)
+        fl.window = <int64_t> (x.cwnd * s.p.payload)
         fl.rate_bps = fl.line_rate
     else:                      # one packet in flight, paced at cwnd packets per RTT
-        fl.window = s.p.mtu
-        fl.rate_bps = <int64_t> (x.cwnd * (s.p.mtu + s.p.data_hdr) * 8e12 / x.rtt)
+        fl.window = s.p.payload
+        fl.rate_bps = <int64_t> (x.cwnd * (s.p.payload + s.p.header) * 8e12 / x.rtt)
         if fl.rate_bps < 1:
             fl.rate_bps = 1
 
@@ -81,7 +81,7 @@ cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     cdef int64_t base_rtt = flow_base_rtt(s, f, &x.hops)
     x.rtt = base_rtt if base_rtt > 0 else 1e6
-    x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.mtu
+    x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.payload
     x.t_last_decrease = s.flows[f].released     # the flow's start (on_start may come later)
     x.retx = 0
     _apply(s, f, &st.p, x, x.cwnd)
@@ -100,7 +100,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     if fs < 0:
         fs = 0
     target = p.base_target + x.hops * p.h + fs
-    acked = <double> a.acked / s.p.mtu
+    acked = <double> a.acked / s.p.payload
     if delay < target:
         if x.cwnd >= 1:
             x.cwnd += p.ai * acked / x.cwnd

@@ -109,7 +109,7 @@ cdef struct Packet:
     uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
-                           #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
+                           #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_priority)
 
 cdef struct Port:
     # Laid out by use: the first 64-byte line holds what every packet through the port
@@ -311,19 +311,26 @@ cdef struct CCOps:
     int32_t flow_state_size  # bytes of per-flow state the scheme keeps beside each queue pair
     int32_t needs_cnp      # receivers answer ECN-marked data with CNPs
 
+cdef enum LossRecovery:   # NetParams.loss_recovery: nic.loss_recovery (params.LOSS_RECOVERY, in this order)
+    GO_BACK_N = 0
+    SELECTIVE_REPEAT = 1
+
 cdef struct NetParams:
-    int32_t mtu            # payload bytes per data packet
-    int32_t data_hdr       # header bytes of a data packet
-    int32_t int_bytes      # extra bytes when INT is on
-    int32_t ack_bytes      # ACK/NACK without INT
-    int32_t ack_int_bytes  # ACK/NACK echoing INT records
-    int32_t cnp_bytes
-    int32_t pause_bytes
+    # The network's parameters, one field per row of params.NET (params.py: the setting each
+    # comes from, its conversion, its range); Core fills it from the dict params.core_params
+    # makes, by name.  Sizes in bytes, times in ps.
+    int32_t payload        # nic.payload: payload bytes per data packet
+    int32_t header         # nic.header: header bytes of a data packet
+    int32_t int_header     # nic.int_header: extra bytes of a data packet when INT is on
+    int32_t ack_size       # nic.ack_size: ACK/NACK without INT
+    int32_t ack_int_size   # ACK/NACK echoing INT records
+    int32_t cnp_size
+    int32_t pause_size
     int32_t ack_every
     int64_t ack_timeout    # ps an ACK may be owed (ack_every > 1): > 0 that time; -1 auto (ack_every
                            #   full packets at the receiver's link rate); 0 never (the HPCC fork)
-    int32_t ack_prio       # priority of ACK/NACK/CNP (0 = strict high priority)
-    int32_t selective_repeat
+    int32_t ack_high_priority  # ACK/NACK/CNP in priority 0 (strict high priority), else the flow's
+    int32_t loss_recovery  # LossRecovery
     int32_t ttl
     int64_t cnp_interval
     int64_t nack_interval
@@ -332,14 +339,14 @@ cdef struct NetParams:
     int64_t reserve        # per (port, queue) bytes
     int64_t resume_offset
     uint32_t pfc_mask      # priorities with PFC on
-    int32_t pfc_dynamic    # 1: alpha x free buffer; 0: static xoff
-    int64_t pfc_xoff       # static threshold, bytes of shared use per (port, queue)
+    int32_t pfc_dynamic    # 1: alpha x free buffer; 0: the static pfc_threshold
+    int64_t pfc_threshold  # static threshold, bytes of shared use per (port, queue)
     uint32_t ecn_mask      # priorities that get ECN marks
     int32_t lossy_dynamic  # lossy queues limited to lossy_alpha x free buffer
     double lossy_alpha
     int32_t int_enabled
     int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
-    int32_t bounce_prio    # deadlock avoidance: a data packet entering a switch from an uplink and
+    int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off
 

@@ -9,6 +9,7 @@ arrays.
 """
 import numpy as np
 cimport numpy as cnp
+from rocesim._core import params as core_params
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
@@ -33,6 +34,8 @@ from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
 
 cnp.import_array()
+if core_params.NPRIO != NPRIO:
+    raise ImportError(f"rocesim core: params.NPRIO {core_params.NPRIO} is not defs.pxd's {NPRIO}")
 
 cdef extern from *:
     """
@@ -231,7 +234,7 @@ cdef class Core:
     def __init__(self, dict world, dict params):
         cdef Sim* s = self.s
         cdef int32_t i, k, H, N, P, F, nsw
-        cdef uint64_t seed = <uint64_t> int(params.get("seed", 1))
+        cdef uint64_t seed = <uint64_t> int(params["seed"])
         self.seed = seed
         H = int(world["n_hosts"])
         N = int(world["n_nodes"])
@@ -320,7 +323,7 @@ cdef class Core:
 
         if _init_part(s, 0, seed, INITIAL_POOL) < 0:
             raise MemoryError()
-        if params.get("fluid", False):
+        if params["fluid"]:
             self._init_fluid(params)
         if world.get("part_of_node") is not None:
             self._cut(world["part_of_node"], int(params.get("lookahead_ps", 0)), port_node, port_peer, port_delay)
@@ -404,54 +407,15 @@ cdef class Core:
 
     cdef _init_fluid(self, dict params):
         """Flow mode: data flows as fluids (fluid.pyx) instead of packets."""
-        share = float(params.get("fluid_share", 1.0))
-        startup = int(params.get("fluid_startup_ps", 0))
-        if not 0 < share <= 1:
-            raise ValueError("core params: fluid_share must be in (0, 1]")
-        if startup < 0:
-            raise ValueError("core params: fluid_startup_ps must be >= 0")
-        if fluid_init(self.s, share, startup) < 0:
+        if fluid_init(self.s, params["fluid_share"], params["fluid_startup_ps"]) < 0:
             raise MemoryError()
 
     cdef _init_params(self, dict params):
-        cdef NetParams* p = &self.s.p
-        p.mtu = params["mtu"]
-        p.data_hdr = params["data_hdr"]
-        p.int_bytes = params["int_bytes"]
-        p.ack_bytes = params["ack_bytes"]
-        p.ack_int_bytes = params["ack_int_bytes"]
-        p.cnp_bytes = params["cnp_bytes"]
-        p.pause_bytes = params["pause_bytes"]
-        p.ack_every = params["ack_every"]
-        p.ack_timeout = params.get("ack_timeout", -1)
-        p.ack_prio = params["ack_prio"]
-        p.selective_repeat = params["selective_repeat"]
-        p.ttl = params["ttl"]
-        p.cnp_interval = params["cnp_interval"]
-        p.nack_interval = params["nack_interval"]
-        p.rto = params["rto"]
-        p.rto_mask = params.get("rto_mask", 0xFF)
-        p.reserve = params["reserve"]
-        p.resume_offset = params["resume_offset"]
-        p.pfc_mask = params["pfc_mask"]
-        p.pfc_dynamic = params["pfc_dynamic"]
-        p.pfc_xoff = params["pfc_xoff"]
-        p.ecn_mask = params["ecn_mask"]
-        p.lossy_dynamic = params["lossy_dynamic"]
-        p.lossy_alpha = params["lossy_alpha"]
-        p.int_enabled = params["int_enabled"]
-        p.bounce_prio = params.get("bounce_prio", 0)
-        p.tx_quantum = params.get("tx_quantum", 0)
-        if not -1 <= p.bounce_prio < NPRIO:
-            raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
-        if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
-            raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
-        if p.ack_timeout < -1:
-            raise ValueError("core params: ack_timeout must be -1 (auto), 0 (none) or a positive number of ps")
-        if p.tx_quantum < 0:
-            raise ValueError("core params: tx_quantum must be 0 (exact) or a positive number of ps")
-        if p.ack_prio >= NPRIO or p.ack_prio < -1:
-            raise ValueError("core params: ack_prio must be -1 (data priority) or 0..7")
+        """The network's parameters (NetParams) from `params`, one field per row of params.NET,
+        each checked against its row's range first."""
+        core_params.check(params)
+        self.s.p = params
+        core_params.check_fields(self.s.p)
 
     cdef _init_flows(self, dict world, int32_t n_path_ports):
         cdef Sim* s = self.s

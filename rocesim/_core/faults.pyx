@@ -98,7 +98,7 @@ cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept nogil:
         pk.kind = PK_PAUSE
         pk.prio = prio
         pk.pause_on = on
-        pk.size = s.p.pause_bytes
+        pk.size = s.p.pause_size
         pk.flow = 0
         pk.dst = p.peer_node
         p.pause_sent[prio] = on

@@ -146,16 +146,16 @@ cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_
 
 
 cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept nogil:
-    return payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
+    return payload + s.p.header + (s.p.int_header if s.p.int_enabled else 0)
 
 
 cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
-    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+    return s.p.ack_int_size if s.p.int_enabled else s.p.ack_size
 
 
 cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t hr) noexcept nogil:
     """Idle-network RTT of a full data packet over `fwd` and its ACK back over `rev`."""
-    return (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
+    return (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.payload))
             + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 
 
@@ -243,9 +243,9 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil:
     h = _paths(s, f, fwd, rev, &hr)
     if h < 0 or hr < 0:
         return -1
-    n = (fl.size + s.p.mtu - 1) // s.p.mtu
-    S = _data_wire(s, s.p.mtu)
-    L = _data_wire(s, fl.size - (n - 1) * s.p.mtu)
+    n = (fl.size + s.p.payload - 1) // s.p.payload
+    S = _data_wire(s, s.p.payload)
+    L = _data_wire(s, fl.size - (n - 1) * s.p.payload)
     for i in range(h):
         full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
         last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)

@@ -330,13 +330,13 @@ cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
 
 cdef inline int64_t _wire_bytes(Sim* s, int64_t size, int64_t* packets) noexcept nogil:
     """Bytes flow data of `size` puts on each link: payload and a header per packet."""
-    cdef int64_t n = (size + s.p.mtu - 1) // s.p.mtu
+    cdef int64_t n = (size + s.p.payload - 1) // s.p.payload
     packets[0] = n
-    return size + n * (s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0))
+    return size + n * (s.p.header + (s.p.int_header if s.p.int_enabled else 0))
 
 
 cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
-    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+    return s.p.ack_int_size if s.p.int_enabled else s.p.ack_size
 
 
 cdef inline int64_t _acks(Sim* s, int64_t packets) noexcept nogil:
@@ -375,7 +375,7 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     y.sent_at = NIL
     W = _wire_bytes(s, s.flows[f].size, &packets)
     x.remaining = <double> W
-    full = s.p.mtu + (W - s.flows[f].size) // packets
+    full = s.p.payload + (W - s.flows[f].size) // packets
     x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
     y.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
     # the last packet trails the full one before it through each later hop (store and forward)

@@ -4,7 +4,7 @@
 A packet that starts transmission at time t on a port of rate r and propagation
 delay d is fully received by the peer at t + ceil(8 * size * 1e12 / r) + d
 (store-and-forward: the far end acts on the last bit).  With `nic.serialization:
-whole_ns` (Sim.p.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
+whole_ns` (NetParams.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
 instead rounded down to whole nanoseconds, as ns-3 runs (the HPCC fork) have them.
 The packets on a wire keep their order, so each port keeps them in a FIFO with a
 single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
@@ -20,7 +20,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t
 from libc.stdlib cimport realloc
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
-                                 MAX_INT_HOPS)
+                                 MAX_INT_HOPS, SELECTIVE_REPEAT)
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_free, pkt_alloc
 from rocesim._core.timeline cimport timeline_add
@@ -145,7 +145,7 @@ cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
         if grown == NULL:
             return -1
         h.hops = <IntHop*> grown
-    if s.p.selective_repeat:
+    if s.p.loss_recovery == SELECTIVE_REPEAT:
         grown = realloc(h.sack, <size_t> cap * sizeof(int64_t))
         if grown == NULL:
             return -1
@@ -164,7 +164,7 @@ cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
         if s.p.int_enabled and s.pkts[i].nhops:
             memcpy(&h.hops[<int64_t> h.n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
                    s.pkts[i].nhops * sizeof(IntHop))
-        if s.p.selective_repeat:
+        if s.p.loss_recovery == SELECTIVE_REPEAT:
             h.sack[h.n] = s.pkt_sack[i]
         h.n += 1
     pkt_free(s, i)
@@ -183,7 +183,7 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
         if s.p.int_enabled and h.pk[j].nhops:
             memcpy(&s.int_hops[<int64_t> i * MAX_INT_HOPS], &h.hops[<int64_t> j * MAX_INT_HOPS],
                    h.pk[j].nhops * sizeof(IntHop))
-        if s.p.selective_repeat:
+        if s.p.loss_recovery == SELECTIVE_REPEAT:
             s.pkt_sack[i] = h.sack[j]
         _wire_append(s, h.port, &h.wire_head, &h.wire_tail, i)
     h.n = 0

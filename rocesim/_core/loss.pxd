@@ -51,7 +51,7 @@ cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) 
     """Allocate a zeroed bitmap with one bit per packet of a flow of `size` bytes, if not yet done."""
     cdef int64_t n
     if bits[0] == NULL:
-        n = ((size + s.p.mtu - 1) // s.p.mtu + 7) // 8
+        n = ((size + s.p.payload - 1) // s.p.payload + 7) // 8
         bits[0] = <uint8_t*> calloc(n, 1)
         if bits[0] == NULL:
             s.error = ERR_NOMEM

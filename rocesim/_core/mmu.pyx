@@ -34,7 +34,7 @@ from rocesim._core.rng cimport rng_uniform
 cdef inline int64_t _threshold(Sim* s, Switch* sw, Port* q) noexcept nogil:
     cdef int64_t free
     if not s.p.pfc_dynamic:
-        return s.p.pfc_xoff
+        return s.p.pfc_threshold
     free = sw.buffer - sw.total_hdrm - sw.total_rsrv - sw.shared_used
     if free <= 0:
         return 0
@@ -61,7 +61,7 @@ cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:
 cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
                     int32_t prio, int32_t out_prio, int32_t size) noexcept nogil:
     """Account for a packet entering by `in_port` at priority `prio`, to be queued at
-    `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_prio); False
+    `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_priority); False
     means drop it."""
     cdef Port* q = &s.ports[in_port]
     cdef bint lossless = (s.p.pfc_mask >> prio) & 1

@@ -30,7 +30,7 @@ be in different parts of a run).
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
-                                 EV_ACK_TIMER)
+                                 EV_ACK_TIMER, SELECTIVE_REPEAT)
 from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
@@ -58,26 +58,26 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.kind = kind
     pk.flow = d.flow
     pk.dst = fl.src
-    pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
+    pk.prio = <uint8_t> (0 if s.p.ack_high_priority else fl.prio)
     pk.ttl = s.p.ttl
     rx = rx_of(s, d.flow)
     pk.seq = rx.rcv_nxt if rx != NULL else fl.size
-    if s.p.selective_repeat:
+    if s.p.loss_recovery == SELECTIVE_REPEAT:
         s.pkt_sack[i] = d.seq            # the SACK of a NACK (nic_send reads it)
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
     if kind == PK_CNP:
-        pk.size = s.p.cnp_bytes
+        pk.size = s.p.cnp_size
         s.st.cnps += 1
     else:
-        pk.size = s.p.ack_bytes
+        pk.size = s.p.ack_size
         if kind == PK_NACK:
             s.st.nacks += 1
         else:
             s.st.acks += 1
         if s.p.int_enabled:
-            pk.size = s.p.ack_int_bytes
+            pk.size = s.p.ack_int_size
             pk.nhops = d.nhops
             memcpy(pkt_hops(s, i), pkt_hops(s, data), d.nhops * sizeof(IntHop))
     port = s.hosts[fl.dst].port
@@ -105,7 +105,7 @@ cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept nogil:
     no later than ack_every packets at line rate would have brought it."""
     if s.p.ack_timeout >= 0:
         return s.p.ack_timeout
-    return s.p.ack_every * wire_time(s, s.p.mtu + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0),
+    return s.p.ack_every * wire_time(s, s.p.payload + s.p.header + (s.p.int_header if s.p.int_enabled else 0),
                                      s.ports[s.hosts[host].port].rate_bps)
 
 
@@ -155,7 +155,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     cdef int32_t f = pk.flow
     cdef Flow* rec = &s.flows[f]
     cdef Qp* fl
-    cdef int64_t mtu = s.p.mtu
+    cdef int64_t payload = s.p.payload
     cdef int64_t size = rec.size
     cdef int64_t before
     cdef LossState* sk
@@ -174,8 +174,8 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
         fl.rcv_nxt += pkt_payload(s, pk)
         sk = fl.loss
         if sk != NULL:
-            while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
-                fl.rcv_nxt += mtu
+            while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // payload):
+                fl.rcv_nxt += payload
         if fl.rcv_nxt > size:
             fl.rcv_nxt = size
         s.st.data_bytes_delivered += fl.rcv_nxt - before
@@ -194,8 +194,8 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
         sk = loss_of(s, fl)
         if sk == NULL:
             return False                        # out of memory: the loop stops on s.error
-        if s.p.selective_repeat:
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // mtu)
+        if s.p.loss_recovery == SELECTIVE_REPEAT:
+            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // payload)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
         elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= s.p.nack_interval:
             sk.last_nack_seq = fl.rcv_nxt

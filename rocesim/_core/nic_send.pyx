@@ -17,7 +17,7 @@ and starts recovery (the holes below the highest SACK go first).
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, EV_RTO,
-                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
+                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.events cimport ev_push
@@ -41,19 +41,19 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
 cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
     to send."""
-    cdef int64_t mtu = s.p.mtu
+    cdef int64_t payload = s.p.payload
     cdef LossState* sk = fl.loss
     if sk != NULL and sk.sack_bits != NULL:
         if sk.recovery_end != NIL:
             if sk.retx_nxt < fl.snd_una:
                 sk.retx_nxt = fl.snd_una
             while (sk.retx_nxt < sk.sack_high
-                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // mtu)):
-                sk.retx_nxt += mtu
+                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload)):
+                sk.retx_nxt += payload
             if sk.retx_nxt < sk.sack_high:
                 return sk.retx_nxt
-        while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // mtu):
-            fl.snd_nxt += mtu
+        while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // payload):
+            fl.snd_nxt += payload
     if fl.snd_nxt < size:
         return fl.snd_nxt
     return -1
@@ -77,8 +77,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         return
     pk = &s.pkts[i]
     payload = rec.size - seq
-    if payload > s.p.mtu:
-        payload = s.p.mtu
+    if payload > s.p.payload:
+        payload = s.p.payload
     end = seq + payload
     pk.kind = PK_DATA
     pk.flow = f
@@ -86,7 +86,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.prio = rec.prio
     pk.seq = seq
     pk.ts = s.now
-    pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
+    pk.size = <int32_t> payload + s.p.header + (s.p.int_header if s.p.int_enabled else 0)
     pk.ttl = s.p.ttl
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + s.p.rto    # nothing was outstanding: the timeout starts now
@@ -320,12 +320,12 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
         sk = loss_of(s, fl)
         if sk == NULL:
             return                              # out of memory: the loop stops on s.error
-        if s.p.selective_repeat:
+        if s.p.loss_recovery == SELECTIVE_REPEAT:
             sack = s.pkt_sack[i]
-            k = sack // s.p.mtu
+            k = sack // s.p.payload
             set_bit(s, &sk.sack_bits, &sk.sack_bits_len, rec.size, k)
-            if sack + s.p.mtu > sk.sack_high:
-                sk.sack_high = min(sack + s.p.mtu, rec.size)
+            if sack + s.p.payload > sk.sack_high:
+                sk.sack_high = min(sack + s.p.payload, rec.size)
             if sk.recovery_end == NIL:
                 sk.recovery_end = fl.snd_max
                 sk.retx_nxt = fl.snd_una

@@ -8,7 +8,7 @@ flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flo
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Qp, LossState, NIL, FS_ACTIVE, EV_RTO
+from rocesim._core.defs cimport Sim, Qp, LossState, NIL, FS_ACTIVE, EV_RTO, SELECTIVE_REPEAT
 from rocesim._core.qp cimport qp_of
 from rocesim._core.events cimport ev_push
 from rocesim._core.active_set cimport active_add
@@ -34,7 +34,7 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
             return                              # out of memory: the loop stops on s.error
         s.st.timeouts += 1
         sk.n_timeouts += 1
-        if s.p.selective_repeat:
+        if s.p.loss_recovery == SELECTIVE_REPEAT:
             # retransmit every packet the receiver has not reported, up to snd_max
             sk.recovery_end = fl.snd_max
             sk.sack_high = fl.snd_max

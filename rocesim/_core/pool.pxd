@@ -11,7 +11,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from posix.mman cimport madvise, MADV_HUGEPAGE
-from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
+from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS, SELECTIVE_REPEAT
 
 
 cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
@@ -91,14 +91,14 @@ cdef inline IntHop* pkt_hops(Sim* s, int32_t i) noexcept nogil:
 
 cdef inline int32_t pkt_payload(Sim* s, Packet* pk) noexcept nogil:
     """Payload bytes of a data packet: its wire size less the headers (nic_send sets it)."""
-    return pk.size - s.p.data_hdr - (s.p.int_bytes if s.p.int_enabled else 0)
+    return pk.size - s.p.header - (s.p.int_header if s.p.int_enabled else 0)
 
 
 cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
     """Grow the arrays kept beside the pool to `cap` packets; -1 if out of memory."""
     cdef IntHop* hops
     cdef int64_t* sack
-    if s.p.selective_repeat:
+    if s.p.loss_recovery == SELECTIVE_REPEAT:
         sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
         if sack == NULL:
             return -1

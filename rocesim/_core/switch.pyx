@@ -38,7 +38,7 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         out = route_lookup(s, sw, pk.dst, flow_rhash(pk.flow), NIL, 0)
     pk.hop += 1
     pk.in_prio = pk.prio
-    if s.p.bounce_prio and pk.kind == PK_DATA and out != NIL and s.ports[in_port].uplink \
+    if s.p.bounce_priority and pk.kind == PK_DATA and out != NIL and s.ports[in_port].uplink \
             and s.ports[out].uplink:
         _bounce(s, pk)
     if out == NIL or ((s.ports[in_port].drop_mask | s.ports[out].drop_mask) >> pk.prio) & 1:
@@ -71,8 +71,8 @@ cdef inline void _bounce(Sim* s, Packet* pk) noexcept nogil:
     priority, so that its buffer dependencies cannot close a cycle with the traffic it
     meets (Tagger, Hu et al., CoNEXT 2017: a new lossless class per bounce; or a lossy
     class).  Its PFC accounting here stays with the priority it came in with."""
-    if s.p.bounce_prio > 0:
-        pk.prio = <uint8_t> s.p.bounce_prio
+    if s.p.bounce_priority > 0:
+        pk.prio = <uint8_t> s.p.bounce_priority
     elif pk.prio < NPRIO - 1:
         pk.prio += 1
 
@@ -110,7 +110,7 @@ cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept nogil:
     pk.kind = PK_PAUSE
     pk.prio = prio
     pk.pause_on = (p.pfc_state >> prio) & 1
-    pk.size = s.p.pause_bytes
+    pk.size = s.p.pause_size
     pk.flow = 0
     pk.dst = p.peer_node
     if pk.pause_on:
