@@ -43,7 +43,7 @@ from libc.string cimport memcpy, memset
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** p, size_t alignment, size_t size)
 from libc.math cimport ceil, INFINITY
-from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
+from rocesim._core.defs cimport Sim, World, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.link cimport tx_time
 from rocesim._core.growth cimport room_for_one
@@ -73,16 +73,17 @@ cdef double REL_TIE = 1e-6         # pass 1: what a link where flows meet offers
 
 
 cdef inline Fluid* _fd(Sim* s) noexcept nogil:
-    return <Fluid*> s.fluid
+    return <Fluid*> s.w.fluid
 
 
 cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     """The flow-level network for `s` (its ports and flows built); -1 when out of memory."""
+    cdef World* w = s.w
     cdef Fluid* fd = <Fluid*> calloc(1, sizeof(Fluid))
-    cdef int32_t i, P = s.n_ports
+    cdef int32_t i, P = w.n_ports
     if fd == NULL:
         return -1
-    s.fluid = fd
+    w.fluid = fd
     fd.share = share
     fd.startup = startup_ps
     fd.solve_at = NIL
@@ -94,23 +95,24 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     fd.queue = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.dirty = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.is_dirty = <uint8_t*> calloc(max(P, 1), sizeof(uint8_t))
-    fd.slot_of = <int32_t*> malloc(max(s.n_flows, 1) * sizeof(int32_t))
+    fd.slot_of = <int32_t*> malloc(max(w.n_flows, 1) * sizeof(int32_t))
     if fd.ls == NULL or fd.queue == NULL or fd.dirty == NULL or fd.is_dirty == NULL or fd.slot_of == NULL:
         return -1
     for i in range(P):
-        fd.ls[i].capacity = s.ports[i].rate_bps
-    for i in range(s.n_flows):
+        fd.ls[i].capacity = w.ports[i].rate_bps
+    for i in range(w.n_flows):
         fd.slot_of[i] = NIL
     return 0
 
 
 cdef void fluid_free(Sim* s) noexcept:
+    cdef World* w = s.w
     cdef Fluid* fd = _fd(s)
     cdef int32_t i
     if fd == NULL:
         return
     if fd.ls != NULL:
-        for i in range(s.n_ports):
+        for i in range(w.n_ports):
             free(fd.ls[i].ent)
     free(fd.ls)
     free(fd.queue)
@@ -129,7 +131,7 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.owns.a)
     free(fd.ladder.a)
     free(fd)
-    s.fluid = NULL
+    w.fluid = NULL
 
 
 # --- a 4-ary heap of (key, id) with the smallest on top ------------------------------
@@ -330,30 +332,34 @@ cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
 
 cdef inline int64_t _wire_bytes(Sim* s, int64_t size, int64_t* packets) noexcept nogil:
     """Bytes flow data of `size` puts on each link: payload and a header per packet."""
-    cdef int64_t n = (size + s.p.payload - 1) // s.p.payload
+    cdef World* w = s.w
+    cdef int64_t n = (size + w.p.payload - 1) // w.p.payload
     packets[0] = n
-    return size + n * (s.p.header + (s.p.int_header if s.p.int_enabled else 0))
+    return size + n * (w.p.header + (w.p.int_header if w.p.int_enabled else 0))
 
 
 cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
-    return s.p.ack_int_size if s.p.int_enabled else s.p.ack_size
+    cdef World* w = s.w
+    return w.p.ack_int_size if w.p.int_enabled else w.p.ack_size
 
 
 cdef inline int64_t _acks(Sim* s, int64_t packets) noexcept nogil:
     """ACKs of a flow of `packets` packets: one every ack_every, and one for the last."""
-    return (packets + s.p.ack_every - 1) // s.p.ack_every
+    cdef World* w = s.w
+    return (packets + w.p.ack_every - 1) // w.p.ack_every
 
 
 cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     """Flow f joins the fluid: its paths' links, its bytes, no rate until the next solve."""
+    cdef World* w = s.w
     cdef int32_t fwd[MAX_HOPS]
     cdef int32_t rev[MAX_HOPS]
     cdef int32_t h, hr, k, sl
     cdef int64_t packets, W, full, last, lat = 0
     cdef FluidSlot* x
     cdef FluidSlotRest* y
-    h = trace_path(s, s.flows[f].src, s.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
-    hr = trace_path(s, s.flows[f].dst, s.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
+    h = trace_path(s, w.flows[f].src, w.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
+    hr = trace_path(s, w.flows[f].dst, w.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
     if h <= 0 or hr <= 0:
         s.st.no_route_drops += 1          # it never finishes: the run stalls, as with packets
         return
@@ -373,19 +379,19 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     x.rate = 0
     y.t_last = s.now
     y.sent_at = NIL
-    W = _wire_bytes(s, s.flows[f].size, &packets)
+    W = _wire_bytes(s, w.flows[f].size, &packets)
     x.remaining = <double> W
-    full = s.p.payload + (W - s.flows[f].size) // packets
-    x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
-    y.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
+    full = w.p.payload + (W - w.flows[f].size) // packets
+    x.ack_coef = <double> _ack_wire(s) / <double> (w.p.ack_every * full)    # while it streams
+    y.cap = <double> w.flow_rate_limit[f] if w.flow_rate_limit != NULL else 0.0
     # the last packet trails the full one before it through each later hop (store and forward)
     last = full if packets > 1 else W
     for k in range(h):
-        lat += s.ports[fwd[k]].delay_ps + (tx_time(last, s.ports[fwd[k]].rate_bps) if k > 0 else 0)
+        lat += w.ports[fwd[k]].delay_ps + (tx_time(last, w.ports[fwd[k]].rate_bps) if k > 0 else 0)
     y.lat_fwd = lat
     lat = 0
     for k in range(hr):
-        lat += s.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), s.ports[rev[k]].rate_bps)
+        lat += w.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), w.ports[rev[k]].rate_bps)
     y.lat_ack = lat
     for k in range(h):
         fd.links[sl * SLOT_LINKS + k] = fwd[k]
@@ -400,14 +406,15 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
 
 cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
     """Flow f's last byte left its NIC: it leaves the fluid; delivery and ACK follow."""
+    cdef World* w = s.w
     cdef int32_t sl = fd.slot_of[f], k, port
     cdef FluidSlot* x = &fd.slots[sl]
-    cdef int64_t packets, W = _wire_bytes(s, s.flows[f].size, &packets)
+    cdef int64_t packets, W = _wire_bytes(s, w.flows[f].size, &packets)
     cdef int64_t acks = _acks(s, packets) * _ack_wire(s)
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         _link_remove(fd, port, sl * SLOT_LINKS + k)
-        s.ports[port].tx_bytes += W if k < x.n_fwd else acks
+        w.ports[port].tx_bytes += W if k < x.n_fwd else acks
     cdef FluidSlotRest* y = &fd.rest[sl]
     ev_push(s, s.now + y.lat_fwd, EV_FLUID, f, FL_DELIVERED)
     ev_push(s, s.now + y.lat_fwd + y.lat_ack, EV_FLUID, f, FL_ACKED)
@@ -768,6 +775,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
 cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     """Run the flow-level network up to time `until` (inclusive) or `max_events` events;
     a STOP_* code (loop.pxd)."""
+    cdef World* w = s.w
     cdef Fluid* fd = _fd(s)
     cdef int64_t n = 0
     cdef int status = STOP_EMPTY
@@ -790,8 +798,8 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             if ev.arg:
                 flows_next_root(s)
             flow_activate(s, f)
-            if s.flows[f].is_compute:
-                ev_push(s, s.now + s.flows[f].size, EV_COMPUTE_DONE, f, 0)
+            if w.flows[f].is_compute:
+                ev_push(s, s.now + w.flows[f].size, EV_COMPUTE_DONE, f, 0)
             elif fd.startup > 0:
                 ev_push(s, s.now + fd.startup, EV_FLUID, f, FL_JOIN)
             else:
@@ -809,8 +817,8 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                     s.error = ERR_NOMEM
             elif ev.arg == FL_DELIVERED:
                 s.last_work = s.now
-                s.flows[f].rx_finish = s.now
-                s.st.data_bytes_delivered += s.flows[f].size
+                w.flows[f].rx_finish = s.now
+                s.st.data_bytes_delivered += w.flows[f].size
                 flow_delivered(s, f)
             elif ev.arg == FL_ACKED:
                 s.last_work = s.now
