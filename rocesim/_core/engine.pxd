@@ -22,3 +22,6 @@ cdef class Core:
     cdef _init_network(self, dict net)
     cdef _install_routes(self, route_class, int32_t n_classes, route_groups, route_ports)
     cdef _init_flows(self, dict c)
+
+
+cdef dict _counters(Sim** parts, int32_t n)

@@ -18,7 +18,7 @@ from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init, pool_release_array
-from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift, PART_WIDER,
+from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
@@ -564,20 +564,6 @@ cdef class Core:
         self.w.parts[k] = p
         self.w.n_parts = k + 1
 
-    def _add_empty_part(self):
-        """Tests only (issue 20, stage 1): one more part, with no events and no flows of its
-        own, so that the readbacks' aggregation over parts can be checked; such a Core does
-        not run."""
-        self._add_part()
-
-    def _split_receivers(self):
-        """Tests only (issue 20, stage 2): receivers keep their own records (`flow_rx`), as
-        in a run in parts, where today the receiver uses its sender's queue pair; before
-        the run starts.  Outputs must not change."""
-        if self.stats()["events"] or self.w.flow_rx != NULL:
-            raise RuntimeError("_split_receivers: only once, before the run")
-        self._alloc_flow_rx()
-
     cdef _alloc_flow_rx(self):
         """Receivers keep their own records (World.flow_rx), none open yet."""
         cdef int32_t f
@@ -590,24 +576,6 @@ cdef class Core:
     cdef Sim* _rx_part(self, int32_t f) noexcept:
         """The part of flow f's receiver."""
         return self.w.parts[self.w.node_part[self.w.flows[f].dst]] if self.w.node_part != NULL else self.s
-
-    def _part_order(self, str order, int seed=0):
-        """Debug (issue 20): the order the window loop visits the parts in, "forward",
-        "reverse" or "shuffle" (seeded).  Results must not depend on it: parts share no
-        state but the hand-offs taken at a window's end."""
-        cdef int32_t k
-        if self.w.n_parts == 1:
-            return
-        if order == "forward":
-            perm = np.arange(self.w.n_parts)
-        elif order == "reverse":
-            perm = np.arange(self.w.n_parts)[::-1]
-        elif order == "shuffle":
-            perm = np.random.default_rng(seed).permutation(self.w.n_parts)
-        else:
-            raise ValueError(f"_part_order: forward, reverse or shuffle, not {order!r}")
-        for k in range(self.w.n_parts):
-            self.win.order[k] = perm[k]
 
     def window_stats(self):
         """A run in parts: its parts, lookahead (ps), windows closed (and those in which some
@@ -632,13 +600,9 @@ cdef class Core:
             memcpy(&view[0, 0], self.win.profile, n * 4 * sizeof(int64_t))
         return dict(window=rec[:, 0], part=rec[:, 1], events=rec[:, 2], handoffs=rec[:, 3])
 
-    def _cut_ports(self):
-        """Tests: which ports are cut (their link joins two parts)."""
+    def cut_ports(self):
+        """Which ports are cut (a bool per port): a run in parts, their links join two parts."""
         return np.array([self.w.ports[k].cut for k in range(self.w.n_ports)], bool)
-
-    def _receive_records_in_use(self):
-        """Tests only: receive records held over the parts (0 with one record per flow)."""
-        return sum(self.w.parts[k].rx_used for k in range(self.w.n_parts))
 
     def capsule(self):
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
@@ -774,7 +738,7 @@ cdef class Core:
             # parts' order, not in the order threads happen to take the GIL
             threads = 1
         if self.w.n_parts > 1 and self.win.order == NULL:
-            raise NotImplementedError("Core.run: parts added by _add_empty_part are for readback tests only")
+            raise NotImplementedError("Core.run: parts added by debug.add_empty_part are for readback tests only")
         if self.w.fluid != NULL:
             status = fluid_loop(self.s, until_ps, max_events)
         elif self.w.n_parts == 1:
@@ -853,17 +817,11 @@ cdef class Core:
         clocks: the latest part's)."""
         cdef int32_t k
         st = _counters(self.w.parts, self.w.n_parts)
-        if self.win.order != NULL:         # a run in parts (not _add_empty_part's)
+        if self.win.order != NULL:         # a run in parts (not debug.add_empty_part's)
             # peaks over the window ends (a sum of the parts' own peaks would overstate them)
             st["packets_peak"], st["queue_pairs_peak"] = self.win.pkt_peak, self.win.qp_peak
             st["packets_in_use"] += sum(self.w.handoff[k].n for k in range(self.w.n_handoff))
         return st
-
-    def _part_stats(self, int32_t k):
-        """The counters of part k alone (tests: stats() aggregates these)."""
-        if not 0 <= k < self.w.n_parts:
-            raise IndexError(f"part {k} of {self.w.n_parts}")
-        return _counters(&self.w.parts[k], 1)
 
     def flow_arrays(self):
         """Per-flow results (numpy arrays, picoseconds; -1 where not reached).  `start_ps`
@@ -1099,43 +1057,4 @@ cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
         raise MemoryError()
     for i in range(n):
         out[i] = v[i]
-    return out
-
-
-def _event_queue_run(ops, int shift=10, int cal_n=CAL_N):
-    """Drive a fresh event queue (events.pxd) through `ops`, for tests: each op is a time
-    in ps (push an event at it; times must not precede the last pop, as in a run) or -1
-    (pop the earliest), with `cal_n` buckets of 2**shift ps.  Returns the push indices in the order their events left, then
-    those of what remained, in order."""
-    cdef World world
-    cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
-    cdef Event* ev
-    cdef int64_t k = 0
-    out = []
-    if cal_n < 64 or cal_n > CAL_N or cal_n & (cal_n - 1):
-        raise ValueError("cal_n: a power of two, 64 .. 8192")
-    memset(&world, 0, sizeof(World))
-    if s != NULL:
-        s.w = &world
-    if s == NULL or ev_init(s, shift, cal_n) < 0:
-        ev_free(s) if s != NULL else None
-        free(s)
-        raise MemoryError()
-    try:
-        for t in ops:
-            if t < 0:
-                if s.n_events and ev_next(s) != NULL:
-                    out.append(ev_pop(s).target)
-            else:
-                ev_push(s, t, 0, <int32_t> k, 0)
-                k += 1
-        while s.n_events:
-            if ev_next(s) == NULL:
-                raise MemoryError()
-            out.append(ev_pop(s).target)
-        if s.error:
-            raise MemoryError()
-    finally:
-        ev_free(s)
-        free(s)
     return out

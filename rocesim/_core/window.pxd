@@ -6,7 +6,7 @@ cdef struct Windows:
     # A run in parts (issue 20): the state of its windows, held by the Core.
     int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
     int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
-    int32_t* order         # the parts in the order phase 1 offers them (Core._part_order;
+    int32_t* order         # the parts in the order phase 1 offers them (debug.part_order;
                            #   with threads: the costliest first, re-sorted as they run)
     int64_t* next_t        # per part: its earliest pending event (INT64_MAX: none)
     int64_t* cost          # per part: events run lately (the threads' load balance)

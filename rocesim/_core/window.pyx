@@ -24,7 +24,7 @@ from another part.  A window is [T, T + L):
 
 A part's history in a window depends only on its state when the window opened, so the
 results depend on the partition, never on the order the parts run in
-(`Core._part_order`) nor on how many threads run them.  Stops (a time limit, an event
+(`debug.part_order`) nor on how many threads run them.  Stops (a time limit, an event
 budget) are decided at window ends, except that a slice may end inside a window
 (`until` < T + L - 1): every part then stops at `until`, and the next slice goes on with
 the same window.  Hand-offs cross only at a window's end, so where slices end (sampling,
