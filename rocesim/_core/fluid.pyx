@@ -480,34 +480,14 @@ cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexc
         K.unfrozen -= 1
 
 
-cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
-    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
-
-    Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
-    where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
-    they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
-    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
-    flows, the data alone being more than it carries.  The ACKs it carries are left out
-    because they would otherwise decide ties that are not congestion: on a ring whose hop
-    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
-    data its one sender's NIC sends, and which of the two binds depends only on the
-    neighbouring hops' ACKs (a few percent).  Pass 2 offers rate x share at the links
-    where flows meet that pass 1 found bound: where the demand exceeds the link, as where
-    a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
-    many links where flows meet pass 1 found bound, or -1 when out of memory."""
-    cdef int32_t i, j, m, froze, bound_meets = 0
-    cdef SolveLink* K
-    cdef SolveFlow* F
-    cdef HeapItem* top
-    cdef HeapItem item
-    cdef double level, next_floor, own_min = INFINITY
-    cdef bint owns_in = 0
-    cdef int32_t start[LADDER + 1]
+cdef int _fill_start(Fluid* fd, int32_t nk, int pass_, int32_t* start, int32_t* low) noexcept nogil:
+    """Each link of the solve at the start of pass `pass_` of _fill (what it offers, the load
+    of its unfrozen flows), and those with a load on a ladder of octaves: rung b holds
+    fd.ladder.a[start[b] .. start[b + 1]], from the octave `low` up.  -1 when out of memory."""
+    cdef int32_t i, j, b, nl = 0
     cdef int32_t at[LADDER]
-    cdef int32_t b, rung = 0, low = 0x7FF, nl = 0
+    cdef SolveLink* K
     cdef HeapItem* loose
-    fd.heap.n = 0
-    fd.owns.n = 0
     fd.undecided = 0
     if 2 * nk > fd.ladder.cap:                      # the rungs, then the links as they come
         free(fd.ladder.a)
@@ -517,6 +497,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             fd.ladder.cap = 0
             return -1
     loose = &fd.ladder.a[nk]
+    low[0] = 0x7FF
     for j in range(nk):
         K = &fd.sk[j]
         K.load = K.load0
@@ -532,7 +513,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             K.rem = K.capacity * fd.share
         if K.load > 0:
             loose[nl] = _item(K.rem / K.load, K.port, j)
-            low = min(low, _octave(loose[nl].key))
+            low[0] = min(low[0], _octave(loose[nl].key))
             nl += 1
     # The links wait on a ladder of octaves (counting sort), a rung joining the heap when its
     # top reaches the rung's floor: a link all of whose flows froze by then would only come
@@ -540,15 +521,80 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     for b in range(LADDER + 1):
         start[b] = 0
     for i in range(nl):
-        start[min(_octave(loose[i].key) - low, LADDER - 1) + 1] += 1
+        start[min(_octave(loose[i].key) - low[0], LADDER - 1) + 1] += 1
     for b in range(LADDER):
         start[b + 1] += start[b]
         at[b] = start[b]
     for i in range(nl):
-        b = min(_octave(loose[i].key) - low, LADDER - 1)
+        b = min(_octave(loose[i].key) - low[0], LADDER - 1)
         fd.ladder.a[at[b]] = loose[i]
         at[b] += 1
-    next_floor = 0
+    return 0
+
+
+cdef inline int _rung_in(Fluid* fd, int32_t* start, int32_t rung) noexcept nogil:
+    """Rung `rung` of the ladder joins the heap: its links that still have flows to freeze.
+    -1 when out of memory."""
+    cdef int32_t i
+    cdef SolveLink* K
+    for i in range(start[rung], start[rung + 1]):
+        K = &fd.sk[fd.ladder.a[i].loc]
+        if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
+                                                         K.port, fd.ladder.a[i].loc) < 0:
+            return -1
+    return 0
+
+
+cdef inline int _owns_in(Fluid* fd, int32_t nf) noexcept nogil:
+    """The own limits of the flows not frozen yet join their heap.  -1 when out of memory."""
+    cdef int32_t i
+    for i in range(nf):
+        if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
+            if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
+                return -1
+    return 0
+
+
+cdef inline bint _freeze_at(Fluid* fd, SolveLink* K, double level, int pass_) noexcept nogil:
+    """Link K binds at `level`: its flows not frozen yet freeze at it (in pass 1, where flows
+    meet, its ACK entries do not count).  True when it froze one."""
+    cdef int32_t i, m
+    cdef bint froze = 0
+    for i in range(K.m0, K.m1):
+        m = fd.mem[i]
+        if not fd.sf[m >> 1].frozen and not (pass_ == 1 and K.meets and m & 1):
+            froze = 1
+            _freeze(fd, m >> 1, level, pass_ == 1)
+    return froze
+
+
+cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
+    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
+
+    Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
+    where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
+    they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
+    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
+    flows, the data alone being more than it carries.  The ACKs it carries are left out
+    because they would otherwise decide ties that are not congestion: on a ring whose hop
+    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
+    data its one sender's NIC sends, and which of the two binds depends only on the
+    neighbouring hops' ACKs (a few percent).  Pass 2 offers rate x share at the links
+    where flows meet that pass 1 found bound: where the demand exceeds the link, as where
+    a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
+    many links where flows meet pass 1 found bound, or -1 when out of memory."""
+    cdef int32_t i, bound_meets = 0
+    cdef SolveLink* K
+    cdef HeapItem* top
+    cdef HeapItem item
+    cdef double level, next_floor = 0, own_min = INFINITY
+    cdef bint owns_in = 0
+    cdef int32_t start[LADDER + 1]
+    cdef int32_t rung = 0, low
+    fd.heap.n = 0
+    fd.owns.n = 0
+    if _fill_start(fd, nk, pass_, start, &low) < 0:
+        return -1
     for i in range(nf):
         fd.sf[i].frozen = 0
         if fd.sf[i].own < own_min:
@@ -564,20 +610,15 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             # it did not bind all froze elsewhere: it never will); pass 2 recomputes every rate
             break
         while rung < LADDER and (fd.heap.n == 0 or fd.heap.a[0].key >= next_floor):
-            for i in range(start[rung], start[rung + 1]):
-                K = &fd.sk[fd.ladder.a[i].loc]
-                if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
-                                                                 K.port, fd.ladder.a[i].loc) < 0:
-                    return -1
+            if _rung_in(fd, start, rung) < 0:
+                return -1
             rung += 1
             next_floor = _octave_floor(low + rung)
         top = &fd.heap.a[0] if fd.heap.n > 0 else NULL
         if not owns_in and (top == NULL or top.key >= own_min):
             owns_in = 1
-            for i in range(nf):
-                if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
-                    if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
-                        return -1
+            if _owns_in(fd, nf) < 0:
+                return -1
         if fd.owns.n > 0 and (top == NULL or _heap_before(&fd.owns.a[0], top)):
             item = _heap_pop(&fd.owns)
             if not fd.sf[item.loc].frozen:
@@ -593,15 +634,8 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
         if level > top.key:                          # stale: its key grew as flows froze (lazily
             _heap_sift(&fd.heap, _item(level, _id(top), top.loc))   # updated: a link's key only grows,
             continue                                 # so the top is the true smallest once current)
-        item = _heap_pop(&fd.heap)
-        froze = 0
-        for i in range(K.m0, K.m1):
-            m = fd.mem[i]
-            F = &fd.sf[m >> 1]
-            if not F.frozen and not (pass_ == 1 and K.meets and m & 1):
-                froze = 1
-                _freeze(fd, m >> 1, level, pass_ == 1)
-        if pass_ == 1 and froze:
+        _heap_pop(&fd.heap)
+        if _freeze_at(fd, K, level, pass_) and pass_ == 1:
             K.bound = 1
             bound_meets += K.meets
     return bound_meets
