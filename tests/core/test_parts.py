@@ -55,6 +55,13 @@ def mid_run():
     return core
 
 
+
+def test_cores_test_hooks_are_in_the_debug_module_not_its_face():
+    """What only tests need (adding empty parts, splitting receivers, the parts' order) is
+    rocesim._core.debug's; a Core's methods are its supported face."""
+    assert [name for name in dir(engine.Core) if name.startswith("_") and not name.startswith("__")] == []
+    assert {"add_empty_part", "split_receivers", "part_order", "part_stats", "receive_records_in_use"} <= set(dir(debug))
+
 def test_one_part_is_the_whole_run(mid_run):
     core = mid_run
     assert core.n_parts == 1
