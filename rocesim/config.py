@@ -23,7 +23,6 @@ from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
 DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
-AUTO_RTO = 10**9                          # nic.rto: auto on lossy priorities: 1 ms (in ps)
 
 PRIORITY = Integer(1, 7, "a data priority 1..7 (0 is the control queue)")
 PRIORITIES = ListOf(PRIORITY, "priorities 1..7", as_set=True)

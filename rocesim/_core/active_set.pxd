@@ -23,7 +23,7 @@ PFC pauses every priority it has flows in.
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport realloc
 from libc.string cimport memset
-from rocesim._core.defs cimport (Sim, Flow, Qp, Host, PacedEntry, NIL, ERR_NOMEM,
+from rocesim._core.defs cimport (Sim, World, Flow, Qp, Host, PacedEntry, NIL, ERR_NOMEM,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.qp cimport qp_of
 
@@ -159,11 +159,12 @@ cdef inline void paced_pop(Host* h, int32_t prio) noexcept nogil:
 
 cdef inline bint paced_valid(Sim* s, PacedEntry* e) noexcept nogil:
     """The entry still stands for its flow (it did not move on, or end, since it was pushed)."""
+    cdef World* w = s.w
     cdef Qp* qp
-    if s.flows[e.flow].qp == NIL:
+    if w.flows[e.flow].qp == NIL:
         return False
     qp = qp_of(s, e.flow)
-    return s.flows[e.flow].slot.act_pos != NIL and qp.sched == SCHED_PACED and qp.paced_at == e.time
+    return w.flows[e.flow].slot.act_pos != NIL and qp.sched == SCHED_PACED and qp.paced_at == e.time
 
 
 cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept nogil:
@@ -180,8 +181,9 @@ cdef inline int64_t paced_top(Sim* s, Host* h, int32_t prio) noexcept nogil:
 cdef inline void active_add(Sim* s, int32_t f) noexcept nogil:
     """List active flow f in its host's active set (blocked until sched_update decides; a
     flow without a queue pair is ready: the caller sets its bit)."""
-    cdef Flow* fl = &s.flows[f]
-    cdef Host* h = &s.hosts[fl.src]
+    cdef World* w = s.w
+    cdef Flow* fl = &w.flows[f]
+    cdef Host* h = &w.hosts[fl.src]
     cdef int32_t* grown
     cdef int32_t cap
     if fl.slot.act_pos != NIL:
@@ -206,7 +208,8 @@ cdef inline void active_add(Sim* s, int32_t f) noexcept nogil:
 
 cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept nogil:
     """Unlist the flow at position idx; the last flow moves into idx (bits and all)."""
-    cdef Flow* fl = &s.flows[h.active[idx]]
+    cdef World* w = s.w
+    cdef Flow* fl = &w.flows[h.active[idx]]
     cdef int32_t last, g
     fl.slot.act_pos = NIL
     if fl.qp != NIL:
@@ -218,16 +221,17 @@ cdef inline void active_remove_at(Sim* s, Host* h, int32_t idx) noexcept nogil:
     if idx != last:
         g = h.active[last]
         h.active[idx] = g
-        s.flows[g].slot.act_pos = idx
+        w.flows[g].slot.act_pos = idx
         if ready_get(h, last):
             ready_set(h, idx)
             ready_clear(h, last)
 
 
 cdef inline void active_remove(Sim* s, int32_t f) noexcept nogil:
-    cdef Host* h = &s.hosts[s.flows[f].src]
-    if s.flows[f].slot.act_pos == NIL:
+    cdef World* w = s.w
+    cdef Host* h = &w.hosts[w.flows[f].src]
+    if w.flows[f].slot.act_pos == NIL:
         return
-    active_remove_at(s, h, s.flows[f].slot.act_pos)
+    active_remove_at(s, h, w.flows[f].slot.act_pos)
     if h.rr >= h.n_active:
         h.rr = 0

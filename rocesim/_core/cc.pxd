@@ -13,7 +13,7 @@ writing its queue pair's `Qp.rate_bps` (pacing) and `Qp.window` (bytes in flight
 from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport calloc, free
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from rocesim._core.defs cimport Sim, CCOps, AckInfo, EV_CC_TIMER
+from rocesim._core.defs cimport Sim, World, CCOps, AckInfo, EV_CC_TIMER
 from rocesim._core.events cimport ev_push
 
 
@@ -69,7 +69,8 @@ cdef inline void cc_free_state(void* st) noexcept nogil:
 cdef inline void cc_install(Sim* s, void* st, size_t flow_state_size) noexcept nogil:
     """Make `st` (from cc_new_state) the simulation's scheme state, with `flow_state_size`
     bytes of zeroed state per active flow; callbacks start as no-ops."""
-    cc_ops_clear(&s.cc)
-    s.cc.state = st
-    s.cc.free_state = cc_free_state
-    s.cc.flow_state_size = <int32_t> flow_state_size
+    cdef World* w = s.w
+    cc_ops_clear(&w.cc)
+    w.cc.state = st
+    w.cc.free_state = cc_free_state
+    w.cc.flow_state_size = <int32_t> flow_state_size

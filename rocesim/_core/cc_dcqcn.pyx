@@ -89,7 +89,7 @@ cdef struct DcqcnState:
 
 
 cdef inline DcqcnState* _st(Sim* s) noexcept nogil:
-    return <DcqcnState*> s.cc.state
+    return <DcqcnState*> s.w.cc.state
 
 
 cdef inline void _apply(Sim* s, int32_t f, DcqcnState* st, DcqcnFlow* x) noexcept nogil:
@@ -256,10 +256,10 @@ def install(core, params):
     cdef DcqcnState* st = <DcqcnState*> cc_new_state(s, sizeof(DcqcnState))
     st.p = p
     cc_install(s, st, sizeof(DcqcnFlow))
-    s.cc.on_start = _start
-    s.cc.on_cnp = _cnp
-    s.cc.on_timer = _timer
-    s.cc.on_ack = _ack
+    s.w.cc.on_start = _start
+    s.w.cc.on_cnp = _cnp
+    s.w.cc.on_timer = _timer
+    s.w.cc.on_ack = _ack
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

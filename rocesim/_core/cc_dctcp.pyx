@@ -16,7 +16,7 @@ BDP, grows by one packet per window of ACKs and the NIC sends at line rate.
 """
 cimport cython
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.defs cimport Sim, World, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 from rocesim._core.declare import ParamError, check_fields, declared_values, fill, window_bytes
@@ -63,20 +63,22 @@ cdef inline void _apply(Sim* s, int32_t f, DctcpState* st, DctcpFlow* x) noexcep
 
 
 cdef void _start(Sim* s, int32_t f) noexcept nogil:
-    cdef DctcpState* st = <DctcpState*> s.cc.state
+    cdef World* w = s.w
+    cdef DctcpState* st = <DctcpState*> w.cc.state
     cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
     x.alpha = 1.0
     x.rate = qp_of(s, f).line_rate
     x.cwnd = st.p.window
-    if x.cwnd < s.p.mtu:
-        x.cwnd = s.p.mtu
+    if x.cwnd < w.p.payload:
+        x.cwnd = w.p.payload
     x.last_update_seq = 0
     x.cwr = 0
     _apply(s, f, st, x)
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
-    cdef DctcpState* st = <DctcpState*> s.cc.state
+    cdef World* w = s.w
+    cdef DctcpState* st = <DctcpState*> w.cc.state
     cdef DctcpFlow* x = <DctcpFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
     cdef bint new_window = a.seq > x.last_update_seq
@@ -95,8 +97,8 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
         if x.rate < st.p.min_rate:
             x.rate = st.p.min_rate
         x.cwnd *= 1 - x.alpha / 2
-        if x.cwnd < s.p.mtu:
-            x.cwnd = s.p.mtu
+        if x.cwnd < w.p.payload:
+            x.cwnd = w.p.payload
         x.cwr = 1
         x.high_seq = fl.snd_nxt
     elif not x.cwr:
@@ -105,7 +107,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
             if x.rate > fl.line_rate:
                 x.rate = fl.line_rate
         if x.cwnd > 0:                           # + one packet per window of ACKs
-            x.cwnd += <double> s.p.mtu * a.acked / x.cwnd
+            x.cwnd += <double> w.p.payload * a.acked / x.cwnd
     _apply(s, f, st, x)
 
 
@@ -117,8 +119,8 @@ def install(core, params):
     cdef DctcpState* st = <DctcpState*> cc_new_state(s, sizeof(DctcpState))
     st.p = p
     cc_install(s, st, sizeof(DctcpFlow))
-    s.cc.on_start = _start
-    s.cc.on_ack = _ack
+    s.w.cc.on_start = _start
+    s.w.cc.on_ack = _ack
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

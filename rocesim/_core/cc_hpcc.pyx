@@ -55,7 +55,7 @@ cdef inline double _bdp(Qp* fl, int64_t t) noexcept nogil:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept nogil:
-    cdef HpccState* st = <HpccState*> s.cc.state
+    cdef HpccState* st = <HpccState*> s.w.cc.state
     cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
     x.wc = _bdp(fl, st.p.t)
@@ -68,7 +68,7 @@ cdef void _start(Sim* s, int32_t f) noexcept nogil:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
-    cdef HpccState* st = <HpccState*> s.cc.state
+    cdef HpccState* st = <HpccState*> s.w.cc.state
     cdef HpccFlow* x = <HpccFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
     cdef double T = <double> st.p.t, U = 0.0, ui, b, q, w, wmin, wmax
@@ -128,8 +128,8 @@ def install(core, params):
     cdef HpccState* st = <HpccState*> cc_new_state(s, sizeof(HpccState))
     st.p = p
     cc_install(s, st, sizeof(HpccFlow))
-    s.cc.on_start = _start
-    s.cc.on_ack = _ack
+    s.w.cc.on_start = _start
+    s.w.cc.on_ack = _ack
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

@@ -20,7 +20,7 @@ cdef struct NoneParams:       # DECLARATION's parameters (end of file), by the s
 cdef void _start(Sim* s, int32_t f) noexcept nogil:
     cdef Qp* fl = qp_of(s, f)
     fl.rate_bps = fl.line_rate
-    fl.window = (<NoneParams*> s.cc.state).window
+    fl.window = (<NoneParams*> s.w.cc.state).window
 
 
 def install(core, params):
@@ -32,7 +32,7 @@ def install(core, params):
     cdef NoneParams* st = <NoneParams*> cc_new_state(s, sizeof(NoneParams))
     st[0] = p
     cc_install(s, st, 0)
-    s.cc.on_start = _start
+    s.w.cc.on_start = _start
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

@@ -42,22 +42,22 @@ cdef class FlowHandle:
 
     cdef Qp* _qp(self):
         """The flow's queue pair, or NULL once it is done."""
-        if self.s.flows[self.id].qp == NIL:
+        if self.s.w.flows[self.id].qp == NIL:
             return NULL
         return qp_of(self.s, self.id)
 
     @property
     def src(self):
-        return self.s.flows[self.id].src
+        return self.s.w.flows[self.id].src
 
     @property
     def dst(self):
-        return self.s.flows[self.id].dst
+        return self.s.w.flows[self.id].dst
 
     @property
     def size(self):
         """Payload bytes."""
-        return self.s.flows[self.id].size
+        return self.s.w.flows[self.id].size
 
     @property
     def line_rate_bps(self):
@@ -71,12 +71,12 @@ cdef class FlowHandle:
     @property
     def snd_nxt(self):
         cdef Qp* qp = self._qp()
-        return qp.snd_nxt if qp != NULL else self.s.flows[self.id].size
+        return qp.snd_nxt if qp != NULL else self.s.w.flows[self.id].size
 
     @property
     def snd_una(self):
         cdef Qp* qp = self._qp()
-        return qp.snd_una if qp != NULL else self.s.flows[self.id].size
+        return qp.snd_una if qp != NULL else self.s.w.flows[self.id].size
 
     @property
     def now_ps(self):
@@ -165,7 +165,7 @@ cdef class Shim:
 
 
 cdef inline Shim _shim(Sim* s):
-    return <Shim> <PyObject*> s.cc.state
+    return <Shim> <PyObject*> s.w.cc.state
 
 
 cdef void _start(Sim* s, int32_t f) noexcept with gil:
@@ -230,13 +230,13 @@ def install(core, params):
     cdef Shim shim = Shim.__new__(Shim)
     shim.core = core
     shim.scheme = params["scheme"]
-    shim.handles = [None] * s.n_flows
-    cc_ops_clear(&s.cc)
-    s.cc.state = <void*> shim          # borrowed: the Core keeps `shim` alive
-    s.cc.on_start = _start
-    s.cc.on_ack = _ack
-    s.cc.on_nack = _nack
-    s.cc.on_cnp = _cnp
-    s.cc.on_timeout = _timeout
-    s.cc.on_timer = _timer
+    shim.handles = [None] * s.w.n_flows
+    cc_ops_clear(&s.w.cc)
+    s.w.cc.state = <void*> shim          # borrowed: the Core keeps `shim` alive
+    s.w.cc.on_start = _start
+    s.w.cc.on_ack = _ack
+    s.w.cc.on_nack = _nack
+    s.w.cc.on_cnp = _cnp
+    s.w.cc.on_timeout = _timeout
+    s.w.cc.on_timer = _timer
     return shim

@@ -18,7 +18,7 @@ Only the fabric window is modelled (no endpoint delay); flows start with one BDP
 cimport cython
 from libc.stdint cimport int64_t, int32_t
 from libc.math cimport sqrt
-from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.defs cimport Sim, World, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.flows cimport flow_base_rtt
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
@@ -54,6 +54,7 @@ cdef struct SwiftState:
 
 
 cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before) noexcept nogil:
+    cdef World* w = s.w
     cdef Qp* fl = qp_of(s, f)
     if x.cwnd < p.min_cwnd:
         x.cwnd = p.min_cwnd
@@ -62,11 +63,11 @@ cdef void _apply(Sim* s, int32_t f, SwiftParams* p, SwiftFlow* x, double before)
     if x.cwnd < before:
         x.t_last_decrease = s.now
     if x.cwnd >= 1:
-        fl.window = <int64_t> (x.cwnd * s.p.mtu)
+        fl.window = <int64_t> (x.cwnd * w.p.payload)
         fl.rate_bps = fl.line_rate
     else:                      # one packet in flight, paced at cwnd packets per RTT
-        fl.window = s.p.mtu
-        fl.rate_bps = <int64_t> (x.cwnd * (s.p.mtu + s.p.data_hdr) * 8e12 / x.rtt)
+        fl.window = w.p.payload
+        fl.rate_bps = <int64_t> (x.cwnd * (w.p.payload + w.p.header) * 8e12 / x.rtt)
         if fl.rate_bps < 1:
             fl.rate_bps = 1
 
@@ -76,19 +77,21 @@ cdef inline bint _can_decrease(Sim* s, SwiftFlow* x) noexcept nogil:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept nogil:
-    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef World* w = s.w
+    cdef SwiftState* st = <SwiftState*> w.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
     cdef int64_t base_rtt = flow_base_rtt(s, f, &x.hops)
     x.rtt = base_rtt if base_rtt > 0 else 1e6
-    x.cwnd = fl.line_rate * x.rtt / 8e12 / s.p.mtu
-    x.t_last_decrease = s.flows[f].released     # the flow's start (on_start may come later)
+    x.cwnd = fl.line_rate * x.rtt / 8e12 / w.p.payload
+    x.t_last_decrease = w.flows[f].released     # the flow's start (on_start may come later)
     x.retx = 0
     _apply(s, f, &st.p, x, x.cwnd)
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
-    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef World* w = s.w
+    cdef SwiftState* st = <SwiftState*> w.cc.state
     cdef SwiftParams* p = &st.p
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd, delay = <double> a.rtt, target, fs, acked
@@ -100,7 +103,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
     if fs < 0:
         fs = 0
     target = p.base_target + x.hops * p.h + fs
-    acked = <double> a.acked / s.p.mtu
+    acked = <double> a.acked / w.p.payload
     if delay < target:
         if x.cwnd >= 1:
             x.cwnd += p.ai * acked / x.cwnd
@@ -112,7 +115,7 @@ cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
 
 
 cdef void _nack(Sim* s, int32_t f) noexcept nogil:
-    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftState* st = <SwiftState*> s.w.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd
     x.retx = 0
@@ -122,7 +125,7 @@ cdef void _nack(Sim* s, int32_t f) noexcept nogil:
 
 
 cdef void _timeout(Sim* s, int32_t f) noexcept nogil:
-    cdef SwiftState* st = <SwiftState*> s.cc.state
+    cdef SwiftState* st = <SwiftState*> s.w.cc.state
     cdef SwiftFlow* x = <SwiftFlow*> cc_flow_state(s, f)
     cdef double before = x.cwnd
     x.retx += 1
@@ -143,10 +146,10 @@ def install(core, params):
     st.fs_a = p.fs_range / (1 / sqrt(p.fs_min_cwnd) - 1 / sqrt(p.fs_max_cwnd))
     st.fs_b = -st.fs_a / sqrt(p.fs_max_cwnd)
     cc_install(s, st, sizeof(SwiftFlow))
-    s.cc.on_start = _start
-    s.cc.on_ack = _ack
-    s.cc.on_nack = _nack
-    s.cc.on_timeout = _timeout
+    s.w.cc.on_start = _start
+    s.w.cc.on_ack = _ack
+    s.w.cc.on_nack = _nack
+    s.w.cc.on_timeout = _timeout
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

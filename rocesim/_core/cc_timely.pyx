@@ -21,7 +21,7 @@ covers both increase branches, and the first sample only sets prev_rtt.
 """
 cimport cython
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Qp, AckInfo
+from rocesim._core.defs cimport Sim, World, Qp, AckInfo
 from rocesim._core.qp cimport qp_of, cc_flow_state
 from rocesim._core.cc cimport sim_of, cc_new_state, cc_install
 from rocesim._core.declare import G100, check_fields, declared_values, fill
@@ -53,7 +53,7 @@ cdef struct TimelyState:
 
 
 cdef void _start(Sim* s, int32_t f) noexcept nogil:
-    cdef TimelyState* st = <TimelyState*> s.cc.state
+    cdef TimelyState* st = <TimelyState*> s.w.cc.state
     cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)
     x.rate = qp_of(s, f).line_rate
     x.prev_rtt = -1
@@ -64,13 +64,14 @@ cdef void _start(Sim* s, int32_t f) noexcept nogil:
 
 
 cdef void _ack(Sim* s, int32_t f, AckInfo* a) noexcept nogil:
-    cdef TimelyState* st = <TimelyState*> s.cc.state
+    cdef World* w = s.w
+    cdef TimelyState* st = <TimelyState*> w.cc.state
     cdef TimelyParams* p = &st.p
     cdef TimelyFlow* x = <TimelyFlow*> cc_flow_state(s, f)
     cdef Qp* fl = qp_of(s, f)
     cdef double rtt = <double> a.rtt, gradient
     if p.segment > 0:
-        if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < s.flows[f].size:
+        if fl.snd_una - x.seg_mark < p.segment and fl.snd_una < w.flows[f].size:
             return
         x.seg_mark = fl.snd_una
     else:
@@ -107,8 +108,8 @@ def install(core, params):
     cdef TimelyState* st = <TimelyState*> cc_new_state(s, sizeof(TimelyState))
     st.p = p
     cc_install(s, st, sizeof(TimelyFlow))
-    s.cc.on_start = _start
-    s.cc.on_ack = _ack
+    s.w.cc.on_start = _start
+    s.w.cc.on_ack = _ack
 
 
 # --- declaration (rocesim._core.declare; rocesim.cc.registry makes it a Scheme) ---------------

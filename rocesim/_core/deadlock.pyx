@@ -35,7 +35,7 @@ part's ports (monitors.pyx), at `next_at`; a queue's packets are in its port's p
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
-from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, ERR_NOMEM, EV_DEADLOCK
+from rocesim._core.defs cimport Sim, World, Port, NIL, NPRIO, ERR_NOMEM, EV_DEADLOCK
 from rocesim._core.events cimport ev_push
 from rocesim._core.rng cimport mix64
 from rocesim._core.parts cimport port_sim
@@ -43,20 +43,21 @@ from rocesim._core.parts cimport port_sim
 
 cdef DLState* _alloc(Sim* s, int64_t threshold) noexcept nogil:
     """The detector's state, with no check scheduled; NULL if out of memory (what was
-    allocated is in s.deadlock: deadlock_free releases it)."""
+    allocated is in w.deadlock: deadlock_free releases it)."""
+    cdef World* w = s.w
     cdef DLState* st = <DLState*> calloc(1, sizeof(DLState))
     cdef int32_t k
     if st == NULL:
         return NULL
-    s.deadlock = st
+    w.deadlock = st
     st.threshold = threshold
     st.next_at = INT64_MAX
-    st.n_keys = s.n_ports * NPRIO
+    st.n_keys = w.n_ports * NPRIO
     st.cand = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
     st.nodes = <int32_t*> malloc(max(st.n_keys, 1) * sizeof(int32_t))
     st.adj_off = <int32_t*> malloc((st.n_keys + 1) * sizeof(int32_t))
     st.scratch = <int32_t*> malloc(6 * max(st.n_keys, 1) * sizeof(int32_t))
-    st.flow_mark = <uint8_t*> calloc(max(s.n_flows, 1), 1)
+    st.flow_mark = <uint8_t*> calloc(max(w.n_flows, 1), 1)
     st.adj_cap = 64
     st.adj = <int32_t*> malloc(st.adj_cap * sizeof(int32_t))
     if (st.cand == NULL or st.nodes == NULL or st.adj_off == NULL or st.scratch == NULL
@@ -76,7 +77,7 @@ cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) n
     st.interval = interval
     st.stop = stop
     st.periodic = 1
-    if s.node_part != NULL:
+    if s.w.node_part != NULL:
         st.next_at = s.now + interval
         return 0
     ev_push(s, s.now + interval, EV_DEADLOCK, 0, 0)
@@ -85,7 +86,8 @@ cdef int deadlock_init(Sim* s, int64_t interval, int64_t threshold, bint stop) n
 
 
 cdef void deadlock_free(Sim* s) noexcept nogil:
-    cdef DLState* st = <DLState*> s.deadlock
+    cdef World* w = s.w
+    cdef DLState* st = <DLState*> w.deadlock
     if st == NULL:
         return
     free(st.cand)
@@ -98,13 +100,13 @@ cdef void deadlock_free(Sim* s) noexcept nogil:
     free(st.rec_ports)
     free(st.rec_flows)
     free(st)
-    s.deadlock = NULL
+    w.deadlock = NULL
 
 
 cdef inline bint _holds_from(Sim* s, int32_t port, int32_t prio, int32_t in_port,
                              int32_t in_prio) noexcept nogil:
     """Queue (port, prio) holds a packet that entered its switch by `in_port` at `in_prio`."""
-    cdef int32_t i = s.ports[port].q_head[prio]
+    cdef int32_t i = s.w.ports[port].q_head[prio]
     s = port_sim(s, port)                 # (its packets are in its part's pool)
     while i != NIL:
         if s.pkts[i].in_port == in_port and s.pkts[i].in_prio == in_prio:
@@ -130,6 +132,7 @@ cdef inline bint _grow(void** arr, int32_t* cap, int32_t need, size_t item) noex
 
 cdef int _build_edges(Sim* s, DLState* st) noexcept nogil:
     """Wait-for edges among the candidates (CSR in adj_off/adj); -1 if out of memory."""
+    cdef World* w = s.w
     cdef int32_t a, b, n = st.n_nodes, e, f, q, peer, T
     cdef int64_t m = 0
     cdef int32_t* grown
@@ -137,13 +140,13 @@ cdef int _build_edges(Sim* s, DLState* st) noexcept nogil:
         st.adj_off[a] = <int32_t> m
         e = st.nodes[a] // NPRIO
         q = st.nodes[a] % NPRIO
-        peer = s.ports[e].peer
-        T = s.ports[e].peer_node
-        if T < s.n_hosts or not s.ports[peer].pause_sent[q]:
+        peer = w.ports[e].peer
+        T = w.ports[e].peer_node
+        if T < w.n_hosts or not w.ports[peer].pause_sent[q]:
             continue                          # a host paused it, or the XOFF is not ours
         for b in range(n):
             f = st.nodes[b] // NPRIO
-            if s.ports[f].node != T:
+            if w.ports[f].node != T:
                 continue
             if not _holds_from(s, f, st.nodes[b] % NPRIO, peer, q):
                 continue
@@ -200,6 +203,7 @@ cdef int32_t _cycle_from(DLState* st, int32_t root, int32_t* comp, int32_t c, in
 cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n, int64_t now) noexcept nogil:
     """Report the cycle cyc[0..n) (candidate indices), found at `now`, unless already
     reported: 1 if new, 0 if known, -1 out of memory."""
+    cdef World* w = s.w
     cdef int64_t formed = 0, since
     cdef uint64_t key = 0
     cdef int32_t k, port, prio, i, r
@@ -208,7 +212,7 @@ cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n, int64_t now) noex
     for k in range(n):
         port = st.nodes[cyc[k]] // NPRIO
         prio = st.nodes[cyc[k]] % NPRIO
-        since = s.ports[port].paused_since[prio]
+        since = w.ports[port].paused_since[prio]
         if since > formed:
             formed = since
         key += mix64(<uint64_t> st.nodes[cyc[k]] + 1)
@@ -235,7 +239,7 @@ cdef int _record(Sim* s, DLState* st, int32_t* cyc, int32_t n, int64_t now) noex
     for k in range(n):
         port = st.nodes[cyc[k]] // NPRIO
         ps = port_sim(s, port)            # (its packets are in its part's pool)
-        i = s.ports[port].q_head[st.nodes[cyc[k]] % NPRIO]
+        i = w.ports[port].q_head[st.nodes[cyc[k]] % NPRIO]
         while i != NIL:
             if not st.flow_mark[ps.pkts[i].flow]:
                 st.flow_mark[ps.pkts[i].flow] = 1
@@ -308,6 +312,7 @@ cdef int _scan(Sim* s, DLState* st, bint frozen, int64_t now) noexcept nogil:
     """Look for deadlocked cycles at `now` (every paused queue holding packets is a candidate
     when the network is `frozen`, else those paused for the threshold) and record the new
     ones: how many, or -1 (s.error set) if out of memory."""
+    cdef World* w = s.w
     cdef int32_t i, q, n = 0, c, ncomp, v, k, length, r, found = 0
     cdef uint32_t m
     cdef Port* p
@@ -316,8 +321,8 @@ cdef int _scan(Sim* s, DLState* st, bint frozen, int64_t now) noexcept nogil:
     cdef int32_t* queue
     cdef int32_t* out
     cdef int32_t* seen
-    for i in range(s.n_ports):
-        p = &s.ports[i]
+    for i in range(w.n_ports):
+        p = &w.ports[i]
         m = p.paused_mask & p.q_mask
         if m == 0 or not p.is_switch:
             continue
@@ -363,15 +368,16 @@ cdef bint deadlock_check_at(Sim* s, int64_t now, bint frozen, int64_t flows_done
     `flows_done` flows finished: records the new cycles and sets `next_at`, the next
     check's time (INT64_MAX: none; none once frozen or every flow is done).  True when the
     run should stop (a new deadlock, and the detector stops at the first)."""
-    cdef DLState* st = <DLState*> s.deadlock
+    cdef World* w = s.w
+    cdef DLState* st = <DLState*> w.deadlock
     cdef int found = _scan(s, st, frozen, now)
-    st.next_at = now + st.interval if not frozen and flows_done < s.n_flows else INT64_MAX
+    st.next_at = now + st.interval if not frozen and flows_done < w.n_flows else INT64_MAX
     return found > 0 and st.stop
 
 
 cdef bint deadlock_check(Sim* s) noexcept nogil:
     """One check (an EV_DEADLOCK event, one part).  True when the run should stop."""
-    cdef DLState* st = <DLState*> s.deadlock
+    cdef DLState* st = <DLState*> s.w.deadlock
     cdef bint stop
     if st == NULL:
         return False
@@ -390,7 +396,7 @@ cdef int deadlock_at_stall(Sim* s, int64_t threshold, bint frozen, int64_t now) 
     apart: `frozen`) every paused queue counts; else (timers still tick) those paused for
     the detector's threshold, or `threshold` when detection is off.  The new cycles'
     count, or -1 if out of memory."""
-    cdef DLState* st = <DLState*> s.deadlock
+    cdef DLState* st = <DLState*> s.w.deadlock
     if st == NULL:
         st = _alloc(s, threshold)
         if st == NULL:

@@ -3,8 +3,9 @@
 
 Every module of the core works on one `Sim` struct passed by pointer; there is no
 global state.  A run is held in parts (issue 20), each a `Sim` with its own queue, pools,
-counters and clock, sharing one world (Sim.parts; engine.pyx builds them): a module acts
-on the part it is given (window.pyx runs several, engine.pyx builds them).  Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
+counters and clock, sharing one `World` (the network, the flows, the parameters: `s.w`;
+engine.pyx builds them): a module acts on the part it is given (window.pyx runs several).
+Nodes are numbered hosts first (0..H-1), then switches.  A *port* is
 one end of a full-duplex link: it owns the egress queues and the transmitter of
 one direction, and the in-flight FIFO of the packets on that direction's wire.
 
@@ -60,6 +61,7 @@ cdef enum FlowPhase:
     FS_DONE = 2            # sender has the ACK of the last byte
 
 cdef struct Sim  # forward declaration: the interfaces below take Sim*
+cdef struct World
 cdef struct LossState  # forward declaration: Qp points to one
 
 cdef struct Event:
@@ -109,7 +111,7 @@ cdef struct Packet:
     uint8_t pause_on       # PAUSE: 1 = XOFF, 0 = XON (priority in `prio`)
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
-                           #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_prio)
+                           #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_priority)
 
 cdef struct Port:
     # Laid out by use: the first 64-byte line holds what every packet through the port
@@ -124,7 +126,7 @@ cdef struct Port:
     int32_t peer           # port id at the other end of the link
     uint8_t is_switch      # owning node is a switch
     uint8_t cut            # a run in parts: the link joins two parts; its packets go through
-                           #   the hand-off record Sim.handoff[handoff] (link.pxd, window.pyx)
+                           #   the hand-off record World.handoff[handoff] (link.pxd, window.pyx)
     uint16_t _pad_port
     uint32_t q_mask        # bit p set: queue p is not empty
     # PFC, egress side: the peer has paused priority p of this port's transmitter
@@ -164,7 +166,7 @@ cdef struct Port:
     int64_t wd_dropped           # packets the PFC watchdog dropped at this port
     int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
     int32_t wd_restorations
-    int32_t handoff              # a cut port: its record in Sim.handoff (NIL: not cut)
+    int32_t handoff              # a cut port: its record in World.handoff (NIL: not cut)
     int32_t _pad32
     int64_t _pad[1]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
@@ -205,8 +207,8 @@ cdef struct Flow:
     # state.  What a flow needs only while it sends and receives (sequence numbers, rates,
     # timers, the scheme's state) is its queue pair (`Qp`, below), taken from a pool when
     # the NIC first sends for it and returned when it is done (qp.pxd).  ECMP hashes come from the flow id
-    # (routing.flow_hash), explicit paths and rate limits are side arrays (Sim.flow_path_off,
-    # Sim.flow_rate_limit: NULL when no flow has one).
+    # (routing.flow_hash), explicit paths and rate limits are side arrays (World.flow_path_off,
+    # World.flow_rate_limit: NULL when no flow has one).
     int32_t src
     int32_t dst
     int32_t qp             # its queue pair (FS_ACTIVE data flows once the NIC served them), or NIL
@@ -229,7 +231,7 @@ cdef struct Qp:
     # one record, as the simulation needs no second copy).  The scheme's per-flow state
     # follows it in the pool (Sim.qp_stride bytes per slot; qp.cc_flow_state).  What only
     # loss recovery needs is apart (LossState, allocated on the flow's first loss).  When
-    # receivers keep their own records (Sim.flow_rx, for a run in parts: qp.rx_of), a
+    # receivers keep their own records (World.flow_rx, for a run in parts: qp.rx_of), a
     # receive record is a slot of the receiver's part's pool of which only the receiver
     # fields (and the LossState's) are used, marked `is_rx`.
     int32_t flow           # the flow it serves, NIL while the slot is free
@@ -311,19 +313,26 @@ cdef struct CCOps:
     int32_t flow_state_size  # bytes of per-flow state the scheme keeps beside each queue pair
     int32_t needs_cnp      # receivers answer ECN-marked data with CNPs
 
+cdef enum LossRecovery:   # NetParams.loss_recovery: nic.loss_recovery (params.LOSS_RECOVERY, in this order)
+    GO_BACK_N = 0
+    SELECTIVE_REPEAT = 1
+
 cdef struct NetParams:
-    int32_t mtu            # payload bytes per data packet
-    int32_t data_hdr       # header bytes of a data packet
-    int32_t int_bytes      # extra bytes when INT is on
-    int32_t ack_bytes      # ACK/NACK without INT
-    int32_t ack_int_bytes  # ACK/NACK echoing INT records
-    int32_t cnp_bytes
-    int32_t pause_bytes
+    # The network's parameters, one field per row of params.NET (params.py: the setting each
+    # comes from, its conversion, its range); Core fills it from the dict params.core_params
+    # makes, by name.  Sizes in bytes, times in ps.
+    int32_t payload        # nic.payload: payload bytes per data packet
+    int32_t header         # nic.header: header bytes of a data packet
+    int32_t int_header     # nic.int_header: extra bytes of a data packet when INT is on
+    int32_t ack_size       # nic.ack_size: ACK/NACK without INT
+    int32_t ack_int_size   # ACK/NACK echoing INT records
+    int32_t cnp_size
+    int32_t pause_size
     int32_t ack_every
     int64_t ack_timeout    # ps an ACK may be owed (ack_every > 1): > 0 that time; -1 auto (ack_every
                            #   full packets at the receiver's link rate); 0 never (the HPCC fork)
-    int32_t ack_prio       # priority of ACK/NACK/CNP (0 = strict high priority)
-    int32_t selective_repeat
+    int32_t ack_high_priority  # ACK/NACK/CNP in priority 0 (strict high priority), else the flow's
+    int32_t loss_recovery  # LossRecovery
     int32_t ttl
     int64_t cnp_interval
     int64_t nack_interval
@@ -332,19 +341,19 @@ cdef struct NetParams:
     int64_t reserve        # per (port, queue) bytes
     int64_t resume_offset
     uint32_t pfc_mask      # priorities with PFC on
-    int32_t pfc_dynamic    # 1: alpha x free buffer; 0: static xoff
-    int64_t pfc_xoff       # static threshold, bytes of shared use per (port, queue)
+    int32_t pfc_dynamic    # 1: alpha x free buffer; 0: the static pfc_threshold
+    int64_t pfc_threshold  # static threshold, bytes of shared use per (port, queue)
     uint32_t ecn_mask      # priorities that get ECN marks
     int32_t lossy_dynamic  # lossy queues limited to lossy_alpha x free buffer
     double lossy_alpha
     int32_t int_enabled
     int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
-    int32_t bounce_prio    # deadlock avoidance: a data packet entering a switch from an uplink and
+    int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off
 
 cdef struct RouteGroup:    # the equal-cost egress ports of a (switch, destination class)
-    int32_t off            # first of them in Sim.route_ports
+    int32_t off            # first of them in World.route_ports
     int32_t cnt            # how many; -1: direct delivery, the port is route_ports[off + dst]
 
 cdef struct PauseRec:      # one interval during which a port's priority was paused
@@ -399,7 +408,55 @@ cdef struct DepMsg:
     int32_t child
     int32_t _pad
 
+cdef struct World:
+    # What every part of a run shares (issue 20), built once and owned by the Core
+    # (engine.pyx): the network, the flows and their per-flow arrays, routing, the
+    # parameters, the scheme, the monitors' and faults' state, the hand-off records and the
+    # list of parts.  A part reaches it as `s.w` (hot code keeps a local `World* w = s.w`);
+    # each entry of `ports`, `hosts`, `flows` is written only by the part that owns it
+    # (parts.pxd).
+    int32_t n_hosts
+    int32_t n_nodes
+    int32_t n_ports
+    int32_t n_flows
+    Port* ports
+    Switch* sw             # indexed by node - n_hosts
+    Host* hosts
+    Flow* flows            # n_flows records and a sentinel (Flow.child_off)
+    int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
+    int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
+    int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
+                           #   receive record in its receiver's part's pool, or NIL; NULL: the
+                           #   receiver uses the sender's queue pair (qp.rx_of)
+    # routing (rocesim.network.routing.RouteTables): (switch, destination class) -> equal-cost
+    # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
+    int32_t* route_class   # [dst host]: its destination class
+    int32_t n_route_classes
+    RouteGroup* route_groups   # [(node - n_hosts) * n_route_classes + class]
+    int32_t* route_ports
+    int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
+    int32_t n_path_ports
+    int32_t* child_idx     # the dependency graph's children, flow by flow (Flow.child_off)
+    NetParams p
+    CCOps cc
+    void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
+    void* faults           # scheduled faults (faults.pxd), NULL when none
+    void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
+    void* fluid            # the flow-level network (fluid.pxd), NULL in packet mode
+    # a run in parts (with one part: n_parts 1, no hand-offs, node_part NULL, lookahead 0);
+    # Core.run runs several in windows (window.pyx)
+    Sim** parts            # every part, by index
+    int32_t n_parts
+    Handoff* handoff       # one record per cut port (NULL with one part)
+    int32_t n_handoff
+    int32_t* node_part     # each node's part, hosts first (NULL with one part)
+    int64_t lookahead      # ps: the smallest delay of a cut link (0 with one part)
+
 cdef struct Sim:
+    # One part of a run (issue 20; with one part, the whole run): its own clock and seq,
+    # event queue, packet and queue-pair pools, losses, roots, counters (st), RNG, PFC
+    # timeline, dependency messages and error; everything else is the world it shares.
+    World* w
     int64_t now
     int64_t last_work      # time of the last event that did something (not a stale timer)
     int64_t seq
@@ -424,24 +481,10 @@ cdef struct Sim:
     bint pool_mapped       # the pool is a mapping of its own (a part's, pool.pxd), not malloc'd
     int32_t pool_used
     int32_t pool_peak
-    # world
-    int32_t n_hosts
-    int32_t n_nodes
-    int32_t n_ports
-    int32_t n_flows
-    Port* ports
-    Switch* sw             # indexed by node - n_hosts
-    Host* hosts
-    Flow* flows            # n_flows records and a sentinel (Flow.child_off)
-    int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
-    int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
-    int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
-                           #   receive record in its receiver's part's pool, or NIL; NULL: the
-                           #   receiver uses the sender's queue pair (qp.rx_of)
     # queue-pair pool: the active flows' queue pairs, each followed by the scheme's state
     char** qp_chunks       # slots in chunks that never move (qp.pxd)
     int32_t n_qp_chunks
-    int64_t qp_stride
+    int64_t qp_stride      # bytes per slot: a Qp and the scheme's state (set with the first chunk)
     int32_t qp_cap
     int32_t qp_free
     int32_t qp_used
@@ -450,22 +493,11 @@ cdef struct Sim:
     LossRec* losses        # flows done with retransmissions or timeouts (their counts)
     int64_t n_losses
     int64_t cap_losses
-    # routing (rocesim.network.routing.RouteTables): (switch, destination class) -> equal-cost
-    # egress ports; cnt -1 = direct delivery by route_ports[off + dst]
-    int32_t* route_class   # [dst host]: its destination class
-    int32_t n_route_classes
-    RouteGroup* route_groups   # [(node - n_hosts) * n_route_classes + class]
-    int32_t* route_ports
-    int32_t* path_ports    # explicit per-flow paths (egress port per switch hop)
-    int32_t n_path_ports
-    # start order of the flows without parents
+    # start order of this part's flows without parents (those of its hosts)
     int32_t* start_order
     int32_t n_roots
     int32_t next_root
-    int32_t* child_idx
-    NetParams p
     Stats st
-    CCOps cc
     uint64_t rng
     # PFC timeline: append-only record of finished pause intervals (timeline.pxd)
     PauseRec* tl
@@ -474,27 +506,10 @@ cdef struct Sim:
     int64_t tl_lost        # intervals not recorded (beyond the cap, or out of memory)
     int32_t n_monitors     # pending events of the deadlock detector and the watchdog: with no
                            #   other event left the network is frozen for good
-    void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
-    void* faults           # scheduled faults (faults.pxd), NULL when none
-    void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
-    void* fluid            # the flow-level network (fluid.pxd), NULL in packet mode
     int32_t error          # set by a Python callback that raised: the loop stops
-    # parts (issue 20): a run may be cut into parts, each a Sim of its own. A part has its
-    # own clock and seq, event queue, packet and queue-pair pools, losses, roots, counters
-    # (st), RNG, PFC timeline and error; the world (n_*, ports, sw, hosts, flows, the
-    # per-flow arrays, routing, child_idx, p, cc, qp_stride and the monitors' and faults'
-    # state) is shared: the same pointers in every part, owned and freed by part 0.
-    # With several parts, Core.run runs them in windows (window.pyx).
-    Sim** parts            # every part, by index (one array, shared)
-    int32_t n_parts
-    int32_t part           # this part's index in parts
-    uint8_t owns_world     # part 0: frees the world
-    Handoff* handoff       # one record per cut port (shared; NULL with one part)
-    int32_t n_handoff
+    int32_t part           # this part's index in w.parts
     int32_t n_in_cut       # this part's incoming cut ports (their peers are its nodes' ports) ...
     int32_t* in_cut        # ... ascending: the order it takes their hand-offs in (window.pyx)
-    int32_t* node_part     # each node's part, hosts first (shared; NULL with one part)
-    int64_t lookahead      # ps: the smallest delay of a cut link (0 with one part)
     DepMsg* deps           # dependency messages to other parts sent in the open window
     int64_t n_deps         #   (flows.pyx), applied at its end in (part, append order)
     int64_t cap_deps       #   (window.pyx); the buffer keeps its capacity

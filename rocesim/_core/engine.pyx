@@ -9,20 +9,21 @@ arrays.
 """
 import numpy as np
 cimport numpy as cnp
+from rocesim._core import params as core_params
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
+from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
                                  NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init, pool_release_array
-from rocesim._core.events cimport (ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, ev_bucket_shift, PART_WIDER,
+from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
-from rocesim._core.qp cimport qp_at, rx_of, qp_stride_for, qp_pool_release
+from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_run, windows_next,
@@ -33,6 +34,8 @@ from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
 
 cnp.import_array()
+if core_params.NPRIO != NPRIO:
+    raise ImportError(f"rocesim core: params.NPRIO {core_params.NPRIO} is not defs.pxd's {NPRIO}")
 
 cdef extern from *:
     """
@@ -62,11 +65,12 @@ cdef enum:
 
 
 # --- parts (issue 20) ------------------------------------------------------------------
-# A Core holds its run in parts: `Sim` contexts that share the world's arrays (Sim: the
-# fields before `parts`) and have each their own queue, pools, counters, RNG, timeline,
-# losses, roots, clock and error.  Part 0 is built with the world and owns it.  With one
-# part (the default) Core.run is the event loop on part 0; with several (world
-# "part_of_node", from rocesim.network.partition) it runs them in windows (window.pyx).
+# A Core holds its run in parts: `Sim` contexts that share one `World` (the network, the
+# flows, the parameters, the scheme: defs.pxd) by a pointer and have each their own queue,
+# pools, counters, RNG, timeline, losses, roots, clock and error.  The Core owns the world
+# and every part.  With one part (the default) Core.run is the event loop on part 0; with
+# several (world "part_of_node", from rocesim.network.partition) it runs them in windows
+# (window.pyx).
 
 cdef uint64_t _part_rng(uint64_t seed, int32_t k) noexcept:
     """Part k's RNG stream: part 0's is the single engine's, the others mixed from it."""
@@ -75,35 +79,16 @@ cdef uint64_t _part_rng(uint64_t seed, int32_t k) noexcept:
 
 
 cdef int _init_part(Sim* s, int32_t k, uint64_t seed, int32_t pool) noexcept:
-    """Give part k its own empty state (the world already shared into `s`): the event
-    queue, a pool of `pool` packets, an empty queue-pair pool, its RNG; -1 if out of
-    memory.  Counters, timeline, losses and roots start zeroed (calloc).  A part other than
-    part 0 gets the fewest calendar buckets: Core._cut sizes its calendar for its ports."""
+    """Give part k its own empty state (its world already set): the event queue, a pool of
+    `pool` packets, an empty queue-pair pool, its RNG; -1 if out of memory.  Counters,
+    timeline, losses and roots start zeroed (calloc).  A part other than part 0 gets the
+    fewest calendar buckets: Core._cut sizes its calendar for its ports."""
     s.part = k
     s.qp_free = NIL
-    s.qp_stride = qp_stride_for(s.cc.flow_state_size)
     s.rng = _part_rng(seed, k)
-    if ev_init(s, ev_bucket_shift(s.n_ports), CAL_N if k == 0 else CAL_MIN) < 0 or pool_init(s, pool) < 0:
+    if ev_init(s, ev_bucket_shift(s.w.n_ports), CAL_N if k == 0 else CAL_MIN) < 0 or pool_init(s, pool) < 0:
         return -1
     return 0
-
-
-cdef void _share_world(Sim* d, Sim* w) noexcept:
-    """Point part `d` at the world of part 0 (`w`), after any change to it (a scheme
-    installed, routes replaced, monitors or faults set)."""
-    d.n_hosts, d.n_nodes, d.n_ports, d.n_flows = w.n_hosts, w.n_nodes, w.n_ports, w.n_flows
-    d.ports, d.sw, d.hosts, d.flows = w.ports, w.sw, w.hosts, w.flows
-    d.flow_path_off, d.flow_rate_limit, d.flow_rx = w.flow_path_off, w.flow_rate_limit, w.flow_rx
-    d.route_class, d.n_route_classes, d.route_groups = w.route_class, w.n_route_classes, w.route_groups
-    d.route_ports, d.path_ports, d.n_path_ports = w.route_ports, w.path_ports, w.n_path_ports
-    d.child_idx = w.child_idx
-    d.p = w.p
-    d.cc = w.cc
-    d.qp_stride = w.qp_stride
-    d.deadlock, d.faults, d.watchdog, d.fluid = w.deadlock, w.faults, w.watchdog, w.fluid
-    d.handoff, d.n_handoff = w.handoff, w.n_handoff
-    d.node_part, d.lookahead = w.node_part, w.lookahead
-    d.parts, d.n_parts = w.parts, w.n_parts
 
 
 cdef void _free_part(Sim* s) noexcept:
@@ -125,33 +110,34 @@ cdef void _free_part(Sim* s) noexcept:
     free(s.deps)
 
 
-cdef void _free_world(Sim* s) noexcept:
-    """Free the world, which part 0 (`s`) owns."""
+cdef void _free_world(World* w) noexcept:
+    """Free the world's arrays (not the parts, nor the monitors' and faults' state)."""
     cdef int32_t i, k
-    if s.hosts != NULL:
-        for i in range(s.n_hosts):
-            free(s.hosts[i].active)
-            free(s.hosts[i].ready_bits)
-            free(s.hosts[i].ready_sum)
+    if w.hosts != NULL:
+        for i in range(w.n_hosts):
+            free(w.hosts[i].active)
+            free(w.hosts[i].ready_bits)
+            free(w.hosts[i].ready_sum)
             for k in range(NPRIO):
-                free(s.hosts[i].paced[k])
-    free(s.flow_path_off)
-    free(s.flow_rate_limit)
-    free(s.flow_rx)
-    free(s.ports)
-    free(s.sw)
-    free(s.hosts)
-    free(s.flows)
-    free(s.route_groups)
-    free(s.route_ports)
-    free(s.route_class)
-    free(s.path_ports)
-    free(s.child_idx)
-    for i in range(s.n_handoff):
-        free(s.handoff[i].pk)
-        free(s.handoff[i].hops)
-        free(s.handoff[i].sack)
-    free(s.handoff)
+                free(w.hosts[i].paced[k])
+    free(w.flow_path_off)
+    free(w.flow_rate_limit)
+    free(w.flow_rx)
+    free(w.ports)
+    free(w.sw)
+    free(w.hosts)
+    free(w.flows)
+    free(w.route_groups)
+    free(w.route_ports)
+    free(w.route_class)
+    free(w.path_ports)
+    free(w.child_idx)
+    for i in range(w.n_handoff):
+        free(w.handoff[i].pk)
+        free(w.handoff[i].hops)
+        free(w.handoff[i].sack)
+    free(w.handoff)
+    free(w.node_part)
 
 
 def _as(a, dtype, name, n=None):
@@ -199,133 +185,221 @@ def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_
     return route_class, n_classes, groups, route_ports
 
 
+def _network_columns(dict world):
+    """The network's columns of `world` (ports, hosts, switches, routes, explicit paths),
+    checked: types, lengths, ranges, the pairing of ports."""
+    H, N = int(world["n_hosts"]), int(world["n_nodes"])
+    if H <= 0 or N < H:
+        raise ValueError("core needs at least one host and n_nodes >= n_hosts")
+    port_node = _as(world["port_node"], np.int32, "port_node")
+    P = port_node.shape[0]
+    net = dict(n_hosts=H, n_nodes=N, port_node=port_node,
+               port_peer=_as(world["port_peer"], np.int32, "port_peer", P),
+               port_rate=_as(world["port_rate_bps"], np.int64, "port_rate_bps", P),
+               port_delay=_as(world["port_delay_ps"], np.int64, "port_delay_ps", P),
+               port_headroom=_as(world["port_headroom"], np.int64, "port_headroom", P),
+               port_shift=_as(world["port_pfc_shift"], np.int32, "port_pfc_shift", P),
+               port_kmin=_as(world["port_kmin"], np.int64, "port_kmin", P),
+               port_kmax=_as(world["port_kmax"], np.int64, "port_kmax", P),
+               port_pmax=_as(world["port_pmax"], np.float64, "port_pmax", P),
+               port_uplink=_as(world.get("port_uplink", np.zeros(P)), np.int32, "port_uplink", P),
+               host_port=_as(world["host_port"], np.int32, "host_port", H),
+               switch_buffer=_as(world["switch_buffer"], np.int64, "switch_buffer", N - H),
+               path_ports=_as(world.get("path_ports", np.zeros(0)), np.int32, "path_ports"))
+    net["route_class"], net["n_classes"], net["route_groups"], net["route_ports"] = _route_arrays(
+        H, N, P, world["route_off"], world["route_cnt"], world["route_ports"], world.get("route_class"))
+    port_peer, host_port = net["port_peer"], net["host_port"]
+    _check_range(port_node, 0, N, "port_node")
+    _check_range(port_peer, 0, P, "port_peer")
+    _check_range(host_port, 0, P, "host_port")
+    _check_range(net["path_ports"], 0, P, "path_ports")
+    _check_range(net["port_shift"], 0, 63, "port_pfc_shift")
+    if P and net["port_rate"].min() <= 0:
+        raise ValueError("core input 'port_rate_bps' must be positive")
+    if P and net["port_delay"].min() < 0:
+        raise ValueError("core input 'port_delay_ps' must be >= 0")
+    if not np.array_equal(port_peer[port_peer], np.arange(P, dtype=np.int32)):
+        raise ValueError("core input 'port_peer' is not a pairing of ports")
+    if not np.array_equal(port_node[host_port], np.arange(H, dtype=np.int32)):
+        raise ValueError("core input 'host_port' does not match 'port_node'")
+    return net
+
+
+def _flow_columns(dict world, int H, int n_path_ports):
+    """The flows' columns of `world`, checked (types, lengths, ranges, the dependency graph)
+    and made ready for the flow records: the children in flow order, each flow's `due`
+    (its start without parents, else its delay) and the roots in start order."""
+    src = _as(world["flow_src"], np.int32, "flow_src")
+    F = src.shape[0]
+    c = dict(src=src, dst=_as(world["flow_dst"], np.int32, "flow_dst", F),
+             size=_as(world["flow_size"], np.int64, "flow_size", F),
+             prio=_as(world["flow_prio"], np.int32, "flow_prio", F),
+             path_off=_as(world.get("flow_path_off", np.full(F, -1)), np.int32, "flow_path_off", F),
+             is_compute=_as(world.get("flow_is_compute", np.zeros(F)), np.int32, "flow_is_compute", F),
+             n_parents=_as(world.get("flow_n_parents", np.zeros(F)), np.int32, "flow_n_parents", F),
+             rate_limit=_as(world.get("flow_rate_limit", np.zeros(F)), np.int64, "flow_rate_limit", F))
+    start = _as(world["flow_start"], np.int64, "flow_start", F)
+    delay = _as(world.get("flow_delay", np.zeros(F)), np.int64, "flow_delay", F)
+    size, path_off, data = c["size"], c["path_off"], c["is_compute"] == 0
+    _check_range(src, 0, H, "flow_src")
+    _check_range(c["dst"], 0, H, "flow_dst")
+    _check_range(c["prio"][data], 1, NPRIO, "flow_prio (data flows use priorities 1..7)")
+    if F and ((size[data] <= 0).any() or (size < 0).any() or start.min() < 0 or delay.min() < 0):
+        raise ValueError("core input: data sizes must be positive, compute durations, starts "
+                         "and delays >= 0")
+    if F and c["rate_limit"].min() < 0:
+        raise ValueError("core input 'flow_rate_limit' must be >= 0 (0: no limit)")
+    if np.any(data & (src == c["dst"])):
+        raise ValueError("core input: a data flow has src == dst")
+    if F and (path_off.max() >= n_path_ports or path_off.min() < -1):
+        raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
+    c["child_off"], c["child_idx"] = _children(world, F, c["n_parents"])
+    roots = np.flatnonzero(c["n_parents"] == 0).astype(np.int32)
+    c["roots"] = roots[np.argsort(start[roots], kind="stable")].astype(np.int32)
+    c["due"] = np.where(c["n_parents"] == 0, start, delay).astype(np.int64, copy=False)
+    return c
+
+
+def _children(dict world, int F, n_parents):
+    """The dependency graph's children, checked, in flow order: (child_off [F + 1],
+    child_idx), flow f's children being child_idx[child_off[f] .. child_off[f + 1]]."""
+    child_off = _as(world.get("flow_child_off", np.zeros(F)), np.int32, "flow_child_off", F)
+    n_children = _as(world.get("flow_n_children", np.zeros(F)), np.int32, "flow_n_children", F)
+    child_idx = _as(world.get("child_idx", np.zeros(0)), np.int32, "child_idx")
+    _check_range(child_idx, 0, F, "child_idx")
+    if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]
+              or child_off.min() < 0 or n_children.min() < 0):
+        raise ValueError("core input 'flow_child_off'/'flow_n_children' point outside 'child_idx'")
+    ends = np.cumsum(n_children, dtype=np.int64)
+    if not np.array_equal(child_off, ends - n_children):    # (Simulation gives them in flow order)
+        child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
+                              + np.arange(ends[F - 1] if F else 0)].astype(np.int32)
+    else:
+        child_idx = child_idx[:ends[F - 1] if F else 0]
+    if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
+        raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")
+    return np.concatenate([[0], ends]).astype(np.int32), child_idx
+
+
 cdef class Core:
     """The simulated network in C.  Build it with `rocesim.Simulation`, not directly.
 
     `world` is a dict of numpy arrays (ports, switches, routes, flows) and `params`
     a dict of scalars; the constructor validates every index before copying.
     """
-    cdef Sim* s             # part 0: the world's owner (and, with one part, the whole run)
-    cdef Sim** parts        # every part (s is parts[0])
-    cdef readonly int32_t n_parts   # how many (world "part_of_node"; 1 by default)
-    cdef uint64_t seed
-    cdef object _scheme
-    cdef Windows win        # with several parts: the window loop's state (window.pyx)
-    cdef int32_t* node_part # with several parts: each node's part (else NULL)
-
     def __cinit__(self):
-        self.s = <Sim*> calloc(1, sizeof(Sim))
-        self.parts = <Sim**> calloc(1, sizeof(Sim*))
-        if self.s == NULL or self.parts == NULL:
+        cdef World* w = <World*> calloc(1, sizeof(World))
+        cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
+        cdef Sim** parts = <Sim**> calloc(1, sizeof(Sim*))
+        if w == NULL or s == NULL or parts == NULL:
+            free(w)
+            free(s)
+            free(parts)
             raise MemoryError()
-        self.parts[0] = self.s
-        self.n_parts = 1
-        self.s.parts = self.parts
-        self.s.n_parts = 1
-        self.s.owns_world = 1
-        cc_ops_clear(&self.s.cc)          # no scheme installed: every callback a no-op
-        self.s.qp_stride = qp_stride_for(0)
-        self.s.qp_free = NIL
+        self.w, self.s = w, s
+        s.w = w
+        w.parts = parts
+        w.parts[0] = s
+        w.n_parts = 1
+        cc_ops_clear(&w.cc)               # no scheme installed: every callback a no-op
+        s.qp_free = NIL
         self.win.open_end = -1
 
-    def __init__(self, dict world, dict params):
-        cdef Sim* s = self.s
-        cdef int32_t i, k, H, N, P, F, nsw
-        cdef uint64_t seed = <uint64_t> int(params.get("seed", 1))
-        self.seed = seed
-        H = int(world["n_hosts"])
-        N = int(world["n_nodes"])
-        if H <= 0 or N < H:
-            raise ValueError("core needs at least one host and n_nodes >= n_hosts")
-        port_node = _as(world["port_node"], np.int32, "port_node")
-        P = port_node.shape[0]
-        port_peer = _as(world["port_peer"], np.int32, "port_peer", P)
-        port_rate = _as(world["port_rate_bps"], np.int64, "port_rate_bps", P)
-        port_delay = _as(world["port_delay_ps"], np.int64, "port_delay_ps", P)
-        port_headroom = _as(world["port_headroom"], np.int64, "port_headroom", P)
-        port_shift = _as(world["port_pfc_shift"], np.int32, "port_pfc_shift", P)
-        port_kmin = _as(world["port_kmin"], np.int64, "port_kmin", P)
-        port_kmax = _as(world["port_kmax"], np.int64, "port_kmax", P)
-        port_pmax = _as(world["port_pmax"], np.float64, "port_pmax", P)
-        port_uplink = _as(world.get("port_uplink", np.zeros(P)), np.int32, "port_uplink", P)
-        host_port = _as(world["host_port"], np.int32, "host_port", H)
-        sw_buffer = _as(world["switch_buffer"], np.int64, "switch_buffer", N - H)
-        route_class, n_classes, route_groups, route_ports = _route_arrays(
-            H, N, P, world["route_off"], world["route_cnt"], world["route_ports"], world.get("route_class"))
-        path_ports = _as(world.get("path_ports", np.zeros(0)), np.int32, "path_ports")
-        _check_range(port_node, 0, N, "port_node")
-        _check_range(port_peer, 0, P, "port_peer")
-        _check_range(host_port, 0, P, "host_port")
-        _check_range(path_ports, 0, P, "path_ports")
-        _check_range(port_shift, 0, 63, "port_pfc_shift")
-        if P and port_rate.min() <= 0:
-            raise ValueError("core input 'port_rate_bps' must be positive")
-        if P and port_delay.min() < 0:
-            raise ValueError("core input 'port_delay_ps' must be >= 0")
-        if not np.array_equal(port_peer[port_peer], np.arange(P, dtype=np.int32)):
-            raise ValueError("core input 'port_peer' is not a pairing of ports")
-        if not np.array_equal(port_node[host_port], np.arange(H, dtype=np.int32)):
-            raise ValueError("core input 'host_port' does not match 'port_node'")
-        s.n_hosts = H
-        s.n_nodes = N
-        s.n_ports = P
-        nsw = N - H
+    @property
+    def n_parts(self):
+        """The parts the run is cut into (world "part_of_node"; 1 by default)."""
+        return self.w.n_parts
 
-        s.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
-        s.sw = <Switch*> calloc(max(nsw, 1), sizeof(Switch))
-        s.hosts = <Host*> calloc(H, sizeof(Host))
-        if s.ports == NULL or s.sw == NULL or s.hosts == NULL:
-            raise MemoryError()
+    def __init__(self, dict world, dict params):
+        net = _network_columns(world)
+        self.seed = <uint64_t> int(params["seed"])
         self._init_params(params)
-        for i in range(nsw):
-            s.sw[i].node = H + i
-            s.sw[i].buffer = sw_buffer[i]
-            s.sw[i].port_off = NIL
-            s.sw[i].seed = <uint32_t> mix64(seed * 1000003 + <uint64_t> i)
+        self._init_network(net)
+        self._install_routes(net["route_class"], net["n_classes"], net["route_groups"], net["route_ports"])
+        self.w.path_ports = _copy_i32(net["path_ports"])
+        self.w.n_path_ports = net["path_ports"].shape[0]
+        self._init_flows(_flow_columns(world, self.w.n_hosts, self.w.n_path_ports))
+        if _init_part(self.s, 0, self.seed, INITIAL_POOL) < 0:
+            raise MemoryError()
+        if params["fluid"]:
+            self._init_fluid(params)
+        if world.get("part_of_node") is not None:
+            self._cut(world["part_of_node"], int(params.get("lookahead_ps", 0)), net["port_node"],
+                      net["port_peer"], net["port_delay"])
+        for k in range(self.w.n_parts):
+            flows_next_root(self.w.parts[k])
+
+    cdef _init_network(self, dict net):
+        """The ports, switches and hosts from the checked columns of `_network_columns` (the
+        parameters already set: a switch totals its ports' reserves)."""
+        cdef World* w = self.w
+        cdef int32_t i, k, H = net["n_hosts"], N = net["n_nodes"], P = net["port_node"].shape[0]
+        cdef Port* p
+        cdef Switch* sw
+        cdef const int32_t[::1] node = net["port_node"], peer = net["port_peer"], shift = net["port_shift"]
+        cdef const int32_t[::1] uplink = net["port_uplink"], host_port = net["host_port"]
+        cdef const int64_t[::1] rate = net["port_rate"], delay = net["port_delay"], headroom = net["port_headroom"]
+        cdef const int64_t[::1] kmin = net["port_kmin"], kmax = net["port_kmax"], buffer = net["switch_buffer"]
+        cdef const double[::1] pmax = net["port_pmax"]
+        w.n_hosts, w.n_nodes, w.n_ports = H, N, P
+        w.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
+        w.sw = <Switch*> calloc(max(N - H, 1), sizeof(Switch))
+        w.hosts = <Host*> calloc(H, sizeof(Host))
+        if w.ports == NULL or w.sw == NULL or w.hosts == NULL:
+            raise MemoryError()
+        for i in range(N - H):
+            w.sw[i].node = H + i
+            w.sw[i].buffer = buffer[i]
+            w.sw[i].port_off = NIL
+            w.sw[i].seed = <uint32_t> mix64(self.seed * 1000003 + <uint64_t> i)
         for i in range(P):
-            p = &s.ports[i]
-            p.node = port_node[i]
-            p.peer = port_peer[i]
-            p.peer_node = port_node[port_peer[i]]
+            p = &w.ports[i]
+            p.node = node[i]
+            p.peer = peer[i]
+            p.peer_node = node[peer[i]]
             p.is_switch = p.node >= H
-            p.rate_bps = port_rate[i]
-            p.delay_ps = port_delay[i]
-            p.tx_event = NIL
-            p.handoff = NIL
-            p.wire_head = NIL
-            p.wire_tail = NIL
+            p.rate_bps = rate[i]
+            p.delay_ps = delay[i]
+            p.tx_event = p.handoff = p.wire_head = p.wire_tail = NIL
             for k in range(NPRIO):
                 p.q_head[k] = NIL
                 p.q_tail[k] = NIL
-            p.headroom = port_headroom[i]
-            p.pfc_shift = port_shift[i]
-            p.kmin = port_kmin[i]
-            p.kmax = port_kmax[i] if port_kmax[i] > port_kmin[i] else port_kmin[i] + 1
-            p.pmax = port_pmax[i]
-            p.uplink = port_uplink[i] != 0
+            p.headroom = headroom[i]
+            p.pfc_shift = shift[i]
+            p.kmin = kmin[i]
+            p.kmax = kmax[i] if kmax[i] > kmin[i] else kmin[i] + 1
+            p.pmax = pmax[i]
+            p.uplink = uplink[i] != 0
             if p.is_switch:
-                sw = &s.sw[p.node - H]
+                sw = &w.sw[p.node - H]
                 sw.n_ports += 1
                 sw.total_hdrm += p.headroom
-                sw.total_rsrv += s.p.reserve      # per port, as the HPCC fork totals it
+                sw.total_rsrv += w.p.reserve      # per port, as the HPCC fork totals it
         for i in range(H):
-            s.hosts[i].port = host_port[i]
-        s.route_groups = <RouteGroup*> _copy_i32(route_groups)
-        s.route_ports = _copy_i32(route_ports)
-        s.route_class = _copy_i32(route_class)
-        s.n_route_classes = n_classes
-        s.path_ports = _copy_i32(path_ports)
-        s.n_path_ports = path_ports.shape[0]
-        self._init_flows(world, path_ports.shape[0])
+            w.hosts[i].port = host_port[i]
 
-        if _init_part(s, 0, seed, INITIAL_POOL) < 0:
-            raise MemoryError()
-        if params.get("fluid", False):
-            self._init_fluid(params)
-        if world.get("part_of_node") is not None:
-            self._cut(world["part_of_node"], int(params.get("lookahead_ps", 0)), port_node, port_peer, port_delay)
-        for k in range(self.n_parts):
-            flows_next_root(self.parts[k])
+    cdef _install_routes(self, route_class, int32_t n_classes, route_groups, route_ports):
+        """The routing tables (checked by _route_arrays), in place of those before."""
+        cdef World* w = self.w
+        cdef int32_t* groups = _copy_i32(route_groups)
+        cdef int32_t* ports
+        cdef int32_t* cls
+        try:
+            ports = _copy_i32(route_ports)
+        except MemoryError:
+            free(groups)
+            raise
+        try:
+            cls = _copy_i32(route_class)
+        except MemoryError:
+            free(groups)
+            free(ports)
+            raise
+        free(w.route_groups)
+        free(w.route_ports)
+        free(w.route_class)
+        w.route_groups, w.route_ports, w.route_class = <RouteGroup*> groups, ports, cls
+        w.n_route_classes = n_classes
 
     cdef _cut(self, part_of_node, int64_t lookahead, port_node, port_peer, port_delay):
         """Cut the run into parts (issue 20): `part_of_node` [n_nodes] gives each node's part
@@ -334,181 +408,95 @@ cdef class Core:
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
+        cdef World* w = self.w
         cdef int32_t n, k, m, q, shift
-        cdef Sim** grown
-        pon = np.array(_as(part_of_node, np.int32, "part_of_node", s.n_nodes))    # (a writable copy)
+        pon = np.array(_as(part_of_node, np.int32, "part_of_node", w.n_nodes))    # (a writable copy)
         n = int(pon.max()) + 1
         _check_range(pon, 0, n, "part_of_node")
         if n == 1:
             return
-        if s.fluid != NULL:
+        if w.fluid != NULL:
             raise ValueError("core input 'part_of_node': flow mode runs in one part")
         cut = pon[port_node] != pon[port_node[port_peer]]
         if lookahead <= 0 or (cut.any() and port_delay[cut].min() < lookahead):
             raise ValueError("core params: lookahead_ps must be positive and at most the delay of every cut port")
-        grown = <Sim**> realloc(self.parts, n * sizeof(Sim*))
-        if grown == NULL:
-            raise MemoryError()
-        self.parts = grown
         for k in range(1, n):
-            self.parts[k] = self._make_part(k)
-            self.n_parts = k + 1
-        self.node_part = _copy_i32(pon)
+            self._add_part()
         if windows_init(&self.win, n, lookahead) < 0:
             raise MemoryError()
         # a dependency whose child starts in another part than where its parent completes
         # is a message (flows.pyx, window.pyx), a link fault is applied by each end's part
         # (faults.pyx), the monitors act on each port in its part (monitors.pyx): every
         # part knows the nodes' parts and L
-        s.node_part = self.node_part
-        s.lookahead = lookahead
-        self._sync_parts()
+        w.node_part = _copy_i32(pon)
+        w.lookahead = lookahead
         # the hand-off records, by cut port id; each part's incoming ones, ascending
         cut_ids = np.flatnonzero(cut).astype(np.int32)
-        s.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
-        if s.handoff == NULL:
+        w.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
+        if w.handoff == NULL:
             raise MemoryError()
-        s.n_handoff = cut_ids.shape[0]
-        for m in range(s.n_handoff):
+        w.n_handoff = cut_ids.shape[0]
+        for m in range(w.n_handoff):
             q = cut_ids[m]
-            s.handoff[m].port = q
-            s.handoff[m].wire_head = NIL
-            s.handoff[m].wire_tail = NIL
-            s.ports[q].cut = 1
-            s.ports[q].handoff = m
+            w.handoff[m].port = q
+            w.handoff[m].wire_head = NIL
+            w.handoff[m].wire_tail = NIL
+            w.ports[q].cut = 1
+            w.ports[q].handoff = m
         receiver = pon[port_node[port_peer[cut_ids]]]
         cdef int32_t[::1] part_of = pon
         cdef cnp.ndarray[int32_t] roots = np.empty(s.n_roots, np.int32)
         cdef cnp.ndarray[int32_t] root_part = np.empty(s.n_roots, np.int32)
         for m in range(s.n_roots):                  # each root's source host's part
             roots[m] = s.start_order[m]
-            root_part[m] = part_of[s.flows[roots[m]].src]
+            root_part[m] = part_of[w.flows[roots[m]].src]
         for k in range(n):
             own = cut_ids[receiver == k]
-            self.parts[k].in_cut = _copy_i32(own)
-            self.parts[k].n_in_cut = own.shape[0]
+            self.w.parts[k].in_cut = _copy_i32(own)
+            self.w.parts[k].n_in_cut = own.shape[0]
             own = roots[root_part == k]
-            free(self.parts[k].start_order)
-            self.parts[k].start_order = _copy_i32(own)
-            self.parts[k].n_roots = own.shape[0]
-            self.parts[k].next_root = 0
+            free(self.w.parts[k].start_order)
+            self.w.parts[k].start_order = _copy_i32(own)
+            self.w.parts[k].n_roots = own.shape[0]
+            self.w.parts[k].next_root = 0
             # a part's calendar buckets sized for its own ports (events.pxd: the order of
             # events does not depend on it), not the network's: fewer buckets in use; and as
             # few of them as look as far ahead as the network's calendar would: its memory
             # follows the part's size
-            ev_free(self.parts[k])
+            ev_free(self.w.parts[k])
             shift = ev_bucket_shift(np.count_nonzero(pon[port_node] == k), PART_WIDER)
-            if ev_init(self.parts[k], shift, ev_calendar_size(shift, ev_bucket_shift(s.n_ports))) < 0:
+            if ev_init(self.w.parts[k], shift, ev_calendar_size(shift, ev_bucket_shift(w.n_ports))) < 0:
                 raise MemoryError()
         self._alloc_flow_rx()
 
     cdef _init_fluid(self, dict params):
         """Flow mode: data flows as fluids (fluid.pyx) instead of packets."""
-        share = float(params.get("fluid_share", 1.0))
-        startup = int(params.get("fluid_startup_ps", 0))
-        if not 0 < share <= 1:
-            raise ValueError("core params: fluid_share must be in (0, 1]")
-        if startup < 0:
-            raise ValueError("core params: fluid_startup_ps must be >= 0")
-        if fluid_init(self.s, share, startup) < 0:
+        if fluid_init(self.s, params["fluid_share"], params["fluid_startup_ps"]) < 0:
             raise MemoryError()
 
     cdef _init_params(self, dict params):
-        cdef NetParams* p = &self.s.p
-        p.mtu = params["mtu"]
-        p.data_hdr = params["data_hdr"]
-        p.int_bytes = params["int_bytes"]
-        p.ack_bytes = params["ack_bytes"]
-        p.ack_int_bytes = params["ack_int_bytes"]
-        p.cnp_bytes = params["cnp_bytes"]
-        p.pause_bytes = params["pause_bytes"]
-        p.ack_every = params["ack_every"]
-        p.ack_timeout = params.get("ack_timeout", -1)
-        p.ack_prio = params["ack_prio"]
-        p.selective_repeat = params["selective_repeat"]
-        p.ttl = params["ttl"]
-        p.cnp_interval = params["cnp_interval"]
-        p.nack_interval = params["nack_interval"]
-        p.rto = params["rto"]
-        p.rto_mask = params.get("rto_mask", 0xFF)
-        p.reserve = params["reserve"]
-        p.resume_offset = params["resume_offset"]
-        p.pfc_mask = params["pfc_mask"]
-        p.pfc_dynamic = params["pfc_dynamic"]
-        p.pfc_xoff = params["pfc_xoff"]
-        p.ecn_mask = params["ecn_mask"]
-        p.lossy_dynamic = params["lossy_dynamic"]
-        p.lossy_alpha = params["lossy_alpha"]
-        p.int_enabled = params["int_enabled"]
-        p.bounce_prio = params.get("bounce_prio", 0)
-        p.tx_quantum = params.get("tx_quantum", 0)
-        if not -1 <= p.bounce_prio < NPRIO:
-            raise ValueError("core params: bounce_prio must be -1 (next), 0 (off) or 1..7")
-        if p.mtu <= 0 or not (1 <= p.ack_every <= 255) or not (1 <= p.ttl <= 255):
-            raise ValueError("core params: mtu must be positive, ack_every and ttl in 1..255")
-        if p.ack_timeout < -1:
-            raise ValueError("core params: ack_timeout must be -1 (auto), 0 (none) or a positive number of ps")
-        if p.tx_quantum < 0:
-            raise ValueError("core params: tx_quantum must be 0 (exact) or a positive number of ps")
-        if p.ack_prio >= NPRIO or p.ack_prio < -1:
-            raise ValueError("core params: ack_prio must be -1 (data priority) or 0..7")
+        """The network's parameters (NetParams) from `params`, one field per row of params.NET,
+        each checked against its row's range first."""
+        core_params.check(params)
+        self.w.p = params
+        core_params.check_fields(self.w.p)
 
-    cdef _init_flows(self, dict world, int32_t n_path_ports):
-        cdef Sim* s = self.s
-        cdef int32_t F, i, H = s.n_hosts
-        src = _as(world["flow_src"], np.int32, "flow_src")
-        F = src.shape[0]
-        dst = _as(world["flow_dst"], np.int32, "flow_dst", F)
-        size = _as(world["flow_size"], np.int64, "flow_size", F)
-        start = _as(world["flow_start"], np.int64, "flow_start", F)
-        prio = _as(world["flow_prio"], np.int32, "flow_prio", F)
-        path_off = _as(world.get("flow_path_off", np.full(F, -1)), np.int32, "flow_path_off", F)
-        is_compute = _as(world.get("flow_is_compute", np.zeros(F)), np.int32, "flow_is_compute", F)
-        delay = _as(world.get("flow_delay", np.zeros(F)), np.int64, "flow_delay", F)
-        n_parents = _as(world.get("flow_n_parents", np.zeros(F)), np.int32, "flow_n_parents", F)
-        child_off = _as(world.get("flow_child_off", np.zeros(F)), np.int32, "flow_child_off", F)
-        n_children = _as(world.get("flow_n_children", np.zeros(F)), np.int32, "flow_n_children", F)
-        child_idx = _as(world.get("child_idx", np.zeros(0)), np.int32, "child_idx")
-        rate_limit = _as(world.get("flow_rate_limit", np.zeros(F)), np.int64, "flow_rate_limit", F)
-        data = is_compute == 0
-        _check_range(src, 0, H, "flow_src")
-        _check_range(dst, 0, H, "flow_dst")
-        _check_range(prio[data], 1, NPRIO, "flow_prio (data flows use priorities 1..7)")
-        _check_range(child_idx, 0, F, "child_idx")
-        if F and ((size[data] <= 0).any() or (size < 0).any() or start.min() < 0 or delay.min() < 0):
-            raise ValueError("core input: data sizes must be positive, compute durations, starts "
-                             "and delays >= 0")
-        if F and rate_limit.min() < 0:
-            raise ValueError("core input 'flow_rate_limit' must be >= 0 (0: no limit)")
-        if np.any(data & (src == dst)):
-            raise ValueError("core input: a data flow has src == dst")
-        if F and ((child_off.astype(np.int64) + n_children).max() > child_idx.shape[0]
-                  or child_off.min() < 0 or n_children.min() < 0):
-            raise ValueError("core input 'flow_child_off'/'flow_n_children' point outside 'child_idx'")
-        if F and (path_off.max() >= n_path_ports or path_off.min() < -1):
-            raise ValueError("core input 'flow_path_off' points outside 'path_ports'")
-        # children in flow order, so that flow f's are child_idx[off[f] .. off[f + 1]]
-        ends = np.cumsum(n_children, dtype=np.int64)
-        if not np.array_equal(child_off, ends - n_children):    # (Simulation gives them in flow order)
-            child_idx = child_idx[np.repeat(child_off.astype(np.int64) - (ends - n_children), n_children)
-                                  + np.arange(ends[F - 1] if F else 0)].astype(np.int32)
-        else:
-            child_idx = child_idx[:ends[F - 1] if F else 0]
-        child_off = np.concatenate([[0], ends]).astype(np.int32)
-        if not np.array_equal(np.bincount(child_idx, minlength=F)[:F], n_parents):
-            raise ValueError("core input 'flow_n_parents' does not match 'child_idx'")
-        roots = np.flatnonzero(n_parents == 0).astype(np.int32)
-        roots = roots[np.argsort(start[roots], kind="stable")].astype(np.int32)
-        s.n_flows = F
-        s.flows = <Flow*> calloc(F + 1, sizeof(Flow))     # and the sentinel (Flow.child_off)
-        if s.flows == NULL:
+    cdef _init_flows(self, dict c):
+        """The flow records and per-flow arrays, and part 0's roots, from the checked columns
+        of `_flow_columns`."""
+        cdef World* w = self.w
+        cdef int32_t F = c["src"].shape[0], i
+        cdef Flow* fl
+        cdef const int32_t[::1] src_v = c["src"], dst_v = c["dst"], prio_v = c["prio"], compute_v = c["is_compute"]
+        cdef const int32_t[::1] parents_v = c["n_parents"], child_off_v = c["child_off"]
+        cdef const int64_t[::1] due_v = c["due"], size_v = c["size"]
+        cdef const int64_t[::1] limit_v = c["rate_limit"]
+        w.n_flows = F
+        w.flows = <Flow*> calloc(F + 1, sizeof(Flow))     # and the sentinel (Flow.child_off)
+        if w.flows == NULL:
             raise MemoryError()
-        cdef const int32_t[::1] src_v = src, dst_v = dst, prio_v = prio, compute_v = is_compute
-        cdef const int32_t[::1] parents_v = n_parents, child_off_v = child_off
-        cdef const int64_t[::1] due_v = np.where(n_parents == 0, start, delay).astype(np.int64, copy=False), size_v = size
-        cdef const int64_t[::1] limit_v
         for i in range(F):
-            fl = &s.flows[i]
+            fl = &w.flows[i]
             fl.src = src_v[i]
             fl.dst = dst_v[i]
             fl.prio = prio_v[i]
@@ -516,141 +504,86 @@ cdef class Core:
             fl.qp = NIL
             fl.due = due_v[i]
             fl.size = size_v[i]           # a compute step's duration (Flow.size)
-            fl.released = NIL
-            fl.finish = NIL
-            fl.rx_finish = NIL
+            fl.released = fl.finish = fl.rx_finish = NIL
             fl.is_compute = compute_v[i]
             fl.slot.deps_left = parents_v[i]
             fl.child_off = child_off_v[i]
-        s.flows[F].child_off = child_off[F]
-        s.flows[F].qp = NIL
-        if (path_off >= 0).any():
-            s.flow_path_off = _copy_i32(path_off)
-        if (rate_limit > 0).any():
-            s.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
-            if s.flow_rate_limit == NULL:
+        w.flows[F].child_off = child_off_v[F]
+        w.flows[F].qp = NIL
+        if (c["path_off"] >= 0).any():
+            w.flow_path_off = _copy_i32(c["path_off"])
+        if (c["rate_limit"] > 0).any():
+            w.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
+            if w.flow_rate_limit == NULL:
                 raise MemoryError()
-            limit_v = rate_limit
             for i in range(F):
-                s.flow_rate_limit[i] = limit_v[i]
-        s.child_idx = _copy_i32(child_idx)
-        s.start_order = _copy_i32(roots)
-        s.n_roots = roots.shape[0]
-        s.next_root = 0
+                w.flow_rate_limit[i] = limit_v[i]
+        w.child_idx = _copy_i32(c["child_idx"])
+        self.s.start_order = _copy_i32(c["roots"])
+        self.s.n_roots = c["roots"].shape[0]
+        self.s.next_root = 0
 
     def __dealloc__(self):
-        cdef Sim* s = self.s
+        cdef World* w = self.w
         cdef int32_t k
         windows_free(&self.win)
-        free(self.node_part)
-        if s == NULL:
-            return
-        if self.parts == NULL:        # (out of memory in __cinit__: nothing built yet)
-            free(s)
-            return
+        if w == NULL:
+            return                    # (out of memory in __cinit__: nothing built)
         # the world's monitors and faults, the scheme's state, each part's own state, the
-        # world's arrays: each freed once, by part 0
-        if s.cc.free_state != NULL:
-            s.cc.free_state(s.cc.state)
-        deadlock_free(s)
-        fluid_free(s)
-        faults_free(s)
-        watchdog_free(s)
-        for k in range(self.n_parts):
-            if self.parts[k] != NULL:
-                _free_part(self.parts[k])
-        _free_world(s)
-        for k in range(1, self.n_parts):
-            free(self.parts[k])
-        free(self.parts)
-        free(s)
+        # world's arrays: each freed once
+        if w.cc.free_state != NULL:
+            w.cc.free_state(w.cc.state)
+        deadlock_free(self.s)
+        fluid_free(self.s)
+        faults_free(self.s)
+        watchdog_free(self.s)
+        for k in range(w.n_parts):
+            _free_part(w.parts[k])
+            free(w.parts[k])
+        _free_world(w)
+        free(w.parts)
+        free(w)
 
-    cdef Sim* _make_part(self, int32_t k) except NULL:
-        """A new part k (k > 0): a Sim that shares part 0's world and has its own empty
-        queue, pools, counters, RNG stream and timeline; the caller adds it to `parts`."""
-        cdef Sim* p = <Sim*> calloc(1, sizeof(Sim))
+    cdef _add_part(self):
+        """One more part, k = n_parts: a Sim of the world with its own empty queue, pools,
+        counters, RNG stream and timeline."""
+        cdef int32_t k = self.w.n_parts
+        cdef Sim** grown = <Sim**> realloc(self.w.parts, (k + 1) * sizeof(Sim*))
+        cdef Sim* p
+        if grown == NULL:
+            raise MemoryError()
+        self.w.parts = grown
+        p = <Sim*> calloc(1, sizeof(Sim))
         if p == NULL:
             raise MemoryError()
-        _share_world(p, self.s)
+        p.w = self.w
         if _init_part(p, k, self.seed, PART_POOL) < 0:
             _free_part(p)
             free(p)
             raise MemoryError()
-        return p
-
-    cdef _sync_parts(self):
-        """Every part sees part 0's world again (after a scheme, routes, monitors or faults
-        changed it), and the list of parts."""
-        cdef int32_t k
-        for k in range(self.n_parts):
-            self.parts[k].parts = self.parts
-            self.parts[k].n_parts = self.n_parts
-        for k in range(1, self.n_parts):
-            _share_world(self.parts[k], self.s)
-
-    def _add_empty_part(self):
-        """Tests only (issue 20, stage 1): one more part, with no events and no flows of its
-        own, so that the readbacks' aggregation over parts can be checked; such a Core does
-        not run."""
-        cdef Sim** grown
-        cdef Sim* p = self._make_part(self.n_parts)
-        grown = <Sim**> realloc(self.parts, (self.n_parts + 1) * sizeof(Sim*))
-        if grown == NULL:
-            _free_part(p)
-            free(p)
-            raise MemoryError()
-        self.parts = grown
-        self.parts[self.n_parts] = p
-        self.n_parts += 1
-        self._sync_parts()
-
-    def _split_receivers(self):
-        """Tests only (issue 20, stage 2): receivers keep their own records (`flow_rx`), as
-        in a run in parts, where today the receiver uses its sender's queue pair; before
-        the run starts.  Outputs must not change."""
-        if self.stats()["events"] or self.s.flow_rx != NULL:
-            raise RuntimeError("_split_receivers: only once, before the run")
-        self._alloc_flow_rx()
+        self.w.parts[k] = p
+        self.w.n_parts = k + 1
 
     cdef _alloc_flow_rx(self):
-        """Receivers keep their own records (Sim.flow_rx), none open yet."""
+        """Receivers keep their own records (World.flow_rx), none open yet."""
         cdef int32_t f
-        self.s.flow_rx = <int32_t*> malloc(max(self.s.n_flows, 1) * sizeof(int32_t))
-        if self.s.flow_rx == NULL:
+        self.w.flow_rx = <int32_t*> malloc(max(self.w.n_flows, 1) * sizeof(int32_t))
+        if self.w.flow_rx == NULL:
             raise MemoryError()
-        for f in range(self.s.n_flows):
-            self.s.flow_rx[f] = NIL
-        self._sync_parts()
+        for f in range(self.w.n_flows):
+            self.w.flow_rx[f] = NIL
 
     cdef Sim* _rx_part(self, int32_t f) noexcept:
         """The part of flow f's receiver."""
-        return self.parts[self.node_part[self.s.flows[f].dst]] if self.node_part != NULL else self.s
-
-    def _part_order(self, str order, int seed=0):
-        """Debug (issue 20): the order the window loop visits the parts in, "forward",
-        "reverse" or "shuffle" (seeded).  Results must not depend on it: parts share no
-        state but the hand-offs taken at a window's end."""
-        cdef int32_t k
-        if self.n_parts == 1:
-            return
-        if order == "forward":
-            perm = np.arange(self.n_parts)
-        elif order == "reverse":
-            perm = np.arange(self.n_parts)[::-1]
-        elif order == "shuffle":
-            perm = np.random.default_rng(seed).permutation(self.n_parts)
-        else:
-            raise ValueError(f"_part_order: forward, reverse or shuffle, not {order!r}")
-        for k in range(self.n_parts):
-            self.win.order[k] = perm[k]
+        return self.w.parts[self.w.node_part[self.w.flows[f].dst]] if self.w.node_part != NULL else self.s
 
     def window_stats(self):
         """A run in parts: its parts, lookahead (ps), windows closed (and those in which some
         part ran an event), packets handed from part to part over cut links, and dependency
         messages (a parent completed in one part, its child starts in another)."""
-        return dict(parts=self.n_parts, lookahead_ps=self.win.lookahead if self.n_parts > 1 else 0,
+        return dict(parts=self.w.n_parts, lookahead_ps=self.win.lookahead if self.w.n_parts > 1 else 0,
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
-                    cut_ports=self.s.n_handoff, dependency_messages=self.win.deps)
+                    cut_ports=self.w.n_handoff, dependency_messages=self.win.deps)
 
     def window_profile(self, bint record=True):
         """A run in parts, for the parallel core's scaling model (validation/parallel_model.py):
@@ -660,20 +593,16 @@ cdef class Core:
         records do not depend on the threads (the windows and parts' work do not)."""
         cdef int64_t n = self.win.n_profile if self.win.profile != NULL else 0
         cdef int64_t[:, ::1] view
-        self.win.profiling = record and self.n_parts > 1
+        self.win.profiling = record and self.w.n_parts > 1
         rec = np.zeros((n, 4), np.int64)
         if n:
             view = rec
             memcpy(&view[0, 0], self.win.profile, n * 4 * sizeof(int64_t))
         return dict(window=rec[:, 0], part=rec[:, 1], events=rec[:, 2], handoffs=rec[:, 3])
 
-    def _cut_ports(self):
-        """Tests: which ports are cut (their link joins two parts)."""
-        return np.array([self.s.ports[k].cut for k in range(self.s.n_ports)], bool)
-
-    def _receive_records_in_use(self):
-        """Tests only: receive records held over the parts (0 with one record per flow)."""
-        return sum(self.parts[k].rx_used for k in range(self.n_parts))
+    def cut_ports(self):
+        """Which ports are cut (a bool per port): a run in parts, their links join two parts."""
+        return np.array([self.w.ports[k].cut for k in range(self.w.n_ports)], bool)
 
     def capsule(self):
         """A PyCapsule of the C `Sim*`, for congestion-control modules' `install`."""
@@ -687,24 +616,21 @@ cdef class Core:
         """
         if self.stats()["queue_pairs_peak"]:
             raise ValueError("install_scheme: the run has started; install the scheme before it")
-        if self.s.cc.free_state != NULL:
-            self.s.cc.free_state(self.s.cc.state)
-        cc_ops_clear(&self.s.cc)
+        if self.w.cc.free_state != NULL:
+            self.w.cc.free_state(self.w.cc.state)
+        cc_ops_clear(&self.w.cc)
         self._scheme = module.install(self, params)
-        self.s.cc.needs_cnp = needs_cnp
-        self.s.qp_stride = qp_stride_for(self.s.cc.flow_state_size)
-        self._sync_parts()
+        self.w.cc.needs_cnp = needs_cnp
 
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
         if interval_ps <= 0 or threshold_ps < 0:
             raise ValueError("deadlock detection: interval must be positive, threshold >= 0")
-        if self.s.deadlock != NULL:
+        if self.w.deadlock != NULL:
             raise ValueError("deadlock detection is already on")
         if deadlock_init(self.s, interval_ps, threshold_ps, stop) < 0:
             deadlock_free(self.s)
             raise MemoryError()
-        self._sync_parts()
 
     def set_faults(self, time_ps, kind, target, value):
         """Schedule faults (faults.pyx): arrays of time, kind (F_*), target (a host for NIC
@@ -717,12 +643,12 @@ cdef class Core:
         kind = _as(kind, np.int32, "fault_kind", n)
         target = _as(target, np.int32, "fault_target", n)
         value = _as(value, np.int64, "fault_value", n)
-        if self.s.faults != NULL:
+        if self.w.faults != NULL:
             raise ValueError("faults are already scheduled")
         _check_range(kind, 0, 5, "fault_kind")
         nic = (kind == F_NIC_STOP) | (kind == F_NIC_RESUME)
-        _check_range(target[nic], 0, self.s.n_hosts, "fault_target (hosts)")
-        _check_range(target[~nic], 0, self.s.n_ports, "fault_target (ports)")
+        _check_range(target[nic], 0, self.w.n_hosts, "fault_target (hosts)")
+        _check_range(target[~nic], 0, self.w.n_ports, "fault_target (ports)")
         if n and (time_ps.min() < self.now_ps or value.min() < 0
                   or (value[kind == F_LINK_RATE] <= 0).any()):
             raise ValueError("core input: fault times must not be in the past, values >= 0, rates > 0")
@@ -738,39 +664,27 @@ cdef class Core:
         free(buf)
         if k < 0:
             raise MemoryError()
-        self._sync_parts()
 
     def enable_watchdog(self, int64_t interval_ps, int64_t detection_ps, int64_t restoration_ps,
                         int32_t action):
         """The PFC watchdog on every switch port (watchdog.pyx); action 0 drop, 1 forward."""
         if interval_ps <= 0 or detection_ps < 0 or restoration_ps < 0 or action not in (0, 1):
             raise ValueError("watchdog: interval must be positive, times >= 0, action 0 or 1")
-        if self.s.watchdog != NULL:
+        if self.w.watchdog != NULL:
             raise ValueError("the watchdog is already on")
         if watchdog_init(self.s, interval_ps, detection_ps, restoration_ps, action) < 0:
             watchdog_free(self.s)
             raise MemoryError()
-        self._sync_parts()
 
     def set_routes(self, route_off, route_cnt, route_ports, route_class=None):
         """Replace the routing tables (after a link went down or came back up)."""
-        cdef Sim* s = self.s
-        cdef int32_t* groups
-        cdef int32_t* ports
-        cdef int32_t* cls
         route_class, n_classes, route_groups, route_ports = _route_arrays(
-            s.n_hosts, s.n_nodes, s.n_ports, route_off, route_cnt, route_ports, route_class)
-        groups, ports, cls = _copy_i32(route_groups), _copy_i32(route_ports), _copy_i32(route_class)
-        free(s.route_groups)
-        free(s.route_ports)
-        free(s.route_class)
-        s.route_groups, s.route_ports, s.route_class = <RouteGroup*> groups, ports, cls
-        s.n_route_classes = n_classes
-        self._sync_parts()
+            self.w.n_hosts, self.w.n_nodes, self.w.n_ports, route_off, route_cnt, route_ports, route_class)
+        self._install_routes(route_class, n_classes, route_groups, route_ports)
 
     def deadlock_records(self):
         """The deadlocks found so far: a list of dicts (times in ps, ports in cycle order)."""
-        cdef DLState* st = <DLState*> self.s.deadlock
+        cdef DLState* st = <DLState*> self.w.deadlock
         cdef DLRecord* r
         cdef int32_t k
         out = []
@@ -787,7 +701,7 @@ cdef class Core:
     @property
     def deadlock_detection(self):
         """The detector checked the run as it went (not only when it stalled)."""
-        return self.s.deadlock != NULL and (<DLState*> self.s.deadlock).periodic != 0
+        return self.w.deadlock != NULL and (<DLState*> self.w.deadlock).periodic != 0
 
     def deadlocks_at_stall(self, int64_t threshold_ps):
         """The run has stalled: record the PFC cycles that hold it (deadlock.pyx), detection on
@@ -797,12 +711,11 @@ cdef class Core:
             raise ValueError("deadlocks_at_stall: threshold must be >= 0")
         cdef bint frozen
         cdef int n
-        if self.n_parts == 1:
+        if self.w.n_parts == 1:
             frozen = self.s.n_events == self.s.n_monitors
         else:           # (monitors apart: they are no events in parts)
-            frozen = windows_idle(self.parts, self.n_parts)
+            frozen = windows_idle(self.w.parts, self.w.n_parts)
         n = deadlock_at_stall(self.s, threshold_ps, frozen, self.now_ps)
-        self._sync_parts()              # (the analysis' state, if detection is off)
         if n < 0 or self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
         return n
@@ -824,30 +737,30 @@ cdef class Core:
             # callbacks, which may share the scheme's state, run one at a time in the
             # parts' order, not in the order threads happen to take the GIL
             threads = 1
-        if self.n_parts > 1 and self.win.order == NULL:
-            raise NotImplementedError("Core.run: parts added by _add_empty_part are for readback tests only")
-        if self.s.fluid != NULL:
+        if self.w.n_parts > 1 and self.win.order == NULL:
+            raise NotImplementedError("Core.run: parts added by debug.add_empty_part are for readback tests only")
+        if self.w.fluid != NULL:
             status = fluid_loop(self.s, until_ps, max_events)
-        elif self.n_parts == 1:
+        elif self.w.n_parts == 1:
             status = loop.run_loop(self.s, until_ps, max_events)
         else:
             with nogil:     # (a scheme written in Python takes the GIL in its callbacks)
-                status = windows_run(self.parts, self.n_parts, &self.win, until_ps, max_events, threads)
-        if status == loop.STOP_EMPTY and all(self.parts[k].error == ERR_NONE for k in range(self.n_parts)):
+                status = windows_run(self.w.parts, self.w.n_parts, &self.win, until_ps, max_events, threads)
+        if status == loop.STOP_EMPTY and all(self.w.parts[k].error == ERR_NONE for k in range(self.w.n_parts)):
             # nothing left to happen: give back the pools' memory before the results are read
-            for k in range(self.n_parts):
-                part = self.parts[k]
+            for k in range(self.w.n_parts):
+                part = self.w.parts[k]
                 qp_pool_release(part)
                 if part.pool_used == 0 and part.pool_cap > (INITIAL_POOL if k == 0 else PART_POOL) \
                         and pool_init(part, INITIAL_POOL if k == 0 else PART_POOL) < 0:
                     part.error = ERR_NOMEM
             rocesim_malloc_trim()           # and hand the freed pages back (glibc keeps them)
-        for k in range(self.n_parts):
-            if self.parts[k].error == ERR_NOMEM:
+        for k in range(self.w.n_parts):
+            if self.w.parts[k].error == ERR_NOMEM:
                 raise MemoryError("rocesim core: out of memory for events or packets")
-        if any(self.parts[k].error == ERR_CALLBACK for k in range(self.n_parts)):
-            for k in range(self.n_parts):
-                self.parts[k].error = ERR_NONE
+        if any(self.w.parts[k].error == ERR_CALLBACK for k in range(self.w.n_parts)):
+            for k in range(self.w.n_parts):
+                self.w.parts[k].error = ERR_NONE
             err, self._scheme.error = self._scheme.error, None
             raise err
         return status
@@ -855,9 +768,9 @@ cdef class Core:
     def base_rtt_ps(self):
         """Per-flow idle-network RTT of a full packet and its ACK (0 for compute steps)."""
         cdef int32_t i, hops
-        out = np.zeros(self.s.n_flows, np.int64)
-        for i in range(self.s.n_flows):
-            if not self.s.flows[i].is_compute:
+        out = np.zeros(self.w.n_flows, np.int64)
+        for i in range(self.w.n_flows):
+            if not self.w.flows[i].is_compute:
                 out[i] = flow_base_rtt(self.s, i, &hops)
         return out
 
@@ -868,8 +781,8 @@ cdef class Core:
         cdef cnp.ndarray[int32_t] b = _as(dst, np.int32, "dst", a.shape[0])
         cdef cnp.ndarray[int64_t] out = np.zeros(a.shape[0], np.int64)
         cdef int32_t k
-        _check_range(a, 0, self.s.n_hosts, "src")
-        _check_range(b, 0, self.s.n_hosts, "dst")
+        _check_range(a, 0, self.w.n_hosts, "src")
+        _check_range(b, 0, self.w.n_hosts, "dst")
         for k in range(a.shape[0]):
             if a[k] != b[k]:
                 out[k] = pair_base_rtt(self.s, a[k], b[k])
@@ -878,20 +791,20 @@ cdef class Core:
     @property
     def now_ps(self):
         """The simulated time reached: the latest clock over the parts."""
-        return max(self.parts[k].now for k in range(self.n_parts))
+        return max(self.w.parts[k].now for k in range(self.w.n_parts))
 
     @property
     def next_event_ps(self):
         """Time of the next event over the parts, or -1 if none is left."""
-        cdef int64_t t = windows_next(self.parts, self.n_parts), j
+        cdef int64_t t = windows_next(self.w.parts, self.w.n_parts), j
         cdef int32_t k
-        for k in range(self.s.n_handoff):          # packets on their way between parts
-            if self.s.handoff[k].n and self.s.handoff[k].pk[0].time < t:
-                t = self.s.handoff[k].pk[0].time
-        for k in range(self.n_parts):              # and dependency messages (their earliest start)
-            for j in range(self.parts[k].n_deps):
-                if self.parts[k].deps[j].time < t:
-                    t = self.parts[k].deps[j].time
+        for k in range(self.w.n_handoff):          # packets on their way between parts
+            if self.w.handoff[k].n and self.w.handoff[k].pk[0].time < t:
+                t = self.w.handoff[k].pk[0].time
+        for k in range(self.w.n_parts):              # and dependency messages (their earliest start)
+            for j in range(self.w.parts[k].n_deps):
+                if self.w.parts[k].deps[j].time < t:
+                    t = self.w.parts[k].deps[j].time
         return -1 if t == INT64_MAX or t < 0 else t
 
     @property
@@ -903,25 +816,20 @@ cdef class Core:
         """Counters of the whole run so far, as a dict of ints: sums over the parts (the
         clocks: the latest part's)."""
         cdef int32_t k
-        st = _counters(self.parts, self.n_parts)
-        if self.win.order != NULL:         # a run in parts (not _add_empty_part's)
+        st = _counters(self.w.parts, self.w.n_parts)
+        if self.win.order != NULL:         # a run in parts (not debug.add_empty_part's)
             # peaks over the window ends (a sum of the parts' own peaks would overstate them)
             st["packets_peak"], st["queue_pairs_peak"] = self.win.pkt_peak, self.win.qp_peak
-            st["packets_in_use"] += sum(self.s.handoff[k].n for k in range(self.s.n_handoff))
+            st["packets_in_use"] += sum(self.w.handoff[k].n for k in range(self.w.n_handoff))
         return st
-
-    def _part_stats(self, int32_t k):
-        """The counters of part k alone (tests: stats() aggregates these)."""
-        if not 0 <= k < self.n_parts:
-            raise IndexError(f"part {k} of {self.n_parts}")
-        return _counters(&self.parts[k], 1)
 
     def flow_arrays(self):
         """Per-flow results (numpy arrays, picoseconds; -1 where not reached).  `start_ps`
         is when the flow started, or, for a flow without parents that has not, when it is
         due to; -1 for a flow still waiting for its parents."""
         cdef Sim* s = self.s
-        cdef int32_t F = s.n_flows, i
+        cdef World* w = self.w
+        cdef int32_t F = w.n_flows, i
         cdef cnp.ndarray[int64_t] start = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] finish = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] rx_finish = np.empty(F, np.int64)
@@ -936,10 +844,10 @@ cdef class Core:
         cdef int32_t j, q
         retx[:] = 0
         cdef cnp.ndarray[cnp.uint8_t] has_parents = np.zeros(F, np.uint8)
-        for k in range(s.flows[F].child_off):
-            has_parents[s.child_idx[k]] = 1
+        for k in range(w.flows[F].child_off):
+            has_parents[w.child_idx[k]] = 1
         for i in range(F):
-            fl = &s.flows[i]
+            fl = &w.flows[i]
             # started: when; a flow without parents not yet started: when it is due to
             start[i] = fl.released if fl.state != FS_WAITING else (-1 if has_parents[i] else fl.due)
             finish[i] = fl.finish
@@ -947,8 +855,8 @@ cdef class Core:
             ideal[i] = flow_ideal_fct(s, i)
             state[i] = fl.state
             delivered[i] = _delivered(self._rx_part(i), i)
-        for j in range(self.n_parts):
-            part = self.parts[j]
+        for j in range(self.w.n_parts):
+            part = self.w.parts[j]
             for q in range(part.qp_cap):     # the flows in flight: their queue pairs
                 qp = qp_at(part, q)
                 if qp.flow != NIL and not qp.is_rx:
@@ -964,8 +872,8 @@ cdef class Core:
 
     def port_arrays(self):
         """Per-port counters and state (numpy arrays; pause time in ps per priority)."""
-        cdef Sim* s = self.s
-        cdef int32_t P = s.n_ports, i, k
+        cdef World* w = self.w
+        cdef int32_t P = w.n_ports, i, k
         cdef cnp.ndarray[int64_t] tx_bytes = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] tx_pkts = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] drops = np.empty(P, np.int64)
@@ -979,7 +887,7 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] wd_drop = np.empty(P, np.int64)
         cdef int64_t now = self.now_ps
         for i in range(P):
-            p = &s.ports[i]
+            p = &w.ports[i]
             tx_bytes[i] = p.tx_bytes
             tx_pkts[i] = p.tx_pkts
             drops[i] = p.drops
@@ -1003,17 +911,17 @@ cdef class Core:
         pause still on now; ordered by start, then port and priority; and the count of
         intervals not recorded (beyond the timeline's cap).  Each part records its own
         ports' intervals; they are put together here."""
-        cdef Sim* s = self.s
+        cdef World* w = self.w
         cdef Sim* part
         cdef int64_t n = 0, k, j = 0, lost = 0
         cdef int32_t i, q, m
         cdef int64_t n_open = 0
-        for m in range(self.n_parts):
-            n += self.parts[m].tl_n
-            lost += self.parts[m].tl_lost
-        for i in range(s.n_ports):
+        for m in range(self.w.n_parts):
+            n += self.w.parts[m].tl_n
+            lost += self.w.parts[m].tl_lost
+        for i in range(w.n_ports):
             for q in range(NPRIO):
-                if (s.ports[i].paused_mask >> q) & 1:
+                if (w.ports[i].paused_mask >> q) & 1:
                     n_open += 1
         port = np.empty(n + n_open, np.int32)
         prio = np.empty(n + n_open, np.int32)
@@ -1021,20 +929,20 @@ cdef class Core:
         end = np.empty(n + n_open, np.int64)
         cdef int32_t[::1] vport = port, vprio = prio
         cdef int64_t[::1] vstart = start, vend = end
-        for m in range(self.n_parts):
-            part = self.parts[m]
+        for m in range(self.w.n_parts):
+            part = self.w.parts[m]
             for k in range(part.tl_n):
                 vport[j] = part.tl[k].port
                 vprio[j] = part.tl[k].prio
                 vstart[j] = part.tl[k].start
                 vend[j] = part.tl[k].end
                 j += 1
-        for i in range(s.n_ports):
+        for i in range(w.n_ports):
             for q in range(NPRIO):
-                if (s.ports[i].paused_mask >> q) & 1:
+                if (w.ports[i].paused_mask >> q) & 1:
                     vport[j] = i
                     vprio[j] = q
-                    vstart[j] = s.ports[i].paused_since[q]
+                    vstart[j] = w.ports[i].paused_since[q]
                     vend[j] = -1
                     j += 1
         order = np.lexsort((prio, port, start))
@@ -1047,13 +955,13 @@ cdef class Core:
         cdef Sim* s
         cdef int32_t n = 0, k = 0, q, m
         cdef Qp* qp
-        for m in range(self.n_parts):
-            n += self.parts[m].qp_used
+        for m in range(self.w.n_parts):
+            n += self.w.parts[m].qp_used
         cdef cnp.ndarray[int32_t] ids = np.empty(n, np.int32)
         cdef cnp.ndarray[int64_t] rate = np.empty(n, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(n, np.int64)
-        for m in range(self.n_parts):
-            s = self.parts[m]
+        for m in range(self.w.n_parts):
+            s = self.w.parts[m]
             for q in range(s.qp_cap):
                 qp = qp_at(s, q)
                 if qp.flow != NIL and not qp.is_rx:
@@ -1066,35 +974,35 @@ cdef class Core:
 
     def sample_queues(self, ports):
         """Egress queue bytes now (all priorities) of the given ports."""
-        cdef Sim* s = self.s
+        cdef World* w = self.w
         cdef cnp.ndarray[int32_t] idx = _as(ports, np.int32, "ports")
         cdef cnp.ndarray[int64_t] out = np.empty(idx.shape[0], np.int64)
         cdef int32_t k, j
         cdef int64_t total
-        _check_range(idx, 0, s.n_ports, "ports")
+        _check_range(idx, 0, w.n_ports, "ports")
         for k in range(idx.shape[0]):
             total = 0
             for j in range(NPRIO):
-                total += s.ports[idx[k]].q_bytes[j]
+                total += w.ports[idx[k]].q_bytes[j]
             out[k] = total
         return out
 
     def switch_arrays(self):
         """Per-switch buffer state: bytes held, shared pool use."""
-        cdef Sim* s = self.s
-        cdef int32_t n = s.n_nodes - s.n_hosts, i
+        cdef World* w = self.w
+        cdef int32_t n = w.n_nodes - w.n_hosts, i
         used = np.empty(n, np.int64)
         shared = np.empty(n, np.int64)
         for i in range(n):
-            used[i] = s.sw[i].used
-            shared[i] = s.sw[i].shared_used
+            used[i] = w.sw[i].used
+            shared[i] = w.sw[i].shared_used
         return dict(used_bytes=used, shared_used_bytes=shared)
 
 
 cdef int64_t _delivered(Sim* rx_part, int32_t f) noexcept:
     """Bytes of data flow f in order at its receiver, whose part is `rx_part`: all once its
     last byte is in, else what its receive state holds (none before its first data)."""
-    cdef Flow* fl = &rx_part.flows[f]
+    cdef Flow* fl = &rx_part.w.flows[f]
     cdef Qp* rx
     if fl.is_compute:
         return 0
@@ -1149,39 +1057,4 @@ cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:
         raise MemoryError()
     for i in range(n):
         out[i] = v[i]
-    return out
-
-
-def _event_queue_run(ops, int shift=10, int cal_n=CAL_N):
-    """Drive a fresh event queue (events.pxd) through `ops`, for tests: each op is a time
-    in ps (push an event at it; times must not precede the last pop, as in a run) or -1
-    (pop the earliest), with `cal_n` buckets of 2**shift ps.  Returns the push indices in the order their events left, then
-    those of what remained, in order."""
-    cdef Sim* s = <Sim*> calloc(1, sizeof(Sim))
-    cdef Event* ev
-    cdef int64_t k = 0
-    out = []
-    if cal_n < 64 or cal_n > CAL_N or cal_n & (cal_n - 1):
-        raise ValueError("cal_n: a power of two, 64 .. 8192")
-    if s == NULL or ev_init(s, shift, cal_n) < 0:
-        ev_free(s) if s != NULL else None
-        free(s)
-        raise MemoryError()
-    try:
-        for t in ops:
-            if t < 0:
-                if s.n_events and ev_next(s) != NULL:
-                    out.append(ev_pop(s).target)
-            else:
-                ev_push(s, t, 0, <int32_t> k, 0)
-                k += 1
-        while s.n_events:
-            if ev_next(s) == NULL:
-                raise MemoryError()
-            out.append(ev_pop(s).target)
-        if s.error:
-            raise MemoryError()
-    finally:
-        ev_free(s)
-        free(s)
     return out

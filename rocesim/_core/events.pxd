@@ -225,7 +225,7 @@ cdef inline int _advance(Sim* s) noexcept nogil:
             _sift_down(s.front.a, s.front.n, i, s.front.a[i])
             i -= 1
         k.n = 0
-        if k.cap > (CAL_KEEP if s.node_part == NULL else CAL_KEEP_PART):   # the calendar's memory
+        if k.cap > (CAL_KEEP if s.w.node_part == NULL else CAL_KEEP_PART):   # the calendar's memory
                                          #   follows what it holds now
             free(k.ev)
             k.ev = NULL

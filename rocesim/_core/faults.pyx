@@ -28,7 +28,7 @@ that time, as in one part.  A NIC's fault goes into its host's part.
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy
-from rocesim._core.defs cimport Sim, Port, Packet, Handoff, NIL, NPRIO, PK_DATA, PK_PAUSE, PK_LOST, EV_FAULT
+from rocesim._core.defs cimport Sim, World, Port, Packet, Handoff, NIL, NPRIO, PK_DATA, PK_PAUSE, PK_LOST, EV_FAULT
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_set_paused
 from rocesim._core.pool cimport pkt_alloc, pkt_free
@@ -41,6 +41,7 @@ from rocesim._core.parts cimport node_sim, port_sim
 cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
     """Copy the fault schedule and push one EV_FAULT per entry into each part it touches
     (`s`: part 0); -1 if out of memory."""
+    cdef World* w = s.w
     cdef FaultState* st = <FaultState*> malloc(sizeof(FaultState))
     cdef int32_t k
     cdef Sim* a
@@ -53,17 +54,17 @@ cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
         return -1
     memcpy(st.f, faults, n * sizeof(Fault))
     st.n = n
-    st.rx_room = <int64_t*> calloc(max(s.n_hosts, 1), sizeof(int64_t))
+    st.rx_room = <int64_t*> calloc(max(w.n_hosts, 1), sizeof(int64_t))
     if st.rx_room == NULL:
         free(st.f)
         free(st)
         return -1
-    s.faults = st
+    w.faults = st
     for k in range(n):
         if st.f[k].kind == F_NIC_STOP or st.f[k].kind == F_NIC_RESUME:
             a = b = node_sim(s, st.f[k].target)
         else:
-            a, b = port_sim(s, st.f[k].target), port_sim(s, s.ports[st.f[k].target].peer)
+            a, b = port_sim(s, st.f[k].target), port_sim(s, w.ports[st.f[k].target].peer)
         ev_push(a, st.f[k].time, EV_FAULT, k, 0)
         if b != a:
             ev_push(b, st.f[k].time, EV_FAULT, k, 0)
@@ -73,23 +74,25 @@ cdef int faults_init(Sim* s, Fault* faults, int32_t n) noexcept nogil:
 
 
 cdef void faults_free(Sim* s) noexcept nogil:
-    cdef FaultState* st = <FaultState*> s.faults
+    cdef World* w = s.w
+    cdef FaultState* st = <FaultState*> w.faults
     if st != NULL:
         free(st.f)
         free(st.rx_room)
         free(st)
-        s.faults = NULL
+        w.faults = NULL
 
 
 cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept nogil:
     """The NIC of `host` sends a PAUSE (on) or RESUME frame for each lossless priority,
     ahead of its data (strict-priority queue 0)."""
-    cdef int32_t port = s.hosts[host].port
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef int32_t port = w.hosts[host].port
+    cdef Port* p = &w.ports[port]
     cdef int32_t prio, i
     cdef Packet* pk
     for prio in range(1, NPRIO):
-        if not (s.p.pfc_mask >> prio) & 1 or p.pause_sent[prio] == on:
+        if not (w.p.pfc_mask >> prio) & 1 or p.pause_sent[prio] == on:
             continue
         i = pkt_alloc(s)
         if i == NIL:
@@ -98,7 +101,7 @@ cdef void _nic_pfc(Sim* s, int32_t host, bint on) noexcept nogil:
         pk.kind = PK_PAUSE
         pk.prio = prio
         pk.pause_on = on
-        pk.size = s.p.pause_bytes
+        pk.size = w.p.pause_size
         pk.flow = 0
         pk.dst = p.peer_node
         p.pause_sent[prio] = on
@@ -120,7 +123,8 @@ cdef void _lose_wire(Sim* s, int32_t i) noexcept nogil:
 
 cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
     """One end of a link that goes down: `port` (of s's part)."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef Handoff* h
     cdef int32_t i, prio
     p.down = 1
@@ -129,10 +133,10 @@ cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
         _lose_wire(s, p.wire_head)        # in flight: lost where they arrive
     else:
         # a cut link: what this end handed off in the open window, and the wire coming to it
-        h = &s.handoff[p.handoff]
+        h = &w.handoff[p.handoff]
         for i in range(h.n):
             h.pk[i].kind = PK_LOST
-        _lose_wire(s, s.handoff[s.ports[p.peer].handoff].wire_head)
+        _lose_wire(s, w.handoff[w.ports[p.peer].handoff].wire_head)
     if p.is_switch:
         s.st.link_drops += switch_flush(s, port, 0xFF)
     else:
@@ -149,7 +153,7 @@ cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
 
 
 cdef void _port_up(Sim* s, int32_t port) noexcept nogil:
-    cdef Port* p = &s.ports[port]
+    cdef Port* p = &s.w.ports[port]
     p.down = 0
     p.drop_mask = 0
     if p.is_switch:
@@ -167,11 +171,12 @@ cdef void _link_end(Sim* s, Fault* f, int32_t port) noexcept nogil:
     elif f.kind == F_LINK_UP:
         _port_up(s, port)
     elif f.kind == F_LINK_RATE:
-        s.ports[port].rate_bps = f.value
+        s.w.ports[port].rate_bps = f.value
 
 
 cdef void fault_apply(Sim* s, int32_t k) noexcept nogil:
-    cdef FaultState* st = <FaultState*> s.faults
+    cdef World* w = s.w
+    cdef FaultState* st = <FaultState*> w.faults
     cdef Fault* f
     if st == NULL or k < 0 or k >= st.n:
         return
@@ -179,12 +184,12 @@ cdef void fault_apply(Sim* s, int32_t k) noexcept nogil:
     if f.kind == F_NIC_STOP or f.kind == F_NIC_RESUME:
         # the host port's drop_mask marks the priorities its stopped NIC no longer drains
         st.rx_room[f.target] = f.value
-        s.ports[s.hosts[f.target].port].drop_mask = \
-            <uint8_t> (s.p.pfc_mask & 0xFE) if f.kind == F_NIC_STOP else 0
+        w.ports[w.hosts[f.target].port].drop_mask = \
+            <uint8_t> (w.p.pfc_mask & 0xFE) if f.kind == F_NIC_STOP else 0
         _nic_pfc(s, f.target, f.kind == F_NIC_STOP)
         return
     _link_end(s, f, f.target)
-    _link_end(s, f, s.ports[f.target].peer)
+    _link_end(s, f, w.ports[f.target].peer)
 
 
 cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:
@@ -195,10 +200,11 @@ cdef void fault_lost_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:
 cdef void fault_nic_arrival(Sim* s, int32_t port, int32_t i) noexcept nogil:
     """Packet i reached host port `port`, whose NIC has stopped draining some priorities:
     its buffer takes what was on the way, and drops data beyond."""
-    cdef FaultState* st = <FaultState*> s.faults
+    cdef World* w = s.w
+    cdef FaultState* st = <FaultState*> w.faults
     cdef Packet* pk = &s.pkts[i]
-    cdef int32_t host = s.ports[port].node
-    if st != NULL and pk.kind == PK_DATA and (s.ports[port].drop_mask >> pk.prio) & 1:
+    cdef int32_t host = w.ports[port].node
+    if st != NULL and pk.kind == PK_DATA and (w.ports[port].drop_mask >> pk.prio) & 1:
         if st.rx_room[host] < pk.size:
             s.st.nic_drops += 1
             pkt_free(s, i)

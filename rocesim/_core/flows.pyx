@@ -25,7 +25,7 @@ quantity: base RTT + bytes / bottleneck rate.)  A flow with a rate limit is pace
 NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
-from rocesim._core.defs cimport (Sim, Flow, DepMsg, NIL, FS_ACTIVE, FS_DONE, ERR_NOMEM,
+from rocesim._core.defs cimport (Sim, World, Flow, DepMsg, NIL, FS_ACTIVE, FS_DONE, ERR_NOMEM,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
 from rocesim._core.growth cimport room_for_one
 from rocesim._core.events cimport ev_push
@@ -39,14 +39,15 @@ cdef enum:
 
 cdef void flow_activate(Sim* s, int32_t f) noexcept nogil:
     """Flow f starts now: state ACTIVE."""
-    s.flows[f].state = FS_ACTIVE
-    s.flows[f].released = s.now
+    cdef World* w = s.w
+    w.flows[f].state = FS_ACTIVE
+    w.flows[f].released = s.now
 
 
 cdef void flow_finish(Sim* s, int32_t f) noexcept nogil:
     """Flow f is done now (sender has the last ACK, or the compute step ended): its queue
     pair, if any, goes back to the pool."""
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* fl = &s.w.flows[f]
     fl.state = FS_DONE
     fl.finish = s.now
     s.st.flows_done += 1
@@ -59,7 +60,7 @@ cdef void flows_next_root(Sim* s) noexcept nogil:
     if s.next_root < s.n_roots:
         f = s.start_order[s.next_root]
         s.next_root += 1
-        ev_push(s, s.flows[f].due, EV_FLOW_START, f, 1)
+        ev_push(s, s.w.flows[f].due, EV_FLOW_START, f, 1)
 
 
 cdef inline void _dep_put(Sim* s, int32_t child, int64_t time) noexcept nogil:
@@ -83,15 +84,16 @@ cdef inline void _release_children(Sim* s, int32_t f) noexcept nogil:
     until a parent sets it; it becomes the start time when the flow starts), so that the
     last parent starts it at the latest of its parents' times.  With one part that is
     today's now + due of the last parent."""
+    cdef World* w = s.w
     cdef Flow* c
     cdef int32_t k, child
     cdef int64_t t
-    for k in range(s.flows[f].child_off, s.flows[f + 1].child_off):
-        child = s.child_idx[k]
-        c = &s.flows[child]
+    for k in range(w.flows[f].child_off, w.flows[f + 1].child_off):
+        child = w.child_idx[k]
+        c = &w.flows[child]
         t = s.now + c.due
-        if s.node_part != NULL and s.node_part[c.src] != s.part:
-            _dep_put(s, child, t if c.due >= s.lookahead else s.now + s.lookahead)
+        if w.node_part != NULL and w.node_part[c.src] != s.part:
+            _dep_put(s, child, t if c.due >= w.lookahead else s.now + w.lookahead)
             continue
         if c.released > t:
             t = c.released            # a parent in another part set a later start
@@ -108,54 +110,58 @@ cdef void flow_delivered(Sim* s, int32_t f) noexcept nogil:
 
 cdef void flow_compute_done(Sim* s, int32_t f) noexcept nogil:
     flow_finish(s, f)
-    s.flows[f].rx_finish = s.now
+    s.w.flows[f].rx_finish = s.now
     _release_children(s, f)
 
 
 cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t path_off,
                         int32_t* out, int32_t cap) noexcept nogil:
     """Ports crossed from host src to host dst (as routed for `hash`); -1 if no path."""
-    cdef int32_t port = s.hosts[src].port
+    cdef World* w = s.w
+    cdef int32_t port = w.hosts[src].port
     cdef int32_t n = 0, node
     while n < cap:
         out[n] = port
         n += 1
-        node = s.ports[port].peer_node
+        node = w.ports[port].peer_node
         if node == dst:
             return n
-        if node < s.n_hosts:
+        if node < w.n_hosts:
             return -1
-        port = route_lookup(s, &s.sw[node - s.n_hosts], dst, hash, path_off, n - 1)
+        port = route_lookup(s, &w.sw[node - w.n_hosts], dst, hash, path_off, n - 1)
         if port == NIL:
             return -1
     return -1
 
 
 cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_t size) noexcept nogil:
+    cdef World* w = s.w
     cdef int64_t t = 0
     cdef int32_t i
     for i in range(h):
-        t += tx_time(size, s.ports[path[i]].rate_bps) + s.ports[path[i]].delay_ps
+        t += tx_time(size, w.ports[path[i]].rate_bps) + w.ports[path[i]].delay_ps
     return t
 
 
 cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept nogil:
-    cdef Flow* fl = &s.flows[f]
+    cdef Flow* fl = &s.w.flows[f]
     nrev[0] = trace_path(s, fl.dst, fl.src, flow_rhash(f), NIL, rev, MAX_PATH)
     return trace_path(s, fl.src, fl.dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_PATH)
 
 
 cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept nogil:
-    return payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
+    cdef World* w = s.w
+    return payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0)
 
 
 cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
-    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+    cdef World* w = s.w
+    return w.p.ack_int_size if w.p.int_enabled else w.p.ack_size
 
 
 cdef inline int64_t _rtt(Sim* s, int32_t* fwd, int32_t h, int32_t* rev, int32_t hr) noexcept nogil:
     """Idle-network RTT of a full data packet over `fwd` and its ACK back over `rev`."""
-    return (_one_packet_latency(s, fwd, h, _data_wire(s, s.p.mtu))
+    return (_one_packet_latency(s, fwd, h, _data_wire(s, s.w.p.payload))
             + _one_packet_latency(s, rev, hr, _ack_wire(s)))
 
 
@@ -231,7 +237,8 @@ cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t 
 
 cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil:
     """Completion time of flow f alone in an idle network (see the module docstring)."""
-    cdef Flow* fl = &s.flows[f]
+    cdef World* w = s.w
+    cdef Flow* fl = &w.flows[f]
     cdef int32_t fwd[MAX_PATH]
     cdef int32_t rev[MAX_PATH]
     cdef int64_t full[MAX_PATH]
@@ -243,27 +250,27 @@ cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil:
     h = _paths(s, f, fwd, rev, &hr)
     if h < 0 or hr < 0:
         return -1
-    n = (fl.size + s.p.mtu - 1) // s.p.mtu
-    S = _data_wire(s, s.p.mtu)
-    L = _data_wire(s, fl.size - (n - 1) * s.p.mtu)
+    n = (fl.size + w.p.payload - 1) // w.p.payload
+    S = _data_wire(s, w.p.payload)
+    L = _data_wire(s, fl.size - (n - 1) * w.p.payload)
     for i in range(h):
-        full[i] = tx_time(S, s.ports[fwd[i]].rate_bps)
-        last[i] = tx_time(L, s.ports[fwd[i]].rate_bps)
-        delays += s.ports[fwd[i]].delay_ps
-    if s.flow_rate_limit != NULL and s.flow_rate_limit[f] > 0:
-        gap = tx_time(S, s.flow_rate_limit[f])            # the NIC paces full packets this far apart
+        full[i] = tx_time(S, w.ports[fwd[i]].rate_bps)
+        last[i] = tx_time(L, w.ports[fwd[i]].rate_bps)
+        delays += w.ports[fwd[i]].delay_ps
+    if w.flow_rate_limit != NULL and w.flow_rate_limit[f] > 0:
+        gap = tx_time(S, w.flow_rate_limit[f])            # the NIC paces full packets this far apart
     t_last = _paced(h, full, last, n - 1, gap) + delays
     # The final ACK may queue behind the ACK before it (when the last packet is shorter
     # than an ACK): carry both through the reverse path, the earlier one unhindered.
-    prev = ((n - 1) // s.p.ack_every) * s.p.ack_every - 1     # packet of the previous ACK
+    prev = ((n - 1) // w.p.ack_every) * w.p.ack_every - 1     # packet of the previous ACK
     if prev < 0:
         return t_last + _one_packet_latency(s, rev, hr, _ack_wire(s))
     t_prev = _paced(h, full, full, prev, gap) + delays
     f1 = t_prev
     a2 = t_last
     for i in range(hr):
-        tack = tx_time(_ack_wire(s), s.ports[rev[i]].rate_bps)
+        tack = tx_time(_ack_wire(s), w.ports[rev[i]].rate_bps)
         f1 += tack                                   # the earlier ACK leaves hop i
-        a2 = (a2 if a2 > f1 else f1) + tack + s.ports[rev[i]].delay_ps
-        f1 += s.ports[rev[i]].delay_ps
+        a2 = (a2 if a2 > f1 else f1) + tack + w.ports[rev[i]].delay_ps
+        f1 += w.ports[rev[i]].delay_ps
     return a2

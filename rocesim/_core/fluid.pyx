@@ -43,7 +43,7 @@ from libc.string cimport memcpy, memset
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** p, size_t alignment, size_t size)
 from libc.math cimport ceil, INFINITY
-from rocesim._core.defs cimport Sim, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
+from rocesim._core.defs cimport Sim, World, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
 from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.link cimport tx_time
 from rocesim._core.growth cimport room_for_one
@@ -73,16 +73,17 @@ cdef double REL_TIE = 1e-6         # pass 1: what a link where flows meet offers
 
 
 cdef inline Fluid* _fd(Sim* s) noexcept nogil:
-    return <Fluid*> s.fluid
+    return <Fluid*> s.w.fluid
 
 
 cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     """The flow-level network for `s` (its ports and flows built); -1 when out of memory."""
+    cdef World* w = s.w
     cdef Fluid* fd = <Fluid*> calloc(1, sizeof(Fluid))
-    cdef int32_t i, P = s.n_ports
+    cdef int32_t i, P = w.n_ports
     if fd == NULL:
         return -1
-    s.fluid = fd
+    w.fluid = fd
     fd.share = share
     fd.startup = startup_ps
     fd.solve_at = NIL
@@ -94,23 +95,24 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     fd.queue = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.dirty = <int32_t*> malloc(max(P, 1) * sizeof(int32_t))
     fd.is_dirty = <uint8_t*> calloc(max(P, 1), sizeof(uint8_t))
-    fd.slot_of = <int32_t*> malloc(max(s.n_flows, 1) * sizeof(int32_t))
+    fd.slot_of = <int32_t*> malloc(max(w.n_flows, 1) * sizeof(int32_t))
     if fd.ls == NULL or fd.queue == NULL or fd.dirty == NULL or fd.is_dirty == NULL or fd.slot_of == NULL:
         return -1
     for i in range(P):
-        fd.ls[i].capacity = s.ports[i].rate_bps
-    for i in range(s.n_flows):
+        fd.ls[i].capacity = w.ports[i].rate_bps
+    for i in range(w.n_flows):
         fd.slot_of[i] = NIL
     return 0
 
 
 cdef void fluid_free(Sim* s) noexcept:
+    cdef World* w = s.w
     cdef Fluid* fd = _fd(s)
     cdef int32_t i
     if fd == NULL:
         return
     if fd.ls != NULL:
-        for i in range(s.n_ports):
+        for i in range(w.n_ports):
             free(fd.ls[i].ent)
     free(fd.ls)
     free(fd.queue)
@@ -129,7 +131,7 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.owns.a)
     free(fd.ladder.a)
     free(fd)
-    s.fluid = NULL
+    w.fluid = NULL
 
 
 # --- a 4-ary heap of (key, id) with the smallest on top ------------------------------
@@ -330,30 +332,34 @@ cdef void _link_remove(Fluid* fd, int32_t port, int32_t entry) noexcept nogil:
 
 cdef inline int64_t _wire_bytes(Sim* s, int64_t size, int64_t* packets) noexcept nogil:
     """Bytes flow data of `size` puts on each link: payload and a header per packet."""
-    cdef int64_t n = (size + s.p.mtu - 1) // s.p.mtu
+    cdef World* w = s.w
+    cdef int64_t n = (size + w.p.payload - 1) // w.p.payload
     packets[0] = n
-    return size + n * (s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0))
+    return size + n * (w.p.header + (w.p.int_header if w.p.int_enabled else 0))
 
 
 cdef inline int64_t _ack_wire(Sim* s) noexcept nogil:
-    return s.p.ack_int_bytes if s.p.int_enabled else s.p.ack_bytes
+    cdef World* w = s.w
+    return w.p.ack_int_size if w.p.int_enabled else w.p.ack_size
 
 
 cdef inline int64_t _acks(Sim* s, int64_t packets) noexcept nogil:
     """ACKs of a flow of `packets` packets: one every ack_every, and one for the last."""
-    return (packets + s.p.ack_every - 1) // s.p.ack_every
+    cdef World* w = s.w
+    return (packets + w.p.ack_every - 1) // w.p.ack_every
 
 
 cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     """Flow f joins the fluid: its paths' links, its bytes, no rate until the next solve."""
+    cdef World* w = s.w
     cdef int32_t fwd[MAX_HOPS]
     cdef int32_t rev[MAX_HOPS]
     cdef int32_t h, hr, k, sl
     cdef int64_t packets, W, full, last, lat = 0
     cdef FluidSlot* x
     cdef FluidSlotRest* y
-    h = trace_path(s, s.flows[f].src, s.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
-    hr = trace_path(s, s.flows[f].dst, s.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
+    h = trace_path(s, w.flows[f].src, w.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
+    hr = trace_path(s, w.flows[f].dst, w.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
     if h <= 0 or hr <= 0:
         s.st.no_route_drops += 1          # it never finishes: the run stalls, as with packets
         return
@@ -373,19 +379,19 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     x.rate = 0
     y.t_last = s.now
     y.sent_at = NIL
-    W = _wire_bytes(s, s.flows[f].size, &packets)
+    W = _wire_bytes(s, w.flows[f].size, &packets)
     x.remaining = <double> W
-    full = s.p.mtu + (W - s.flows[f].size) // packets
-    x.ack_coef = <double> _ack_wire(s) / <double> (s.p.ack_every * full)    # while it streams
-    y.cap = <double> s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0.0
+    full = w.p.payload + (W - w.flows[f].size) // packets
+    x.ack_coef = <double> _ack_wire(s) / <double> (w.p.ack_every * full)    # while it streams
+    y.cap = <double> w.flow_rate_limit[f] if w.flow_rate_limit != NULL else 0.0
     # the last packet trails the full one before it through each later hop (store and forward)
     last = full if packets > 1 else W
     for k in range(h):
-        lat += s.ports[fwd[k]].delay_ps + (tx_time(last, s.ports[fwd[k]].rate_bps) if k > 0 else 0)
+        lat += w.ports[fwd[k]].delay_ps + (tx_time(last, w.ports[fwd[k]].rate_bps) if k > 0 else 0)
     y.lat_fwd = lat
     lat = 0
     for k in range(hr):
-        lat += s.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), s.ports[rev[k]].rate_bps)
+        lat += w.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), w.ports[rev[k]].rate_bps)
     y.lat_ack = lat
     for k in range(h):
         fd.links[sl * SLOT_LINKS + k] = fwd[k]
@@ -400,14 +406,15 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
 
 cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
     """Flow f's last byte left its NIC: it leaves the fluid; delivery and ACK follow."""
+    cdef World* w = s.w
     cdef int32_t sl = fd.slot_of[f], k, port
     cdef FluidSlot* x = &fd.slots[sl]
-    cdef int64_t packets, W = _wire_bytes(s, s.flows[f].size, &packets)
+    cdef int64_t packets, W = _wire_bytes(s, w.flows[f].size, &packets)
     cdef int64_t acks = _acks(s, packets) * _ack_wire(s)
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         _link_remove(fd, port, sl * SLOT_LINKS + k)
-        s.ports[port].tx_bytes += W if k < x.n_fwd else acks
+        w.ports[port].tx_bytes += W if k < x.n_fwd else acks
     cdef FluidSlotRest* y = &fd.rest[sl]
     ev_push(s, s.now + y.lat_fwd, EV_FLUID, f, FL_DELIVERED)
     ev_push(s, s.now + y.lat_fwd + y.lat_ack, EV_FLUID, f, FL_ACKED)
@@ -473,34 +480,14 @@ cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexc
         K.unfrozen -= 1
 
 
-cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
-    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
-
-    Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
-    where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
-    they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
-    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
-    flows, the data alone being more than it carries.  The ACKs it carries are left out
-    because they would otherwise decide ties that are not congestion: on a ring whose hop
-    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
-    data its one sender's NIC sends, and which of the two binds depends only on the
-    neighbouring hops' ACKs (a few percent).  Pass 2 offers rate x share at the links
-    where flows meet that pass 1 found bound: where the demand exceeds the link, as where
-    a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
-    many links where flows meet pass 1 found bound, or -1 when out of memory."""
-    cdef int32_t i, j, m, froze, bound_meets = 0
-    cdef SolveLink* K
-    cdef SolveFlow* F
-    cdef HeapItem* top
-    cdef HeapItem item
-    cdef double level, next_floor, own_min = INFINITY
-    cdef bint owns_in = 0
-    cdef int32_t start[LADDER + 1]
+cdef int _fill_start(Fluid* fd, int32_t nk, int pass_, int32_t* start, int32_t* low) noexcept nogil:
+    """Each link of the solve at the start of pass `pass_` of _fill (what it offers, the load
+    of its unfrozen flows), and those with a load on a ladder of octaves: rung b holds
+    fd.ladder.a[start[b] .. start[b + 1]], from the octave `low` up.  -1 when out of memory."""
+    cdef int32_t i, j, b, nl = 0
     cdef int32_t at[LADDER]
-    cdef int32_t b, rung = 0, low = 0x7FF, nl = 0
+    cdef SolveLink* K
     cdef HeapItem* loose
-    fd.heap.n = 0
-    fd.owns.n = 0
     fd.undecided = 0
     if 2 * nk > fd.ladder.cap:                      # the rungs, then the links as they come
         free(fd.ladder.a)
@@ -510,6 +497,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             fd.ladder.cap = 0
             return -1
     loose = &fd.ladder.a[nk]
+    low[0] = 0x7FF
     for j in range(nk):
         K = &fd.sk[j]
         K.load = K.load0
@@ -525,7 +513,7 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             K.rem = K.capacity * fd.share
         if K.load > 0:
             loose[nl] = _item(K.rem / K.load, K.port, j)
-            low = min(low, _octave(loose[nl].key))
+            low[0] = min(low[0], _octave(loose[nl].key))
             nl += 1
     # The links wait on a ladder of octaves (counting sort), a rung joining the heap when its
     # top reaches the rung's floor: a link all of whose flows froze by then would only come
@@ -533,15 +521,80 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
     for b in range(LADDER + 1):
         start[b] = 0
     for i in range(nl):
-        start[min(_octave(loose[i].key) - low, LADDER - 1) + 1] += 1
+        start[min(_octave(loose[i].key) - low[0], LADDER - 1) + 1] += 1
     for b in range(LADDER):
         start[b + 1] += start[b]
         at[b] = start[b]
     for i in range(nl):
-        b = min(_octave(loose[i].key) - low, LADDER - 1)
+        b = min(_octave(loose[i].key) - low[0], LADDER - 1)
         fd.ladder.a[at[b]] = loose[i]
         at[b] += 1
-    next_floor = 0
+    return 0
+
+
+cdef inline int _rung_in(Fluid* fd, int32_t* start, int32_t rung) noexcept nogil:
+    """Rung `rung` of the ladder joins the heap: its links that still have flows to freeze.
+    -1 when out of memory."""
+    cdef int32_t i
+    cdef SolveLink* K
+    for i in range(start[rung], start[rung + 1]):
+        K = &fd.sk[fd.ladder.a[i].loc]
+        if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
+                                                         K.port, fd.ladder.a[i].loc) < 0:
+            return -1
+    return 0
+
+
+cdef inline int _owns_in(Fluid* fd, int32_t nf) noexcept nogil:
+    """The own limits of the flows not frozen yet join their heap.  -1 when out of memory."""
+    cdef int32_t i
+    for i in range(nf):
+        if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
+            if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
+                return -1
+    return 0
+
+
+cdef inline bint _freeze_at(Fluid* fd, SolveLink* K, double level, int pass_) noexcept nogil:
+    """Link K binds at `level`: its flows not frozen yet freeze at it (in pass 1, where flows
+    meet, its ACK entries do not count).  True when it froze one."""
+    cdef int32_t i, m
+    cdef bint froze = 0
+    for i in range(K.m0, K.m1):
+        m = fd.mem[i]
+        if not fd.sf[m >> 1].frozen and not (pass_ == 1 and K.meets and m & 1):
+            froze = 1
+            _freeze(fd, m >> 1, level, pass_ == 1)
+    return froze
+
+
+cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
+    """Progressive filling of the part a solve collected (fd.sk[:nk], fd.sf[:nf]).
+
+    Pass 0: every link offers its rate (share 1).  Pass 1 finds the bottlenecks: a link
+    where flows meet offers a hair more (REL_TIE), so that when it ties with a link where
+    they do not (the senders' own NICs, at an all-to-all's perfect balance) the other one
+    is the bottleneck, and it counts its data flows only: it is bound when it freezes data
+    flows, the data alone being more than it carries.  The ACKs it carries are left out
+    because they would otherwise decide ties that are not congestion: on a ring whose hop
+    crosses the spines over two of them (ECMP), the receiver's link carries exactly the
+    data its one sender's NIC sends, and which of the two binds depends only on the
+    neighbouring hops' ACKs (a few percent).  Pass 2 offers rate x share at the links
+    where flows meet that pass 1 found bound: where the demand exceeds the link, as where
+    a scheme acts at the packet level (no CNP is sent where no queue builds).  Returns how
+    many links where flows meet pass 1 found bound, or -1 when out of memory."""
+    cdef int32_t i, bound_meets = 0
+    cdef SolveLink* K
+    cdef HeapItem* top
+    cdef HeapItem item
+    cdef double level, next_floor = 0, own_min = INFINITY
+    cdef bint owns_in = 0
+    cdef int32_t start[LADDER + 1]
+    cdef int32_t rung = 0, low
+    fd.heap.n = 0
+    fd.owns.n = 0
+    if _fill_start(fd, nk, pass_, start, &low) < 0:
+        return -1
     for i in range(nf):
         fd.sf[i].frozen = 0
         if fd.sf[i].own < own_min:
@@ -557,20 +610,15 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
             # it did not bind all froze elsewhere: it never will); pass 2 recomputes every rate
             break
         while rung < LADDER and (fd.heap.n == 0 or fd.heap.a[0].key >= next_floor):
-            for i in range(start[rung], start[rung + 1]):
-                K = &fd.sk[fd.ladder.a[i].loc]
-                if K.unfrozen > 0 and K.load > 0 and _heap_push(&fd.heap, fd.ladder.a[i].key,
-                                                                 K.port, fd.ladder.a[i].loc) < 0:
-                    return -1
+            if _rung_in(fd, start, rung) < 0:
+                return -1
             rung += 1
             next_floor = _octave_floor(low + rung)
         top = &fd.heap.a[0] if fd.heap.n > 0 else NULL
         if not owns_in and (top == NULL or top.key >= own_min):
             owns_in = 1
-            for i in range(nf):
-                if not fd.sf[i].frozen and fd.sf[i].own < INFINITY:
-                    if _heap_push(&fd.owns, fd.sf[i].own, -1 - fd.sf[i].slot, i) < 0:
-                        return -1
+            if _owns_in(fd, nf) < 0:
+                return -1
         if fd.owns.n > 0 and (top == NULL or _heap_before(&fd.owns.a[0], top)):
             item = _heap_pop(&fd.owns)
             if not fd.sf[item.loc].frozen:
@@ -586,15 +634,8 @@ cdef int _fill(Fluid* fd, int32_t nk, int32_t nf, int pass_) noexcept nogil:
         if level > top.key:                          # stale: its key grew as flows froze (lazily
             _heap_sift(&fd.heap, _item(level, _id(top), top.loc))   # updated: a link's key only grows,
             continue                                 # so the top is the true smallest once current)
-        item = _heap_pop(&fd.heap)
-        froze = 0
-        for i in range(K.m0, K.m1):
-            m = fd.mem[i]
-            F = &fd.sf[m >> 1]
-            if not F.frozen and not (pass_ == 1 and K.meets and m & 1):
-                froze = 1
-                _freeze(fd, m >> 1, level, pass_ == 1)
-        if pass_ == 1 and froze:
+        _heap_pop(&fd.heap)
+        if _freeze_at(fd, K, level, pass_) and pass_ == 1:
             K.bound = 1
             bound_meets += K.meets
     return bound_meets
@@ -768,6 +809,7 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
 cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
     """Run the flow-level network up to time `until` (inclusive) or `max_events` events;
     a STOP_* code (loop.pxd)."""
+    cdef World* w = s.w
     cdef Fluid* fd = _fd(s)
     cdef int64_t n = 0
     cdef int status = STOP_EMPTY
@@ -790,8 +832,8 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
             if ev.arg:
                 flows_next_root(s)
             flow_activate(s, f)
-            if s.flows[f].is_compute:
-                ev_push(s, s.now + s.flows[f].size, EV_COMPUTE_DONE, f, 0)
+            if w.flows[f].is_compute:
+                ev_push(s, s.now + w.flows[f].size, EV_COMPUTE_DONE, f, 0)
             elif fd.startup > 0:
                 ev_push(s, s.now + fd.startup, EV_FLUID, f, FL_JOIN)
             else:
@@ -809,8 +851,8 @@ cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept:
                     s.error = ERR_NOMEM
             elif ev.arg == FL_DELIVERED:
                 s.last_work = s.now
-                s.flows[f].rx_finish = s.now
-                s.st.data_bytes_delivered += s.flows[f].size
+                w.flows[f].rx_finish = s.now
+                s.st.data_bytes_delivered += w.flows[f].size
                 flow_delivered(s, f)
             elif ev.arg == FL_ACKED:
                 s.last_work = s.now

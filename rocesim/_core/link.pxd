@@ -4,7 +4,7 @@
 A packet that starts transmission at time t on a port of rate r and propagation
 delay d is fully received by the peer at t + ceil(8 * size * 1e12 / r) + d
 (store-and-forward: the far end acts on the last bit).  With `nic.serialization:
-whole_ns` (Sim.p.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
+whole_ns` (NetParams.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
 instead rounded down to whole nanoseconds, as ns-3 runs (the HPCC fork) have them.
 The packets on a wire keep their order, so each port keeps them in a FIFO with a
 single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
@@ -12,15 +12,15 @@ packet.
 
 A run in parts (issue 20): a port whose link joins two parts is *cut*.  Its sender's part
 does not put a packet on the wire but copies it into the port's hand-off record
-(`Sim.handoff`) and frees it; at the window's end the receiving part takes the copies into
+(`World.handoff`) and frees it; at the window's end the receiving part takes the copies into
 its own pool and onto the wire kept in that record (`handoff_take`, window.pyx), which
 its EV_ARRIVE pops.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from libc.stdlib cimport realloc
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
-                                 MAX_INT_HOPS)
+from rocesim._core.defs cimport (Sim, World, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
+                                 MAX_INT_HOPS, SELECTIVE_REPEAT)
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_free, pkt_alloc
 from rocesim._core.timeline cimport timeline_add
@@ -35,12 +35,13 @@ cdef inline int64_t tx_time(int64_t nbytes, int64_t rate_bps) noexcept nogil:
 
 cdef inline int64_t wire_time(Sim* s, int64_t nbytes, int64_t rate_bps) noexcept nogil:
     """Serialization time in ps of a packet put on a wire or paced by a NIC: tx_time, or
-    with s.p.tx_quantum > 0 the exact time rounded down to a multiple of it."""
+    with w.p.tx_quantum > 0 the exact time rounded down to a multiple of it."""
+    cdef World* w = s.w
     cdef int64_t t
-    if s.p.tx_quantum <= 0:
+    if w.p.tx_quantum <= 0:
         return tx_time(nbytes, rate_bps)
     t = nbytes * 8000000000000LL // rate_bps
-    return t - t % s.p.tx_quantum
+    return t - t % w.p.tx_quantum
 
 
 cdef inline void q_push(Sim* s, Port* p, int32_t prio, int32_t i) noexcept nogil:
@@ -67,7 +68,7 @@ cdef inline int32_t q_pop(Sim* s, Port* p, int32_t prio) noexcept nogil:
 
 cdef inline void port_kick(Sim* s, int32_t port, int64_t t) noexcept nogil:
     """Make sure the transmitter of `port` looks for work at max(t, busy_until)."""
-    cdef Port* p = &s.ports[port]
+    cdef Port* p = &s.w.ports[port]
     if t < p.busy_until:
         t = p.busy_until
     if p.tx_event != NIL and p.tx_event <= t:
@@ -92,7 +93,8 @@ cdef inline void _wire_append(Sim* s, int32_t port, int32_t* head, int32_t* tail
 cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     """Put packet i on the wire of `port` now (the transmitter must be free); packet i is
     no longer the caller's (a cut port's goes to its hand-off record)."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef Packet* pk = &s.pkts[i]
     cdef int64_t done = s.now + wire_time(s, pk.size, p.rate_bps)
     p.busy_until = done
@@ -100,7 +102,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     p.tx_pkts += 1
     pk.time = done + p.delay_ps
     if p.cut:
-        handoff_put(s, &s.handoff[p.handoff], i)
+        handoff_put(s, &w.handoff[p.handoff], i)
         return
     _wire_append(s, port, &p.wire_head, &p.wire_tail, i)
 
@@ -123,10 +125,11 @@ cdef inline int32_t _wire_take(Sim* s, int32_t port, int32_t* head, int32_t* tai
 cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
     """Take the packet that has just reached the far end of `port`'s wire (a cut port's
     wire is in its hand-off record, in the receiving part's pool)."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef Handoff* h
     if p.cut:
-        h = &s.handoff[p.handoff]
+        h = &w.handoff[p.handoff]
         return _wire_take(s, port, &h.wire_head, &h.wire_tail)
     return _wire_take(s, port, &p.wire_head, &p.wire_tail)
 
@@ -135,17 +138,18 @@ cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
 
 cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
     """Double the room of a hand-off record's buffers; -1 if out of memory."""
+    cdef World* w = s.w
     cdef int32_t cap = 2 * h.cap if h.cap else 16
     cdef void* grown = realloc(h.pk, <size_t> cap * sizeof(Packet))
     if grown == NULL:
         return -1
     h.pk = <Packet*> grown
-    if s.p.int_enabled:
+    if w.p.int_enabled:
         grown = realloc(h.hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
         if grown == NULL:
             return -1
         h.hops = <IntHop*> grown
-    if s.p.selective_repeat:
+    if w.p.loss_recovery == SELECTIVE_REPEAT:
         grown = realloc(h.sack, <size_t> cap * sizeof(int64_t))
         if grown == NULL:
             return -1
@@ -157,14 +161,15 @@ cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
 cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
     """The sender's part: a copy of packet i (with its INT records and SACK) goes into the
     hand-off record `h`, and packet i back to the sender's pool."""
+    cdef World* w = s.w
     if h.n == h.cap and _handoff_grow(s, h) < 0:
         s.error = ERR_NOMEM
     else:
         h.pk[h.n] = s.pkts[i]
-        if s.p.int_enabled and s.pkts[i].nhops:
+        if w.p.int_enabled and s.pkts[i].nhops:
             memcpy(&h.hops[<int64_t> h.n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
                    s.pkts[i].nhops * sizeof(IntHop))
-        if s.p.selective_repeat:
+        if w.p.loss_recovery == SELECTIVE_REPEAT:
             h.sack[h.n] = s.pkt_sack[i]
         h.n += 1
     pkt_free(s, i)
@@ -174,16 +179,17 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
     """The receiving part `s`, at a window's end: the packets of hand-off record `h`, in
     send order, into its pool and onto the wire kept in `h` (fresh seqs from its counter);
     the record is emptied (its capacity kept).  -1 if out of memory."""
+    cdef World* w = s.w
     cdef int32_t j, i
     for j in range(h.n):
         i = pkt_alloc(s)
         if i == NIL:
             return -1
         s.pkts[i] = h.pk[j]
-        if s.p.int_enabled and h.pk[j].nhops:
+        if w.p.int_enabled and h.pk[j].nhops:
             memcpy(&s.int_hops[<int64_t> i * MAX_INT_HOPS], &h.hops[<int64_t> j * MAX_INT_HOPS],
                    h.pk[j].nhops * sizeof(IntHop))
-        if s.p.selective_repeat:
+        if w.p.loss_recovery == SELECTIVE_REPEAT:
             s.pkt_sack[i] = h.sack[j]
         _wire_append(s, h.port, &h.wire_head, &h.wire_tail, i)
     h.n = 0
@@ -192,7 +198,7 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
 
 cdef inline void port_set_paused(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:
     """A PAUSE (on) or RESUME (off) frame for `prio` reached this port's transmitter."""
-    cdef Port* p = &s.ports[port]
+    cdef Port* p = &s.w.ports[port]
     cdef uint32_t bit = (<uint32_t> 1) << prio
     if on:
         p.xoff_rx |= bit

@@ -7,7 +7,7 @@ caller (engine.Core.run) at a simulated-time or event-count limit, so Python can
 progress and stop cleanly between slices.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport (Sim, Event, Packet, Port, NIL, EV_ARRIVE, EV_TX,
+from rocesim._core.defs cimport (Sim, World, Event, Packet, Port, NIL, EV_ARRIVE, EV_TX,
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_ACK_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
 from rocesim._core.events cimport ev_push, ev_pop
@@ -26,6 +26,7 @@ from rocesim._core.watchdog cimport watchdog_poll
 
 cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
     """Run events up to time `until` (inclusive) or `max_events` events; a STOP_* code."""
+    cdef World* w = s.w
     cdef Event ev
     cdef int64_t n = 0
     cdef int32_t i, port, peer
@@ -40,7 +41,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
             # start fetching what the next event will touch while this one runs: at
             # thousands of ports and packets in flight they are rarely in cache
             nxt = &s.front.a[0]
-            __builtin_prefetch(&s.ports[nxt.target])
+            __builtin_prefetch(&w.ports[nxt.target])
             if nxt.kind == EV_ARRIVE:
                 __builtin_prefetch(&s.pkts[nxt.arg])
         if ev.time < s.now:
@@ -49,15 +50,15 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
         n += 1
         if ev.kind <= EV_FAULT:
             s.last_work = s.now
-        elif ev.kind < EV_ACK_TIMER and s.flows[ev.target].state == FS_ACTIVE:
+        elif ev.kind < EV_ACK_TIMER and w.flows[ev.target].state == FS_ACTIVE:
             s.last_work = s.now             # a sender's timer, while it sends
-        elif ev.kind == EV_ACK_TIMER and s.flows[ev.target].rx_finish == NIL:
+        elif ev.kind == EV_ACK_TIMER and w.flows[ev.target].rx_finish == NIL:
             s.last_work = s.now             # a receiver's, while it receives (its own state)
         if ev.kind == EV_ARRIVE:
             port = ev.target
             i = wire_pop(s, port)
             s.st.link_crossings += 1
-            peer = s.ports[port].peer
+            peer = w.ports[port].peer
             pk = &s.pkts[i]
             if pk.kind >= PK_PAUSE:
                 if pk.kind == PK_PAUSE:
@@ -65,14 +66,14 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
                 else:
                     fault_lost_arrival(s, peer, i)    # its link went down while it was on it
                 pkt_free(s, i)
-            elif s.ports[peer].is_switch:
+            elif w.ports[peer].is_switch:
                 switch_receive(s, peer, i)
-            elif s.ports[peer].drop_mask:
+            elif w.ports[peer].drop_mask:
                 fault_nic_arrival(s, peer, i)         # a NIC that stopped draining
             else:
-                nic_receive(s, s.ports[peer].node, i)
+                nic_receive(s, w.ports[peer].node, i)
         elif ev.kind == EV_TX:
-            p = &s.ports[ev.target]
+            p = &w.ports[ev.target]
             if p.tx_event != ev.time:
                 continue                      # superseded by an earlier wake-up
             p.tx_event = NIL
@@ -83,17 +84,17 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
         elif ev.kind == EV_FLOW_START:
             if ev.arg:
                 flows_next_root(s)
-            if s.flows[ev.target].is_compute:
+            if w.flows[ev.target].is_compute:
                 flow_activate(s, ev.target)
-                ev_push(s, s.now + s.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
+                ev_push(s, s.now + w.flows[ev.target].size, EV_COMPUTE_DONE, ev.target, 0)
             else:
                 nic_start_flow(s, ev.target)
         elif ev.kind == EV_RTO:
             nic_rto(s, ev.target)
         elif ev.kind == EV_CC_TIMER:
-            if s.flows[ev.target].qp != NIL:    # active, served (a scheme's timers start then)
+            if w.flows[ev.target].qp != NIL:    # active, served (a scheme's timers start then)
                 rate = qp_of(s, ev.target).rate_bps
-                s.cc.on_timer(s, ev.target, ev.arg)
+                w.cc.on_timer(s, ev.target, ev.arg)
                 nic_rate_changed(s, ev.target, rate)
                 sched_update(s, ev.target)         # the scheme may have moved its window
         elif ev.kind == EV_ACK_TIMER:

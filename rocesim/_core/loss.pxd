@@ -11,7 +11,7 @@ bitmaps are allocated on first use.
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.stdlib cimport calloc, free
-from rocesim._core.defs cimport Sim, Qp, LossState, NIL, ERR_NOMEM
+from rocesim._core.defs cimport Sim, World, Qp, LossState, NIL, ERR_NOMEM
 
 
 cdef inline bint bit(uint8_t* bits, int64_t len, int64_t k) noexcept nogil:
@@ -49,9 +49,10 @@ cdef inline void loss_free(Qp* qp) noexcept nogil:
 
 cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) noexcept nogil:
     """Allocate a zeroed bitmap with one bit per packet of a flow of `size` bytes, if not yet done."""
+    cdef World* w = s.w
     cdef int64_t n
     if bits[0] == NULL:
-        n = ((size + s.p.mtu - 1) // s.p.mtu + 7) // 8
+        n = ((size + w.p.payload - 1) // w.p.payload + 7) // 8
         bits[0] = <uint8_t*> calloc(n, 1)
         if bits[0] == NULL:
             s.error = ERR_NOMEM

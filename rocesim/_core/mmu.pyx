@@ -26,15 +26,16 @@ in the literature come from:
   pmax (q - kmin) / (kmax - kmin) between kmin and kmax.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Switch, Port, Packet, EV_TX
+from rocesim._core.defs cimport Sim, World, Switch, Port, Packet, EV_TX
 from rocesim._core.link cimport port_kick
 from rocesim._core.rng cimport rng_uniform
 
 
 cdef inline int64_t _threshold(Sim* s, Switch* sw, Port* q) noexcept nogil:
+    cdef World* w = s.w
     cdef int64_t free
-    if not s.p.pfc_dynamic:
-        return s.p.pfc_xoff
+    if not w.p.pfc_dynamic:
+        return w.p.pfc_threshold
     free = sw.buffer - sw.total_hdrm - sw.total_rsrv - sw.shared_used
     if free <= 0:
         return 0
@@ -42,13 +43,14 @@ cdef inline int64_t _threshold(Sim* s, Switch* sw, Port* q) noexcept nogil:
 
 
 cdef inline int64_t _shared(Sim* s, Port* q, int32_t prio) noexcept nogil:
+    cdef World* w = s.w
     cdef int64_t b = q.in_bytes[prio]
-    return b - s.p.reserve if b > s.p.reserve else 0
+    return b - w.p.reserve if b > w.p.reserve else 0
 
 
 cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:
     """Queue a PAUSE (on) or RESUME frame for `prio` on `port`, ahead of all data."""
-    cdef Port* q = &s.ports[port]
+    cdef Port* q = &s.w.ports[port]
     q.pause_sent[prio] = on
     q.pfc_pending |= (1 << prio)
     if on:
@@ -61,10 +63,11 @@ cdef void pfc_send(Sim* s, int32_t port, int32_t prio, bint on) noexcept nogil:
 cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
                     int32_t prio, int32_t out_prio, int32_t size) noexcept nogil:
     """Account for a packet entering by `in_port` at priority `prio`, to be queued at
-    `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_prio); False
+    `out_port` in `out_prio` (the same unless moved: see NetParams.bounce_priority); False
     means drop it."""
-    cdef Port* q = &s.ports[in_port]
-    cdef bint lossless = (s.p.pfc_mask >> prio) & 1
+    cdef World* w = s.w
+    cdef Port* q = &w.ports[in_port]
+    cdef bint lossless = (w.p.pfc_mask >> prio) & 1
     cdef int64_t new_bytes, thr
     if prio == 0:
         sw.used += size
@@ -77,17 +80,17 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
             return False
     elif sw.used + size > sw.buffer:
         return False
-    elif s.p.lossy_dynamic:
-        if s.ports[out_port].q_bytes[out_prio] + size > s.p.lossy_alpha * (sw.buffer - sw.used):
+    elif w.p.lossy_dynamic:
+        if w.ports[out_port].q_bytes[out_prio] + size > w.p.lossy_alpha * (sw.buffer - sw.used):
             return False
     new_bytes = q.in_bytes[prio] + size
-    if new_bytes <= s.p.reserve:
+    if new_bytes <= w.p.reserve:
         q.in_bytes[prio] = new_bytes
-    elif lossless and new_bytes - s.p.reserve > thr:
+    elif lossless and new_bytes - w.p.reserve > thr:
         q.hdrm_bytes[prio] += size
     else:
         q.in_bytes[prio] = new_bytes
-        sw.shared_used += min(<int64_t> size, new_bytes - s.p.reserve)
+        sw.shared_used += min(<int64_t> size, new_bytes - w.p.reserve)
     sw.used += size
     if lossless and not q.pause_sent[prio]:
         if q.hdrm_bytes[prio] > 0 or _shared(s, q, prio) >= _threshold(s, sw, q):
@@ -97,13 +100,14 @@ cdef bint mmu_admit(Sim* s, Switch* sw, int32_t in_port, int32_t out_port,
 
 cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept nogil:
     """Account for a packet leaving the switch; may send a RESUME upstream."""
+    cdef World* w = s.w
     cdef int32_t prio = pk.in_prio
     cdef Port* q
     cdef int64_t from_hdrm, from_shared, shared
     sw.used -= pk.size
     if prio == 0:
         return
-    q = &s.ports[pk.in_port]
+    q = &w.ports[pk.in_port]
     from_hdrm = min(q.hdrm_bytes[prio], <int64_t> pk.size)
     shared = _shared(s, q, prio)
     from_shared = min(pk.size - from_hdrm, shared)
@@ -112,15 +116,16 @@ cdef void mmu_release(Sim* s, Switch* sw, Packet* pk) noexcept nogil:
     sw.shared_used -= from_shared
     if q.pause_sent[prio] and q.hdrm_bytes[prio] == 0:
         shared = _shared(s, q, prio)
-        if shared == 0 or shared + s.p.resume_offset <= _threshold(s, sw, q):
+        if shared == 0 or shared + w.p.resume_offset <= _threshold(s, sw, q):
             pfc_send(s, pk.in_port, prio, False)
 
 
 cdef bint mmu_ecn_mark(Sim* s, int32_t port, int32_t prio) noexcept nogil:
     """RED decision on the egress queue of `port`, `prio` (bytes still queued)."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef int64_t qb = p.q_bytes[prio]
-    if not ((s.p.ecn_mask >> prio) & 1) or qb <= p.kmin:
+    if not ((w.p.ecn_mask >> prio) & 1) or qb <= p.kmin:
         return False
     if qb > p.kmax:
         return True

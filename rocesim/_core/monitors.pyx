@@ -20,7 +20,7 @@ at t (in one part, before those queued after it).  The result depends on nothing
 parts' state at t, so not on the order the parts run in.
 """
 from libc.stdint cimport int64_t, int32_t, INT64_MAX
-from rocesim._core.defs cimport Sim, ERR_NONE
+from rocesim._core.defs cimport Sim, World, ERR_NONE
 from rocesim._core.deadlock cimport DLState, deadlock_check_at
 from rocesim._core.watchdog cimport WDState, watchdog_poll_at, watchdog_again
 
@@ -28,13 +28,14 @@ from rocesim._core.watchdog cimport WDState, watchdog_poll_at, watchdog_again
 cdef int64_t monitors_next(Sim* s) noexcept nogil:
     """A run in parts (`s`: part 0): the time of the next check, INT64_MAX if none (and
     always with one part, whose checks are events)."""
+    cdef World* w = s.w
     cdef int64_t t = INT64_MAX
-    if s.node_part == NULL:
+    if w.node_part == NULL:
         return t
-    if s.deadlock != NULL and (<DLState*> s.deadlock).next_at < t:
-        t = (<DLState*> s.deadlock).next_at
-    if s.watchdog != NULL and (<WDState*> s.watchdog).next_at < t:
-        t = (<WDState*> s.watchdog).next_at
+    if w.deadlock != NULL and (<DLState*> w.deadlock).next_at < t:
+        t = (<DLState*> w.deadlock).next_at
+    if w.watchdog != NULL and (<WDState*> w.watchdog).next_at < t:
+        t = (<WDState*> w.watchdog).next_at
     return t
 
 
@@ -59,8 +60,8 @@ cdef int windows_monitors(Sim** parts, int32_t n, int64_t t) noexcept nogil:
     `monitors_end`).  1 if the run stops at a deadlock, -1 on an error (part 0's `error`:
     out of memory), else 0."""
     cdef Sim* s = parts[0]
-    cdef DLState* dl = <DLState*> s.deadlock
-    cdef WDState* wd = <WDState*> s.watchdog
+    cdef DLState* dl = <DLState*> s.w.deadlock
+    cdef WDState* wd = <WDState*> s.w.watchdog
     cdef bint due_dl = dl != NULL and dl.next_at <= t
     cdef bint due_wd = wd != NULL and wd.next_at <= t
     cdef bint stop = False, watching

@@ -29,8 +29,8 @@ be in different parts of a run).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
-                                 EV_ACK_TIMER)
+from rocesim._core.defs cimport (Sim, World, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
+                                 EV_ACK_TIMER, SELECTIVE_REPEAT)
 from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
@@ -44,6 +44,7 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     """Answer data packet `data` with an ACK, NACK or CNP from its receiver.  An ACK echoes
     the number of CE-marked packets among the `covered` ones it acknowledges, so that a
     scheme counting marks (DCTCP) sees every mark when ACKs are coalesced."""
+    cdef World* w = s.w
     cdef int32_t i = pkt_alloc(s)       # may move the pool: take pointers after it
     cdef Packet* pk
     cdef Packet* d
@@ -54,34 +55,34 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
         return
     pk = &s.pkts[i]
     d = &s.pkts[data]
-    fl = &s.flows[d.flow]
+    fl = &w.flows[d.flow]
     pk.kind = kind
     pk.flow = d.flow
     pk.dst = fl.src
-    pk.prio = <uint8_t> (s.p.ack_prio if s.p.ack_prio >= 0 else fl.prio)
-    pk.ttl = s.p.ttl
+    pk.prio = <uint8_t> (0 if w.p.ack_high_priority else fl.prio)
+    pk.ttl = w.p.ttl
     rx = rx_of(s, d.flow)
     pk.seq = rx.rcv_nxt if rx != NULL else fl.size
-    if s.p.selective_repeat:
+    if w.p.loss_recovery == SELECTIVE_REPEAT:
         s.pkt_sack[i] = d.seq            # the SACK of a NACK (nic_send reads it)
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
     if kind == PK_CNP:
-        pk.size = s.p.cnp_bytes
+        pk.size = w.p.cnp_size
         s.st.cnps += 1
     else:
-        pk.size = s.p.ack_bytes
+        pk.size = w.p.ack_size
         if kind == PK_NACK:
             s.st.nacks += 1
         else:
             s.st.acks += 1
-        if s.p.int_enabled:
-            pk.size = s.p.ack_int_bytes
+        if w.p.int_enabled:
+            pk.size = w.p.ack_int_size
             pk.nhops = d.nhops
             memcpy(pkt_hops(s, i), pkt_hops(s, data), d.nhops * sizeof(IntHop))
-    port = s.hosts[fl.dst].port
-    q_push(s, &s.ports[port], pk.prio, i)
+    port = w.hosts[fl.dst].port
+    q_push(s, &w.ports[port], pk.prio, i)
     nic_kick(s, fl.dst)
 
 
@@ -103,10 +104,11 @@ cdef inline int64_t _ack_timeout(Sim* s, int32_t host) noexcept nogil:
     arrives (ack_every - 1) packet times after the first, so the count always wins and the
     ACKs are those of ack_every alone; a sender that stops (its window full) gets its ACK
     no later than ack_every packets at line rate would have brought it."""
-    if s.p.ack_timeout >= 0:
-        return s.p.ack_timeout
-    return s.p.ack_every * wire_time(s, s.p.mtu + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0),
-                                     s.ports[s.hosts[host].port].rate_bps)
+    cdef World* w = s.w
+    if w.p.ack_timeout >= 0:
+        return w.p.ack_timeout
+    return w.p.ack_every * wire_time(s, w.p.payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0),
+                                     w.ports[w.hosts[host].port].rate_bps)
 
 
 cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept nogil:
@@ -114,7 +116,7 @@ cdef inline bint _owe_ack(Sim* s, int32_t f, Qp* fl, int32_t i) noexcept nogil:
     one kept before goes back to the pool), and on the first packet owed start the timer
     (one EV_ACK_TIMER per flow: a pending one due no later is re-armed when it fires).
     True when i is kept."""
-    cdef int64_t t = _ack_timeout(s, s.flows[f].dst)
+    cdef int64_t t = _ack_timeout(s, s.w.flows[f].dst)
     if t <= 0:
         return False                            # no timer (nic.ack_timeout: 0)
     if fl.ack_held != NIL:
@@ -151,11 +153,12 @@ cdef void nic_ack_timer(Sim* s, int32_t f, int64_t t) noexcept nogil:
 
 cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     """Data packet i reached its receiver.  True when the receiver keeps it (_owe_ack)."""
+    cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
-    cdef Flow* rec = &s.flows[f]
+    cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
-    cdef int64_t mtu = s.p.mtu
+    cdef int64_t payload = w.p.payload
     cdef int64_t size = rec.size
     cdef int64_t before
     cdef LossState* sk
@@ -165,7 +168,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     fl = rx_open(s, f)
     if fl == NULL:
         return False                            # out of memory: the loop stops on s.error
-    if pk.ecn and s.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= s.p.cnp_interval):
+    if pk.ecn and w.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= w.p.cnp_interval):
         fl.last_cnp = s.now
         _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
         pk = &s.pkts[i]
@@ -174,8 +177,8 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
         fl.rcv_nxt += pkt_payload(s, pk)
         sk = fl.loss
         if sk != NULL:
-            while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // mtu):
-                fl.rcv_nxt += mtu
+            while fl.rcv_nxt < size and bit(sk.rx_bits, sk.rx_bits_len, fl.rcv_nxt // payload):
+                fl.rcv_nxt += payload
         if fl.rcv_nxt > size:
             fl.rcv_nxt = size
         s.st.data_bytes_delivered += fl.rcv_nxt - before
@@ -186,7 +189,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
             rec.rx_finish = s.now
             rx_close(s, f)
             flow_delivered(s, f)
-        elif fl.unacked >= s.p.ack_every:
+        elif fl.unacked >= w.p.ack_every:
             _ack_unacked(s, i, fl)
         else:
             return _owe_ack(s, f, fl, i)        # (never with ack_every = 1)
@@ -194,10 +197,10 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
         sk = loss_of(s, fl)
         if sk == NULL:
             return False                        # out of memory: the loop stops on s.error
-        if s.p.selective_repeat:
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // mtu)
+        if w.p.loss_recovery == SELECTIVE_REPEAT:
+            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // payload)
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
-        elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= s.p.nack_interval:
+        elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
             sk.last_nack_seq = fl.rcv_nxt
             sk.last_nack = s.now
             _send_ctrl(s, i, PK_NACK, 1, pk.ecn)

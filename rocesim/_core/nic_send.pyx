@@ -15,9 +15,9 @@ receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed pa
 and starts recovery (the holes below the highest SACK go first).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
-from rocesim._core.defs cimport (Sim, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, EV_RTO,
-                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
+                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.events cimport ev_push
@@ -30,8 +30,9 @@ from rocesim._core.loss cimport bit, set_bit, loss_of, in_recovery
 
 cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
     """Let the NIC of `host` send now if its transmitter is idle."""
-    cdef int32_t port = s.hosts[host].port
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef int32_t port = w.hosts[host].port
+    cdef Port* p = &w.ports[port]
     if p.tx_event == NIL and p.busy_until <= s.now:
         nic_port_tx(s, port)
     else:
@@ -41,19 +42,19 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
 cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
     to send."""
-    cdef int64_t mtu = s.p.mtu
+    cdef int64_t payload = s.w.p.payload
     cdef LossState* sk = fl.loss
     if sk != NULL and sk.sack_bits != NULL:
         if sk.recovery_end != NIL:
             if sk.retx_nxt < fl.snd_una:
                 sk.retx_nxt = fl.snd_una
             while (sk.retx_nxt < sk.sack_high
-                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // mtu)):
-                sk.retx_nxt += mtu
+                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload)):
+                sk.retx_nxt += payload
             if sk.retx_nxt < sk.sack_high:
                 return sk.retx_nxt
-        while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // mtu):
-            fl.snd_nxt += mtu
+        while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // payload):
+            fl.snd_nxt += payload
     if fl.snd_nxt < size:
         return fl.snd_nxt
     return -1
@@ -61,14 +62,16 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
 
 cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept nogil:
     """The rate the NIC paces flow f at: the scheme's rate, capped by the flow's limit (if any)."""
-    cdef int64_t limit = s.flow_rate_limit[f] if s.flow_rate_limit != NULL else 0
+    cdef World* w = s.w
+    cdef int64_t limit = w.flow_rate_limit[f] if w.flow_rate_limit != NULL else 0
     if limit > 0 and (rate > limit or rate <= 0):
         return limit
     return rate if rate > 0 else 1
 
 
 cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexcept nogil:
-    cdef Flow* rec = &s.flows[f]
+    cdef World* w = s.w
+    cdef Flow* rec = &w.flows[f]
     cdef Qp* fl = qp_of(s, f)
     cdef int32_t i = pkt_alloc(s)
     cdef Packet* pk
@@ -77,8 +80,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         return
     pk = &s.pkts[i]
     payload = rec.size - seq
-    if payload > s.p.mtu:
-        payload = s.p.mtu
+    if payload > w.p.payload:
+        payload = w.p.payload
     end = seq + payload
     pk.kind = PK_DATA
     pk.flow = f
@@ -86,10 +89,10 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.prio = rec.prio
     pk.seq = seq
     pk.ts = s.now
-    pk.size = <int32_t> payload + s.p.data_hdr + (s.p.int_bytes if s.p.int_enabled else 0)
-    pk.ttl = s.p.ttl
+    pk.size = <int32_t> payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0)
+    pk.ttl = w.p.ttl
     if fl.snd_una >= fl.snd_max:
-        fl.rto_deadline = s.now + s.p.rto    # nothing was outstanding: the timeout starts now
+        fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists
         if fl.loss != NULL:
             fl.loss.retx_bytes += payload
@@ -114,14 +117,15 @@ cdef void sched_update(Sim* s, int32_t f) noexcept nogil:
     or not until something changes (active_set.pxd).  The test is the one a scan of the
     flows would make: data to send, the window open (checked before the packet, as the
     HPCC fork does; retransmissions in recovery pass), the pacing time come."""
-    cdef Flow* rec = &s.flows[f]
+    cdef World* w = s.w
+    cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
     cdef Host* h
     cdef int64_t seq
     if rec.qp == NIL or rec.slot.act_pos == NIL:
         return                          # not listed, or listed and ready: no queue pair yet
     fl = qp_of(s, f)
-    h = &s.hosts[rec.src]
+    h = &w.hosts[rec.src]
     seq = _next_seq(s, fl, rec.size)
     if seq < 0 or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window):
         fl.sched = SCHED_BLOCKED
@@ -154,7 +158,7 @@ cdef inline void _wake_paced(Sim* s, Host* h) noexcept nogil:
 cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) noexcept nogil:
     """Send from the ready flow at position idx unless PFC pauses its priority."""
     cdef int32_t f = h.active[idx]
-    cdef Flow* rec = &s.flows[f]
+    cdef Flow* rec = &s.w.flows[f]
     cdef Qp* fl
     cdef int64_t seq
     if (p.paused_mask >> rec.prio) & 1:
@@ -184,8 +188,9 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept nogil:
     Control packets first (strict priority), then one data packet of the first ready
     flow, by position in the active set, from the round-robin position on; if none is
     ready the NIC wakes at the earliest pacing time of an unpaused priority."""
-    cdef Port* p = &s.ports[port]
-    cdef Host* h = &s.hosts[p.node]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
+    cdef Host* h = &w.hosts[p.node]
     cdef uint32_t ready = p.q_mask & ~p.paused_mask
     cdef int32_t prio, idx, n, start
     cdef int64_t t, earliest = INT64_MAX
@@ -229,9 +234,10 @@ cdef void nic_port_tx(Sim* s, int32_t port) noexcept nogil:
 cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept nogil:
     """The scheme changed the flow's rate: the next packet is due a packet time at the new
     rate after the last one (not at the old rate), as the HPCC fork's ChangeRate does."""
+    cdef World* w = s.w
     cdef Qp* fl
     cdef int64_t rate
-    if s.flows[f].qp == NIL:
+    if w.flows[f].qp == NIL:
         return
     fl = qp_of(s, f)
     rate = _pace_rate(s, f, fl.rate_bps)
@@ -239,43 +245,46 @@ cdef void nic_rate_changed(Sim* s, int32_t f, int64_t old_rate) noexcept nogil:
         return
     fl.next_send = fl.last_send + wire_time(s, fl.last_size, rate)
     sched_update(s, f)
-    if s.flows[f].slot.act_pos != NIL:
-        port_kick(s, s.hosts[s.flows[f].src].port, fl.next_send if fl.next_send > s.now else s.now)
+    if w.flows[f].slot.act_pos != NIL:
+        port_kick(s, w.hosts[w.flows[f].src].port, fl.next_send if fl.next_send > s.now else s.now)
 
 
 cdef void nic_start_flow(Sim* s, int32_t f) noexcept nogil:
     """Flow f is released now: list it, ready, in its host's round-robin (its queue pair
     opens when the NIC first serves it, _open) and arm its timeout."""
-    cdef Flow* rec = &s.flows[f]
+    cdef World* w = s.w
+    cdef Flow* rec = &w.flows[f]
     flow_activate(s, f)
     rec.slot.act_pos = NIL
     active_add(s, f)
     if rec.slot.act_pos != NIL:
-        ready_set(&s.hosts[rec.src], rec.slot.act_pos)
+        ready_set(&w.hosts[rec.src], rec.slot.act_pos)
     if _rto_on(s, rec):
-        ev_push(s, s.now + s.p.rto, EV_RTO, f, 0)
+        ev_push(s, s.now + w.p.rto, EV_RTO, f, 0)
     nic_kick(s, rec.src)
 
 
 cdef inline bint _rto_on(Sim* s, Flow* rec) noexcept nogil:
-    return s.p.rto > 0 and (s.p.rto_mask >> rec.prio) & 1
+    cdef World* w = s.w
+    return w.p.rto > 0 and (w.p.rto_mask >> rec.prio) & 1
 
 
 cdef Qp* _open(Sim* s, int32_t f) noexcept nogil:
     """The NIC serves released flow f for the first time: open its queue pair, as it would
     have been at the release (the scheme's on_start runs now), ready to send."""
-    cdef Flow* rec = &s.flows[f]
+    cdef World* w = s.w
+    cdef Flow* rec = &w.flows[f]
     cdef Qp* fl = qp_open(s, f)
     if fl == NULL:
         return NULL
-    fl.line_rate = s.ports[s.hosts[rec.src].port].rate_bps
+    fl.line_rate = w.ports[w.hosts[rec.src].port].rate_bps
     fl.next_send = rec.released
     fl.last_cnp = NIL
     fl.rate_bps = fl.line_rate
     fl.sched = SCHED_READY
-    fl.rto_deadline = s.now + s.p.rto
+    fl.rto_deadline = s.now + w.p.rto
     fl.rto_armed = _rto_on(s, rec)           # its EV_RTO, armed at the release, is pending
-    s.cc.on_start(s, f)
+    w.cc.on_start(s, f)
     return fl
 
 
@@ -286,9 +295,10 @@ cdef inline void _complete(Sim* s, int32_t f) noexcept nogil:
 
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     """ACK or NACK packet i reached the sender of its flow."""
+    cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
-    cdef Flow* rec = &s.flows[f]
+    cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
     cdef AckInfo a
     cdef int64_t k, rate, sack
@@ -300,7 +310,7 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     if pk.seq > fl.snd_una:
         a.acked = pk.seq - fl.snd_una
         fl.snd_una = pk.seq
-        fl.rto_deadline = s.now + s.p.rto
+        fl.rto_deadline = s.now + w.p.rto
         if fl.snd_nxt < fl.snd_una:
             fl.snd_nxt = fl.snd_una
         if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
@@ -312,27 +322,27 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
         a.marked = pk.ecn
         a.packets = pk.acked_pkts
         a.nhops = pk.nhops
-        a.hops = pkt_hops(s, i) if s.p.int_enabled else NULL
+        a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
         rate = fl.rate_bps
-        s.cc.on_ack(s, f, &a)
+        w.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
     else:
         sk = loss_of(s, fl)
         if sk == NULL:
             return                              # out of memory: the loop stops on s.error
-        if s.p.selective_repeat:
+        if w.p.loss_recovery == SELECTIVE_REPEAT:
             sack = s.pkt_sack[i]
-            k = sack // s.p.mtu
+            k = sack // w.p.payload
             set_bit(s, &sk.sack_bits, &sk.sack_bits_len, rec.size, k)
-            if sack + s.p.mtu > sk.sack_high:
-                sk.sack_high = min(sack + s.p.mtu, rec.size)
+            if sack + w.p.payload > sk.sack_high:
+                sk.sack_high = min(sack + w.p.payload, rec.size)
             if sk.recovery_end == NIL:
                 sk.recovery_end = fl.snd_max
                 sk.retx_nxt = fl.snd_una
         elif fl.snd_nxt > pk.seq:
             fl.snd_nxt = pk.seq                 # go-back-N
         rate = fl.rate_bps
-        s.cc.on_nack(s, f)
+        w.cc.on_nack(s, f)
         nic_rate_changed(s, f, rate)
         active_add(s, f)
     if fl.snd_una >= rec.size:
@@ -344,10 +354,11 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
 
 cdef void nic_on_cnp(Sim* s, int32_t i) noexcept nogil:
     """CNP packet i reached the sender of its flow."""
+    cdef World* w = s.w
     cdef int32_t f = s.pkts[i].flow
     cdef int64_t rate
-    if s.flows[f].qp != NIL:
+    if w.flows[f].qp != NIL:
         rate = qp_of(s, f).rate_bps
-        s.cc.on_cnp(s, f)
+        w.cc.on_cnp(s, f)
         nic_rate_changed(s, f, rate)
         sched_update(s, f)

@@ -8,7 +8,7 @@ flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flo
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, Qp, LossState, NIL, FS_ACTIVE, EV_RTO
+from rocesim._core.defs cimport Sim, World, Qp, LossState, NIL, FS_ACTIVE, EV_RTO, SELECTIVE_REPEAT
 from rocesim._core.qp cimport qp_of
 from rocesim._core.events cimport ev_push
 from rocesim._core.active_set cimport active_add
@@ -18,13 +18,14 @@ from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
     """Retransmission-timeout check of flow f."""
+    cdef World* w = s.w
     cdef Qp* fl
     cdef int64_t rate
     cdef LossState* sk
-    if s.flows[f].state != FS_ACTIVE:
+    if w.flows[f].state != FS_ACTIVE:
         return                                  # done: its queue pair is gone (or another's)
-    if s.flows[f].qp == NIL:                    # nothing sent yet: keep watching
-        ev_push(s, s.now + s.p.rto, EV_RTO, f, 0)
+    if w.flows[f].qp == NIL:                    # nothing sent yet: keep watching
+        ev_push(s, s.now + w.p.rto, EV_RTO, f, 0)
         return
     fl = qp_of(s, f)
     fl.rto_armed = 0
@@ -34,22 +35,22 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
             return                              # out of memory: the loop stops on s.error
         s.st.timeouts += 1
         sk.n_timeouts += 1
-        if s.p.selective_repeat:
+        if w.p.loss_recovery == SELECTIVE_REPEAT:
             # retransmit every packet the receiver has not reported, up to snd_max
             sk.recovery_end = fl.snd_max
             sk.sack_high = fl.snd_max
             sk.retx_nxt = fl.snd_una
-            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, s.flows[f].size)
+            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, w.flows[f].size)
         else:
             fl.snd_nxt = fl.snd_una
         rate = fl.rate_bps
-        s.cc.on_timeout(s, f)
+        w.cc.on_timeout(s, f)
         nic_rate_changed(s, f, rate)
         active_add(s, f)
         sched_update(s, f)
-        nic_kick(s, s.flows[f].src)
-        fl.rto_deadline = s.now + s.p.rto
+        nic_kick(s, w.flows[f].src)
+        fl.rto_deadline = s.now + w.p.rto
     elif s.now >= fl.rto_deadline:
-        fl.rto_deadline = s.now + s.p.rto     # nothing outstanding: keep watching
+        fl.rto_deadline = s.now + w.p.rto     # nothing outstanding: keep watching
     fl.rto_armed = 1
     ev_push(s, fl.rto_deadline, EV_RTO, f, 0)

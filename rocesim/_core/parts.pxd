@@ -8,16 +8,17 @@ the PFC watchdog, the deadlock detector's walk of the queues: faults.pyx, monito
 takes that node's part as its `Sim`.  With one part (`node_part` NULL) it is `s` itself.
 """
 from libc.stdint cimport int32_t
-from rocesim._core.defs cimport Sim
+from rocesim._core.defs cimport Sim, World
 
 
 cdef inline Sim* node_sim(Sim* s, int32_t node) noexcept nogil:
     """The part that owns `node` (a host id is its node id)."""
-    if s.node_part == NULL:
+    cdef World* w = s.w
+    if w.node_part == NULL:
         return s
-    return s.parts[s.node_part[node]]
+    return w.parts[w.node_part[node]]
 
 
 cdef inline Sim* port_sim(Sim* s, int32_t port) noexcept nogil:
     """The part that owns `port`: its node's."""
-    return node_sim(s, s.ports[port].node)
+    return node_sim(s, s.w.ports[port].node)

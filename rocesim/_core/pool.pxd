@@ -11,7 +11,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from posix.mman cimport madvise, MADV_HUGEPAGE
-from rocesim._core.defs cimport Sim, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
+from rocesim._core.defs cimport Sim, World, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS, SELECTIVE_REPEAT
 
 
 cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
@@ -62,15 +62,16 @@ cdef inline Packet* _pool_grown(Sim* s) noexcept nogil:
     """The pool's array with room for twice its packets, its packets kept (the old array
     given back), or NULL if out of memory (the old array kept).  A part of a run in parts
     moves its pool into a mapping of its own at its first growth (rocesim_map)."""
+    cdef World* w = s.w
     cdef size_t old = <size_t> s.pool_cap * sizeof(Packet)
     cdef Packet* grown
     if s.pool_mapped:
         return <Packet*> rocesim_remap(s.pkts, old, 2 * old)
-    grown = <Packet*> rocesim_map(2 * old) if s.node_part != NULL else pool_array(2 * s.pool_cap)
+    grown = <Packet*> rocesim_map(2 * old) if w.node_part != NULL else pool_array(2 * s.pool_cap)
     if grown != NULL:
         memcpy(grown, s.pkts, old)
         free(s.pkts)
-        s.pool_mapped = s.node_part != NULL
+        s.pool_mapped = w.node_part != NULL
     return grown
 
 
@@ -91,19 +92,21 @@ cdef inline IntHop* pkt_hops(Sim* s, int32_t i) noexcept nogil:
 
 cdef inline int32_t pkt_payload(Sim* s, Packet* pk) noexcept nogil:
     """Payload bytes of a data packet: its wire size less the headers (nic_send sets it)."""
-    return pk.size - s.p.data_hdr - (s.p.int_bytes if s.p.int_enabled else 0)
+    cdef World* w = s.w
+    return pk.size - w.p.header - (w.p.int_header if w.p.int_enabled else 0)
 
 
 cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
     """Grow the arrays kept beside the pool to `cap` packets; -1 if out of memory."""
+    cdef World* w = s.w
     cdef IntHop* hops
     cdef int64_t* sack
-    if s.p.selective_repeat:
+    if w.p.loss_recovery == SELECTIVE_REPEAT:
         sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
         if sack == NULL:
             return -1
         s.pkt_sack = sack
-    if s.p.int_enabled:
+    if w.p.int_enabled:
         hops = <IntHop*> realloc(s.int_hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
         if hops == NULL:
             return -1

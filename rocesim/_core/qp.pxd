@@ -23,7 +23,7 @@ later is a duplicate of a finished flow, ACKed with its size (nic_recv.pyx).
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
-from rocesim._core.defs cimport Sim, Qp, LossRec, NIL, ERR_NOMEM
+from rocesim._core.defs cimport Sim, World, Qp, LossRec, NIL, ERR_NOMEM
 from rocesim._core.loss cimport loss_free
 from rocesim._core.pool cimport pkt_free
 from rocesim._core.growth cimport room_for_one
@@ -39,7 +39,7 @@ cdef inline Qp* qp_at(Sim* s, int32_t q) noexcept nogil:
 
 cdef inline Qp* qp_of(Sim* s, int32_t f) noexcept nogil:
     """The queue pair of flow f (only valid while Flow.qp != NIL)."""
-    return qp_at(s, s.flows[f].qp)
+    return qp_at(s, s.w.flows[f].qp)
 
 
 cdef inline void* cc_flow_state(Sim* s, int32_t f) noexcept nogil:
@@ -60,6 +60,8 @@ cdef inline int _qp_grow(Sim* s) noexcept nogil:
     cdef Qp* qp
     if chunks == NULL:
         return -1
+    if s.n_qp_chunks == 0:     # the slot size, from the scheme installed (before the first flow)
+        s.qp_stride = qp_stride_for(s.w.cc.flow_state_size)
     s.qp_chunks = chunks
     chunks[s.n_qp_chunks] = <char*> malloc(QP_CHUNK * s.qp_stride)
     if chunks[s.n_qp_chunks] == NULL:
@@ -113,7 +115,7 @@ cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
     cdef int32_t q = _slot_take(s, f)
     if q == NIL:
         return NULL
-    s.flows[f].qp = q
+    s.w.flows[f].qp = q
     s.qp_used += 1
     if s.qp_used > s.qp_peak:
         s.qp_peak = s.qp_used
@@ -133,7 +135,8 @@ cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
 
 cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     """Return flow f's queue pair, if it has one, to the pool (its loss counts are kept)."""
-    cdef int32_t q = s.flows[f].qp
+    cdef World* w = s.w
+    cdef int32_t q = w.flows[f].qp
     cdef Qp* qp
     if q == NIL:
         return
@@ -142,26 +145,28 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
         _log_losses(s, f, qp)
     _slot_give(s, q)
     s.qp_used -= 1
-    s.flows[f].qp = NIL
+    w.flows[f].qp = NIL
 
 
 cdef inline Qp* rx_of(Sim* s, int32_t f) noexcept nogil:
     """Flow f's receive state while its receiver waits for bytes (NULL before its first
     data with receive records, and once the last byte is in): the receiver part's own
     record (`flow_rx`), or with one record per flow the sender's queue pair."""
+    cdef World* w = s.w
     cdef int32_t q
-    if s.flows[f].rx_finish != NIL:
+    if w.flows[f].rx_finish != NIL:
         return NULL
-    q = s.flows[f].qp if s.flow_rx == NULL else s.flow_rx[f]
+    q = w.flows[f].qp if w.flow_rx == NULL else w.flow_rx[f]
     return qp_at(s, q) if q != NIL else NULL
 
 
 cdef inline Qp* rx_open(Sim* s, int32_t f) noexcept nogil:
     """Flow f's receive state on arrival of its data before the last byte: rx_of, or with
     receive records a new one (its first data); NULL and s.error set when out of memory."""
+    cdef World* w = s.w
     cdef Qp* rx = rx_of(s, f)
     cdef int32_t q
-    if rx != NULL or s.flow_rx == NULL:
+    if rx != NULL or w.flow_rx == NULL:
         return rx
     q = _slot_take(s, f)
     if q == NIL:
@@ -169,7 +174,7 @@ cdef inline Qp* rx_open(Sim* s, int32_t f) noexcept nogil:
     rx = qp_at(s, q)
     rx.is_rx = 1
     rx.last_cnp = NIL
-    s.flow_rx[f] = q
+    w.flow_rx[f] = q
     s.rx_used += 1
     return rx
 
@@ -177,12 +182,13 @@ cdef inline Qp* rx_open(Sim* s, int32_t f) noexcept nogil:
 cdef inline void rx_close(Sim* s, int32_t f) noexcept nogil:
     """Flow f's last byte is in: its receive record, if it has one of its own, goes back to
     the pool (with one record per flow the sender closes it, qp_close)."""
+    cdef World* w = s.w
     cdef int32_t q
-    if s.flow_rx == NULL or s.flow_rx[f] == NIL:
+    if w.flow_rx == NULL or w.flow_rx[f] == NIL:
         return
-    q = s.flow_rx[f]
+    q = w.flow_rx[f]
     _slot_give(s, q)
-    s.flow_rx[f] = NIL
+    w.flow_rx[f] = NIL
     s.rx_used -= 1
 
 

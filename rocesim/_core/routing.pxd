@@ -11,26 +11,27 @@ per-switch seed).  Data packets of a flow with an explicit path follow it; its
 ACKs, NACKs and CNPs use the table.
 """
 from libc.stdint cimport int32_t, uint32_t, uint64_t
-from rocesim._core.defs cimport Sim, Switch, RouteGroup, NIL
+from rocesim._core.defs cimport Sim, World, Switch, RouteGroup, NIL
 from rocesim._core.rng cimport mix64
 
 
 cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_hash,
                                  int32_t path_off, int32_t hop) noexcept nogil:
     """Egress port at switch `sw` towards host `dst`, or NIL if there is none."""
+    cdef World* w = s.w
     cdef int32_t base, cnt
     if path_off != NIL:
-        if path_off + hop >= s.n_path_ports:    # walked off its path (a loop): nowhere to go
+        if path_off + hop >= w.n_path_ports:    # walked off its path (a loop): nowhere to go
             return NIL
-        return s.path_ports[path_off + hop]
-    base = (sw.node - s.n_hosts) * s.n_route_classes + s.route_class[dst]
-    cdef RouteGroup g = s.route_groups[base]        # offset and count: one cache line
+        return w.path_ports[path_off + hop]
+    base = (sw.node - w.n_hosts) * w.n_route_classes + w.route_class[dst]
+    cdef RouteGroup g = w.route_groups[base]        # offset and count: one cache line
     cnt = g.cnt
     if cnt == 1:
-        return s.route_ports[g.off]
+        return w.route_ports[g.off]
     if cnt <= 0:
-        return NIL if cnt == 0 else s.route_ports[g.off + dst]
-    return s.route_ports[g.off
+        return NIL if cnt == 0 else w.route_ports[g.off + dst]
+    return w.route_ports[g.off
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]
 
 
@@ -45,5 +46,6 @@ cdef inline uint32_t flow_rhash(int32_t f) noexcept nogil:
 
 
 cdef inline int32_t flow_path_off(Sim* s, int32_t f) noexcept nogil:
-    """Flow f's explicit path (offset in Sim.path_ports), or NIL."""
-    return NIL if s.flow_path_off == NULL else s.flow_path_off[f]
+    """Flow f's explicit path (offset in World.path_ports), or NIL."""
+    cdef World* w = s.w
+    return NIL if w.flow_path_off == NULL else w.flow_path_off[f]

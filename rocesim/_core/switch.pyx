@@ -7,7 +7,7 @@ paused.  ECN marking and INT stamping happen at dequeue, when the packet starts
 its transmission, as in the HPCC ns-3 fork.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
-from rocesim._core.defs cimport (Sim, Switch, Port, Packet, IntHop, NIL, NPRIO,
+from rocesim._core.defs cimport (Sim, World, Switch, Port, Packet, IntHop, NIL, NPRIO,
                                  MAX_INT_HOPS, PK_DATA, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
@@ -17,14 +17,15 @@ from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
 cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
     s.st.drops += 1
-    s.ports[in_port].drops += 1
+    s.w.ports[in_port].drops += 1
     pkt_free(s, i)
 
 
 cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
     """Packet i has fully arrived at a switch by `in_port`: route, admit, enqueue."""
+    cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
-    cdef Switch* sw = &s.sw[s.ports[in_port].node - s.n_hosts]
+    cdef Switch* sw = &w.sw[w.ports[in_port].node - w.n_hosts]
     cdef int32_t out
     cdef Port* p
     if pk.ttl <= 1:
@@ -38,16 +39,16 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         out = route_lookup(s, sw, pk.dst, flow_rhash(pk.flow), NIL, 0)
     pk.hop += 1
     pk.in_prio = pk.prio
-    if s.p.bounce_prio and pk.kind == PK_DATA and out != NIL and s.ports[in_port].uplink \
-            and s.ports[out].uplink:
+    if w.p.bounce_priority and pk.kind == PK_DATA and out != NIL and w.ports[in_port].uplink \
+            and w.ports[out].uplink:
         _bounce(s, pk)
-    if out == NIL or ((s.ports[in_port].drop_mask | s.ports[out].drop_mask) >> pk.prio) & 1:
-        if out != NIL and s.ports[out].down:
+    if out == NIL or ((w.ports[in_port].drop_mask | w.ports[out].drop_mask) >> pk.prio) & 1:
+        if out != NIL and w.ports[out].down:
             s.st.link_drops += 1                 # routed to a link that is down
             pkt_free(s, i)
         elif out != NIL:
             s.st.watchdog_drops += 1             # the PFC watchdog drops this priority here
-            s.ports[out if (s.ports[out].drop_mask >> pk.prio) & 1 else in_port].wd_dropped += 1
+            w.ports[out if (w.ports[out].drop_mask >> pk.prio) & 1 else in_port].wd_dropped += 1
             pkt_free(s, i)
         else:
             s.st.no_route_drops += 1             # no route (a link down, or off an explicit path)
@@ -57,7 +58,7 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         _drop(s, in_port, i)
         return
     pk.in_port = in_port
-    p = &s.ports[out]
+    p = &w.ports[out]
     q_push(s, p, pk.prio, i)
     if p.tx_event == NIL and p.busy_until <= s.now:
         switch_port_tx(s, out)
@@ -71,8 +72,9 @@ cdef inline void _bounce(Sim* s, Packet* pk) noexcept nogil:
     priority, so that its buffer dependencies cannot close a cycle with the traffic it
     meets (Tagger, Hu et al., CoNEXT 2017: a new lossless class per bounce; or a lossy
     class).  Its PFC accounting here stays with the priority it came in with."""
-    if s.p.bounce_prio > 0:
-        pk.prio = <uint8_t> s.p.bounce_prio
+    cdef World* w = s.w
+    if w.p.bounce_priority > 0:
+        pk.prio = <uint8_t> w.p.bounce_priority
     elif pk.prio < NPRIO - 1:
         pk.prio += 1
 
@@ -80,8 +82,9 @@ cdef inline void _bounce(Sim* s, Packet* pk) noexcept nogil:
 cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept nogil:
     """Drop every packet queued at switch port `port` for the priorities in `prio_mask`
     (its link went down, or the PFC watchdog flushes a stormed queue); returns how many."""
-    cdef Port* p = &s.ports[port]
-    cdef Switch* sw = &s.sw[p.node - s.n_hosts]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
+    cdef Switch* sw = &w.sw[p.node - w.n_hosts]
     cdef int32_t prio, i
     cdef int64_t n = 0
     for prio in range(NPRIO):
@@ -97,7 +100,8 @@ cdef int64_t switch_flush(Sim* s, int32_t port, uint32_t prio_mask) noexcept nog
 
 cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept nogil:
     """Transmit the lowest-priority pending PAUSE/RESUME frame of `port`."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef int32_t prio = 0
     cdef int32_t i
     while not ((p.pfc_pending >> prio) & 1):
@@ -110,7 +114,7 @@ cdef inline bint _send_pfc_frame(Sim* s, int32_t port) noexcept nogil:
     pk.kind = PK_PAUSE
     pk.prio = prio
     pk.pause_on = (p.pfc_state >> prio) & 1
-    pk.size = s.p.pause_bytes
+    pk.size = w.p.pause_size
     pk.flow = 0
     pk.dst = p.peer_node
     if pk.pause_on:
@@ -138,7 +142,8 @@ cdef inline void _stamp_int(Sim* s, Port* p, Packet* pk, int32_t i) noexcept nog
 
 cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
     """The transmitter of switch port `port` is free: send the next packet, if any."""
-    cdef Port* p = &s.ports[port]
+    cdef World* w = s.w
+    cdef Port* p = &w.ports[port]
     cdef uint32_t ready
     cdef int32_t prio, k, i
     cdef Packet* pk
@@ -163,12 +168,12 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
             return
         i = q_pop(s, p, prio)
         pk = &s.pkts[i]
-        mmu_release(s, &s.sw[p.node - s.n_hosts], pk)
+        mmu_release(s, &w.sw[p.node - w.n_hosts], pk)
         if pk.kind == PK_DATA:
             if mmu_ecn_mark(s, port, prio):
                 pk.ecn = 1
                 p.ecn_marks += 1
-            if s.p.int_enabled:
+            if w.p.int_enabled:
                 _stamp_int(s, p, pk, i)
         port_transmit(s, port, i)
     if p.pfc_pending or (p.q_mask & ~p.paused_mask):

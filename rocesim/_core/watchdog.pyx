@@ -23,7 +23,7 @@ its transmitter) is done in that port's part (parts.pxd), whose clock is then th
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
-from rocesim._core.defs cimport Sim, Port, NIL, NPRIO, EV_WATCHDOG
+from rocesim._core.defs cimport Sim, World, Port, NIL, NPRIO, EV_WATCHDOG
 from rocesim._core.parts cimport port_sim
 from rocesim._core.events cimport ev_push
 from rocesim._core.link cimport port_set_paused
@@ -33,11 +33,12 @@ from rocesim._core.switch cimport switch_flush
 
 cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t restoration,
                        int32_t action) noexcept nogil:
+    cdef World* w = s.w
     cdef WDState* st = <WDState*> calloc(1, sizeof(WDState))
-    cdef int32_t n = max(s.n_ports * NPRIO, 1), k
+    cdef int32_t n = max(w.n_ports * NPRIO, 1), k
     if st == NULL:
         return -1
-    s.watchdog = st
+    w.watchdog = st
     st.interval = interval
     st.detection = detection
     st.restoration = restoration
@@ -50,7 +51,7 @@ cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t rest
     for k in range(n):
         st.since[k] = NIL
         st.calm_since[k] = NIL
-    if s.node_part != NULL:
+    if w.node_part != NULL:
         st.next_at = s.now + interval
         return 0
     st.next_at = INT64_MAX                # (the event holds it)
@@ -60,18 +61,19 @@ cdef int watchdog_init(Sim* s, int64_t interval, int64_t detection, int64_t rest
 
 
 cdef void watchdog_free(Sim* s) noexcept nogil:
-    cdef WDState* st = <WDState*> s.watchdog
+    cdef World* w = s.w
+    cdef WDState* st = <WDState*> w.watchdog
     if st != NULL:
         free(st.since)
         free(st.calm_since)
         free(st.stormed)
         free(st)
-        s.watchdog = NULL
+        w.watchdog = NULL
 
 
 cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil:
     """Mitigate a storm at (port, prio); `s` is the port's part."""
-    cdef Port* p = &s.ports[port]
+    cdef Port* p = &s.w.ports[port]
     cdef uint8_t bit = <uint8_t> (1 << prio)
     cdef int64_t n
     st.stormed[port * NPRIO + prio] = 1
@@ -91,7 +93,7 @@ cdef void _storm(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil
 
 
 cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nogil:
-    cdef Port* p = &s.ports[port]
+    cdef Port* p = &s.w.ports[port]
     cdef uint8_t bit = <uint8_t> (1 << prio)
     st.stormed[port * NPRIO + prio] = 0
     st.since[port * NPRIO + prio] = NIL
@@ -104,16 +106,17 @@ cdef void _restore(Sim* s, WDState* st, int32_t port, int32_t prio) noexcept nog
 cdef bint watchdog_poll_at(Sim* s, int64_t now) noexcept nogil:
     """One poll at `now` (every part that acts has its clock at `now`): whether a queue is
     stuck or stormed, that it must keep watching."""
-    cdef WDState* st = <WDState*> s.watchdog
+    cdef World* w = s.w
+    cdef WDState* st = <WDState*> w.watchdog
     cdef int32_t i, q, k
     cdef Port* p
     cdef bint stuck, watching = False
-    for i in range(s.n_ports):
-        p = &s.ports[i]
+    for i in range(w.n_ports):
+        p = &w.ports[i]
         if not p.is_switch:
             continue
         for q in range(1, NPRIO):
-            if not (s.p.pfc_mask >> q) & 1:
+            if not (w.p.pfc_mask >> q) & 1:
                 continue
             k = i * NPRIO + q
             if st.stormed[k]:
@@ -143,13 +146,14 @@ cdef void watchdog_again(Sim* s, int64_t now, bint watching, bint busy, int64_t 
     """After a poll at `now`: poll on (`next_at`) while flows are unfinished and something
     may still change: other events (`busy`), or a stuck or stormed queue it must act on
     (`watching`: it may be what unfreezes the network)."""
-    cdef WDState* st = <WDState*> s.watchdog
-    st.next_at = now + st.interval if flows_done < s.n_flows and (watching or busy) else INT64_MAX
+    cdef World* w = s.w
+    cdef WDState* st = <WDState*> w.watchdog
+    st.next_at = now + st.interval if flows_done < w.n_flows and (watching or busy) else INT64_MAX
 
 
 cdef void watchdog_poll(Sim* s) noexcept nogil:
     """One poll (an EV_WATCHDOG event, one part)."""
-    cdef WDState* st = <WDState*> s.watchdog
+    cdef WDState* st = <WDState*> s.w.watchdog
     cdef bint watching
     if st == NULL:
         return

@@ -6,7 +6,7 @@ cdef struct Windows:
     # A run in parts (issue 20): the state of its windows, held by the Core.
     int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
     int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
-    int32_t* order         # the parts in the order phase 1 offers them (Core._part_order;
+    int32_t* order         # the parts in the order phase 1 offers them (debug.part_order;
                            #   with threads: the costliest first, re-sorted as they run)
     int64_t* next_t        # per part: its earliest pending event (INT64_MAX: none)
     int64_t* cost          # per part: events run lately (the threads' load balance)
@@ -27,9 +27,9 @@ cdef struct Windows:
     int64_t pkt_peak       # the most packets in the parts' pools at a window's end
     int64_t qp_peak        # the same for queue pairs
 
-cdef int windows_init(Windows* w, int32_t n, int64_t lookahead) noexcept nogil
-cdef void windows_free(Windows* w) noexcept nogil
-cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events,
+cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
+cdef void windows_free(Windows* win) noexcept nogil
+cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
                      int32_t threads) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
 cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil

@@ -24,7 +24,7 @@ from another part.  A window is [T, T + L):
 
 A part's history in a window depends only on its state when the window opened, so the
 results depend on the partition, never on the order the parts run in
-(`Core._part_order`) nor on how many threads run them.  Stops (a time limit, an event
+(`debug.part_order`) nor on how many threads run them.  Stops (a time limit, an event
 budget) are decided at window ends, except that a slice may end inside a window
 (`until` < T + L - 1): every part then stops at `until`, and the next slice goes on with
 the same window.  Hand-offs cross only at a window's end, so where slices end (sampling,
@@ -136,37 +136,37 @@ cdef int windows_max_threads() noexcept nogil:
     return ROCESIM_MAX_THREADS
 
 
-cdef int windows_init(Windows* w, int32_t n, int64_t lookahead) noexcept nogil:
+cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil:
     """The window state of a run in `n` parts; -1 if out of memory."""
     cdef int32_t k
-    w.lookahead = lookahead
-    w.open_end = -1
-    w.order = <int32_t*> malloc(n * sizeof(int32_t))
-    w.active = <int32_t*> malloc(n * sizeof(int32_t))
-    w.next_t = <int64_t*> malloc(n * sizeof(int64_t))
-    w.cost = <int64_t*> calloc(n, sizeof(int64_t))
-    w.ran = <int64_t*> calloc(n, sizeof(int64_t))
-    w.taken = <int32_t*> calloc(n, sizeof(int32_t))
-    w.runner = <int32_t*> malloc(n * sizeof(int32_t))
-    if (w.order == NULL or w.active == NULL or w.next_t == NULL or w.cost == NULL or w.ran == NULL
-            or w.taken == NULL or w.runner == NULL):
+    win.lookahead = lookahead
+    win.open_end = -1
+    win.order = <int32_t*> malloc(n * sizeof(int32_t))
+    win.active = <int32_t*> malloc(n * sizeof(int32_t))
+    win.next_t = <int64_t*> malloc(n * sizeof(int64_t))
+    win.cost = <int64_t*> calloc(n, sizeof(int64_t))
+    win.ran = <int64_t*> calloc(n, sizeof(int64_t))
+    win.taken = <int32_t*> calloc(n, sizeof(int32_t))
+    win.runner = <int32_t*> malloc(n * sizeof(int32_t))
+    if (win.order == NULL or win.active == NULL or win.next_t == NULL or win.cost == NULL or win.ran == NULL
+            or win.taken == NULL or win.runner == NULL):
         return -1
     for k in range(n):
-        w.order[k] = k
-        w.runner[k] = -1
+        win.order[k] = k
+        win.runner[k] = -1
     return 0
 
 
-cdef void windows_free(Windows* w) noexcept nogil:
-    free(w.order)
-    free(w.active)
-    free(w.next_t)
-    free(w.cost)
-    free(w.ran)
-    free(w.taken)
-    free(w.runner)
-    free(w.profile)
-    w.order = NULL
+cdef void windows_free(Windows* win) noexcept nogil:
+    free(win.order)
+    free(win.active)
+    free(win.next_t)
+    free(win.cost)
+    free(win.ran)
+    free(win.taken)
+    free(win.runner)
+    free(win.profile)
+    win.order = NULL
 
 
 cdef int64_t _part_next(Sim* s) noexcept nogil:
@@ -206,8 +206,8 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
     """Some packet or dependency message waits for the window's end."""
     cdef int32_t k
     cdef Sim* s = parts[0]
-    for k in range(s.n_handoff):
-        if s.handoff[k].n:
+    for k in range(s.w.n_handoff):
+        if s.w.handoff[k].n:
             return True
     for k in range(n):
         if parts[k].n_deps:
@@ -215,7 +215,7 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
     return False
 
 
-cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
+cdef int _deliver_deps(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     """Phase 3 (one thread): apply the dependency messages in (sender part id, append
     order), whatever order the parts ran in; -1 if out of memory.  A message's time is
     t + max(due, L) for a parent that completed at t in this window [T, T + L), so
@@ -229,70 +229,70 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* w) noexcept nogil:
     cdef DepMsg* m
     for k in range(n):
         s = parts[k]
-        w.deps += s.n_deps
+        win.deps += s.n_deps
         for i in range(s.n_deps):
             m = &s.deps[i]
             c = m.child
-            fl = &s.flows[c]
+            fl = &s.w.flows[c]
             if m.time > fl.released:
                 fl.released = m.time
             fl.slot.deps_left -= 1
             if fl.slot.deps_left == 0:
-                to = s.node_part[fl.src]
+                to = s.w.node_part[fl.src]
                 ev_push(parts[to], fl.released, EV_FLOW_START, c, 0)
                 if parts[to].error != ERR_NONE:
                     return -1
-                if fl.released < w.next_t[to]:
-                    w.next_t[to] = fl.released
+                if fl.released < win.next_t[to]:
+                    win.next_t[to] = fl.released
         s.n_deps = 0
     return 0
 
 
-cdef void _by_cost(Windows* w, int32_t n) noexcept nogil:
+cdef void _by_cost(Windows* win, int32_t n) noexcept nogil:
     """Re-sort `order` by the events each part ran lately, costliest first (stable
     insertion sort: the order barely changes between two sorts), and age the costs."""
     cdef int32_t i, j, k
     for i in range(1, n):
-        k = w.order[i]
+        k = win.order[i]
         j = i - 1
-        while j >= 0 and w.cost[w.order[j]] < w.cost[k]:
-            w.order[j + 1] = w.order[j]
+        while j >= 0 and win.cost[win.order[j]] < win.cost[k]:
+            win.order[j + 1] = win.order[j]
             j -= 1
-        w.order[j + 1] = k
+        win.order[j + 1] = k
     for i in range(n):
-        w.cost[i] >>= 1
+        win.cost[i] >>= 1
 
 
-cdef int _profile(Windows* w, int32_t n) noexcept nogil:
+cdef int _profile(Windows* win, int32_t n) noexcept nogil:
     """Record the window's work per busy part (Core.window_profile); -1 if out of memory."""
     cdef int32_t k
     cdef int64_t* r
     for k in range(n):
-        if w.ran[k] or w.taken[k]:
-            if room_for_one(<void**> &w.profile, w.n_profile, &w.cap_profile, 4 * sizeof(int64_t), 1024) < 0:
+        if win.ran[k] or win.taken[k]:
+            if room_for_one(<void**> &win.profile, win.n_profile, &win.cap_profile, 4 * sizeof(int64_t), 1024) < 0:
                 return -1
-            r = &w.profile[4 * w.n_profile]
-            r[0] = w.windows
+            r = &win.profile[4 * win.n_profile]
+            r[0] = win.windows
             r[1] = k
-            r[2] = w.ran[k]
-            r[3] = w.taken[k]
-            w.n_profile += 1
+            r[2] = win.ran[k]
+            r[3] = win.taken[k]
+            win.n_profile += 1
     return 0
 
 
-cdef void _close(Windows* w, int32_t n) noexcept nogil:
+cdef void _close(Windows* win, int32_t n) noexcept nogil:
     cdef int32_t k
     for k in range(n):
-        w.ran[k] = 0
-        w.runner[k] = -1
-    w.open_end = -1
-    w.windows += 1
-    if w.open_events:
-        w.busy_windows += 1
-    w.open_events = 0
+        win.ran[k] = 0
+        win.runner[k] = -1
+    win.open_end = -1
+    win.windows += 1
+    if win.open_events:
+        win.busy_windows += 1
+    win.open_events = 0
 
 
-cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t until, int64_t max_events,
+cdef int _open(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int64_t until, int64_t max_events,
                bint closing, int32_t nt) noexcept nogil:
     """Thread 0, between windows: close the window just run (phases 3 and 4, the
     counters), then open the next and list its busy parts; GO, or the STOP_* code that
@@ -302,47 +302,47 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
     cdef int m
     if closing:
         tm.done += tm.events
-        w.open_events += tm.events
-        w.handoffs += tm.handoffs
-        if tm.pkts > w.pkt_peak:
-            w.pkt_peak = tm.pkts
-        if tm.qps > w.qp_peak:
-            w.qp_peak = tm.qps
+        win.open_events += tm.events
+        win.handoffs += tm.handoffs
+        if tm.pkts > win.pkt_peak:
+            win.pkt_peak = tm.pkts
+        if tm.qps > win.qp_peak:
+            win.qp_peak = tm.qps
         if tm.flags & TEAM_ERROR:
             return STOP_EMPTY                 # out of memory: the part's error says so
-        if w.profiling and _profile(w, n) < 0:
+        if win.profiling and _profile(win, n) < 0:
             return STOP_EMPTY
-        if tm.flags & TEAM_DEPS and _deliver_deps(parts, n, w) < 0:
+        if tm.flags & TEAM_DEPS and _deliver_deps(parts, n, win) < 0:
             return STOP_EMPTY
         m = 0
         if monitors_next(parts[0]) <= tm.lim:
             m = windows_monitors(parts, n, tm.lim)
             for k in range(n):              # (a check may act on any part: PAUSE, flush)
-                w.next_t[k] = _part_next(parts[k])
-        _close(w, n)
+                win.next_t[k] = _part_next(parts[k])
+        _close(win, n)
         if m != 0:
             return STOP_DEADLOCK if m > 0 else STOP_EMPTY
-    if w.open_end < 0:
+    if win.open_end < 0:
         t = monitors_next(parts[0])         # a check is pending work: idle gaps keep it
         for k in range(n):
-            if w.next_t[k] < t:
-                t = w.next_t[k]
+            if win.next_t[k] < t:
+                t = win.next_t[k]
         if t == INT64_MAX:
             return STOP_EMPTY
         if t > until:
             return STOP_TIME
         if tm.done >= max_events:
             return STOP_EVENTS
-        w.open_end = monitors_end(parts[0], t + w.lookahead)
-    lim = w.open_end - 1 if w.open_end - 1 < until else until
-    if nt > 1 and w.windows % RESORT_EVERY == 0:
-        _by_cost(w, n)
-    w.n_active = 0
+        win.open_end = monitors_end(parts[0], t + win.lookahead)
+    lim = win.open_end - 1 if win.open_end - 1 < until else until
+    if nt > 1 and win.windows % RESORT_EVERY == 0:
+        _by_cost(win, n)
+    win.n_active = 0
     for j in range(n):
-        k = w.order[j]
-        if w.next_t[k] <= lim:
-            w.active[w.n_active] = k
-            w.n_active += 1
+        k = win.order[j]
+        if win.next_t[k] <= lim:
+            win.active[win.n_active] = k
+            win.n_active += 1
     tm.lim = lim
     tm.claim = 0
     tm.events = tm.handoffs = tm.pkts = tm.qps = 0
@@ -350,7 +350,7 @@ cdef int _open(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t unt
     return GO
 
 
-cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm, int32_t tid) noexcept nogil:
+cdef void _run_parts(Sim** parts, Windows* win, rocesim_team* tm, int32_t tid) noexcept nogil:
     """Phase 1: this thread claims busy parts until none is left, and runs each to the
     window's last picosecond."""
     cdef int32_t j, k
@@ -358,21 +358,21 @@ cdef void _run_parts(Sim** parts, Windows* w, rocesim_team* tm, int32_t tid) noe
     cdef Sim* s
     while True:
         j = rocesim_claim(&tm.claim)
-        if j >= w.n_active:
+        if j >= win.n_active:
             break
-        k = w.active[j]
+        k = win.active[j]
         s = parts[k]
         before = s.st.events
         run_loop(s, tm.lim, INT64_MAX)
         before = s.st.events - before
-        w.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
-        w.cost[k] += before
+        win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
+        win.cost[k] += before
         ran += before
-        w.runner[k] = tid
+        win.runner[k] = tid
     rocesim_add(&tm.events, ran)
 
 
-cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int32_t tid, int32_t nt) noexcept nogil:
+cdef void _take_handoffs(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int32_t tid, int32_t nt) noexcept nogil:
     """Phase 2: the parts this thread ran in phase 1, and of those that did not run,
     parts tid, tid + nt, ..., take the hand-offs of their incoming cut ports (ascending)
     and note their next event; the sums of the pools' use for the peaks.  (A part's pool
@@ -384,19 +384,19 @@ cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, i
     cdef int64_t taken = 0, pkts = 0, qps = 0
     cdef int flags = 0
     for k in range(n):
-        if w.runner[k] != tid and (w.runner[k] >= 0 or k % nt != tid):
+        if win.runner[k] != tid and (win.runner[k] >= 0 or k % nt != tid):
             continue
         s = parts[k]
-        w.taken[k] = 0
+        win.taken[k] = 0
         for c in range(s.n_in_cut):
-            h = &s.handoff[s.ports[s.in_cut[c]].handoff]
+            h = &s.w.handoff[s.w.ports[s.in_cut[c]].handoff]
             if h.n:
-                w.taken[k] += h.n
+                win.taken[k] += h.n
                 if handoff_take(s, h) < 0:
                     s.error = ERR_NOMEM
-        taken += w.taken[k]
-        if w.taken[k] or w.ran[k]:
-            w.next_t[k] = _part_next(s)
+        taken += win.taken[k]
+        if win.taken[k] or win.ran[k]:
+            win.next_t[k] = _part_next(s)
         pkts += s.pool_used
         qps += s.qp_used
         if s.error != ERR_NONE:
@@ -409,27 +409,27 @@ cdef void _take_handoffs(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, i
     rocesim_or(&tm.flags, flags)
 
 
-cdef void _member(Sim** parts, int32_t n, Windows* w, rocesim_team* tm, int64_t until, int64_t max_events,
+cdef void _member(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int64_t until, int64_t max_events,
                   int32_t tid, int32_t nt) noexcept nogil:
     """One thread's way through the windows of a call (all threads take the same turns)."""
     cdef int sense = 0
     cdef bint closing = False
     while True:
         if tid == 0:
-            tm.action = _open(parts, n, w, tm, until, max_events, closing, nt)
+            tm.action = _open(parts, n, win, tm, until, max_events, closing, nt)
         closing = True
         rocesim_barrier(tm, nt, &sense)
         if tm.action != GO:
             return
-        _run_parts(parts, w, tm, tid)
+        _run_parts(parts, win, tm, tid)
         rocesim_barrier(tm, nt, &sense)
-        if tm.lim < w.open_end - 1:
+        if tm.lim < win.open_end - 1:
             return                  # the slice ends inside the window: windows_run sees to it
-        _take_handoffs(parts, n, w, tm, tid, nt)
+        _take_handoffs(parts, n, win, tm, tid, nt)
         rocesim_barrier(tm, nt, &sense)
 
 
-cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t max_events,
+cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
                      int32_t threads) noexcept nogil:
     """Run the parts in windows up to time `until` (inclusive), or until `max_events`
     events have run (checked at window ends), on up to `threads` threads (capped at the
@@ -450,23 +450,23 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* w, int64_t until, int64_t 
     # and a window the last call stopped inside may go on with other threads: which thread
     # ran a part then means nothing now (phase 2 would skip a part whose thread is gone)
     for k in range(n):
-        w.runner[k] = -1
-        w.next_t[k] = _part_next(parts[k])
-        if w.next_t[k] < 0:
+        win.runner[k] = -1
+        win.next_t[k] = _part_next(parts[k])
+        if win.next_t[k] < 0:
             return STOP_EMPTY
     if nt == 1:
-        _member(parts, n, w, &tm, until, max_events, 0, 1)
+        _member(parts, n, win, &tm, until, max_events, 0, 1)
     else:
         with parallel(num_threads=nt):
-            _member(parts, n, w, &tm, until, max_events, threadid(), rocesim_team_size())
+            _member(parts, n, win, &tm, until, max_events, threadid(), rocesim_team_size())
     if tm.action != GO:
         return tm.action
     # the slice ended inside the window: the next call goes on with it
-    w.open_events += tm.events
+    win.open_events += tm.events
     for k in range(n):
         if parts[k].error != ERR_NONE:
             return STOP_EMPTY
     if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n):
-        _close(w, n)
+        _close(win, n)
         return STOP_EMPTY
     return STOP_TIME

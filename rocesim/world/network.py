@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocesim import config
+from rocesim._core.params import core_params
 from rocesim.cc import Context
 from rocesim.errors import ScenarioError
 from rocesim.network import routing
@@ -44,8 +44,10 @@ class Network:
         arrays.update(_pfc_arrays(topology, ports, settings))
         arrays["port_uplink"] = routing.uplinks(ports, tables)
         arrays.update(_ecn_arrays(ports, settings))
+        params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
+                             needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.flow)
         return cls(topology=topology, settings=settings, ports=ports, overrides=overrides,
-                   farthest_host=tables.farthest, arrays=arrays, params=_core_params(settings))
+                   farthest_host=tables.farthest, arrays=arrays, params=params)
 
     def headroom_needed(self) -> np.ndarray:
         """Per port: the most bytes that can still arrive on one lossless priority after the
@@ -95,47 +97,6 @@ def _ecn_arrays(ports, settings: RunSettings) -> dict:
     if np.any(kmax < kmin):
         raise ScenarioError("switch.ecn.kmax", "must not be below kmin")
     return dict(port_kmin=kmin, port_kmax=kmax, port_pmax=pmax)
-
-
-def _core_params(settings: RunSettings) -> dict:
-    nic, sw = settings.nic, settings.switch
-    return dict(
-        seed=settings.seed, mtu=nic["payload"], data_hdr=nic["header"], int_bytes=nic["int_header"],
-        ack_bytes=nic["ack_size"],
-        # the ACK echoes the INT header: 46 B of headers + INT, at least the ACK size
-        ack_int_bytes=max(nic["ack_size"], 46 + nic["int_header"]),
-        cnp_bytes=nic["cnp_size"], pause_bytes=nic["pause_size"], ack_every=nic["ack_every"],
-        ack_timeout=-1 if nic["ack_timeout"] == "auto" else nic["ack_timeout"],
-        ack_prio=0 if nic["ack_high_priority"] else -1,
-        selective_repeat=int(nic["loss_recovery"] == "selective_repeat"), ttl=nic["ttl"],
-        cnp_interval=nic["cnp_interval"], nack_interval=nic["nack_interval"],
-        rto=config.AUTO_RTO if nic["rto"] == "auto" else nic["rto"],
-        rto_mask=_rto_mask(settings),
-        reserve=sw["pfc"]["reserve"], resume_offset=sw["pfc"]["resume_offset"],
-        pfc_mask=_mask(sw["pfc"]["priorities"]) if sw["pfc"]["enabled"] else 0,
-        pfc_dynamic=int(sw["pfc"]["threshold"] == "dynamic"),
-        pfc_xoff=0 if sw["pfc"]["threshold"] == "dynamic" else sw["pfc"]["threshold"],
-        ecn_mask=_mask(sw["ecn"]["priorities"]) if sw["ecn"]["enabled"] else 0,
-        lossy_dynamic=int(sw["lossy"]["dynamic"]), lossy_alpha=sw["lossy"]["alpha"],
-        int_enabled=int(settings.scheme.needs_int),
-        bounce_prio={"none": 0, "next": -1}.get(sw["pfc"]["bounce_priority"], sw["pfc"]["bounce_priority"]),
-        tx_quantum=1000 if nic["serialization"] == "whole_ns" else 0,
-        fluid=settings.mode == "flow",      # network flows as fluids (the core's fluid engine)
-        fluid_share=settings.flow["share"], fluid_startup_ps=settings.flow["startup"])
-
-
-def _rto_mask(settings: RunSettings) -> int:
-    """Priorities whose flows arm the retransmission timeout: with `nic.rto: auto`, the
-    lossy ones (the HPCC fork has no timeout; under PFC nothing is lost to buffers)."""
-    pfc_set = settings.switch["pfc"]
-    if settings.nic["rto"] != "auto":
-        return 0xFF
-    lossless = _mask(pfc_set["priorities"]) if pfc_set["enabled"] else 0
-    return 0xFF & ~lossless
-
-
-def _mask(priorities) -> int:
-    return sum(1 << p for p in priorities)
 
 
 def _per_rate(value, rate: int, default, key: str):

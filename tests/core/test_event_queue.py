@@ -7,7 +7,7 @@ import heapq
 import numpy as np
 import pytest
 
-from rocesim._core.engine import _event_queue_run
+from rocesim._core.debug import event_queue_run
 
 
 def reference(ops):
@@ -42,15 +42,15 @@ def test_order_matches_a_heap_of_time_and_insertion(seed, shift, cal_n):
             ops.append(t)
             heapq.heappush(heap, (t, k))
             k += 1
-    assert _event_queue_run(ops, shift, cal_n) == reference(ops)
+    assert event_queue_run(ops, shift, cal_n) == reference(ops)
 
 
 def test_pushes_never_precede_the_last_pop():
     """Pushes at the time of the last popped event, while far events wait beyond the
     calendar and the calendar is otherwise empty."""
     ops = [10**12, 5, -1, 5, 5, 2_000_000, -1, 5, 10**12, -1, -1, 10**12 + 1]
-    assert _event_queue_run(ops) == reference(ops)
-    assert _event_queue_run(ops, 10, 64) == reference(ops)
+    assert event_queue_run(ops) == reference(ops)
+    assert event_queue_run(ops, 10, 64) == reference(ops)
 
 
 def test_a_burst_of_simultaneous_events_then_sparse_ones():
@@ -58,5 +58,5 @@ def test_a_burst_of_simultaneous_events_then_sparse_ones():
     ones arrive, then events far apart: the front heap shrinks back after the burst."""
     ops = [1000] * 100_000 + [-1, 1000, 5000] * 50_000 + [-1] * 60_000
     ops += [10**9, -1, 10**9 + 7, 2 * 10**9, -1, -1]
-    assert _event_queue_run(ops, 8) == reference(ops)
-    assert _event_queue_run(ops, 12, 128) == reference(ops)
+    assert event_queue_run(ops, 8) == reference(ops)
+    assert event_queue_run(ops, 12, 128) == reference(ops)

@@ -15,7 +15,7 @@ def fluid(topo, **kw) -> Simulation:
 
 def _headers(sim):
     p = sim.network.params
-    return p["mtu"], p["data_hdr"], p["ack_bytes"], p["ack_every"]
+    return p["payload"], p["header"], p["ack_size"], p["ack_every"]
 
 
 def test_a_lone_flow_takes_exactly_its_ideal_time():

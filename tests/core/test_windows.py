@@ -3,14 +3,14 @@ topology (`Simulation(partition="leaves" | "pods")`), every part running its eve
 window [T, T + lookahead), then taking the packets that crossed its incoming cut links.
 
 The results depend on the partition, never on the order the parts are visited in (the
-debug `Core._part_order`: parts share no hidden state) nor on where slices end; and a run
+`debug.part_order`: parts share no hidden state) nor on where slices end; and a run
 in parts keeps the run's invariants (bytes conserved, no clock going back, nothing left
 at the end, an idle network's flow at its closed-form time)."""
 import numpy as np
 import pytest
 
 from rocesim import Simulation, topology, traffic
-from rocesim._core import engine
+from rocesim._core import debug, engine
 from rocesim.errors import ScenarioError
 from test_parts import assert_same, readbacks
 
@@ -76,12 +76,12 @@ BUILDERS = {**CASES, "collectives": collectives_fat_tree}
 
 def core_of(case, part, order=("forward", 0)):
     core = BUILDERS[case](part).build_core()
-    core._part_order(*order)
+    debug.part_order(core, *order)
     return core
 
 
 def cut_ports(core):
-    return np.flatnonzero(core._cut_ports())
+    return np.flatnonzero(core.cut_ports())
 
 
 def run_to_the_end_alike(cores, until):
@@ -136,7 +136,7 @@ def test_a_run_in_parts_keeps_the_invariants(case, level):
     np.testing.assert_array_equal(fl["delivered_bytes"], sizes)
     assert st["data_bytes_delivered"] == sizes.sum()
     assert st["time_errors"] == 0
-    assert st["packets_in_use"] == 0 and st["queue_pairs_in_use"] == 0 and core._receive_records_in_use() == 0
+    assert st["packets_in_use"] == 0 and st["queue_pairs_in_use"] == 0 and debug.receive_records_in_use(core) == 0
     assert st["pending_events"] == 0 and core.next_event_ps == -1
     assert st["link_crossings"] == ports["tx_packets"].sum()
     ws = core.window_stats()
@@ -222,7 +222,7 @@ def test_a_link_down_in_parts_loses_what_one_part_loses(link, cut):
     event count (each end's part has its fault's two events) and the packet peak (taken
     at window ends) differ."""
     (one, _), (parts, port) = link_fault_core("none", link), link_fault_core("leaves", link)
-    assert parts.n_parts == 2 and parts._cut_ports()[port] == cut
+    assert parts.n_parts == 2 and parts.cut_ports()[port] == cut
     for c in (one, parts):
         assert c.run(10**12) == engine.STOP_EMPTY
     a, b = readbacks(one), readbacks(parts)
@@ -315,7 +315,7 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     cores = []
     for order in [("forward", 0)] + ORDERS:
         core = collectives_fat_tree(level).build_core()
-        core._part_order(*order)
+        debug.part_order(core, *order)
         assert core.run(40 * 10**6 + 777) == engine.STOP_TIME
         cores.append(core)
     mid = readbacks(cores[0])
@@ -330,7 +330,7 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
     np.testing.assert_array_equal(fl["delivered_bytes"][data], sizes[data])
     assert st["data_bytes_delivered"] == sizes[data].sum()
     assert st["time_errors"] == 0 and st["packets_in_use"] == 0 and st["pending_events"] == 0
-    assert cores[0]._receive_records_in_use() == 0
+    assert debug.receive_records_in_use(cores[0]) == 0
     done, start = sim.dependency_hosts()
     part = sim.partition(level).part_of_node
     assert cores[0].window_stats()["dependency_messages"] == np.count_nonzero(part[done] != part[start])
@@ -347,4 +347,4 @@ def test_a_run_in_parts_refuses_flow_mode_and_unknown_levels():
     assert e.value.key == "partition"
     core = pfc_fat_tree("leaves").build_core()
     with pytest.raises(ValueError, match="forward, reverse or shuffle"):
-        core._part_order("sideways")
+        debug.part_order(core, "sideways")

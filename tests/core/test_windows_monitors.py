@@ -12,7 +12,7 @@ import pytest
 import pyschemes
 from helpers import switch_ring
 from rocesim import Simulation, topology, traffic
-from rocesim._core import engine
+from rocesim._core import debug, engine
 from test_faults import storm_sim
 from test_parts import assert_same, readbacks
 from test_windows import ORDERS
@@ -34,7 +34,7 @@ def cores(build, part, orders=ALL_ORDERS):
     out = []
     for order in orders:
         core = build(part).build_core()
-        core._part_order(*order)
+        debug.part_order(core, *order)
         out.append(core)
     return out
 
@@ -152,7 +152,7 @@ def test_parts_python_scheme_runs_alike_whatever_the_order():
     for order in ALL_ORDERS:
         pyschemes.HalveOnEcho.log = {}
         core = python_fat_tree("leaves").build_core()
-        core._part_order(*order)
+        debug.part_order(core, *order)
         assert core.run(60 * US + 123) == engine.STOP_TIME
         cs.append((core, pyschemes.HalveOnEcho.log))
     mid = readbacks(cs[0][0])

@@ -35,8 +35,8 @@ def _incast_closed_form(sim, res, n, size, share, startup_ps):
     its ideal FCT (latency, the last packet's hops, the ACK) is unchanged, and every flow joins
     `startup_ps` late."""
     p = sim.network.params
-    hdr = p["data_hdr"] + (p["int_bytes"] if p["int_enabled"] else 0)
-    wire_ns = (size + -(-size // p["mtu"]) * hdr) * 8 / RATE * 1e9
+    hdr = p["header"] + (p["int_header"] if p["int_enabled"] else 0)
+    wire_ns = (size + -(-size // p["payload"]) * hdr) * 8 / RATE * 1e9
     return res.flows["ideal_fct_ns"] + (n / share - 1) * wire_ns + startup_ps / 1000
 
 
