@@ -160,7 +160,7 @@ cdef struct Port:
     uint8_t xoff_rx              # the state the peer's last PAUSE frame carried, per priority
     int64_t paused_since[NPRIO]
     int64_t paused_ps[NPRIO]
-    int64_t drops
+    int64_t buffer_drops   # packets the switch buffer refused on arriving by this port
     int64_t pauses_sent
     int64_t ecn_marks
     int64_t wd_dropped           # packets the PFC watchdog dropped at this port
@@ -365,7 +365,7 @@ cdef struct PauseRec:      # one interval during which a port's priority was pau
 cdef struct Stats:
     int64_t events
     int64_t link_crossings
-    int64_t drops
+    int64_t buffer_drops   # packets a switch buffer refused (the other causes: the *_drops below)
     int64_t ttl_drops
     int64_t pauses
     int64_t resumes

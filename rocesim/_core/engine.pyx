@@ -890,7 +890,7 @@ cdef class Core:
             p = &w.ports[i]
             tx_bytes[i] = p.tx_bytes
             tx_pkts[i] = p.tx_pkts
-            drops[i] = p.drops
+            drops[i] = p.buffer_drops
             pauses[i] = p.pauses_sent
             marks[i] = p.ecn_marks
             paused_mask[i] = p.paused_mask
@@ -902,7 +902,7 @@ cdef class Core:
                 if (p.paused_mask >> k) & 1:
                     paused_ps[i, k] += now - p.paused_since[k]
                 queue_bytes[i, k] = p.q_bytes[k]
-        return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, drops=drops, pauses_sent=pauses, ecn_marks=marks,
+        return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, buffer_drops=drops, pauses_sent=pauses, ecn_marks=marks,
                     paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask,
                     watchdog_detections=wd_det, watchdog_restorations=wd_res, watchdog_drops=wd_drop)
 
@@ -1037,7 +1037,7 @@ cdef dict _counters(Sim** parts, int32_t n):
         now = max(now, s.now)
         last_work = max(last_work, s.last_work)
     return dict(
-        events=st.events, link_crossings=st.link_crossings, drops=st.drops,
+        events=st.events, link_crossings=st.link_crossings, buffer_drops=st.buffer_drops,
         ttl_drops=st.ttl_drops, pfc_pauses=st.pauses, pfc_resumes=st.resumes,
         cnps=st.cnps, nacks=st.nacks, acks=st.acks, timeouts=st.timeouts,
         retx_bytes=st.retx_bytes, data_packets_sent=st.data_pkts_sent,

@@ -16,8 +16,8 @@ from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
 
 cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
-    s.st.drops += 1
-    s.w.ports[in_port].drops += 1
+    s.st.buffer_drops += 1
+    s.w.ports[in_port].buffer_drops += 1
     pkt_free(s, i)
 
 

@@ -30,9 +30,9 @@ FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "id
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
 FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
-FLOW_MODE_EMPTY_PORTS = ("tx_packets", "drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
+FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
                          "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
-# summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals, the core's `drops`)
+# summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals)
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
@@ -92,7 +92,7 @@ class Results:
         pa = core.port_arrays
         node, peer = record.port_node, record.port_peer
         ports = dict(node=node, peer=peer, peer_node=node[peer], rate_bps=record.port_rate_bps, tx_bytes=pa["tx_bytes"],
-                     tx_packets=pa["tx_packets"], drops=pa["drops"], pauses_sent=pa["pauses_sent"],
+                     tx_packets=pa["tx_packets"], buffer_drops=pa["buffer_drops"], pauses_sent=pa["pauses_sent"],
                      ecn_marks=pa["ecn_marks"],
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
                      paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
@@ -101,7 +101,7 @@ class Results:
             scheme=record.scheme, mode=record.mode, seed=record.seed, hosts=record.hosts,
             switches=record.switches, topology=record.topology,
             events=st["events"], link_crossings=st["link_crossings"],
-            drops=None, buffer_drops=st["drops"],               # drops: set below, from DROP_CAUSES
+            drops=None, buffer_drops=st["buffer_drops"],        # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
             data_packets_sent=st["data_packets_sent"],
@@ -249,7 +249,7 @@ class Results:
     def _write_ports(self, path):
         p = self.ports
         cols = {k: p[k] for k in ("node", "peer_node", "rate_bps", "tx_bytes", "tx_packets",
-                                  "drops", "pauses_sent", "ecn_marks", "watchdog_detections",
+                                  "buffer_drops", "pauses_sent", "ecn_marks", "watchdog_detections",
                                   "watchdog_restorations", "watchdog_drops")}
         cols["paused_ns"] = p["paused_ns"].sum(axis=1)
         cols = {"port": np.arange(len(p["node"])), **cols}

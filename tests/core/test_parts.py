@@ -33,7 +33,7 @@ def readbacks(core):
     st.pop("event_queue_bytes")       # capacity, not state: an empty part's calendar adds some
     return dict(stats=st, flows=core.flow_arrays(), ports=core.port_arrays(),
                 timeline=core.pause_timeline(), switches=core.switch_arrays(),
-                queues=core.sample_queues(np.arange(len(core.port_arrays()["drops"]))),
+                queues=core.sample_queues(np.arange(len(core.port_arrays()["buffer_drops"]))),
                 sampled=dict(ids=ids, rate=rate, delivered=delivered),
                 now=core.now_ps, next=core.next_event_ps, in_use=core.packets_in_use)
 
@@ -157,7 +157,7 @@ def test_receivers_with_their_own_records_change_nothing(case):
     assert (end["flows"]["state"] == FS_DONE).all()
     assert st["data_bytes_delivered"] == end["flows"]["delivered_bytes"].sum() > 0
     if case.startswith("lossy"):
-        assert st["drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0 and end["ports"]["ecn_marks"].sum() > 0
+        assert st["buffer_drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0 and end["ports"]["ecn_marks"].sum() > 0
         assert st["cnps"] > 0 or "hpcc" in case
 
 

@@ -113,12 +113,12 @@ def test_the_order_parts_run_in_changes_nothing(case):
     st, ports, cut = end["stats"], end["ports"], cut_ports(cores[0])
     assert ports["ecn_marks"].sum() > 0 and st["cnps"] > 0
     if case == "pfc_dcqcn":
-        assert ports["pauses_sent"][cut].sum() > 0 and st["drops"] == 0
+        assert ports["pauses_sent"][cut].sum() > 0 and st["buffer_drops"] == 0
     elif case == "link_faults":
-        assert ports["pauses_sent"][cut].sum() > 0 and st["drops"] == 0        # (buffer drops)
+        assert ports["pauses_sent"][cut].sum() > 0 and st["buffer_drops"] == 0
         assert st["link_drops"] > 0 and st["retx_bytes"] > 0
     else:
-        assert st["drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0
+        assert st["buffer_drops"] > 0 and st["retx_bytes"] > 0 and st["nacks"] > 0
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -118,7 +118,7 @@ def test_parts_watchdog_contains_the_storm_as_in_one_part(action, forever):
     one.run(1_500 * US)
     ref = readbacks(one)
     np.testing.assert_array_equal(end["flows"]["delivered_bytes"], ref["flows"]["delivered_bytes"])
-    for col in ("watchdog_detections", "watchdog_restorations", "watchdog_drops", "drops", "tx_packets"):
+    for col in ("watchdog_detections", "watchdog_restorations", "watchdog_drops", "buffer_drops", "tx_packets"):
         np.testing.assert_array_equal(end["ports"][col], ref["ports"][col])
     sw = build("none")
     tor = np.flatnonzero((sw.ports.node == 8) & (sw.ports.peer_node == 0))[0]

@@ -699,7 +699,7 @@ def test_same_seed_same_results():
     assert a.summary["flows_total"] > 3 and a.summary["flows_completed"] == a.summary["flows_total"]
     for name in ("fct_ns", "slowdown", "rx_fct_ns", "src", "dst", "size_bytes", "start_ns"):
         np.testing.assert_array_equal(a.flows[name], b.flows[name], err_msg=name)
-    for name in ("tx_bytes", "ecn_marks", "pauses_sent", "drops"):
+    for name in ("tx_bytes", "ecn_marks", "pauses_sent", "buffer_drops"):
         np.testing.assert_array_equal(a.ports[name], b.ports[name], err_msg=name)
     clock = {"wall_s", "cpu_s", "link_crossings_per_cpu_s"}
     assert {k: v for k, v in a.summary.items() if k not in clock} == \
