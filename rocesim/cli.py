@@ -91,7 +91,7 @@ def _run_scenario(args) -> int:
     _empty_output(args.output, args.force)
     if not args.quiet:
         print(f"rocesim: {scn.name or os.path.basename(args.scenario)}: {scn.sim.topology.n_hosts} hosts, "
-              f"{scn.sim.n_flows} flows, {_what(scn.sim)}{_parts(scn.sim)}", file=sys.stderr)
+              f"{scn.sim.n_nodes} flows, {_what(scn.sim)}{_parts(scn.sim)}", file=sys.stderr)
     res = scn.sim.run(scn.stop, progress=not args.quiet, threads=scn.threads,
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
@@ -153,8 +153,8 @@ def _check(args) -> int:
     scn = sc.load(args.scenario, _overrides(args), estimate_workloads=True)
     scn.sim.check()
     est = scn.sim.workload_guard.estimated_nodes    # large workloads: sized from their first 2%, not built
-    flows = f"about {scn.sim.n_flows + est:,} flows (workloads sized from their first part)" if est else \
-        f"{scn.sim.n_flows} flows"
+    flows = f"about {scn.sim.n_nodes + est:,} flows (workloads sized from their first part)" if est else \
+        f"{scn.sim.n_nodes} flows"
     print(f"ok: {scn.sim.topology.n_hosts} hosts, {scn.sim.topology.n_switches} switches, "
           f"{flows}, {_what(scn.sim)}")
     if scn.sim.platform.kind != "hosts":

@@ -69,10 +69,10 @@ class RunLoop:
     `threads` threads (`choose_threads`: the results are the same for any number)."""
 
     def __init__(self, core, t_stop, t_slice, events_per_slice, *, sampler=None, reroutes=(), set_routes=None,
-                 progress=None, n_flows=0, deadlock_threshold=0, threads=1):
+                 progress=None, n_nodes=0, deadlock_threshold=0, threads=1):
         self.core, self.t_stop, self.t_slice, self.events_per_slice = core, t_stop, t_slice, events_per_slice
         self.sampler, self.reroutes, self.set_routes = sampler, list(reroutes), set_routes
-        self.progress, self.n_flows, self.deadlock_threshold = progress, n_flows, deadlock_threshold
+        self.progress, self.n_nodes, self.deadlock_threshold = progress, n_nodes, deadlock_threshold
         self.threads = threads
 
     def run(self) -> RunEnd:
@@ -86,7 +86,7 @@ class RunLoop:
         except Exception as e:      # a scheme written in Python raised (Core.run re-raises it)
             end.failure = e
         if (end.status == STOP_EMPTY and not end.interrupted and end.failure is None
-                and core.stats()["flows_done"] < self.n_flows):
+                and core.stats()["flows_done"] < self.n_nodes):
             end.stalled = True       # no event left, flows unfinished: nothing will ever move
         if end.stalled:
             # which PFC cycles hold it, detection on or off: one look, now, costs nothing

@@ -119,7 +119,7 @@ class Simulation:
         self.faults = []             # rocesim.network.faults.Fault, in the order added
         self.collectives = Collectives()     # CollectiveRecord of every collective added (kept in batches)
         # what workload generators report to: the memory limit, and `rocesim check`'s sizing
-        self.workload_guard = WorkloadGuard(self.memory, lambda: self.n_flows)
+        self.workload_guard = WorkloadGuard(self.memory, lambda: self.n_nodes)
         self.iterations = []         # iteration ids of training workloads
         self.iteration_jobs = {}     # iteration id -> the job (workload) it belongs to
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
@@ -137,7 +137,8 @@ class Simulation:
     nic = _setting("nic", "The `nic:` settings, resolved (the scheme's NIC defaults under the ones given).")
     deadlock = _setting("deadlock", "The `deadlock:` settings, resolved.")
     nccl = _setting("nccl", "How the nccl_* collective algorithms behave (`rocesim.training.nccl.NcclConfig`).")
-    flow = _setting("flow", "The flow mode's calibration: {share, startup (ps), source: {share, startup}}.")
+    fluid_calibration = _setting("fluid_calibration", "The flow mode's calibration (`flow`): {share, startup (ps), "
+                                                      "source: {share, startup}}.")
 
     @property
     def n_parts(self) -> int:
@@ -153,8 +154,9 @@ class Simulation:
     # --- traffic -------------------------------------------------------------------
 
     @property
-    def n_flows(self) -> int:
-        """Nodes added so far: data flows and compute steps (a node's id is its row)."""
+    def n_nodes(self) -> int:
+        """Nodes of the dependency graph added so far: data flows and compute steps (a node's
+        id, the id `add_flow` and `add_compute` return, is its row)."""
         return self._nodes.n
 
     def add_flow(self, src, dst, size, start=0, *, prio=config.DEFAULT_FLOW_PRIORITY,
@@ -355,14 +357,14 @@ class Simulation:
         n_threads, note = self.threads_to_run(asked)
         if note is not None and progress is not False:
             print(f"rocesim: {note}", file=sys.stderr)
-        sampler = None if interval is None else Sampler(core, interval, self.n_flows, self.ports, queue_ports)
+        sampler = None if interval is None else Sampler(core, interval, self.n_nodes, self.ports, queue_ports)
         show = sys.stderr.isatty() if progress is None else progress
         loop = RunLoop(core, t_stop, t_slice, events_per_slice, sampler=sampler,
                        reroutes=faults_mod.route_updates(self.faults, self.ports),
                        set_routes=lambda core, alive: core_build.set_routes(self.network, core, alive),
-                       progress=RunProgress(self.n_flows, None if stop is None else t_stop,
+                       progress=RunProgress(self.n_nodes, None if stop is None else t_stop,
                                             threads=n_threads) if show else None,
-                       n_flows=self.n_flows, deadlock_threshold=self.deadlock["threshold"], threads=n_threads)
+                       n_nodes=self.n_nodes, deadlock_threshold=self.deadlock["threshold"], threads=n_threads)
         self._running = True
         try:
             end = loop.run()
@@ -442,7 +444,8 @@ class Simulation:
                          hosts=topo.n_hosts, switches=topo.n_switches, original_ids=np.asarray(topo.original_ids),
                          port_node=self.ports.node, port_peer=self.ports.peer, port_rate_bps=self.ports.rate_bps,
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
-                         parts=self.n_parts, lookahead_ps=self.lookahead_ps, flow=self.flow,
+                         parts=self.n_parts, lookahead_ps=self.lookahead_ps,
+                         fluid_calibration=self.fluid_calibration,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))
 

@@ -27,7 +27,7 @@ class RunRecord:
     partition: str                   # the level the packet core ran at ("none": one part)
     parts: int
     lookahead_ps: int                # 0 in one part
-    flow: dict                       # the flow mode's calibration {share, startup (ps), source}
+    fluid_calibration: dict          # the flow mode's calibration {share, startup (ps), source}
     collectives: object              # rocesim.training.collectives.Collectives: every collective added
     iteration_jobs: dict             # iteration id -> the job it belongs to
     # one column of the nodes (flows and compute steps) by name (rocesim.world.nodes.COLUMNS),

@@ -129,10 +129,10 @@ class Results:
         summary["pfc_timeline_lost"] = int(tl["lost"])
         fluid = record.mode == "flow"
         summary["fluid_solves"] = st.get("fluid_solves") if fluid else None
-        # the calibration the fluid ran with (RunSettings.flow), null in packet mode
-        summary.update(flow_share=record.flow["share"] if fluid else None,
-                       flow_startup_ns=record.flow["startup"] / PS_PER_NS if fluid else None,
-                       flow_calibration=dict(record.flow["source"]) if fluid else None)
+        # the calibration the fluid ran with (RunSettings.fluid_calibration), null in packet mode
+        summary.update(flow_share=record.fluid_calibration["share"] if fluid else None,
+                       flow_startup_ns=record.fluid_calibration["startup"] / PS_PER_NS if fluid else None,
+                       flow_calibration=dict(record.fluid_calibration["source"]) if fluid else None)
         if fluid:
             _blank(flows, FLOW_MODE_EMPTY_FLOWS)
             _blank(ports, FLOW_MODE_EMPTY_PORTS)

@@ -110,7 +110,7 @@ def _hosts(v, key, sim) -> np.ndarray:
 
 
 def _flows(sim, v, key, rng, base_dir, index, memory):
-    memory.flows(f"{key}.flows", "flows", sim.n_flows, len(v["flows"]))
+    memory.flows(f"{key}.flows", "flows", sim.n_nodes, len(v["flows"]))
     for j, f in enumerate(v["flows"]):
         fk = f"{key}.flows[{j}]"
         try:
@@ -153,14 +153,14 @@ def _repeated_incast(sim, v, key, rng, index, memory):
     rate = max(topo.host_rate(int(h)) for h in hosts)
     # incasts of n senders x size bytes carry load x len(hosts) x rate
     memory.flows(f"{key}.duration", "repeated incast",
-                 sim.n_flows, v["load"] * len(hosts) * rate * v["duration"] / (8 * v["size"] * 1e12))
+                 sim.n_nodes, v["load"] * len(hosts) * rate * v["duration"] / (8 * v["size"] * 1e12))
     sim.add_flows(tr.repeated_incast(hosts, n, v["size"], v["load"], rate, v["duration"], rng, v["start"],
                                      v["prio"]), tag=index)
 
 
 def _permutation(sim, v, key, rng, base_dir, index, memory):
     hosts = _hosts(v["hosts"], f"{key}.hosts", sim)
-    memory.flows(key, "permutation", sim.n_flows, len(hosts))
+    memory.flows(key, "permutation", sim.n_nodes, len(hosts))
     sim.add_flows(tr.permutation(hosts, v["size"], v["start"], rng, v["prio"]), tag=index)
 
 
@@ -184,7 +184,7 @@ def _cdf(sim, v, key, rng, base_dir, index, memory):
     rates = np.array([topo.host_rate(int(h)) for h in hosts])
     cdf = _distribution(v["distribution"], f"{key}.distribution", base_dir)
     # each host offers load x its rate in flows of the distribution's mean size
-    memory.flows(f"{key}.duration", "cdf traffic", sim.n_flows,
+    memory.flows(f"{key}.duration", "cdf traffic", sim.n_nodes,
                  v["load"] * float(rates.sum()) * v["duration"] / (8 * cdf.mean() * 1e12))
     sim.add_flows(tr.poisson_cdf(hosts, rates, v["load"], v["duration"], cdf, rng, v["start"], v["prio"]),
                   tag=index)
@@ -196,7 +196,7 @@ def _hpcc_flow_file(sim, v, key, rng, base_dir, index, memory):
     if bad.any():
         raise ScenarioError(f"{key}.path", f"flow {int(np.flatnonzero(bad)[0])} has priority "
                             f"{int(table.prio[bad][0])}; data flows use priorities 1..7")
-    memory.flows(f"{key}.path", "hpcc_flow_file", sim.n_flows, len(table))
+    memory.flows(f"{key}.path", "hpcc_flow_file", sim.n_nodes, len(table))
     sim.add_flows(table, tag=index)
 
 
@@ -222,7 +222,7 @@ def _collective(sim, v, key, rng, base_dir, index, memory):
         raise ScenarioError(f"{key}.group_size", "hierarchical all-reduce needs group_size (ranks per group) "
                                                  "unless the platform has multi-GPU servers")
     groups = rank_groups(v["ranks"], f"{key}.ranks", sim)
-    memory.flows(key, f"{op} ({algorithm})", sim.n_flows,
+    memory.flows(key, f"{op} ({algorithm})", sim.n_nodes,
                  sum(flow_count_estimate(op, algorithm, len(m), v["chunks"], v["size"], sim.nccl) for m in groups))
     for members in groups:
         if len(members) < 2:

@@ -90,7 +90,7 @@ def _flow_calibration(sim) -> dict:
     from rocesim/cc/flow_calibration.json unless the scenario gives them), {} at packet level."""
     if sim.mode != "flow":
         return {}
-    used = json.dumps({"share": sim.flow["share"], "startup_ps": sim.flow["startup"]}, sort_keys=True)
+    used = json.dumps({"share": sim.fluid_calibration["share"], "startup_ps": sim.fluid_calibration["startup"]}, sort_keys=True)
     return {"flow:calibration": hashlib.sha256(used.encode()).hexdigest()}
 
 

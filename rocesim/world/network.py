@@ -45,7 +45,7 @@ class Network:
         arrays["port_uplink"] = routing.uplinks(ports, tables)
         arrays.update(_ecn_arrays(ports, settings))
         params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
-                             needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.flow)
+                             needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
         return cls(topology=topology, settings=settings, ports=ports, overrides=overrides,
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 

@@ -25,7 +25,7 @@ class RunSettings:
     nic: dict                # the scheme's NIC defaults under the ones given
     deadlock: dict
     nccl: NcclConfig         # how the nccl_* algorithms behave ('auto' pipeline: what the mode runs best)
-    flow: dict               # the flow mode's calibration: {share, startup (ps), source: {share, startup}}
+    fluid_calibration: dict  # the flow mode's calibration (`flow:`): {share, startup (ps), source: {share, startup}}
 
     @classmethod
     def resolve(cls, *, switch=None, nic=None, cc="none", cc_params=None, seed=1, deadlock=None, nccl=None,
@@ -45,7 +45,8 @@ class RunSettings:
         nccl = NcclConfig.resolve(nccl, "nccl", mode)
         _refuse_in_flow_mode(mode, scheme, switch, deadlock)
         return cls(seed=seed, mode=mode, partition=partition, scheme=scheme, cc_params=cc_params, switch=switch,
-                   nic=nic, deadlock=deadlock, nccl=nccl, flow=_fluid_calibration(flow, mode, scheme.name))
+                   nic=nic, deadlock=deadlock, nccl=nccl,
+                   fluid_calibration=_fluid_calibration(flow, mode, scheme.name))
 
     @property
     def python_scheme(self) -> bool:

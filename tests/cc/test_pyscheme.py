@@ -128,7 +128,7 @@ def test_adding_a_flow_from_a_callback_is_refused_and_the_run_is_kept():
     partial = e.value.results
     assert partial.summary["interrupted"] and partial.summary["flows_total"] == 2
     assert partial.summary["flows_completed"] == 0 and partial.flows["delivered_bytes"][0] > 0
-    assert sim.n_flows == 2
+    assert sim.n_nodes == 2
     pyschemes.AddsFlows.adding = False
     res = sim.run()
     assert res.summary["flows_completed"] == 2 and not res.summary["interrupted"]

@@ -80,7 +80,7 @@ def test_times_and_sizes_beyond_the_time_horizon_are_refused_with_the_largest_va
     with pytest.raises(ScenarioError) as e:                   # a rate cap lowers the bound
         sim.add_flow(1, 0, "1GB", rate="1Kbps")
     assert "at most 114MB" in str(e.value)
-    assert sim.n_flows == 0                                    # nothing half-added
+    assert sim.n_nodes == 0                                    # nothing half-added
     sim.add_flow(1, 0, "11400TB")                              # the largest is accepted
     with pytest.raises(ScenarioError):
         sim.add_compute(1, MAX_TIME_PS + 1)

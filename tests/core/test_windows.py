@@ -319,7 +319,7 @@ def test_dependencies_across_parts_do_not_depend_on_the_order_parts_run_in(level
         assert core.run(40 * 10**6 + 777) == engine.STOP_TIME
         cores.append(core)
     mid = readbacks(cores[0])
-    assert mid["in_use"] > 0 and 0 < (mid["flows"]["state"] == FS_DONE).sum() < sim.n_flows
+    assert mid["in_use"] > 0 and 0 < (mid["flows"]["state"] == FS_DONE).sum() < sim.n_nodes
     for c in cores[1:]:
         assert_same(mid, readbacks(c))
     end = run_to_the_end_alike(cores, 10**13)

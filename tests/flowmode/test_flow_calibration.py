@@ -76,7 +76,7 @@ def test_a_flow_mode_incast_runs_at_the_calibrated_share(cc):
     incast's FCTs are the closed form with the links' capacity x share."""
     share, startup = flow_calibration(cc)
     sim, res = _incast(cc)
-    assert sim.flow == {"share": share, "startup": startup, "source": {"share": "calibration",
+    assert sim.fluid_calibration == {"share": share, "startup": startup, "source": {"share": "calibration",
                                                                        "startup": "calibration"}}
     assert sim.network.params["fluid_share"] == share and sim.network.params["fluid_startup_ps"] == startup
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, share, startup),
@@ -87,13 +87,13 @@ def test_a_flow_mode_incast_runs_at_the_calibrated_share(cc):
 
 def test_a_given_share_and_startup_override_the_calibration():
     sim, res = _incast("dcqcn", flow={"share": 0.5, "startup": "2us"})
-    assert sim.flow["source"] == {"share": "given", "startup": "given"}
+    assert sim.fluid_calibration["source"] == {"share": "given", "startup": "given"}
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, 0.5, 2_000_000),
                        rtol=1e-9, atol=0.01)
     assert (res.summary["flow_share"], res.summary["flow_startup_ns"]) == (0.5, 2000.0)
     # one given, the other the scheme's
     sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", mode="flow", flow={"startup": "0us"})
-    assert sim.flow == {"share": flow_calibration("dcqcn")[0], "startup": 0,
+    assert sim.fluid_calibration == {"share": flow_calibration("dcqcn")[0], "startup": 0,
                         "source": {"share": "calibration", "startup": "given"}}
 
 
@@ -149,7 +149,7 @@ def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
     monkeypatch.setattr("rocesim.world.run_settings.flow_calibration", lambda name: None)
     sim, res = _incast("dcqcn")
     assert UNCALIBRATED == (1.0, 0)
-    assert sim.flow == {"share": 1.0, "startup": 0, "source": {"share": "none", "startup": "none"}}
+    assert sim.fluid_calibration == {"share": 1.0, "startup": 0, "source": {"share": "none", "startup": "none"}}
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, 1.0, 0), atol=0.01)
 
 
@@ -189,9 +189,9 @@ def test_bad_flow_settings_name_the_key(flow, key, words):
 
 def test_the_flow_section_in_yaml_set_and_check(tmp_path, capsys):
     path = write_scenario(tmp_path, small_scenario(mode="flow", cc={"scheme": "dcqcn"}))
-    assert sc.load(path).sim.flow["share"] == flow_calibration("dcqcn")[0]
+    assert sc.load(path).sim.fluid_calibration["share"] == flow_calibration("dcqcn")[0]
     sim = sc.load(path, ["flow.share=0.7", "flow.startup=3us"]).sim
-    assert (sim.flow["share"], sim.flow["startup"]) == (0.7, 3_000_000)
+    assert (sim.fluid_calibration["share"], sim.fluid_calibration["startup"]) == (0.7, 3_000_000)
     assert cli_error(capsys, "check", path, "--set", "flow.share=0").startswith("rocesim: error: flow.share: ")
 
 

@@ -46,7 +46,7 @@ def test_traffic_priority_0_is_refused_when_added_not_at_run():
     with pytest.raises(ScenarioError) as e:
         sim.add_flows(traffic.incast([1, 2], 0, 1000, 0, prio=0))
     assert "priorities 1..7" in e.value.reason
-    assert sim.n_flows == 2 and sim.run().summary["flows_completed"] == 2
+    assert sim.n_nodes == 2 and sim.run().summary["flows_completed"] == 2
 
 
 def test_check_refuses_what_run_would(tmp_path, capsys):
@@ -75,4 +75,4 @@ def test_a_refused_flow_leaves_nothing_behind():
         sim.add_flow(0, 13, 1000, path=[0, 16, 32, 13])
     with pytest.raises(ScenarioError):
         sim.add_flow(0, 13, 1000, after=[7])
-    assert sim.n_flows == 0
+    assert sim.n_nodes == 0

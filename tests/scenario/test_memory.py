@@ -56,7 +56,7 @@ def test_memory_limit_key():
 
 def test_memory_limit_allows_normal_scenarios():
     scn = sc.build(small_scenario(limits={"memory": "1GB"}))
-    assert scn.sim.n_flows == 2
+    assert scn.sim.n_nodes == 2
 
 
 @pytest.mark.parametrize("entry, key, words", [
@@ -134,19 +134,19 @@ def test_check_sizes_a_large_workload_from_its_first_part(tmp_path, monkeypatch)
     is within a factor of 2 of the whole's (here its first passes are forwards, the
     gradients' collectives come last), and nothing of it is in the Simulation."""
     path = write_scenario(tmp_path, GPT_64)
-    whole = sc.load(path).sim.n_flows
+    whole = sc.load(path).sim.n_nodes
     monkeypatch.setattr(memory.WorkloadGuard, "ESTIMATE_ABOVE", 1000)
     est = sc.load(path, estimate_workloads=True).sim
-    assert est.n_flows == 0 and whole / 2 < est.workload_guard.estimated_nodes < 2 * whole
+    assert est.n_nodes == 0 and whole / 2 < est.workload_guard.estimated_nodes < 2 * whole
     monkeypatch.setattr(memory.WorkloadGuard, "ESTIMATE_ABOVE", 10 * whole)          # small: built whole
     small = sc.load(path, estimate_workloads=True).sim
-    assert small.n_flows == whole and small.workload_guard.estimated_nodes == 0
+    assert small.n_nodes == whole and small.workload_guard.estimated_nodes == 0
 
 
 def test_a_workload_too_large_is_refused_from_its_projection(tmp_path):
     """Refused once a tenth of it is built (running) or at once (check), before the whole
     graph exists, naming the projection."""
-    whole = sc.load(write_scenario(tmp_path, GPT_64)).sim.n_flows
+    whole = sc.load(write_scenario(tmp_path, GPT_64)).sim.n_nodes
     raw = dict(GPT_64, limits={"memory": f"{memory.memory_estimate(64, 8, 128, whole // 4) // 10**6}MB"})
     for estimate in (False, True):
         with pytest.raises(ScenarioError, match="projected from its first"):

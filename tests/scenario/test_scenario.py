@@ -411,7 +411,7 @@ def test_topology_kinds(topo, hosts, switches, links, tmp_path):
     assert (t.n_hosts, t.n_switches, t.n_links) == (hosts, switches, links)
     # and in a whole scenario
     scn = sc.build(small_scenario(topology=topo, traffic=[{"kind": "permutation", "size": "1KB"}]), str(tmp_path))
-    assert scn.sim.topology.n_hosts == hosts and scn.sim.n_flows == hosts
+    assert scn.sim.topology.n_hosts == hosts and scn.sim.n_nodes == hosts
 
 
 def test_topology_link_rates():
@@ -621,7 +621,7 @@ def test_apply_overrides():
 def test_apply_overrides_replaces_a_list_entry():
     out = sc.apply_overrides(small_scenario(), ["traffic[0]={kind: permutation, size: 1KB}"])
     assert out["traffic"] == [{"kind": "permutation", "size": "1KB"}]
-    assert sc.build(out).sim.n_flows == 4
+    assert sc.build(out).sim.n_nodes == 4
 
 
 @pytest.mark.parametrize("item, reason", [

@@ -28,9 +28,9 @@ def scn(**incast):
 
 def test_scenario_repeated_incast_runs():
     s = scenario.build(scn())
-    assert s.sim.n_flows % 8 == 0 and s.sim.n_flows > 0
+    assert s.sim.n_nodes % 8 == 0 and s.sim.n_nodes > 0
     res = s.sim.run()
-    assert res.summary["flows_completed"] == s.sim.n_flows
+    assert res.summary["flows_completed"] == s.sim.n_nodes
 
 
 @pytest.mark.parametrize("extra,key", [({"receiver": 3}, "traffic[0].load"),

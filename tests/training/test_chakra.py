@@ -242,7 +242,7 @@ def test_ranks_that_do_not_fit_together_are_errors(tmp_path, ranks, where, reaso
         add_chakra(sim, trace, [0, 1])
     assert info.value.key == f"{tmp_path}/t.{where}"
     assert reason in info.value.reason
-    assert sim.n_flows == 0
+    assert sim.n_nodes == 0
 
 
 def test_add_chakra_argument_errors(tmp_path):

@@ -183,7 +183,7 @@ def test_full_size_preset_in_yaml():
                         "scale_up": {"rate": "3600Gbps", "delay": "1us"}},
            "traffic": [{"kind": "workload", "model": "deepseek_v3", "params": {"micro_batches": 1, "gpu": "B200"},
                         "parallelism": {"pp": 16, "ep": 4}}]}
-    assert scenario.build(raw).sim.n_flows > 0
+    assert scenario.build(raw).sim.n_nodes > 0
     raw["traffic"][0]["params"]["gpu"] = "H200"
     with pytest.raises(ScenarioError) as e:
         scenario.build(raw)

@@ -19,7 +19,7 @@ def _platform(servers=4, gpus=4):
 def _duration(pipeline, algorithm, op, size, mode="flow"):
     sim = Simulation(_platform(), mode=mode, nccl={"pipeline": pipeline})
     sim.add_collective(op, algorithm, size=size)
-    return float(sim.run().collectives["duration_ns"][0]), sim.n_flows
+    return float(sim.run().collectives["duration_ns"][0]), sim.n_nodes
 
 
 @pytest.mark.parametrize("op", ["allreduce", "reducescatter", "allgather"])
