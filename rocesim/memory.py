@@ -10,6 +10,7 @@ import os
 from typing import Callable
 
 from rocesim.errors import ScenarioError
+from rocesim.units import parse_size
 
 
 # --- the memory model ----------------------------------------------------------------
@@ -99,6 +100,20 @@ class MemoryLimit:
         self.configured = configured
         self.setting = setting           # how the user raises it, "{}" the size
         self.shape = (0, 0, 0)
+
+    @classmethod
+    def of(cls, limit, setting: str = "limits.memory: {}", key: str = "limits.memory") -> "MemoryLimit":
+        """The limit as configured: `limit` a size ("32GB", or bytes), None for the default (75%
+        of the machine's), or a MemoryLimit, kept as it is (a scenario's own, shared by the
+        topology and the traffic); `setting` says how a user raises it ("{}": the size)."""
+        if isinstance(limit, cls):
+            return limit
+        if limit is None:
+            return cls(setting=setting)
+        size = parse_size(limit, key, bare_ok=True)
+        if size <= 0:
+            raise ScenarioError(key, f"must be positive, got {limit!r}")
+        return cls(size, configured=True, setting=setting)
 
     def _over(self, need) -> str:
         where = "" if self.configured else " (75% of this machine's memory)"

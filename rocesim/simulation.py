@@ -107,7 +107,7 @@ class Simulation:
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
         topology.validate()
-        self.memory = _memory_limit(memory_limit)
+        self.memory = MemoryLimit.of(memory_limit, 'Simulation(memory_limit="{}")', "memory_limit")
         self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
         self.topology = topology
         self.settings = RunSettings.resolve(switch=switch, nic=nic, cc=cc, cc_params=cc_params, seed=seed,
@@ -448,15 +448,3 @@ class Simulation:
                          fluid_calibration=self.fluid_calibration,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))
-
-
-def _memory_limit(limit) -> MemoryLimit:
-    """A `MemoryLimit` (the YAML loader's own, shared) or a size for `Simulation(memory_limit=...)`."""
-    if isinstance(limit, MemoryLimit):
-        return limit
-    if limit is None:
-        return MemoryLimit(setting="Simulation(memory_limit=\"{}\")")
-    size = parse_size(limit, "memory_limit", bare_ok=True)
-    if size <= 0:
-        raise ScenarioError("memory_limit", f"must be positive, got {limit!r}")
-    return MemoryLimit(size, configured=True, setting="Simulation(memory_limit=\"{}\")")
