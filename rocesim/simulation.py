@@ -113,7 +113,7 @@ class Simulation:
         self.settings = RunSettings.resolve(switch=switch, nic=nic, cc=cc, cc_params=cc_params, seed=seed,
                                             deadlock=deadlock, nccl=nccl, mode=mode, flow=flow, partition=partition)
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
-        self.network = Network.build(topology, self.settings, routes)
+        self.network = Network.build(self.platform, self.settings, routes)
         self.ports = self.network.ports
         self._nodes = Nodes(topology, self.ports, self.settings.nic)
         self.faults = []             # rocesim.network.faults.Fault, in the order added
@@ -125,12 +125,16 @@ class Simulation:
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
         self.cc_final = None         # the scheme's parameters as the last run (or check) finalized them
         self._running = False        # run() is going: the world is the core's, not to be changed
-        self.partition_level, self._parts = partition_mod.run_parts(self.settings.partition, self.mode,
-                                                                    self.platform, self.ports)
 
     seed = _setting("seed", "Seeds ECMP hashing, ECN marking and the traffic's random draws.")
     mode = _setting("mode", "\"packet\" or \"flow\".")
     partition_setting = _setting("partition", "`partition` as given ('auto' kept); `partition_level` resolves it.")
+
+    @property
+    def partition_level(self) -> str:
+        """The level the packet core runs at: "none" (one part), "leaves" or "pods"
+        (`partition` as given, 'auto' resolved; a level may give one part, e.g. on a star)."""
+        return self.network.partition_level
     scheme = _setting("scheme", "The congestion-control scheme (`rocesim.cc.Scheme`).")
     cc_params = _setting("cc_params", "The scheme's parameters as given and defaulted ('auto' kept).")
     switch = _setting("switch", "The `switch:` settings, resolved.")
@@ -143,13 +147,13 @@ class Simulation:
     @property
     def n_parts(self) -> int:
         """The parts the packet core runs in (1: the engine as always)."""
-        return 1 if self._parts is None else self._parts.n_parts
+        return 1 if self.network.parts is None else self.network.parts.n_parts
 
     @property
     def lookahead_ps(self) -> int:
         """The lookahead of a run in parts: the smallest delay of a link between two parts
         (0 in one part)."""
-        return 0 if self._parts is None else self._parts.lookahead_ps
+        return 0 if self.network.parts is None else self.network.parts.lookahead_ps
 
     # --- traffic -------------------------------------------------------------------
 
@@ -402,7 +406,8 @@ class Simulation:
         above `fs_max_cwnd`, say).  The YAML loader calls it, so `rocesim check` refuses
         what `run` would."""
         empty = Nodes(self.topology, self.ports, self.nic)
-        core_build.finalized_scheme(self.network, Core(*core_build.core_inputs(self.network, empty, self._parts)))
+        core = Core(*core_build.core_inputs(self.network, empty, self.network.parts))
+        core_build.finalized_scheme(self.network, core)
 
     def core_inputs(self, partition: partition_mod.Partition | None = None) -> tuple[dict, dict]:
         """(the core's arrays, its parameters) as `run` hands them to
@@ -422,7 +427,7 @@ class Simulation:
     def _cut(self, partition):
         """The parts a core is built in: the run's, or `partition`'s (one part: None)."""
         if partition is None:
-            return self._parts
+            return self.network.parts
         if not isinstance(partition, partition_mod.Partition):
             raise ScenarioError("partition", f"expected a Partition (Simulation.partition), got {show(partition)}")
         return partition if partition.n_parts > 1 else None

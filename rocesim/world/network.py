@@ -1,6 +1,6 @@
-"""The network as the core takes it: ports, routes (ECMP groups and overrides), PFC
-(`world.pfc`) and ECN (`world.ecn`) per port as flat arrays, and the core's parameters,
-built and checked once."""
+"""The network as the core takes it: ports, routes (ECMP groups and overrides), the parts a
+run in parts is cut into, PFC (`world.pfc`) and ECN (`world.ecn`) per port as flat arrays,
+and the core's parameters, built and checked once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +9,9 @@ import numpy as np
 
 from rocesim._core.params import core_params
 from rocesim.cc import Context
-from rocesim.network import routing
+from rocesim.network import partition, routing
+from rocesim.network.partition import Partition
+from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.world import ecn, pfc
 from rocesim.world.run_settings import RunSettings
@@ -22,6 +24,8 @@ class Network:
 
     topology: Topology
     settings: RunSettings
+    partition_level: str         # the level the packet core runs at ('auto' resolved)
+    parts: Partition | None      # the parts it runs in, or None for one part
     ports: routing.Ports
     overrides: list              # (switch, dst, next) next-hop overrides
     farthest_host: np.ndarray    # each host's farthest peer in hops (the base RTT `auto` schemes size by)
@@ -29,12 +33,14 @@ class Network:
     params: dict
 
     @classmethod
-    def build(cls, topology: Topology, settings: RunSettings, routes=None) -> "Network":
-        """Ports, routes and per-port arrays of `topology` under `settings`; `routes` is the
-        list of `{switch, dst, next}` overrides."""
+    def build(cls, platform: Platform, settings: RunSettings, routes=None) -> "Network":
+        """Ports, routes, parts and per-port arrays of `platform`'s topology under
+        `settings`; `routes` is the list of `{switch, dst, next}` overrides."""
+        topology = platform.topology
         ports = routing.build_ports(topology)
         overrides = routing.parse_overrides(routes or [])
         tables = routing.build_routes(ports, overrides)
+        level, parts = partition.run_parts(settings.partition, settings.mode, platform, ports)
         H, N = topology.n_hosts, topology.n_nodes
         arrays = dict(n_hosts=H, n_nodes=N, port_node=ports.node, port_peer=ports.peer,
                       port_rate_bps=ports.rate_bps, port_delay_ps=ports.delay_ps, host_port=ports.host_port,
@@ -47,7 +53,8 @@ class Network:
         arrays.update(ecn.port_arrays(ports, settings.switch["ecn"], settings.scheme, settings.cc_params))
         params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
                              needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
-        return cls(topology=topology, settings=settings, ports=ports, overrides=overrides,
+        return cls(topology=topology, settings=settings, partition_level=level, parts=parts, ports=ports,
+                   overrides=overrides,
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 
     def headroom_needed(self) -> np.ndarray:
