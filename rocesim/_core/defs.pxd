@@ -207,8 +207,9 @@ cdef struct Flow:
     # state.  What a flow needs only while it sends and receives (sequence numbers, rates,
     # timers, the scheme's state) is its queue pair (`Qp`, below), taken from a pool when
     # the NIC first sends for it and returned when it is done (qp.pxd).  ECMP hashes come from the flow id
-    # (routing.flow_hash), explicit paths and rate limits are side arrays (World.flow_path_off,
-    # World.flow_rate_limit: NULL when no flow has one).
+    # (routing.flow_hash: of its queue pair's 5-tuple, World.flow_hash, or of the flow id),
+    # explicit paths and rate limits are side arrays (World.flow_path_off, World.flow_rate_limit:
+    # NULL when no flow has one).
     int32_t src
     int32_t dst
     int32_t qp             # its queue pair (FS_ACTIVE data flows once the NIC served them), or NIL
@@ -425,6 +426,9 @@ cdef struct World:
     Flow* flows            # n_flows records and a sentinel (Flow.child_off)
     int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
     int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
+    uint32_t* flow_hash    # per flow, the ECMP hash of its queue pair's 5-tuple, forward (its data)
+    uint32_t* flow_rhash   #   and reverse (its ACKs, NACKs, CNPs); NULL: each flow its own QP, hashed
+                           #   from its id (routing.flow_hash; rocesim/world/connections.py)
     int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
                            #   receive record in its receiver's part's pool, or NIL; NULL: the
                            #   receiver uses the sender's queue pair (qp.rx_of)

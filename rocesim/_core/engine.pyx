@@ -122,6 +122,8 @@ cdef void _free_world(World* w) noexcept:
                 free(w.hosts[i].paced[k])
     free(w.flow_path_off)
     free(w.flow_rate_limit)
+    free(w.flow_hash)
+    free(w.flow_rhash)
     free(w.flow_rx)
     free(w.ports)
     free(w.sw)
@@ -238,6 +240,10 @@ def _flow_columns(dict world, int H, int n_path_ports):
              is_compute=_as(world.get("flow_is_compute", np.zeros(F)), np.int32, "flow_is_compute", F),
              n_parents=_as(world.get("flow_n_parents", np.zeros(F)), np.int32, "flow_n_parents", F),
              rate_limit=_as(world.get("flow_rate_limit", np.zeros(F)), np.int64, "flow_rate_limit", F))
+    for name in ("flow_hash", "flow_rhash"):      # queue pairs' 5-tuple hashes (optional, both or none)
+        c[name] = None if world.get(name) is None else _as(world[name], np.uint32, name, F)
+    if (c["flow_hash"] is None) != (c["flow_rhash"] is None):
+        raise ValueError("core input: 'flow_hash' and 'flow_rhash' go together")
     start = _as(world["flow_start"], np.int64, "flow_start", F)
     delay = _as(world.get("flow_delay", np.zeros(F)), np.int64, "flow_delay", F)
     size, path_off, data = c["size"], c["path_off"], c["is_compute"] == 0
@@ -512,6 +518,9 @@ cdef class Core:
         w.flows[F].qp = NIL
         if (c["path_off"] >= 0).any():
             w.flow_path_off = _copy_i32(c["path_off"])
+        if c["flow_hash"] is not None:
+            w.flow_hash = _copy_u32(c["flow_hash"])
+            w.flow_rhash = _copy_u32(c["flow_rhash"])
         if (c["rate_limit"] > 0).any():
             w.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
             if w.flow_rate_limit == NULL:
@@ -1047,6 +1056,17 @@ cdef dict _counters(Sim** parts, int32_t n):
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
+
+
+cdef uint32_t* _copy_u32(cnp.ndarray a) except? NULL:
+    cdef int32_t n = a.shape[0], i
+    cdef uint32_t* out = <uint32_t*> malloc(max(n, 1) * sizeof(uint32_t))
+    cdef uint32_t[::1] v = a
+    if out == NULL:
+        raise MemoryError()
+    for i in range(n):
+        out[i] = v[i]
+    return out
 
 
 cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:

@@ -35,13 +35,18 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]
 
 
-cdef inline uint32_t flow_hash(int32_t f) noexcept nogil:
-    """ECMP hash of flow f's forward 5-tuple (its data packets): a function of the flow id."""
+cdef inline uint32_t flow_hash(World* w, int32_t f) noexcept nogil:
+    """ECMP hash of flow f's forward 5-tuple (its data packets): its queue pair's
+    (World.flow_hash), or a function of the flow id when each flow is its own queue pair."""
+    if w.flow_hash != NULL:
+        return w.flow_hash[f]
     return <uint32_t> mix64((<uint64_t> f << 1) | 1)
 
 
-cdef inline uint32_t flow_rhash(int32_t f) noexcept nogil:
+cdef inline uint32_t flow_rhash(World* w, int32_t f) noexcept nogil:
     """ECMP hash of flow f's reverse 5-tuple (its ACKs, NACKs and CNPs)."""
+    if w.flow_rhash != NULL:
+        return w.flow_rhash[f]
     return <uint32_t> mix64(<uint64_t> f << 1)
 
 

@@ -34,9 +34,9 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         return
     pk.ttl -= 1
     if pk.kind == PK_DATA:
-        out = route_lookup(s, sw, pk.dst, flow_hash(pk.flow), flow_path_off(s, pk.flow), pk.hop)
+        out = route_lookup(s, sw, pk.dst, flow_hash(w, pk.flow), flow_path_off(s, pk.flow), pk.hop)
     else:
-        out = route_lookup(s, sw, pk.dst, flow_rhash(pk.flow), NIL, 0)
+        out = route_lookup(s, sw, pk.dst, flow_rhash(w, pk.flow), NIL, 0)
     pk.hop += 1
     pk.in_prio = pk.prio
     if w.p.bounce_priority and pk.kind == PK_DATA and out != NIL and w.ports[in_port].uplink \
