@@ -21,6 +21,7 @@ from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
+from rocesim._core.routing cimport key_hash, key_rhash
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
@@ -1056,6 +1057,21 @@ cdef dict _counters(Sim** parts, int32_t n):
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
+
+
+def five_tuple_hashes(keys):
+    """(forward, reverse) ECMP hashes, uint32 arrays, of the 5-tuples the uint64 `keys` stand
+    for, as the core computes them (routing.key_hash): a flow that is its own queue pair has
+    its id as key, which the core hashes by itself when no `flow_hash` is given."""
+    k = np.ascontiguousarray(keys, dtype=np.uint64)
+    cdef const uint64_t[::1] kv = k
+    cdef cnp.ndarray[uint32_t] fwd = np.empty(k.shape[0], np.uint32)
+    cdef cnp.ndarray[uint32_t] rev = np.empty(k.shape[0], np.uint32)
+    cdef Py_ssize_t i
+    for i in range(k.shape[0]):
+        fwd[i] = key_hash(kv[i])
+        rev[i] = key_rhash(kv[i])
+    return fwd, rev
 
 
 cdef uint32_t* _copy_u32(cnp.ndarray a) except? NULL:

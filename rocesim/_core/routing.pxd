@@ -35,19 +35,29 @@ cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_
                          + <int32_t> (mix64((<uint64_t> flow_hash << 32) ^ sw.seed) % <uint64_t> cnt)]
 
 
+cdef inline uint32_t key_hash(uint64_t key) noexcept nogil:
+    """ECMP hash of the forward 5-tuple (data packets) a queue pair's `key` stands for."""
+    return <uint32_t> mix64((key << 1) | 1)
+
+
+cdef inline uint32_t key_rhash(uint64_t key) noexcept nogil:
+    """ECMP hash of the reverse 5-tuple (ACKs, NACKs and CNPs) of `key`."""
+    return <uint32_t> mix64(key << 1)
+
+
 cdef inline uint32_t flow_hash(World* w, int32_t f) noexcept nogil:
     """ECMP hash of flow f's forward 5-tuple (its data packets): its queue pair's
-    (World.flow_hash), or a function of the flow id when each flow is its own queue pair."""
+    (World.flow_hash), or, when each flow is its own queue pair, the hash of its id."""
     if w.flow_hash != NULL:
         return w.flow_hash[f]
-    return <uint32_t> mix64((<uint64_t> f << 1) | 1)
+    return key_hash(<uint64_t> f)
 
 
 cdef inline uint32_t flow_rhash(World* w, int32_t f) noexcept nogil:
     """ECMP hash of flow f's reverse 5-tuple (its ACKs, NACKs and CNPs)."""
     if w.flow_rhash != NULL:
         return w.flow_rhash[f]
-    return <uint32_t> mix64(<uint64_t> f << 1)
+    return key_rhash(<uint64_t> f)
 
 
 cdef inline int32_t flow_path_off(Sim* s, int32_t f) noexcept nogil:
