@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 
+from rocesim import lb
 from rocesim.errors import ScenarioError
 from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
                               Text, Time, Word, show)
@@ -90,6 +91,13 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
                     "(the scheme's; 0.2 for most)"),
         "priorities": Setting(PRIORITIES, DATA_PRIORITIES, "priorities whose packets may be marked"),
     },
+    "load_balancing": Setting(Custom("a mapping: `scheme` (ecmp, flowlet, spray, adaptive), its parameters, "
+                                     "`hash_seed` and `tiers` (rocesim/lb/registry.py)", lb.resolve),
+                              {"scheme": "ecmp"},
+                              "how a switch picks among equal-cost ports for data packets: ecmp (default, per "
+                              "5-tuple hash), flowlet, spray (per packet) or adaptive (least queued bytes); per "
+                              "tier with `tiers: {1: {scheme: ...}}` (1: the switches next to the hosts); "
+                              "`rocesim keys` lists each scheme's parameters"),
     "lossy": {
         "dynamic": Setting(Boolean(), True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
         "alpha": Setting(Number(0.0, 1e6, closed=True), 1.0, "dynamic-threshold alpha for lossy queues"),
@@ -128,6 +136,10 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "loss_recovery": Setting(Choice("go_back_n", "selective_repeat"), "go_back_n",
                          "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
     "ttl": Setting(Integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
+    "entropy_every": Setting(Word("none") | Integer(1, 1 << 30), "none",
+                             "sender-side entropy (multipath RoCE): a new UDP source port every N data packets "
+                             "of a queue pair, so that hashing switches spread them (1: every packet); none: "
+                             "the queue pair's own port on every packet"),
     "serialization": Setting(Choice("exact", "whole_ns"), "exact",
                          "time a frame takes on a wire (every port) and between two packets a NIC "
                          "paces: 'exact' (bytes x 8 / rate, to the ps); 'whole_ns' rounds it down to "

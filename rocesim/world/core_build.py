@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocesim._core.engine import Core
+from rocesim.lb import get_balancer
 from rocesim.network import faults as faults_mod
 from rocesim.network.partition import Partition
 from rocesim.world.network import Network
@@ -44,6 +45,8 @@ def build_core(network: Network, nodes: Nodes, parts: Partition | None, faults: 
     settings = network.settings
     scheme, cc_final = settings.scheme, finalized_scheme(network, core)
     core.install_scheme(scheme.load_module(), scheme.install_params(cc_final), needs_cnp=scheme.cnp_needed(cc_final))
+    for name, params, switches in network.balancers:
+        get_balancer(name).load_module().install(core, switches, params)
     dl = settings.deadlock
     if dl["enabled"]:
         core.enable_deadlock_detection(dl["interval"], dl["threshold"], dl["stop"])

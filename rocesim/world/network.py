@@ -9,6 +9,7 @@ import numpy as np
 
 from rocesim._core.params import core_params
 from rocesim.cc import Context
+from rocesim.lb.registry import switch_schemes
 from rocesim.network import partition, routing
 from rocesim.network.partition import Partition
 from rocesim.network.platform import Platform
@@ -29,6 +30,7 @@ class Network:
     ports: routing.Ports
     overrides: list              # (switch, dst, next) next-hop overrides
     farthest_host: np.ndarray    # each host's farthest peer in hops (the base RTT `auto` schemes size by)
+    balancers: list              # (load-balancing scheme, its params, [switch indices]) other than ECMP
     arrays: dict
     params: dict
 
@@ -53,8 +55,10 @@ class Network:
         arrays.update(ecn.port_arrays(ports, settings.switch["ecn"], settings.scheme, settings.cc_params))
         params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
                              needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
+        switch_tiers = topology.host_levels()[topology.n_hosts:]
+        balancers = switch_schemes(settings.switch["load_balancing"], switch_tiers)
         return cls(topology=topology, settings=settings, partition_level=level, parts=parts, ports=ports,
-                   overrides=overrides,
+                   overrides=overrides, balancers=balancers,
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 
     def headroom_needed(self) -> np.ndarray:

@@ -290,6 +290,10 @@ def test_keys_prints_every_declared_setting_and_nothing_else(capsys):
             rows = section.describe(prefix) if name != "scenario" else \
                 [(k, e.type.text, e.default, e.doc) for k, e in section.items()]
             declared |= {row[0] for row in rows}
+    from rocesim import lb                         # the load-balancing schemes' keys, from their declarations
+    declared |= {"switch.load_balancing.scheme", *(f"switch.load_balancing.{k}" for k in lb.registry.COMMON)}
+    for scheme in lb.builtin_balancers().values():
+        declared |= {f"switch.load_balancing.{k}" for k in scheme.params}
     printed = {line.split(" = ")[0].split(" (")[0] for line in keys if "kind = " not in line
                and not line.startswith("traffic[].model (workload)") and not line.startswith("traffic[].params.")
                and not line.startswith("traffic[].flows[].")}
