@@ -96,9 +96,10 @@ def _run_scenario(args) -> int:
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
-        from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
+        from rocesim.results.plot import marked_entries, plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
-        written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
+        written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png"),
+                                     marks=marked_entries(scn.raw.get("traffic"))))
         if res.iterations is not None:
             written.append(plot_training([(label, res.iterations, res.collectives)],
                                          os.path.join(args.output, "training.png")))
@@ -340,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",
                     help="a `rocesim run` output folder (several: on one figure), or one sweep folder")
     pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
-    pl.add_argument("--bins", type=int, default=20, help="flow-size bins of the slowdown figure (default: 20)")
+    pl.add_argument("--bins", type=int, help="flow-size bins of the slowdown figure (default: from the flow count, "
+                                             "at least 50 flows a bin, at most 20 bins)")
     pl.add_argument("--metric", help="sweep: an index.csv metric (default: iteration_mean_ns for training "
                                      "sweeps, else slowdown_p99)")
     pl.add_argument("--x", help="sweep: the swept parameter on the x axis (default: the first but cc.scheme)")

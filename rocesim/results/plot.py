@@ -13,13 +13,14 @@ import numpy as np
 
 from rocesim.results.axes import plain_axis, plt, size_axis, zoomed_bars
 from rocesim.results.collective_plot import plot_collectives
-from rocesim.results.metrics import background_mask, slowdown_by_size
+from rocesim.results.metrics import MIN_FLOWS_PER_BIN, background_mask, slowdown_by_size
 from rocesim.results.run import read_csv
 from rocesim.results.timeline_plot import plot_timeline
 
 STYLES = {50: ":", 95: "--", 99: "-"}
 MARKERS = {50: "o", 95: "s", 99: "^"}      # p95 and p99 differ in marker and line, not colour alone
 EMPTY_TEXT = "no finished data flows in this run"
+MARKED_KINDS = ("incast",)                  # traffic entries whose flows the slowdown figure draws one by one
 
 
 def _load_run(outdir):
@@ -55,30 +56,76 @@ def flow_classes(flows) -> list[tuple[str, dict]]:
             ("training", {k: np.asarray(v)[~bg] for k, v in flows.items()})]
 
 
-def plot_slowdown(runs, out_path, n_bins=20, title=None):
+def marked_entries(traffic) -> dict[int, str]:
+    """{tag: kind} of the entries of a scenario's `traffic:` list whose flows the slowdown
+    figure draws one by one (MARKED_KINDS: an incast's few large flows would vanish into the
+    size bins); a flow's `tag` in flows.csv is the index of its traffic entry."""
+    return {k: e["kind"] for k, e in enumerate(traffic if isinstance(traffic, list) else [])
+            if isinstance(e, dict) and e.get("kind") in MARKED_KINDS}
+
+
+def folder_marks(outdir) -> dict[int, str]:
+    """`marked_entries` of the scenario a results folder records (a sweep's run keeps it in
+    provenance.json; a `rocesim run` folder records none: {})."""
+    path = os.path.join(outdir, "provenance.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        scenario = json.load(f).get("scenario")
+    return marked_entries(scenario.get("traffic")) if isinstance(scenario, dict) else {}
+
+
+def _bins_text(name, counts) -> str:
+    """'162 flows in 3 equal-count bins of 54' (a class's name first when it has one)."""
+    lo, hi, n = int(counts.min()), int(counts.max()), int(counts.sum())
+    return (f"{name + ': ' if name else ''}{n} flows in {counts.size} equal-count bin{'s' if counts.size > 1 else ''}"
+            f" of {lo}{f'-{hi}' if hi > lo else ''}")
+
+
+def _draw_marked(ax, flows, marks, label, color) -> None:
+    """The finished flows of the `marks` traffic entries ({tag: kind}), one marker each."""
+    if not marks or "tag" not in flows:
+        return
+    tag = np.asarray(flows["tag"])
+    sd = np.asarray(flows["slowdown"], float)
+    for t, kind in marks.items():
+        sel = (tag == t) & np.isfinite(sd)
+        if sel.any():
+            ax.plot(np.asarray(flows["size_bytes"], float)[sel], sd[sel], linestyle="none", marker="x",
+                    markersize=6, color=color, label=f"{label}: {kind} (traffic[{t}], {int(sel.sum())} flows)")
+
+
+def plot_slowdown(runs, out_path, n_bins=None, title=None, marks=None):
     """Plot slowdown by size for `runs`, a list of (label, flows columns); save to out_path.
 
-    One run: one panel, a line per percentile (a colour per class of flows when the run
-    has background and training flows: `flow_classes`).  Several runs: a panel per
-    percentile (p50, p95, p99), a line per run, so that schemes compare at a glance; runs
-    with both classes are drawn by their background flows, and the title says so.
+    Flows are binned by size into `n_bins` bins of equal count (None: from the flow count,
+    `rocesim.results.metrics.size_bins`, so that each bin's p99 rests on about 50 flows or
+    more), and the flows of the traffic entries in `marks` ({tag: kind}, `marked_entries`:
+    incasts; or a list of one per run) are drawn one by one as well.  One run: one panel, a line per percentile (a
+    colour per class of flows when the run has background and training flows:
+    `flow_classes`).  Several runs: a panel per percentile (p50, p95, p99), a line per run,
+    so that schemes compare at a glance; runs with both classes are drawn by their
+    background flows, and the title says so.
     """
+    marks = list(marks) if isinstance(marks, (list, tuple)) else [marks or {}] * len(runs)
     if len(runs) > 1:
-        return _plot_panels(runs, out_path, n_bins, title)
+        return _plot_panels(runs, out_path, n_bins, title, marks)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     (label, flows), = runs
     classes = flow_classes(flows)
+    binned = []
     for c, (cls, part) in enumerate(classes):
         bins = slowdown_by_size(part["size_bytes"], part["slowdown"], n_bins)
         if len(bins["size_max"]) == 0:
             continue
+        binned.append(_bins_text(cls, bins["count"]))
         for k, (p, style) in enumerate(STYLES.items()):
             ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=MARKERS[p], markersize=4,
                     color=f"C{k + 3 * c}", label=f"{label}: {cls} flows p{p}" if cls else f"{label} p{p}")
+    _draw_marked(ax, _data_only(flows), marks[0], label, "k")
     ax.set_xlabel("flow size (largest in bin)")
     ax.set_ylabel("FCT slowdown")
-    ax.set_title(title or f"FCT slowdown by flow size ({n_bins} equal-count bins"
-                 + (" per class" if len(classes) > 1 else "") + ")")
+    ax.set_title(title or "FCT slowdown by flow size" + (f"\n({'; '.join(binned)})" if binned else ""), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.set_xscale("log")
@@ -102,18 +149,19 @@ def _data_only(flows) -> dict:
     return {k: np.asarray(v)[keep] for k, v in flows.items()}
 
 
-def _plot_panels(runs, out_path, n_bins, title):
+def _plot_panels(runs, out_path, n_bins, title, marks):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     classes = [flow_classes(flows) for _, flows in runs]
     background = any(len(c) > 1 for c in classes)
-    binned = [(label, slowdown_by_size(c[0][1]["size_bytes"], c[0][1]["slowdown"], n_bins))
+    binned = [(label, c[0][1], slowdown_by_size(c[0][1]["size_bytes"], c[0][1]["slowdown"], n_bins))
               for (label, _), c in zip(runs, classes)]
     for ax, p in zip(axes, STYLES):
-        for k, (label, bins) in enumerate(binned):
+        for k, (label, flows, bins) in enumerate(binned):
             if len(bins["size_max"]):
                 ax.plot(bins["size_max"], bins[f"p{p}"], "-", marker=".", color=colors[k % len(colors)],
-                        label=label)
+                        label=f"{label} ({len(bins['count'])} bins)")
+            _draw_marked(ax, flows, marks[k], label, colors[k % len(colors)])
         ax.set_xlabel("flow size (largest in bin)")
         ax.set_title(f"p{p} FCT slowdown")
         ax.grid(True, which="both", alpha=0.3)
@@ -127,7 +175,9 @@ def _plot_panels(runs, out_path, n_bins, title):
     axes[0].set_ylabel("FCT slowdown")
     if axes[0].lines:
         axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(title or f"FCT slowdown by flow size ({n_bins} equal-count bins"
+    bins_said = (f"{n_bins} equal-count bins" if n_bins else
+                 f"equal-count bins of {MIN_FLOWS_PER_BIN} flows or more where a run has them")
+    fig.suptitle(title or f"FCT slowdown by flow size ({bins_said}"
                  + ("; background flows of the runs with training traffic" if background else "") + ")")
     fig.tight_layout()
     fig.savefig(out_path, dpi=100)
@@ -220,7 +270,7 @@ def _load_training(outdir):
     return read_csv(its), read_csv(coll) if os.path.isfile(coll) else None
 
 
-def plot_dirs(outdirs, out_path=None, n_bins=20):
+def plot_dirs(outdirs, out_path=None, n_bins=None):
     """Plot one or more results folders; returns the image paths.
 
     FCT slowdown by size (default <first folder>/slowdown.png) and, when the runs hold
@@ -233,7 +283,7 @@ def plot_dirs(outdirs, out_path=None, n_bins=20):
     training = [(label, *t) for (label, _), t in zip(runs, map(_load_training, outdirs)) if t is not None]
     finished = any((~np.isnan(_data_only(flows)["slowdown"])).any() for _, flows in runs)
     if finished or not training:          # an empty run gets a figure that says so
-        written.append(plot_slowdown(runs, slow_path, n_bins))
+        written.append(plot_slowdown(runs, slow_path, n_bins, marks=[folder_marks(d) for d in outdirs]))
     if training:
         base, ext = os.path.splitext(slow_path)
         path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
