@@ -92,6 +92,24 @@ def bandwidths_gbps(collectives) -> tuple[np.ndarray, np.ndarray]:
     return alg, alg * factor
 
 
+FABRICS = ("network", "scale-up", "none")
+
+
+def collective_fabric(collectives, flows) -> np.ndarray:
+    """Per collective (a row of collectives.csv), what its data crossed: "network" when a
+    data flow of it (flows.csv's `collective`) crossed the network, "scale-up" when none did
+    but it had bytes to move among two ranks or more (on a multi-GPU platform, a collective
+    inside one server: its transfers are fluid scale-up steps, compute nodes), else "none"
+    (one rank, or no bytes)."""
+    ids = np.asarray(collectives["collective_id"], np.int64)
+    of = np.asarray(flows["collective"], np.int64)
+    net = of[~np.asarray(flows["is_compute"]).astype(bool) & (of >= 0)]
+    crossed = np.zeros(max(int(ids.max(initial=-1)), int(net.max(initial=-1))) + 1, bool)
+    crossed[net] = True
+    moved = (np.asarray(collectives["ranks"], float) > 1) & (np.asarray(collectives["size_bytes"], float) > 0)
+    return np.where(crossed[ids], FABRICS[0], np.where(moved, FABRICS[1], FABRICS[2]))
+
+
 def background_mask(flows) -> np.ndarray:
     """The network flows that belong to no collective and no training iteration."""
     mask = ~np.asarray(flows["is_compute"]).astype(bool)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import matplotlib.patches
 import numpy as np
@@ -35,13 +36,16 @@ def _load_run(outdir):
         flows = {name: table.column(name).to_numpy() for name in table.column_names}
     else:
         raise FileNotFoundError(f"{outdir} holds no flows.csv or flows.parquet (is it a rocesim output folder?)")
-    label = os.path.basename(os.path.normpath(outdir))
+    return _with_scheme(outdir, os.path.basename(os.path.normpath(outdir))), flows
+
+
+def _with_scheme(outdir, name) -> str:
+    """`name (scheme)`, the scheme from the folder's summary.json (`name` without one)."""
     summary = os.path.join(outdir, "summary.json")
-    if os.path.isfile(summary):
-        with open(summary) as f:
-            s = json.load(f)
-        label = f"{label} ({s.get('scheme', '?')})"
-    return label, flows
+    if not os.path.isfile(summary):
+        return name
+    with open(summary) as f:
+        return f"{name} ({json.load(f).get('scheme', '?')})"
 
 
 def flow_classes(flows) -> list[tuple[str, dict]]:
@@ -211,41 +215,54 @@ def _finished(values) -> np.ndarray:
 def plot_training(runs, out_path, title=None):
     """Iteration times, where the time goes, and collective durations, side by side.
 
-    `runs` is a list of (label, iterations columns, collectives columns or None): a bar
-    per run for the mean iteration time (each iteration a dot), a stacked bar per run of
-    the iteration's shares (compute, overlap, exposed communication, waiting; means over
-    hosts, see rocesim.results.overlap) when iterations.csv has them, and a box per run
-    of the collectives' durations.  Only what finished is drawn: a run whose stop time
+    `runs` is a list of (label, iterations columns, collectives columns or None); runs that
+    share a label are seeds of one configuration (a sweep's runs of it: `configuration_label`).
+    A bar per configuration for the mean iteration time (the mean of its runs' means; each
+    iteration a dot; with several seeds, whiskers from the lowest run's mean to the highest,
+    and the panel says which differences are within that spread: `axes.spread_note`), a
+    stacked bar of the iteration's shares (compute, overlap, exposed communication, waiting;
+    means over hosts, see rocesim.results.overlap) when iterations.csv has them, and a box of
+    the collectives' durations.  Only what finished is drawn: a configuration whose stop time
     came first says under its label how many iterations finished.
     """
+    groups = {}
+    for label, its, coll in runs:
+        groups.setdefault(label, []).append((its, coll))
     shares = all("exposed_comm_ns" in its for _, its, _ in runs)
-    fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * len(runs) + 4) * (1.5 if shares else 1)), 4.6))
+    n = len(groups)
+    fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * n + 4) * (1.5 if shares else 1)), 4.8))
     ax1, ax2 = axes[0], axes[-1]
-    durations = [_finished(its["duration_ns"]) / 1e6 for _, its, _ in runs]
-    labels = [label if d.size == len(its["duration_ns"]) else f"{label}\n({d.size}/{len(its['duration_ns'])} finished)"
-              for (label, its, _), d in zip(runs, durations)]
-    x = np.arange(len(runs))
-    zoomed_bars(ax1, labels, [d.mean() if d.size else np.nan for d in durations])
-    for k, d in enumerate(durations):
+    durations = {g: [_finished(its["duration_ns"]) / 1e6 for its, _ in members] for g, members in groups.items()}
+    labels = [_training_label(g, members, durations[g]) for g, members in groups.items()]
+    x = np.arange(n)
+    means = [[d.mean() for d in durations[g] if d.size] for g in groups]
+    seeds = any(len(m) > 1 for m in means)
+    zoomed_bars(ax1, labels, [np.mean(m) if m else np.nan for m in means],
+                spread=[(min(m), max(m)) if m else (np.nan, np.nan) for m in means] if seeds else None)
+    for k, g in enumerate(groups):
+        d = np.concatenate(durations[g])
         ax1.plot(np.full(d.size, k), d, "k.", markersize=5)
-    if not any(d.size for d in durations):
+    if not any(means):
         ax1.text(0.5, 0.5, "no finished iterations", ha="center", va="center", transform=ax1.transAxes)
     ax1.set_ylabel("iteration time (ms)")
-    ax1.set_title("iteration time (bar: mean, dots: iterations)")
+    ax1.set_title("iteration time (bar: mean, dots: iterations" + ("; whiskers: min-max of the seeds' means)"
+                                                                  if seeds else ")"), fontsize=10)
     if shares:
         ax = axes[1]
-        parts = np.array([iteration_shares(its) for _, its, _ in runs])      # [run, part]
-        bottom = np.zeros(len(runs))
+        parts = np.array([_mean_shares(members) for members in groups.values()])      # [configuration, part]
+        bottom = np.zeros(n)
         for j, (name, color) in enumerate(BREAKDOWN):
             ax.bar(x, np.nan_to_num(parts[:, j]), bottom=bottom, color=color, label=name)
             bottom += np.nan_to_num(parts[:, j])
         ax.set_xticks(x, labels, rotation=30, ha="right")
-        ax.set_ylim(0, 128)                           # room for the legend above the bars
-        ax.set_yticks([0, 20, 40, 60, 80, 100])
+        ax.set_ylim(0, 100)
         ax.set_ylabel("share of the iteration (%, mean over hosts)")
-        ax.set_title("where the iteration's time goes")
-        ax.legend(fontsize=7, loc="upper center", ncol=2)
-    data = [_finished(c["duration_ns"]) / 1e3 if c is not None else np.zeros(0) for _, _, c in runs]
+        ax.set_title("where the iteration's time goes", fontsize=10)
+        # under the figure, not over the bars or the y label
+        fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=len(BREAKDOWN), fontsize=8,
+                   frameon=False)
+    data = [np.concatenate([_finished(c["duration_ns"]) / 1e3 if c is not None else np.zeros(0) for _, c in members])
+            for members in groups.values()]
     if any(d.size for d in data):
         ax2.boxplot([d if d.size else [np.nan] for d in data], showfliers=True)
         ax2.set_xticks(x + 1, labels, rotation=30, ha="right")
@@ -254,12 +271,37 @@ def plot_training(runs, out_path, title=None):
     else:
         ax2.text(0.5, 0.5, "no finished collectives", ha="center", va="center", transform=ax2.transAxes)
     ax2.set_ylabel("collective duration (us)")
-    ax2.set_title("collective durations (finished)")
+    ax2.set_title("collective durations (finished)", fontsize=10)
     fig.suptitle(title or "training iterations")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06 if shares else 0, 1, 1))
     fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return out_path
+
+
+def _mean_shares(members) -> np.ndarray:
+    """`iteration_shares` averaged over a configuration's runs that finished an iteration."""
+    rows = np.array([iteration_shares(its) for its, _ in members])
+    done = np.isfinite(rows).all(axis=1)
+    return rows[done].mean(axis=0) if done.any() else np.full(len(BREAKDOWN), np.nan)
+
+
+def _training_label(label, members, durations) -> str:
+    """A configuration's label, with how many seeds it has and, when some iterations did not
+    finish, how many did."""
+    done = sum(d.size for d in durations)
+    total = sum(len(its["duration_ns"]) for its, _ in members)
+    return (label + (f"\n({len(members)} seeds)" if len(members) > 1 else "")
+            + (f"\n({done}/{total} finished)" if done < total else ""))
+
+
+def configuration_label(outdir) -> str:
+    """A results folder's name without the seed a sweep names its runs by
+    (`cc.scheme=hpcc,seed=2` -> `cc.scheme=hpcc`; `seed=2` -> `base`): a sweep's runs of one
+    configuration at several seeds share it."""
+    name = os.path.basename(os.path.normpath(outdir))
+    kept = [p for p in name.split(",") if not re.fullmatch(r"seed=-?\d+", p)]
+    return ",".join(kept) or "base"
 
 
 def _load_training(outdir):
@@ -280,7 +322,9 @@ def plot_dirs(outdirs, out_path=None, n_bins=None):
     runs = [_load_run(d) for d in outdirs]
     written = []
     slow_path = out_path or os.path.join(outdirs[0], "slowdown.png")
-    training = [(label, *t) for (label, _), t in zip(runs, map(_load_training, outdirs)) if t is not None]
+    # a sweep's runs of one configuration at several seeds: one bar with their spread
+    training = [(_with_scheme(d, configuration_label(d)), *t) for d, t in zip(outdirs, map(_load_training, outdirs))
+                if t is not None]
     finished = any((~np.isnan(_data_only(flows)["slowdown"])).any() for _, flows in runs)
     if finished or not training:          # an empty run gets a figure that says so
         written.append(plot_slowdown(runs, slow_path, n_bins, marks=[folder_marks(d) for d in outdirs]))
@@ -288,7 +332,7 @@ def plot_dirs(outdirs, out_path=None, n_bins=None):
         base, ext = os.path.splitext(slow_path)
         path = f"{base}-training{ext}" if out_path else os.path.join(outdirs[0], "training.png")
         written.append(plot_training(training, path))
-    colls = [(label, read_csv(os.path.join(d, "collectives.csv"))) for (label, _), d in zip(runs, outdirs)
+    colls = [(label, read_csv(os.path.join(d, "collectives.csv")), flows) for (label, flows), d in zip(runs, outdirs)
              if os.path.isfile(os.path.join(d, "collectives.csv"))]
     if colls:
         written.append(plot_collectives(colls, _beside(slow_path, out_path, outdirs[0], "collectives")))
