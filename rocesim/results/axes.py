@@ -15,7 +15,8 @@ import textwrap  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plt", "plain_axis", "size_axis", "zoomed_bars", "spread_note", "TRUNCATED"]
+__all__ = ["plt", "plain_axis", "size_axis", "zoomed_bars", "seed_labels", "spread_letters", "spread_note",
+           "TRUNCATED"]
 
 
 def _size_text(b, _pos=None) -> str:
@@ -47,33 +48,50 @@ def size_axis(axis) -> None:
 TRUNCATED = "axis does not start at 0"
 WITHIN_ALL = "every difference is within the seeds' spread (whiskers: min-max of the runs)"
 BEYOND_ALL = "no two bars' min-max ranges overlap: every difference exceeds the seeds' spread"
-OVERLAP = "within the seeds' spread (min-max ranges overlap): "
+SHARED = ("bars that share a letter differ by less than the seeds' spread (their min-max ranges "
+          "overlap); the others by more")
 SINGLE_RUNS = "one run a bar: no seed spread to judge the differences by"
 
 
-def spread_note(labels, spread) -> str:
-    """What the seeds' spread says of the differences between bars: `spread` is a (low,
-    high) pair per bar (the min-max of the runs behind it; NaN for none).  Bars whose
-    ranges overlap, directly or through a chain of others, are listed together (by the first
-    line of their labels): their differences are within the seeds' spread."""
+def seed_labels(labels, counts) -> tuple[list[str], str]:
+    """Bar labels with the number of seeds (runs) behind each, and what a title says of them:
+    when every bar has the same number, the labels as they are and "3 seeds each" (''
+    for one each); otherwise "(3 seeds)" under the label of each bar of more than one."""
+    if len(set(counts)) == 1:
+        return list(labels), (f"{counts[0]} seeds each" if counts and counts[0] > 1 else "")
+    return [f"{label}\n({n} seeds)" if n > 1 else label for label, n in zip(labels, counts)], ""
+
+
+def spread_letters(spread) -> list[str]:
+    """A compact letter display of the bars' min-max ranges (`spread`: a (low, high) pair per
+    bar, NaN for none): two bars share a letter when their ranges overlap, that is when
+    their difference is within the seeds' spread.  Each letter is a largest set of ranges
+    that hold a common value (ranges that overlap pairwise all do), lettered from the lowest."""
     lo, hi = (np.asarray(v, float) for v in zip(*spread))
     ok = np.flatnonzero(~np.isnan(lo))
-    if ok.size < 2:
+    sets = []
+    for v in np.unique(lo[ok]):              # a largest set holds the low end of one of its ranges
+        members = {int(k) for k in ok if lo[k] <= v <= hi[k]}
+        if not any(members <= other for other in sets):
+            sets = [other for other in sets if not other <= members] + [members]
+    letters = [""] * len(lo)
+    for j, members in enumerate(sets):
+        for k in members:
+            letters[k] += "abcdefghijklmnopqrstuvwxyz"[j % 26]
+    return letters
+
+
+def spread_note(spread) -> str:
+    """What the seeds' spread (`spread_letters`) says of the differences between bars, in words;
+    '' with fewer than two bars that have one."""
+    letters = [x for x in spread_letters(spread) if x]
+    if len(letters) < 2:
         return ""
-    groups, top = [], -np.inf                # top: the highest end of the last group's ranges
-    for k in ok[np.argsort(lo[ok], kind="stable")]:        # merge the ranges sorted by their low end
-        if groups and lo[k] <= top:
-            groups[-1].append(k)
-            top = max(top, hi[k])
-        else:
-            groups.append([k])
-            top = hi[k]
-    if len(groups) == 1:
+    if len(set("".join(letters))) == 1:
         return WITHIN_ALL
-    together = [g for g in groups if len(g) > 1]
-    if not together:
+    if len(set("".join(letters))) == len(letters):
         return BEYOND_ALL
-    return OVERLAP + "; ".join(", ".join(str(labels[k]).split("\n")[0] for k in sorted(g)) for g in together)
+    return SHARED
 
 
 def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> str:
@@ -81,8 +99,9 @@ def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> str:
     pair per bar, an error bar from low to high).  When the bars differ by less than a
     fifth of the tallest, the axis starts near the shortest (and says it does not start at
     zero), so that a 2% difference is visible.  The figure says whether the differences are
-    within the spread (`spread_note`), or, on a zoomed axis without one, that nothing tells
-    them from seed-to-seed variation; returns what it says ('' for nothing)."""
+    within the spread (`spread_note`; when some are and some are not, a letter per bar under
+    its value, `spread_letters`), or, on a zoomed axis without one, that nothing tells them
+    from seed-to-seed variation; returns what it says ('' for nothing)."""
     heights = np.asarray(heights, float)
     x = np.arange(len(labels))
     ax.bar(x, np.nan_to_num(heights), color=colors or [f"C{k % 10}" for k in range(len(labels))], alpha=0.7)
@@ -103,12 +122,14 @@ def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> str:
             notes.append(TRUNCATED)
             if spread is None:
                 notes.append(SINGLE_RUNS)
-        if spread is not None and spread_note(labels, spread):
-            notes.append(spread_note(labels, spread))
+        note = spread_note(spread) if spread is not None else ""
+        letters = spread_letters(spread) if note == SHARED else [""] * len(heights)
+        if note:
+            notes.append(note)
         for k, h in enumerate(heights):
             if not np.isnan(h):
-                ax.annotate(f"{h:.4g}", (k, hi[k] if spread is not None else h), ha="center", va="bottom",
-                            fontsize=7, xytext=(0, 2), textcoords="offset points")
+                ax.annotate(f"{h:.4g}" + (f"\n{letters[k]}" if letters[k] else ""), (k, hi[k] if spread is not None else h),
+                            ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
     plain_axis(ax.yaxis)
     if not notes:
         return ""

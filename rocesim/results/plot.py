@@ -9,10 +9,11 @@ import json
 import os
 import re
 
+import matplotlib.lines
 import matplotlib.patches
 import numpy as np
 
-from rocesim.results.axes import plain_axis, plt, size_axis, zoomed_bars
+from rocesim.results.axes import plain_axis, plt, seed_labels, size_axis, zoomed_bars
 from rocesim.results.collective_plot import plot_collectives
 from rocesim.results.metrics import MIN_FLOWS_PER_BIN, background_mask, slowdown_by_size
 from rocesim.results.run import read_csv
@@ -86,17 +87,19 @@ def _bins_text(name, counts) -> str:
             f" of {lo}{f'-{hi}' if hi > lo else ''}")
 
 
-def _draw_marked(ax, flows, marks, label, color) -> None:
-    """The finished flows of the `marks` traffic entries ({tag: kind}), one marker each."""
+def _marked(flows, marks):
+    """(tag, kind, sizes, slowdowns) of the finished flows of each traffic entry in `marks`
+    ({tag: kind}) that has some."""
     if not marks or "tag" not in flows:
-        return
+        return []
     tag = np.asarray(flows["tag"])
     sd = np.asarray(flows["slowdown"], float)
+    out = []
     for t, kind in marks.items():
         sel = (tag == t) & np.isfinite(sd)
         if sel.any():
-            ax.plot(np.asarray(flows["size_bytes"], float)[sel], sd[sel], linestyle="none", marker="x",
-                    markersize=6, color=color, label=f"{label}: {kind} (traffic[{t}], {int(sel.sum())} flows)")
+            out.append((t, kind, np.asarray(flows["size_bytes"], float)[sel], sd[sel]))
+    return out
 
 
 def plot_slowdown(runs, out_path, n_bins=None, title=None, marks=None):
@@ -126,7 +129,9 @@ def plot_slowdown(runs, out_path, n_bins=None, title=None, marks=None):
         for k, (p, style) in enumerate(STYLES.items()):
             ax.plot(bins["size_max"], bins[f"p{p}"], style, marker=MARKERS[p], markersize=4,
                     color=f"C{k + 3 * c}", label=f"{label}: {cls} flows p{p}" if cls else f"{label} p{p}")
-    _draw_marked(ax, _data_only(flows), marks[0], label, "k")
+    for t, kind, size, sd in _marked(_data_only(flows), marks[0]):       # every flow of it
+        ax.plot(size, sd, linestyle="none", marker="x", markersize=6, color="k",
+                label=f"{label}: {kind} (traffic[{t}], {sd.size} flows)")
     ax.set_xlabel("flow size (largest in bin)")
     ax.set_ylabel("FCT slowdown")
     ax.set_title(title or "FCT slowdown by flow size" + (f"\n({'; '.join(binned)})" if binned else ""), fontsize=10)
@@ -154,18 +159,22 @@ def _data_only(flows) -> dict:
 
 
 def _plot_panels(runs, out_path, n_bins, title, marks):
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), sharex=True)
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     classes = [flow_classes(flows) for _, flows in runs]
     background = any(len(c) > 1 for c in classes)
     binned = [(label, c[0][1], slowdown_by_size(c[0][1]["size_bytes"], c[0][1]["slowdown"], n_bins))
               for (label, _), c in zip(runs, classes)]
+    said = {}                                   # the marked entries, for the legend
     for ax, p in zip(axes, STYLES):
         for k, (label, flows, bins) in enumerate(binned):
             if len(bins["size_max"]):
                 ax.plot(bins["size_max"], bins[f"p{p}"], "-", marker=".", color=colors[k % len(colors)],
                         label=f"{label} ({len(bins['count'])} bins)")
-            _draw_marked(ax, flows, marks[k], label, colors[k % len(colors)])
+            for t, kind, size, sd in _marked(flows, marks[k]):       # the panel's percentile of its flows
+                ax.plot([np.median(size)], [np.percentile(sd, p)], linestyle="none", marker="X", markersize=8,
+                        markeredgecolor="k", color=colors[k % len(colors)])
+                said[f"{kind} (traffic[{t}]): the percentile of its {sd.size} flows"] = None
         ax.set_xlabel("flow size (largest in bin)")
         ax.set_title(f"p{p} FCT slowdown")
         ax.grid(True, which="both", alpha=0.3)
@@ -178,7 +187,10 @@ def _plot_panels(runs, out_path, n_bins, title, marks):
             ax.text(0.5, 0.5, EMPTY_TEXT, ha="center", va="center", transform=ax.transAxes)
     axes[0].set_ylabel("FCT slowdown")
     if axes[0].lines:
-        axes[0].legend(fontsize=8, loc="upper left")
+        handles = [line for line in axes[0].lines if not line.get_label().startswith("_")]
+        handles += [matplotlib.lines.Line2D([], [], linestyle="none", marker="X", markersize=8, color="0.6",
+                                            markeredgecolor="k", label=text) for text in said]
+        axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     bins_said = (f"{n_bins} equal-count bins" if n_bins else
                  f"equal-count bins of {MIN_FLOWS_PER_BIN} flows or more where a run has them")
     fig.suptitle(title or f"FCT slowdown by flow size ({bins_said}"
@@ -233,7 +245,8 @@ def plot_training(runs, out_path, title=None):
     fig, axes = plt.subplots(1, 3 if shares else 2, figsize=(min(18.0, max(8, 1.6 * n + 4) * (1.5 if shares else 1)), 4.8))
     ax1, ax2 = axes[0], axes[-1]
     durations = {g: [_finished(its["duration_ns"]) / 1e6 for its, _ in members] for g, members in groups.items()}
-    labels = [_training_label(g, members, durations[g]) for g, members in groups.items()]
+    labels, each = seed_labels([_training_label(g, members, durations[g]) for g, members in groups.items()],
+                               [len(members) for members in groups.values()])
     x = np.arange(n)
     means = [[d.mean() for d in durations[g] if d.size] for g in groups]
     seeds = any(len(m) > 1 for m in means)
@@ -245,8 +258,9 @@ def plot_training(runs, out_path, title=None):
     if not any(means):
         ax1.text(0.5, 0.5, "no finished iterations", ha="center", va="center", transform=ax1.transAxes)
     ax1.set_ylabel("iteration time (ms)")
-    ax1.set_title("iteration time (bar: mean, dots: iterations" + ("; whiskers: min-max of the seeds' means)"
-                                                                  if seeds else ")"), fontsize=10)
+    ax1.set_title("iteration time (bar: mean, dots: iterations" + (f";\nwhiskers: min-max of the seeds' means"
+                                                                  if seeds else "")
+                  + (f", {each}" if each else "") + ")", fontsize=10)
     if shares:
         ax = axes[1]
         parts = np.array([_mean_shares(members) for members in groups.values()])      # [configuration, part]
@@ -287,12 +301,10 @@ def _mean_shares(members) -> np.ndarray:
 
 
 def _training_label(label, members, durations) -> str:
-    """A configuration's label, with how many seeds it has and, when some iterations did not
-    finish, how many did."""
+    """A configuration's label, with how many of its iterations finished when some did not."""
     done = sum(d.size for d in durations)
     total = sum(len(its["duration_ns"]) for its, _ in members)
-    return (label + (f"\n({len(members)} seeds)" if len(members) > 1 else "")
-            + (f"\n({done}/{total} finished)" if done < total else ""))
+    return label + (f"\n({done}/{total} finished)" if done < total else "")
 
 
 def configuration_label(outdir) -> str:

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from rocesim.results.axes import TRUNCATED, plain_axis, plt, zoomed_bars
+from rocesim.results.axes import TRUNCATED, plain_axis, plt, seed_labels, zoomed_bars
 from rocesim.results.plot import configuration_label
 import rocesim.sweep.index as index
 from rocesim.sweep.index import default_metrics, parameter_label, read_done, read_folders
@@ -169,12 +169,12 @@ def plot_folders(folders, out_path=None, metric=None) -> str:
     out_path = out_path or os.path.join(folders[0], f"{metric}.png")
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups) + 3), 4.5))
     seeds = any(len(g) > 1 for g in groups.values())
-    zoomed_bars(ax, [f"{name}\n({len(g)} seeds)" if len(g) > 1 else name for name, g in groups.items()],
-                [_metric(g, metric) for g in groups.values()],
+    labels, each = seed_labels(list(groups), [len(g) for g in groups.values()])
+    zoomed_bars(ax, labels, [_metric(g, metric) for g in groups.values()],
                 spread=[_range(g, metric) for g in groups.values()] if seeds else None)
     ax.set_ylabel(label)
-    ax.set_title(f"{label}\n(a bar per run folder" + ("; seeds of one configuration: mean, min-max)"
-                                                      if seeds else ")"), fontsize=10)
+    ax.set_title(f"{label}\n(a bar per run folder" + ("; seeds of one configuration: mean, min-max" if seeds else "")
+                 + (f", {each}" if each else "") + ")", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)

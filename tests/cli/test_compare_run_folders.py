@@ -44,12 +44,13 @@ def test_plot_of_run_folders_draws_a_bar_per_folder_and_groups_a_sweeps_seeds(tm
     assert main(["plot", *map(str, folders), "--metric", "slowdown_p99"]) == 0
     assert capsys.readouterr().out.strip() == str(folders[0] / "slowdown_p99.png")
     ax = kept_figures[-1].axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["cc.scheme=none\n(2 seeds)", "cc.scheme=dctcp\n(2 seeds)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cc.scheme=none", "cc.scheme=dctcp"]
+    assert "2 seeds each" in ax.get_title()
     assert ax.get_ylabel() == metric("slowdown_p99").label
     values = [json.loads((d / "summary.json").read_text())["slowdown_p99"] for d in folders]
     assert [round(p.get_height(), 6) for p in ax.patches] == [round((values[0] + values[1]) / 2, 6),
                                                               round((values[2] + values[3]) / 2, 6)]
     note = " ".join(t.get_text() for t in ax.texts)
-    assert any(s in note for s in (axes.WITHIN_ALL, axes.BEYOND_ALL, axes.OVERLAP.strip()))
+    assert axes.WITHIN_ALL in note or axes.BEYOND_ALL in note
     # `rocesim run --force` may replace that run's results, the figure included
     assert main(["run", write_scenario(tmp_path, TINY), "-o", str(folders[0]), "-q", "--force"]) == 0

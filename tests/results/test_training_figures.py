@@ -84,7 +84,9 @@ def test_iteration_bars_show_the_seeds_spread_and_say_what_is_within_it(tmp_path
     assert [tuple(np.round(s[:, 1], 2)) for s in whiskers[0].get_segments()] == [(14.8, 14.91), (14.76, 14.86),
                                                                                 (15.6, 15.7)]
     note = " ".join(t.get_text().replace("\n", " ") for t in ax.texts)
-    assert "within the seeds' spread (min-max ranges overlap): none, dcqcn" in note and "hpcc" not in note
+    assert "bars that share a letter differ by less than the seeds' spread" in note
+    # none (14.80-14.91) and dcqcn (14.76-14.86) overlap, hpcc (15.6-15.7) neither: a letter under each value
+    assert [t.get_text() for t in ax.texts if t.get_text()[:1].isdigit()] == ["14.85\na", "14.81\na", "15.65\nb"]
 
 
 def test_single_seed_bars_on_a_zoomed_axis_say_the_spread_is_unknown(tmp_path, kept_figures):
@@ -94,11 +96,12 @@ def test_single_seed_bars_on_a_zoomed_axis_say_the_spread_is_unknown(tmp_path, k
     assert axes.TRUNCATED in text and axes.SINGLE_RUNS in text
 
 
-@pytest.mark.parametrize("spread, note", [
-    ([(1, 2), (1.5, 3), (2.5, 4)], axes.WITHIN_ALL.split(" (")[0]),   # a chain overlaps: one group
-    ([(1, 2), (3, 4)], axes.BEYOND_ALL),
-    ([(1, 2), (5, 6), (1.8, 2.2), (5.5, 7)], axes.OVERLAP + "a, c; b, d"),
-    ([(1, 1), (np.nan, np.nan)], ""),
+@pytest.mark.parametrize("spread, letters, note", [
+    ([(1, 2), (1.5, 3), (2.5, 4)], ["a", "ab", "b"], axes.SHARED),      # a chain: the ends do not overlap
+    ([(1, 2), (1.5, 3), (1.8, 4)], ["a", "a", "a"], axes.WITHIN_ALL),
+    ([(1, 2), (3, 4)], ["a", "b"], axes.BEYOND_ALL),
+    ([(1, 2), (5, 6), (1.8, 2.2), (5.5, 7)], ["a", "b", "a", "b"], axes.SHARED),
+    ([(1, 1), (np.nan, np.nan)], ["a", ""], ""),
 ])
-def test_spread_note(spread, note):
-    assert axes.spread_note(["a", "b", "c", "d"][:len(spread)], spread).startswith(note)
+def test_spread_letters(spread, letters, note):
+    assert axes.spread_letters(spread) == letters and axes.spread_note(spread) == note
