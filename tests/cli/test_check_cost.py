@@ -2,7 +2,7 @@
 (rocesim.run_cost): the crossings of complete runs within 2% of what the run counts."""
 import pytest
 
-from helpers import ROOT, TINY, write_scenario
+from helpers import ROOT, TINY, TWO_SERVERS, write_scenario
 from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.run_cost import HEAVY_PFC, ns_per_crossing, predict
@@ -15,14 +15,7 @@ SIMAI = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4 ep: 1 pp: 
          "checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0\n2\n"
          "a\t-1\t10\tALLREDUCE\t1048576\t20\tNONE\t0\t30\tALLREDUCE\t4194304\t0\n"
          "b\t-1\t10\tNONE\t0\t20\tALLGATHER\t2097152\t30\tREDUCESCATTER\t4194304\t0\n")
-SIMAI_SCENARIO = """
-topology:
-  kind: rail_optimized
-  servers: 2
-  gpus_per_server: 4
-  nic_link: {rate: 100Gbps, delay: 1us}
-  scale_up: {rate: 800Gbps, delay: 1us}
-nic: {payload: 4000B}
+SIMAI_SCENARIO = TWO_SERVERS + """
 cc: {scheme: dcqcn}
 traffic: [{kind: workload, model: {simai: wl.txt}, iterations: 1}]
 """

@@ -4,20 +4,13 @@ differences are within it."""
 import numpy as np
 import pytest
 
-from helpers import write_scenario
+from helpers import TWO_SERVERS, write_scenario
 from rocesim import cli
 from rocesim.results import axes, plot
 from rocesim.results.metrics import collective_fabric
 
 # 2 servers of 4 GPUs: TP 4 inside each server (scale-up), DP 2 across them (network)
-TP_DP = """
-topology:
-  kind: rail_optimized
-  servers: 2
-  gpus_per_server: 4
-  nic_link: {rate: 400Gbps, delay: 1us}
-  scale_up: {rate: 3600Gbps, delay: 1us}
-nic: {payload: 4000B}
+TP_DP = TWO_SERVERS + """
 traffic:
   - kind: workload
     model: gpt
