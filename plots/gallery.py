@@ -20,6 +20,8 @@ import argparse
 import os
 import sys
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -28,15 +30,6 @@ ROOT = os.path.dirname(HERE)
 # which differences are within it; the sweep file alone runs seed 1 (and
 # validation/flow_vs_packet.py takes its runs as they are there)
 TRAINING_SEEDS = [1, 2, 3]
-
-
-def _with_seeds(path, seeds):
-    """The sweep file at `path` expanded with `seeds:` set to `seeds`."""
-    import yaml
-    from rocesim import sweep
-    with open(path) as f:
-        raw = yaml.safe_load(f)
-    return sweep.expand({**raw, "seeds": seeds}, os.path.dirname(path), path)
 
 
 def main(argv=None) -> int:
@@ -52,8 +45,12 @@ def main(argv=None) -> int:
     from rocesim.sweep.table import markdown
     os.makedirs(args.docs, exist_ok=True)
     fct, training = os.path.join(args.out, "fct"), os.path.join(args.out, "training")
+    training_file = os.path.join(ROOT, "sweeps", "gallery_training.yaml")
+    with open(training_file) as f:
+        training_raw = yaml.safe_load(f)
     sweeps = {"gallery_fct": sweep.load(os.path.join(ROOT, "sweeps", "gallery_fct.yaml")),
-              "gallery_training": _with_seeds(os.path.join(ROOT, "sweeps", "gallery_training.yaml"), TRAINING_SEEDS)}
+              "gallery_training": sweep.expand({**training_raw, "seeds": TRAINING_SEEDS},
+                                               os.path.dirname(training_file), training_file)}
     for name, out in (("gallery_fct", fct), ("gallery_training", training)):
         try:
             rep = sweep.run_runs(sweeps[name], out, processes=args.jobs, rerun_stale=args.rerun_stale)
