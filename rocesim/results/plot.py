@@ -107,12 +107,13 @@ def plot_slowdown(runs, out_path, n_bins=None, title=None, marks=None):
 
     Flows are binned by size into `n_bins` bins of equal count (None: from the flow count,
     `rocesim.results.metrics.size_bins`, so that each bin's p99 rests on about 50 flows or
-    more), and the flows of the traffic entries in `marks` ({tag: kind}, `marked_entries`:
-    incasts; or a list of one per run) are drawn one by one as well.  One run: one panel, a line per percentile (a
-    colour per class of flows when the run has background and training flows:
-    `flow_classes`).  Several runs: a panel per percentile (p50, p95, p99), a line per run,
-    so that schemes compare at a glance; runs with both classes are drawn by their
-    background flows, and the title says so.
+    more).  The flows of the traffic entries in `marks` ({tag: kind}, `marked_entries`:
+    incasts; or a list of one per run) are marked apart: one run, each flow; several runs,
+    each panel's percentile of them.  One run: one panel, a line per percentile (a colour
+    per class of flows when the run has background and training flows: `flow_classes`).
+    Several runs: a panel per percentile (p50, p95, p99), a line per run, so that schemes
+    compare at a glance; runs with both classes are drawn by their background flows, and
+    the title says so.
     """
     marks = list(marks) if isinstance(marks, (list, tuple)) else [marks or {}] * len(runs)
     if len(runs) > 1:
