@@ -96,7 +96,8 @@ def spread_note(spread) -> str:
 
 def zoomed_bars(ax, labels, heights, colors=None, spread=None) -> str:
     """A bar per label with its value written on it (and, with `spread`, a (low, high)
-    pair per bar, an error bar from low to high).  When the bars differ by less than a
+    pair per bar, the min-max of the runs behind it, an error bar from low to high;
+    without, each bar is one run).  When the bars differ by less than a
     fifth of the tallest, the axis starts near the shortest (and says it does not start at
     zero), so that a 2% difference is visible.  The figure says whether the differences are
     within the spread (`spread_note`; when some are and some are not, a letter per bar under
