@@ -136,7 +136,7 @@ def _chakra(prefix, o, job: Job) -> TrainingGraph:
     if not isinstance(prefix, str):
         raise ScenarioError(job.model_key, "expected a path prefix (files <prefix>.<rank>.et)")
     prefix = prefix if os.path.isabs(prefix) else os.path.join(job.base_dir, prefix)
-    return chakra_graph(read_chakra(prefix, len(job.ranks)), job.ranks, job.iterations, platform=job.platform,
+    return chakra_graph(read_chakra(prefix, len(job.ranks), job.guard), job.ranks, job.iterations, platform=job.platform,
                         nccl=job.nccl, guard=job.guard, **job.common)
 
 

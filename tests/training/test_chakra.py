@@ -1,6 +1,10 @@
 """Chakra execution traces: decoding the protobuf files, and the timing of the graph they become."""
+import _thread
 import gzip
 import struct
+import threading
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -320,3 +324,70 @@ def test_chakra_send_to_another_rail_forwards_as_nccl_pxn(tmp_path, fabric, pxn)
     assert (f["src"][net][0], f["dst"][net][0]) == (plat.host[1] if relayed else plat.host[0], plat.host[3])
     nvlink_s = 1e-6 + b * 8 / 800e9
     assert f["start_ns"][net][0] * 1e-9 == pytest.approx(nvlink_s if relayed else 0, abs=1e-9)
+
+
+# --- gzip bombs: streamed, bounded by the memory limit, interruptible ------------------------------
+
+MiB = 1 << 20
+
+
+def write_bomb(path, head: bytes, zero_mib: int) -> int:
+    """A gzipped rank file: `head`, then `zero_mib` MiB of zero bytes, as concatenated gzip
+    members (one 1 MiB member repeated: ~1 KB each, made at once); returns its size."""
+    zeros = gzip.compress(bytes(MiB))
+    data = gzip.compress(head) + zeros * zero_mib
+    path.write_bytes(data)
+    return len(data)
+
+
+def bomb_scenario(prefix, memory):
+    return {"topology": {"kind": "star", "hosts": 2, "link": {"rate": "100Gbps", "delay": "1us"}},
+            "limits": {"memory": memory},
+            "traffic": [{"kind": "workload", "model": {"chakra": str(prefix)}, "ranks": [0]}]}
+
+
+@pytest.mark.parametrize("kind", ["one huge message", "many empty messages"])
+def test_a_gzip_bomb_is_refused_by_the_memory_limit_as_it_is_read(tmp_path, kind):
+    """A 70 KB file that expands to 64 MiB: one Node declaring 64 MiB (refused before it is
+    read), or 64 M empty Nodes (refused once the nodes read so far exceed the limit); the
+    reading never holds much more than the limit (it was decompressed whole first)."""
+    head = w.stream([w.metadata()]) + (w.varint(64 * MiB) if kind == "one huge message" else b"")
+    size = write_bomb(tmp_path / "bomb.0.et", head, 64)
+    assert size < 200_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ScenarioError) as info:
+            sc.build(bomb_scenario(tmp_path / "bomb", "8MB"), str(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    e = info.value
+    assert f"{tmp_path}/bomb.0.et:decompressed byte " in e.key
+    assert "reading the Chakra trace" in e.reason and "the limit is 8.0 MB" in e.reason
+    assert peak < 24 * MiB                     # the 8 MB limit, a 1 MiB piece, and slack
+    if kind == "one huge message":             # refused at its length prefix, unread
+        assert e.key.endswith(f"decompressed byte {len(w.stream([w.metadata()]))}")
+    # within the limit, the same reader reads a real trace (gzipped) through the scenario
+    w.write_trace(tmp_path / "ok", [[w.node(1, duration_us=2)]], gz=True)
+    assert sc.build(bomb_scenario(tmp_path / "ok", "8MB"), str(tmp_path)).sim.n_nodes == 1
+
+
+def test_reading_a_gzip_bomb_stops_at_ctrl_c(tmp_path):
+    """Ctrl-C while a 1 GiB expansion is read: the reader decompresses a piece at a time,
+    so the interrupt lands at once."""
+    write_bomb(tmp_path / "bomb.0.et", w.stream([w.metadata()]) + w.varint(1024 * MiB), 1024)
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        _thread.interrupt_main()
+
+    timer = threading.Timer(0.2, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            read_chakra(tmp_path / "bomb")
+        stopped = time.monotonic()
+    finally:
+        timer.cancel()
+    assert sent and stopped - sent[0] < 0.5

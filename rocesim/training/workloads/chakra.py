@@ -39,6 +39,7 @@ nodes of a rank may overlap: only the dependencies order them.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from rocesim.training.algorithms import DEFAULT_ALGORITHM
 from rocesim.training.collectives import append_collective, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
+from rocesim.memory import MEMORY_PER_FLOW, MemoryLimit, WorkloadGuard
 from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.workloads import _protowire as pw
@@ -128,10 +130,12 @@ class ChakraTrace:
 
 # --- reading -----------------------------------------------------------------------------
 
-def read_chakra(prefix, n_ranks: int | None = None) -> ChakraTrace:
+def read_chakra(prefix, n_ranks: int | None = None, guard: WorkloadGuard | None = None) -> ChakraTrace:
     """Read ``<prefix>.<rank>.et`` for ranks 0..n_ranks-1 (None: as many consecutive ranks
     as there are files).  Every file is checked: wire format, node attributes, that each
-    dependency names a node of the file and that the dependencies have no cycle.
+    dependency names a node of the file and that the dependencies have no cycle.  What the
+    reading holds is bounded by `guard`'s memory limit (`Simulation.workload_guard`; None:
+    75% of the machine's memory), the ranks read before counted (`read_chakra_file`).
 
     Errors are `ScenarioError`s keyed by the file, ``file:byte N`` (wire format; N counts
     decompressed bytes for a gzipped file) or ``file:node ID``."""
@@ -155,61 +159,129 @@ def read_chakra(prefix, n_ranks: int | None = None) -> ChakraTrace:
         if os.path.isfile(f"{prefix}.{n_ranks}.et"):
             raise ScenarioError(f"{prefix}.{n_ranks}.et", f"the trace has more than the {n_ranks} ranks asked "
                                                           "for; run it on as many hosts as it has ranks")
+    guard = WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
     trace = ChakraTrace([], [], [])
+    held = WorkloadGuard(guard.memory, lambda: guard.existing() + sum(map(len, trace.ranks)))
     for r in range(n_ranks):
         path = f"{prefix}.{r}.et"
-        version, nodes = read_chakra_file(path)
+        version, nodes = read_chakra_file(path, held)
         trace.ranks.append(nodes)
         trace.paths.append(path)
         trace.versions.append(version)
     return trace
 
 
-def read_chakra_file(path) -> tuple[str, list[ChakraNode]]:
-    """One rank's file: its GlobalMetadata version and its nodes, sorted by id."""
+def read_chakra_file(path, guard: WorkloadGuard | None = None) -> tuple[str, list[ChakraNode]]:
+    """One rank's file: its GlobalMetadata version and its nodes, sorted by id.
+
+    A gzipped file is decompressed as it is read, a piece at a time (so Ctrl-C stops it),
+    and what the reading holds (the nodes so far, the message being read) is checked
+    against `guard`'s memory limit (a `rocesim.memory.WorkloadGuard`; None: 75% of the
+    machine's memory) as it grows: a small file that expands beyond it is refused, keyed
+    by the byte where it went over."""
     path = os.fspath(path)
+    guard = WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
     try:
+        size = os.path.getsize(path)
+        guard.reading(path, "the Chakra trace file", size)
         with open(path, "rb") as f:
-            buf = f.read()
+            raw = f.read()
     except OSError as e:
         raise ScenarioError(path, f"cannot read the Chakra trace: {e.strerror or e}") from None
-    note_read(path, buf)                       # a sweep records what its runs were made from
-    where = f"{path}:byte"
-    if buf[:2] == GZIP_MAGIC:
-        try:
-            buf = gzip.decompress(buf)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ScenarioError(path, f"the gzip data is corrupt: {e}") from None
-        where = f"{path}:decompressed byte"
-    spans = []
+    note_read(path, raw)                       # a sweep records what its runs were made from
+    gzipped = raw[:2] == GZIP_MAGIC
+    where = f"{path}:decompressed byte" if gzipped else f"{path}:byte"
+    source = gzip.GzipFile(fileobj=io.BytesIO(raw)) if gzipped else io.BytesIO(raw)
+    reader = _MessageReader(source, where, guard, len(raw))
+    version, nodes = None, []
     try:
-        pos, end = 0, len(buf)
-        while pos < end:
-            at = pos
-            length, pos = pw.read_varint(buf, pos, end)
-            if length > end - pos:
-                raise pw.WireError(at, f"message {len(spans)} declares {length} bytes but only {end - pos} "
-                                       "remain (is the file truncated?)")
-            spans.append((pos, pos + length))
-            pos += length
-    except pw.WireError as e:
-        raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace: {e.reason}") from None
-    if not spans:
+        for k, (at, msg) in enumerate(reader):
+            what = "the GlobalMetadata message" if k == 0 else f"message {k} (a Node)"
+            try:
+                if k == 0:
+                    version = _metadata(msg, (0, len(msg)))
+                else:
+                    nodes.append(_node(msg, (0, len(msg))))
+            except pw.WireError as e:
+                raise ScenarioError(f"{where} {at + e.offset}", f"malformed Chakra trace, in {what}: "
+                                                                f"{e.reason}") from None
+            except _BadNode as e:
+                raise ScenarioError(f"{path}:node {e.node.id}", f"{what}: {e.node.type_name} {e.reason}") from None
+            if k % _CHECK_EVERY == 0:
+                reader.holding(k)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ScenarioError(path, f"the gzip data is corrupt: {e}") from None
+    if version is None:
         raise ScenarioError(f"{where} 0", "empty Chakra trace: expected a GlobalMetadata message and then "
                                           "the nodes")
-    nodes = []
-    for k, span in enumerate(spans):
-        what = "the GlobalMetadata message" if k == 0 else f"message {k} (a Node)"
-        try:
-            if k == 0:
-                version = _metadata(buf, span)
-            else:
-                nodes.append(_node(buf, span))
-        except pw.WireError as e:
-            raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace, in {what}: {e.reason}") from None
-        except _BadNode as e:
-            raise ScenarioError(f"{path}:node {e.node.id}", f"{what}: {e.node.type_name} {e.reason}") from None
     return version, _checked(path, nodes)
+
+
+# what reading one node holds, in bytes: its ChakraNode, its attributes' dict and values
+# (measured with tracemalloc on traces of compute and collective nodes: 700-900 B), and
+# the graph node it becomes (MEMORY_PER_FLOW)
+NODE_READ_BYTES = 1024 + MEMORY_PER_FLOW
+_READ_PIECE = 1 << 20          # bytes read (decompressed) at a time
+_CHECK_EVERY = 4096            # messages between two checks of the memory held
+
+
+class _MessageReader:
+    """The length-prefixed messages of a stream read a piece at a time: yields (offset of
+    the message's first byte in the stream, its bytes).  `holding(k)` checks the memory of
+    k nodes read and of what is buffered against the guard."""
+
+    def __init__(self, source, where: str, guard: WorkloadGuard, raw_bytes: int) -> None:
+        self.source, self.where, self.guard = source, where, guard
+        self.raw_bytes = raw_bytes          # the file itself, held while it is read
+        self.buf = bytearray()
+        self.pos = 0                        # the next message's length prefix in buf
+        self.base = 0                       # stream offset of buf[0]
+        self.eof = False
+
+    def _more(self, need: int) -> None:
+        """Read until buf holds `need` bytes from pos on, or the stream ends."""
+        if len(self.buf) - self.pos >= need or self.eof:
+            return
+        del self.buf[:self.pos]             # drop what was read (once per piece, not per message)
+        self.base += self.pos
+        self.pos = 0
+        while len(self.buf) < need and not self.eof:
+            piece = self.source.read(_READ_PIECE)
+            if piece:
+                self.buf += piece
+            else:
+                self.eof = True
+
+    def holding(self, nodes: int, message: int = 0) -> None:
+        need = self.raw_bytes + len(self.buf) + message + nodes * NODE_READ_BYTES
+        self.guard.reading(f"{self.where} {self.base + self.pos}",
+                           f"reading the Chakra trace ({nodes:,} nodes so far)", need)
+
+    def __iter__(self):
+        k = 0
+        while True:
+            self._more(10)                  # a length prefix is at most 10 bytes
+            if self.pos == len(self.buf):
+                return
+            try:
+                length, start = pw.read_varint(self.buf, self.pos, len(self.buf))
+            except pw.WireError as e:
+                raise ScenarioError(f"{self.where} {self.base + e.offset}", f"malformed Chakra trace: "
+                                                                            f"{e.reason}") from None
+            if length > len(self.buf) - start:
+                self.holding(k, length)     # a declared length beyond the limit: refused unread
+                prefix = start - self.pos
+                self._more(prefix + length)           # (moves pos to 0)
+                start = self.pos + prefix
+            remain = len(self.buf) - start
+            if length > remain:
+                raise ScenarioError(f"{self.where} {self.base + self.pos}", f"malformed Chakra trace: message {k} "
+                                                                            f"declares {length} bytes but only "
+                                                                            f"{remain} remain (is the file "
+                                                                            "truncated?)")
+            yield self.base + start, bytes(self.buf[start:start + length])
+            self.pos = start + length
+            k += 1
 
 
 class _BadNode(Exception):
