@@ -27,14 +27,27 @@ mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).
 As in proto3, a field that is absent reads as its default (id 0, type INVALID, no
 dependencies); an attribute without a value reads as 0.
 
-Semantics (`chakra_graph`): a node starts when all its data and control dependencies are
-done.  COMP_NODE computes for duration_micros; COMM_COLL_NODE (attributes comm_type,
-comm_size in bytes) is a collective over all ranks: the k-th collective node of every
-rank (in node-id order) is the same collective; COMM_SEND_NODE (comm_dst, comm_size,
-comm_tag) and COMM_RECV_NODE (comm_src, comm_tag) pair up in node-id order per
-(sender, receiver, tag) and become one flow that the recv node waits for.  Every other
-node type is a zero-duration step that only keeps the ordering.  Independent compute
-nodes of a rank may overlap: only the dependencies order them.
+Semantics (`chakra_graph`), ASTRA-sim 2.0's (astra-sim/workload/Workload.cc, `issue`, as of
+its releases with Chakra's feeder v2; its feeder reads an absent ``is_cpu_op`` as false): a
+node starts when all its data dependencies are done (its control dependencies, the call
+tree's parent in what Chakra's PyTorch converter writes, order nothing: ASTRA-sim's feeder
+reads data dependencies only, and Chakra's own feeder test trace has control dependencies
+on nodes it left out and against the data dependencies).  A node with the attribute
+``is_cpu_op: true`` is CPU time, whatever its type (but MEM_LOAD/MEM_STORE): it takes its
+duration_micros, and no communication: what Chakra's PyTorch converter writes for the CPU
+side of a collective (``c10d::allreduce_``, ``record_param_comms``: COMM_COLL_NODE without
+comm_type) is the launch's CPU time, and the GPU-side node (``ncclKernel``, with comm_type
+and comm_size) the collective.  On the GPU side, COMP_NODE computes for duration_micros;
+COMM_COLL_NODE (attributes comm_type, comm_size in bytes) is a collective over all ranks:
+the k-th GPU collective node of every rank (in node-id order) is the same collective, and
+its comm_size is what ASTRA-sim reads it as: each rank's buffer, the input for an
+all-gather (whose result is comm_size x ranks; rocesim counts an all-gather by its output,
+as nccl-tests do, so it runs comm_size x ranks); COMM_SEND_NODE (comm_dst, comm_size,
+comm_tag) and COMM_RECV_NODE (comm_src, comm_tag) pair up in node-id order per (sender,
+receiver, tag) and become one flow that the recv node waits for.  Every other node is a
+zero-duration step that only keeps the ordering.  Independent nodes of a rank may overlap:
+only the dependencies order them (ASTRA-sim also runs one CPU op, one GPU compute and one
+GPU communication of a rank at a time, in the order they become ready).
 """
 from __future__ import annotations
 
@@ -91,7 +104,8 @@ class ChakraNode:
     id: int
     name: str = ""
     type: int = INVALID_NODE
-    duration_ps: int = 0                 # duration_micros in ps (used for COMP_NODE)
+    duration_ps: int = 0                 # duration_micros in ps (COMP_NODE and CPU ops)
+    is_cpu_op: bool = False              # CPU time, whatever the type (ASTRA-sim's Workload::issue)
     comm_type: int | None = None         # CollectiveCommType (COMM_COLL_NODE)
     comm_size: int | None = None         # bytes
     comm_src: int | None = None          # rank (COMM_RECV_NODE)
@@ -107,8 +121,10 @@ class ChakraNode:
 
     @property
     def deps(self) -> list[int]:
-        """Data and control dependencies, each once."""
-        return list(dict.fromkeys(self.data_deps + self.ctrl_deps))
+        """What the node waits for: its data dependencies, each once.  Its control
+        dependencies are its parent in the call tree (what Chakra's PyTorch converter writes
+        there), which ASTRA-sim's feeder does not wait for either."""
+        return list(dict.fromkeys(self.data_deps))
 
 
 @dataclass
@@ -218,8 +234,9 @@ def read_chakra_file(path, guard: WorkloadGuard | None = None) -> tuple[str, lis
 
 
 # what reading one node holds, in bytes: its ChakraNode, its attributes' dict and values
-# (measured with tracemalloc on traces of compute and collective nodes: 700-900 B), and
-# the graph node it becomes (MEMORY_PER_FLOW)
+# (measured with tracemalloc on traces of compute and collective nodes: 600-800 B held,
+# 1.0-1.2 KB at the peak of the checks after the reading), and the graph node it becomes
+# (MEMORY_PER_FLOW)
 NODE_READ_BYTES = 1024 + MEMORY_PER_FLOW
 _READ_PIECE = 1 << 20          # bytes read (decompressed) at a time
 _CHECK_EVERY = 4096            # messages between two checks of the memory held
@@ -380,7 +397,9 @@ def _node(buf, span) -> ChakraNode:
                       data_deps=tuple(deps["data_deps"]), ctrl_deps=tuple(deps["ctrl_deps"]), attrs=attrs)
     for key in ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"):
         setattr(node, key, _int_attr(node, attrs, key))
-    _check_comm_attrs(node)
+    node.is_cpu_op = bool(_int_attr(node, attrs, "is_cpu_op"))
+    if not node.is_cpu_op:                # a CPU op is replayed as time: it communicates nothing
+        _check_comm_attrs(node)
     return node
 
 
@@ -391,7 +410,8 @@ def _int_attr(node, attrs, key) -> int | None:
     if v is None:                       # an attribute with no value: proto3's default
         return 0
     if isinstance(v, (list, str, bytes, float)):
-        raise _BadNode(node, f"attribute {key} must hold an integer, got {v!r}")
+        raise _BadNode(node, f"attribute {key} must hold {'a bool' if key == 'is_cpu_op' else 'an integer'}, "
+                             f"got {v!r}")
     return int(v)
 
 
@@ -590,6 +610,10 @@ def _plan(trace: ChakraTrace) -> _Plan:
                                                                  "rank's trace")
                 children.append(u)
                 parents.append(index[d])
+            if node.is_cpu_op:               # CPU time, communication or not (ASTRA-sim's issue)
+                steps.append(u)
+                durations.append(0 if node.type in (MEM_LOAD_NODE, MEM_STORE_NODE) else node.duration_ps)
+                continue
             if node.type == COMM_COLL_NODE and n > 1:
                 colls.append(u)
                 continue
@@ -650,8 +674,9 @@ def _match_collectives(trace: ChakraTrace, plan: _Plan, coll_nodes: list[list[in
             raise ScenarioError(trace.where(0, first.id), f"collective {_comm_name(first.comm_type)} is not "
                                                           "supported; supported: " +
                                                           ", ".join(COMM_TYPES[t] for t in COLLECTIVE_OPS))
-        out.append(_Collective(COLLECTIVE_OPS[first.comm_type], first.comm_size,
-                               np.array([c[k] for c in coll_nodes], np.int64)))
+        op = COLLECTIVE_OPS[first.comm_type]
+        size = first.comm_size * (trace.n_ranks if op == "allgather" else 1)   # ASTRA-sim: the input
+        out.append(_Collective(op, size, np.array([c[k] for c in coll_nodes], np.int64)))
     return out
 
 
