@@ -175,7 +175,7 @@ def read_chakra(prefix, n_ranks: int | None = None, guard: WorkloadGuard | None 
         if os.path.isfile(f"{prefix}.{n_ranks}.et"):
             raise ScenarioError(f"{prefix}.{n_ranks}.et", f"the trace has more than the {n_ranks} ranks asked "
                                                           "for; run it on as many hosts as it has ranks")
-    guard = WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
+    guard = _guard(guard)
     trace = ChakraTrace([], [], [])
     held = WorkloadGuard(guard.memory, lambda: guard.existing() + sum(map(len, trace.ranks)))
     for r in range(n_ranks):
@@ -196,7 +196,7 @@ def read_chakra_file(path, guard: WorkloadGuard | None = None) -> tuple[str, lis
     machine's memory) as it grows: a small file that expands beyond it is refused, keyed
     by the byte where it went over."""
     path = os.fspath(path)
-    guard = WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
+    guard = _guard(guard)
     try:
         size = os.path.getsize(path)
         guard.reading(path, "the Chakra trace file", size)
@@ -231,6 +231,11 @@ def read_chakra_file(path, guard: WorkloadGuard | None = None) -> tuple[str, lis
         raise ScenarioError(f"{where} 0", "empty Chakra trace: expected a GlobalMetadata message and then "
                                           "the nodes")
     return version, _checked(path, nodes)
+
+
+def _guard(guard: WorkloadGuard | None) -> WorkloadGuard:
+    """`guard`, or without one the machine's default memory limit and nothing else held."""
+    return WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
 
 
 # what reading one node holds, in bytes: its ChakraNode, its attributes' dict and values
@@ -522,7 +527,7 @@ class _Plan:
 
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
                  prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", guard=None, nccl=None,
-                 platform=None, pxn=PXN_DEFAULT) -> TrainingGraph:
+                 platform=None, pxn=PXN_DEFAULT, options=None) -> TrainingGraph:
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
     `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
     as job `job`; `guard` (a `rocesim.memory.WorkloadGuard`, e.g.
@@ -536,9 +541,10 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
-    Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces and
-    priority `prio`, as do the flows of send/recv pairs; roots start at `start` (ps); every
-    node gets `tag`.
+    Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces,
+    priority `prio` and the algorithms' own `options` (an ASTRA-sim system file's:
+    `rocesim.training.workloads.astra_system`), the flows of send/recv pairs `prio`; roots
+    start at `start` (ps); every node gets `tag`.
     """
     if not isinstance(trace, ChakraTrace):
         raise ScenarioError("trace", f"expected a ChakraTrace (from read_chakra), got {type(trace).__name__}")
@@ -575,7 +581,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
                 continue
             rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
-                                 job=job, nccl=nccl, platform=platform, pxn=pxn)
+                                 job=job, nccl=nccl, platform=platform, pxn=pxn, options=options)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes
