@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
-def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl
+def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, options=None
           ) -> tuple[np.ndarray, Platform, Algorithm, Plan]:
     """A collective's inputs checked and its plan: (ranks, platform (of hosts when None), the
     algorithm (`auto` resolved), the plan it is built by)."""
@@ -217,7 +218,8 @@ def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl
     if op == "alltoall" and size < p:
         raise ScenarioError("size", f"an all-to-all of {size} B on {p} ranks sends nothing (size/p bytes per pair)")
     chunks = max(1, min(chunks, smallest_block(op, size, p)))            # no empty chunk
-    plan = Plan(op, int(size), chunks, chunks, group_size=group_size, nccl=NcclConfig.resolve(nccl))
+    plan = Plan(op, int(size), chunks, chunks, group_size=group_size, nccl=NcclConfig.resolve(nccl),
+                options=MappingProxyType(dict(options or {})))
     return ranks, platform, alg, (plan if alg.plan is None else alg.plan(plan, platform, ranks))
 
 
@@ -260,7 +262,7 @@ def closed_form_rows(op, algorithm, rows, size, *, platform, chunks=1, nccl=None
 
 def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_FLOW_PRIORITY, cid=0,
                    iteration=-1, tag=0, start=0, group_size=None, platform=None, pxn=PXN_DEFAULT,
-                   job="", closed_form=True, nccl=None) -> CollectiveRecord:
+                   job="", closed_form=True, nccl=None, options=None) -> CollectiveRecord:
     """Append a collective to Graph `g`, built by its algorithm (`rocesim.training.algorithms`);
     returns its record (graph-local ids).
 
@@ -270,11 +272,11 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
-    the nccl_* algorithms.
+    the nccl_* algorithms; `options` (a mapping) are the algorithm's own settings (`Plan.options`).
     The start nodes are roots starting at `start` unless the caller makes them depend on
     other nodes (`g.depend(record.start_nodes, ...)`).
     """
-    ranks, platform, alg, plan = _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl)
+    ranks, platform, alg, plan = _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, options)
     p = ranks.size
     t = Transfers(g, ranks, plan.pieces, prio, cid, iteration, tag, platform, pxn, plan.lanes)
     hosts = platform.host_of(ranks)
