@@ -448,6 +448,7 @@ class Simulation:
         return RunRecord(scheme=self.scheme.name, mode=self.mode, seed=self.seed, topology=topo.name,
                          hosts=topo.n_hosts, switches=topo.n_switches, original_ids=np.asarray(topo.original_ids),
                          port_node=self.ports.node, port_peer=self.ports.peer, port_rate_bps=self.ports.rate_bps,
+                         port_tier=self.network.port_tier,
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
