@@ -23,6 +23,7 @@ from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
 DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
+OWN_QP = -1                               # a flow's connection label when it is its own queue pair
 
 PRIORITY = Integer(1, 7, "a data priority 1..7 (0 is the control queue)")
 PRIORITIES = ListOf(PRIORITY, "priorities 1..7", as_set=True)
@@ -94,6 +95,15 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
         "dynamic": Setting(Boolean(), True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
         "alpha": Setting(Number(0.0, 1e6, closed=True), 1.0, "dynamic-threshold alpha for lossy queues"),
     },
+    # how a switch picks among equal-cost ports (issue 31); a load-balancing scheme's own
+    # settings join `hash_qp` in this mapping
+    "load_balancing": {
+        "hash_qp": Setting(Boolean(), False,
+                           "E-ECMP (Meta, SIGCOMM'24): the hash also covers the destination queue pair number, "
+                           "so the queue pairs of a connection spread even when they share a UDP source "
+                           "port (nic.udp_source_port: fixed); applies to flows on a connection (a flow "
+                           "without one keeps its own hash)"),
+    },
 })
 
 NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
@@ -128,6 +138,12 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "loss_recovery": Setting(Choice("go_back_n", "selective_repeat"), "go_back_n",
                          "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
     "ttl": Setting(Integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
+    "udp_source_port": Setting(Choice("per_qp", "fixed"), "per_qp",
+                           "the RoCEv2 UDP source port of a connection's queue pairs, which ECMP hashes: "
+                           "'per_qp' (ConnectX derives it from the queue pair: each queue pair its own "
+                           "5-tuple and path) or 'fixed' (one per host pair: the queue pairs between two "
+                           "hosts share a 5-tuple, unless switch.load_balancing.hash_qp); applies to flows "
+                           "on a connection (a flow without one keeps its own hash, as the HPCC fork's)"),
     "serialization": Setting(Choice("exact", "whole_ns"), "exact",
                          "time a frame takes on a wire (every port) and between two packets a NIC "
                          "paces: 'exact' (bytes x 8 / rate, to the ps); 'whole_ns' rounds it down to "
@@ -261,8 +277,20 @@ NCCL = Section(
     step_latency=Setting(Time(), "1us", "software latency before each slice is sent (NCCL's per-step "
                                         "synchronisation; SimAI's per-flow send latency AS_SEND_LAT is 6us by default)"),
     min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
-    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
-                                                   "split over this many queue pairs (flows)"),
+    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: queue pairs per connection "
+                                                   "between servers, over which the nccl_ring slices are spread "
+                                                   "(qp_spread)"),
+    qp_spread=Setting(Choice("split", "round_robin"), "split",
+                      "how nccl_ring spreads a connection's slices over its queue pairs: 'split' (each slice cut "
+                      "into equal parts, one per queue pair: NCCL_IB_SPLIT_DATA_ON_QPS=1) or 'round_robin' (whole "
+                      "slices on the queue pairs in turn, as Meta runs it: NCCL_IB_SPLIT_DATA_ON_QPS=0); the "
+                      "streams of pipeline: stream give each queue pair an equal part either way"),
+    connections=Setting(Choice("per_flow", "persistent"), "per_flow",
+                        "the queue pairs collectives and workloads ride: 'per_flow' (each flow its own, hashed "
+                        "from its id: a new path per slice, as before issue 31) or 'persistent' (NCCL's: a "
+                        "connection per communicator, channel and peer pair, set up once, with "
+                        "qps_per_connection queue pairs, each a 5-tuple that keeps its ECMP path across slices, "
+                        "collectives and iterations; a communicator is a job's rank group for an algorithm)"),
     pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
                      "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
                      "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "
