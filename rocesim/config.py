@@ -267,7 +267,8 @@ def refuse_in_flow_mode(mode: str, key: str, given: str) -> None:
 NCCL_MAXCHANNELS = 64                   # NCCL's src/include/device.h: MAXCHANNELS
 
 NCCL = Section(
-    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
+    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, connections "
+    "and their queue pairs",
     channels=Setting(Word("auto") | Integer(1, NCCL_MAXCHANNELS), "auto",
                      "channels (rings) per communicator; 'auto' = as NCCL picks: 4 per NIC the communicator's "
                      f"GPUs of a server use (at most {NCCL_MAXCHANNELS}), fewer for small messages (NCCL_MIN/MAX_NCHANNELS)"),
@@ -279,7 +280,7 @@ NCCL = Section(
     min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
     qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: queue pairs per connection "
                                                    "between servers, over which the nccl_ring slices are spread "
-                                                   "(qp_spread)"),
+                                                   "(qp_spread; the other algorithms use one)"),
     qp_spread=Setting(Choice("split", "round_robin"), "split",
                       "how nccl_ring spreads a connection's slices over its queue pairs: 'split' (each slice cut "
                       "into equal parts, one per queue pair: NCCL_IB_SPLIT_DATA_ON_QPS=1) or 'round_robin' (whole "
@@ -287,7 +288,8 @@ NCCL = Section(
                       "streams of pipeline: stream give each queue pair an equal part either way"),
     connections=Setting(Choice("per_flow", "persistent"), "per_flow",
                         "the queue pairs collectives and workloads ride: 'per_flow' (each flow its own, hashed "
-                        "from its id: a new path per slice, as before issue 31) or 'persistent' (NCCL's: a "
+                        "from its id: every slice draws a new path; the default, which keeps earlier results) or "
+                        "'persistent' (NCCL's: a "
                         "connection per communicator, channel and peer pair, set up once, with "
                         "qps_per_connection queue pairs, each a 5-tuple that keeps its ECMP path across slices, "
                         "collectives and iterations; a communicator is a job's rank group for an algorithm)"),
