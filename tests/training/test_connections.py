@@ -7,7 +7,7 @@ Without it (the default) every flow is its own queue pair."""
 import numpy as np
 import pytest
 
-from rocesim import Simulation, topology
+from rocesim import Simulation, scenario, topology
 from rocesim.network import platform as pf
 from rocesim.network.platform import ScaleUp
 from rocesim.training.collectives import add_sendrecv
@@ -115,3 +115,19 @@ def test_by_default_every_flow_is_its_own_queue_pair():
     sim.add_collective("alltoall", "direct", "all", 8 * MIB)
     assert (sim.flow_column("qp") == -1).all()
     assert "flow_hash" not in sim.core_inputs()[0]
+
+
+@pytest.mark.parametrize("model", ["dlrm", "transformer", "resnet50"])
+def test_a_workloads_iterations_ride_the_same_connections(model):
+    """Every iteration of a workload's job reuses its communicators' connections: the queue
+    pairs between each pair of hosts are the same in iteration 0 and 1."""
+    raw = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4,
+                        "host_link": {"rate": "100Gbps", "delay": "1us"}},
+           "nccl": {"connections": "persistent", "qps_per_connection": 2},
+           "traffic": [{"kind": "workload", "model": model, "ranks": "all", "iterations": 2}]}
+    sim = scenario.build(raw, ".").sim
+    it = sim.flow_column("iteration")
+    data = sim.flow_column("compute") == 0
+    first, second = (labels_by_pair(sim, np.flatnonzero(data & (it == k))) for k in (0, 1))
+    assert first and first == second
+    assert all(min(q) >= 0 for q in first.values())
