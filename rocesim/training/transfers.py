@@ -61,7 +61,8 @@ class Transfers:
         self._ranks = np.asarray(ranks, np.int64)
         self._comm = comm
         self._peers = np.arange(self._ranks.size) if peers is None else np.asarray(peers, np.int64)
-        self._by_rank = np.argsort(self._ranks, kind="stable")        # (a rank's position: `_peer_of`)
+        # the positions by rank, to find a rank's position (`_position`) when flows ride connections
+        self._by_rank = None if comm is None else np.argsort(self._ranks, kind="stable")
         self._pieces = int(pieces)
         self._platform = hosts_platform(self._ranks) if platform is None else platform
         self._pxn = pxn

@@ -1,6 +1,6 @@
 """The core built from a simulation's parts: the network's arrays, the nodes and their queue
-pairs' hashes handed over once, the congestion-control scheme finalized against the network and installed, the PFC
-deadlock detector, the watchdog and the faults set."""
+pairs' hashes handed over once, the congestion-control scheme finalized against the network
+and installed, the PFC deadlock detector, the watchdog and the faults set."""
 from __future__ import annotations
 
 import functools
