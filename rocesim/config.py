@@ -289,13 +289,14 @@ NCCL = Section(
                       "into equal parts, one per queue pair: NCCL_IB_SPLIT_DATA_ON_QPS=1) or 'round_robin' (whole "
                       "slices on the queue pairs in turn, as Meta runs it: NCCL_IB_SPLIT_DATA_ON_QPS=0); the "
                       "streams of pipeline: stream give each queue pair an equal part either way"),
-    connections=Setting(Choice("per_flow", "persistent"), "per_flow",
-                        "the queue pairs collectives and workloads ride: 'per_flow' (each flow its own, hashed "
-                        "from its id: every slice draws a new path; the default, which keeps earlier results) or "
-                        "'persistent' (NCCL's: a "
+    connections=Setting(Choice("per_flow", "persistent"), "persistent",
+                        "the queue pairs collectives and workloads ride: 'persistent' (the default, NCCL's: a "
                         "connection per communicator, channel and peer pair, set up once, with "
                         "qps_per_connection queue pairs, each a 5-tuple that keeps its ECMP path across slices, "
-                        "collectives and iterations; a communicator is a job's rank group for an algorithm)"),
+                        "collectives and iterations, so a collision lasts the job's life; a communicator is a "
+                        "job's rank group for an algorithm) or 'per_flow' (each flow its own queue pair, hashed "
+                        "from its id: every slice draws a new path, as SimAI's ns-3 front end does and as rocesim "
+                        "did before connections)"),
     pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
                      "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
                      "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "

@@ -10,7 +10,8 @@ patch SimAI's ns-3 backend needs, the commands).  This script runs rocesim on th
 files, set up as SimAI's run was: the SimAI topology file (`kind: simai_file`), the
 workload read by rocesim's SimAI reader under SimAI's dependency rules, SimAI.conf's
 network settings as `rocesim simai-conf` maps them (9000 B payload, DCQCN with SimAI's
-parameters, ECN thresholds per rate, 32 MiB switch buffers) and SimAI's per-flow send latency (`AS_SEND_LAT=0`: `nccl.step_latency: 0us`); collectives
+parameters, ECN thresholds per rate, 32 MiB switch buffers) and SimAI's per-flow send latency (`AS_SEND_LAT=0`: `nccl.step_latency: 0us`), a new queue
+pair per flow as SimAI's front end opens (`nccl.connections: per_flow`); collectives
 run as NCCL runs them (rocesim's default, `algorithm: auto`).
 
     python validation/simai.py                       # every case (GPT-13B: about a minute of CPU)
@@ -62,7 +63,9 @@ def scenario_for(case: str) -> dict:
         "name": f"simai_{case}",
         "topology": {"kind": "simai_file", "path": os.path.join(REF, "topo", "Spectrum-X_64g_8gps_400Gbps_H100")},
         **network,
-        "nccl": {"step_latency": "0us"},
+        # SimAI's ns-3 front end gives every flow a new source port (its SendFlow takes
+        # portNumber[src][dst]++), so each flow draws its own ECMP path: per_flow
+        "nccl": {"step_latency": "0us", "connections": "per_flow"},
         "traffic": [{"kind": "workload", "model": {"simai": os.path.join(REF, "runs", workload)}, "gpus": 64,
                      "dependencies": "simai"}],
     }

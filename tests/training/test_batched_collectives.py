@@ -59,7 +59,8 @@ def test_append_collectives_equals_group_by_group(op, algorithm, nccl, pxn):
         if algorithm not in ("dimensional", "themis"):
             assert len(templates.built) <= len(np.unique(PLATFORM.local[rows], axis=0)) * 2
         qp = g2.column("qp")
-        if nccl and nccl.get("connections") and (g2.column("src") // 8 != g2.column("dst") // 8).any():
+        persistent = (nccl or {}).get("connections", "persistent") == "persistent"    # (the default)
+        if persistent and (g2.column("src") // 8 != g2.column("dst") // 8).any():
             assert (qp[g2.column("compute") == 0] >= 0).all()           # (each group its own connections:
         else:                                                           #  same_graph compared them)
             assert (qp == -1).all()

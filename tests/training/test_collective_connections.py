@@ -109,12 +109,17 @@ def test_point_to_point_transfers_of_a_job_ride_one_connection_per_pair_of_ranks
     assert qp[k[6]] not in first.values()                              # job k: its own
 
 
-def test_by_default_every_flow_is_its_own_queue_pair():
-    sim = Simulation(platform())
-    sim.add_collective("allreduce", "nccl_ring", "all", 8 * MIB)
-    sim.add_collective("alltoall", "direct", "all", 8 * MIB)
-    assert (sim.flow_column("qp") == -1).all()
-    assert "flow_hash" not in sim.core_inputs()[0]
+def test_by_default_collectives_ride_connections_and_per_flow_gives_each_flow_its_own():
+    """NCCL's connections are the default; `nccl.connections: per_flow` hands the core no
+    hashes, each flow hashed from its id as before connections."""
+    for connections, riding in (({}, True), ({"connections": "per_flow"}, False)):
+        sim = Simulation(platform(), nccl=connections)
+        sim.add_collective("allreduce", "nccl_ring", "all", 8 * MIB)
+        sim.add_collective("alltoall", "direct", "all", 8 * MIB)
+        crossing = (sim.flow_column("compute") == 0) & (sim.flow_column("src") // 4 != sim.flow_column("dst") // 4)
+        assert crossing.any()
+        assert (sim.flow_column("qp")[crossing] >= 0).all() == riding
+        assert ("flow_hash" in sim.core_inputs()[0]) == riding
 
 
 @pytest.mark.parametrize("model", ["dlrm", "transformer", "resnet50"])
