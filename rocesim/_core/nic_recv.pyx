@@ -29,9 +29,10 @@ learns of every packet held, each once, with no bitmap on the wire), covering th
 packets owed; a packet that fills a gap is ACKed at once too; nothing is NACKed.  The
 sender decides what is lost (nic_send.pyx).  Duplicates are ACKed (so a lost final ACK is
 recovered by the timeout).  Per flow the receiver counts packets that arrived with a gap
-below them (`reordered`) and bytes that arrived again while held (`spurious_bytes`: go-back-N
-holds nothing beyond rcv_nxt), kept past its record (qp.rx_close, _late_duplicate).  ECN-marked data makes the receiver send a CNP, at
-most once per `cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
+below them (`reordered`) and bytes that arrived again while held (`spurious_bytes`:
+go-back-N holds nothing beyond rcv_nxt), kept past its record (qp.rx_close,
+_late_duplicate).  ECN-marked data makes the receiver send a CNP, at most once per
+`cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
 flow whose last byte is already in (a late duplicate) is answered by an ACK of the whole
 flow and nothing else: the receiver's state ends with the last byte (qp.rx_of), whatever
 its sender is doing, so a receiver never reads its sender's state (issue 20: the two may
@@ -171,7 +172,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     cdef Qp* fl
     cdef int64_t payload = w.p.payload
     cdef int64_t size = rec.size
-    cdef int64_t before, k
+    cdef int64_t before
     cdef LossState* sk
     if rec.rx_finish != NIL:
         _late_duplicate(s, f, pkt_payload(s, pk))
@@ -208,43 +209,57 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
         else:
             return _owe_ack(s, f, fl, i)        # (never with ack_every = 1)
     elif pk.seq > fl.rcv_nxt:
-        sk = loss_of(s, fl)
-        if sk == NULL:
-            return False                        # out of memory: the loop stops on s.error
-        k = pk.seq // payload
-        if bit(sk.rx_bits, sk.rx_bits_len, k):
-            sk.spurious_bytes += pkt_payload(s, pk)     # held already (not go-back-N)
-            s.st.spurious_bytes += pkt_payload(s, pk)
-            if w.p.delivery == UNORDERED:
-                _send_ctrl(s, i, PK_ACK, 1, pk.ecn)
-                return False
-        else:
-            sk.reordered += 1
-            s.st.reordered += 1
-        if w.p.delivery == UNORDERED:
-            # placed: ACKed at once with its SACK, covering the in-order packets owed
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
-            fl.unacked += 1
-            fl.unacked_marked += pk.ecn
-            _ack_unacked(s, i, fl)
-        elif w.p.loss_recovery == SELECTIVE_REPEAT:
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
-            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
-        elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
-            sk.last_nack_seq = fl.rcv_nxt
-            sk.last_nack = s.now
-            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+        _ahead(s, i, fl, size)
     else:
-        sk = loss_of(s, fl)                     # duplicate: re-ACK what we have
-        if sk == NULL:
-            return False                        # out of memory: the loop stops on s.error
-        sk.spurious_bytes += pkt_payload(s, pk)
-        s.st.spurious_bytes += pkt_payload(s, pk)
-        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)
+        _duplicate(s, i, fl)
     return False
 
 
-cdef inline void _late_duplicate(Sim* s, int32_t f, int64_t payload) noexcept nogil:
+cdef void _ahead(Sim* s, int32_t i, Qp* fl, int64_t size) noexcept nogil:
+    """Data packet i arrived beyond rcv_nxt (of a flow of `size` bytes), with a gap below it:
+    counted (reordered, or spurious if held already), then NACKed (ordered delivery) or
+    placed and ACKed at once with its SACK (unordered)."""
+    cdef World* w = s.w
+    cdef Packet* pk = &s.pkts[i]
+    cdef int64_t k = pk.seq // w.p.payload
+    cdef LossState* sk = loss_of(s, fl)
+    if sk == NULL:
+        return                                  # out of memory: the loop stops on s.error
+    if bit(sk.rx_bits, sk.rx_bits_len, k):
+        sk.spurious_bytes += pkt_payload(s, pk)     # held already (not go-back-N)
+        s.st.spurious_bytes += pkt_payload(s, pk)
+        if w.p.delivery == UNORDERED:
+            _send_ctrl(s, i, PK_ACK, 1, pk.ecn)
+            return
+    else:
+        sk.reordered += 1
+        s.st.reordered += 1
+    if w.p.delivery == UNORDERED:
+        # placed: ACKed at once with its SACK, covering the in-order packets owed
+        set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
+        fl.unacked += 1
+        fl.unacked_marked += pk.ecn
+        _ack_unacked(s, i, fl)
+    elif w.p.loss_recovery == SELECTIVE_REPEAT:
+        set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
+        _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+    elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
+        sk.last_nack_seq = fl.rcv_nxt
+        sk.last_nack = s.now
+        _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+
+
+cdef void _duplicate(Sim* s, int32_t i, Qp* fl) noexcept nogil:
+    """Data packet i arrived below rcv_nxt, held already: counted spurious, re-ACKed."""
+    cdef LossState* sk = loss_of(s, fl)
+    if sk == NULL:
+        return                                  # out of memory: the loop stops on s.error
+    sk.spurious_bytes += pkt_payload(s, &s.pkts[i])
+    s.st.spurious_bytes += pkt_payload(s, &s.pkts[i])
+    _send_ctrl(s, i, PK_ACK, 1, s.pkts[i].ecn)
+
+
+cdef void _late_duplicate(Sim* s, int32_t f, int64_t payload) noexcept nogil:
     """Data of flow f arrived after its last byte (the receiver has no record left): its
     bytes count as a spurious retransmission, in a record of the receiver's part (merged
     into the last one when it is f's)."""

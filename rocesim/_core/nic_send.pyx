@@ -61,7 +61,7 @@ cdef inline void _cursor_past_sacked(Qp* fl, LossState* sk, int64_t payload) noe
         sk.retx_nxt += payload
 
 
-cdef inline int64_t _lost_hole(Sim* s, Qp* fl, LossState* sk) noexcept nogil:
+cdef int64_t _lost_hole(Sim* s, Qp* fl, LossState* sk) noexcept nogil:
     """Unordered delivery: the first hole (a packet sent, not SACKed, at or above snd_una)
     not yet sent again, if it is lost: below a timeout's recovery point, or with at least
     reorder_threshold SACKed packets above it; else -1.  Holes are sent again in order, each
@@ -397,6 +397,54 @@ cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
     return True
 
 
+cdef inline int64_t _advance(Sim* s, Qp* fl, int64_t seq) noexcept nogil:
+    """The cumulative point moves to `seq` if beyond snd_una; the bytes newly acknowledged."""
+    cdef int64_t acked
+    if seq <= fl.snd_una:
+        return 0
+    acked = seq - fl.snd_una
+    fl.snd_una = seq
+    fl.rto_deadline = s.now + s.w.p.rto
+    if fl.snd_nxt < fl.snd_una:
+        fl.snd_nxt = fl.snd_una
+    if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
+        fl.loss.recovery_end = NIL
+    return acked
+
+
+cdef inline void _ack_to_scheme(Sim* s, int32_t i, int32_t f, Qp* fl, AckInfo* a) noexcept nogil:
+    """The scheme's on_ack for ACK packet i (`a.acked` set by the caller); pacing re-timed."""
+    cdef World* w = s.w
+    cdef Packet* pk = &s.pkts[i]
+    cdef int64_t rate = fl.rate_bps
+    a.seq = pk.seq
+    a.rtt = s.now - pk.ts
+    a.ecn = pk.ecn > 0
+    a.marked = pk.ecn
+    a.packets = pk.acked_pkts
+    a.nhops = pk.nhops
+    a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
+    w.cc.on_ack(s, f, a)
+    nic_rate_changed(s, f, rate)
+
+
+cdef void _unordered_ack(Sim* s, int32_t i, int32_t f, Qp* fl) noexcept nogil:
+    """Unordered delivery: ACK packet i reached the sender (its cumulative point, its SACK).
+    The scheme's on_ack counts what it reports delivered for the first time; a hole the
+    threshold has just declared lost is an on_nack."""
+    cdef AckInfo a
+    cdef int64_t una = fl.snd_una, rate
+    _advance(s, fl, s.pkts[i].seq)
+    a.acked = _on_sack(s, f, fl, una, s.pkt_sack[i])
+    if a.acked < 0:
+        return                                  # out of memory: the loop stops on s.error
+    _ack_to_scheme(s, i, f, fl, &a)
+    if _loss_declared(s, fl):
+        rate = fl.rate_bps
+        s.w.cc.on_nack(s, f)
+        nic_rate_changed(s, f, rate)
+
+
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     """ACK or NACK packet i reached the sender of its flow."""
     cdef World* w = s.w
@@ -405,41 +453,19 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
     cdef AckInfo a
-    cdef int64_t k, rate, sack, una
+    cdef int64_t k, rate, sack
     cdef LossState* sk
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
-    a.acked = 0
-    una = fl.snd_una
-    if pk.seq > fl.snd_una:
-        a.acked = pk.seq - fl.snd_una
-        fl.snd_una = pk.seq
-        fl.rto_deadline = s.now + w.p.rto
-        if fl.snd_nxt < fl.snd_una:
-            fl.snd_nxt = fl.snd_una
-        if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
-            fl.loss.recovery_end = NIL
-    if w.p.delivery == UNORDERED and pk.kind == PK_ACK:
-        a.acked = _on_sack(s, f, fl, una, s.pkt_sack[i])
-        if a.acked < 0:
-            return                              # out of memory: the loop stops on s.error
     if pk.kind == PK_ACK:
-        a.seq = pk.seq
-        a.rtt = s.now - pk.ts
-        a.ecn = pk.ecn > 0
-        a.marked = pk.ecn
-        a.packets = pk.acked_pkts
-        a.nhops = pk.nhops
-        a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
-        rate = fl.rate_bps
-        w.cc.on_ack(s, f, &a)
-        nic_rate_changed(s, f, rate)
-        if w.p.delivery == UNORDERED and _loss_declared(s, fl):
-            rate = fl.rate_bps
-            w.cc.on_nack(s, f)                  # the scheme sees a declared loss as a NACK
-            nic_rate_changed(s, f, rate)
+        if w.p.delivery == UNORDERED:
+            _unordered_ack(s, i, f, fl)
+        else:
+            a.acked = _advance(s, fl, pk.seq)
+            _ack_to_scheme(s, i, f, fl, &a)
     else:
+        _advance(s, fl, pk.seq)
         sk = loss_of(s, fl)
         if sk == NULL:
             return                              # out of memory: the loop stops on s.error
