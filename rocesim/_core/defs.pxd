@@ -431,6 +431,8 @@ cdef struct DepMsg:
     int32_t child
     int32_t _pad
 
+ctypedef void (*ack_fn)(Sim* s, int32_t i) noexcept nogil   # World.on_ack
+
 cdef struct World:
     # What every part of a run shares (issue 20), built once and owned by the Core
     # (engine.pyx): the network, the flows and their per-flow arrays, routing, the
@@ -468,6 +470,8 @@ cdef struct World:
     int32_t* child_idx     # the dependency graph's children, flow by flow (Flow.child_off)
     NetParams p
     CCOps cc
+    ack_fn on_ack          # what an ACK or NACK does at its sender, chosen with the parameters (engine.pyx):
+                           #   nic_send.nic_on_ack, or with unordered delivery nic_on_unordered_ack
     void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
     void* faults           # scheduled faults (faults.pxd), NULL when none
     void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off

@@ -16,7 +16,8 @@ from libc.string cimport memset, memcpy
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, LossState, LossRec,
-                                 RouteGroup, NetParams, Handoff, NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
+                                 RouteGroup, NetParams, Handoff, NIL, UNORDERED, NPRIO, ERR_NONE, ERR_CALLBACK,
+                                 ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
@@ -33,6 +34,7 @@ from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_f
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
+from rocesim._core.nic_send cimport nic_on_ack, nic_on_unordered_ack
 
 cnp.import_array()
 if core_params.NPRIO != NPRIO:
@@ -488,6 +490,7 @@ cdef class Core:
         core_params.check(params)
         self.w.p = params
         core_params.check_fields(self.w.p)
+        self.w.on_ack = nic_on_unordered_ack if self.w.p.delivery == UNORDERED else nic_on_ack
 
     cdef _init_flows(self, dict c):
         """The flow records and per-flow arrays, and part 0's roots, from the checked columns

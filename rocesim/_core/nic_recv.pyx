@@ -48,7 +48,7 @@ from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
 from rocesim._core.qp cimport rx_of, rx_open, rx_close, loss_log
 from rocesim._core.loss cimport bit, set_bit, loss_of
-from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
+from rocesim._core.nic_send cimport nic_kick, nic_on_cnp
 
 
 cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept nogil:
@@ -283,5 +283,5 @@ cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
     elif kind == PK_CNP:
         nic_on_cnp(s, i)
     else:
-        nic_on_ack(s, i)
+        s.w.on_ack(s, i)                        # nic_send's, as the delivery mode says
     pkt_free(s, i)

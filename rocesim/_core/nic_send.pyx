@@ -20,12 +20,14 @@ not SACKed, at or above snd_una) is declared lost once `reorder_threshold` packe
 are SACKed (RFC 6675's IsLost, counting packets: TCP's dupthresh 3 by default; 0: only the
 timeout), and sent again, holes in order, each once until a timeout starts over (which
 declares every packet not SACKed lost).  No reorder timer (RACK) is modelled: a hole with
-too few packets above it waits for the timeout.  What the scheme sees: `acked` counts the
-bytes an ACK reports delivered for the first time (the cumulative advance, less what was
-SACKed before, plus the packet it SACKs), so that a window grows with what arrived, and
-the window counts SACKed bytes as no longer in flight (RFC 6675's pipe); each hole the
-threshold declares lost is an on_nack (a NACK's signal in ordered delivery), a timeout
-an on_timeout.  `seq`, `packets`, ECN marks, RTT and INT are those of the ACK, as before.
+too few packets above it waits for the timeout.  What the scheme sees: each ACK as with
+ordered delivery (nic_on_ack after the scoreboard, nic_on_unordered_ack): `acked` the
+bytes the cumulative point moved (each byte once), `packets` the data packets the ACK
+reports received, in order or SACKed (each once: the receiver ACKs an out-of-order packet
+at once, nic_recv.pyx), its ECN marks, RTT and INT; the window counts SACKed bytes as
+arrived, not in flight (RFC 6675's pipe), so that reordering does not close it; each hole
+the threshold declares lost is an on_nack (a NACK's signal in ordered delivery), a
+timeout an on_timeout.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
@@ -61,7 +63,7 @@ cdef inline void _cursor_past_sacked(Qp* fl, LossState* sk, int64_t payload) noe
         sk.retx_nxt += payload
 
 
-cdef int64_t _lost_hole(Sim* s, Qp* fl, LossState* sk) noexcept nogil:
+cdef inline int64_t _lost_hole(Sim* s, Qp* fl, LossState* sk) noexcept nogil:
     """Unordered delivery: the first hole (a packet sent, not SACKed, at or above snd_una)
     not yet sent again, if it is lost: below a timeout's recovery point, or with at least
     reorder_threshold SACKed packets above it; else -1.  Holes are sent again in order, each
@@ -347,40 +349,37 @@ cdef inline void _complete(Sim* s, int32_t f) noexcept nogil:
     flow_finish(s, f)
 
 
-cdef inline int64_t _on_sack(Sim* s, int32_t f, Qp* fl, int64_t una, int64_t sack) noexcept nogil:
-    """Unordered delivery: an ACK moved snd_una from `una` and SACKs the packet at `sack`
-    (when at or above the cumulative point).  Returns the bytes it reports delivered for the
-    first time, the scheme's `acked` (the cumulative advance, less what was SACKed before,
-    plus the packet newly SACKed); -1 when out of memory.  A newly SACKed packet may make a
-    hole lost: the flow is listed again if it has something to send."""
+cdef inline int _on_sack(Sim* s, int32_t f, Qp* fl, int64_t cum, int64_t sack) noexcept nogil:
+    """Unordered delivery: an ACK of cumulative point `cum` SACKs the packet at `sack` (when
+    at or above `cum`): the scoreboard takes it, and the bytes SACKed above snd_una (not in
+    flight: the window's count) lose those the cumulative point passes.  A newly SACKed
+    packet may make a hole lost: the flow is listed again if it has something to send.
+    -1 when out of memory."""
     cdef World* w = s.w
     cdef int64_t payload = w.p.payload, size = w.flows[f].size
-    cdef int64_t delivered = fl.snd_una - una, k, n
+    cdef int64_t k
     cdef LossState* sk = fl.loss
     if sk != NULL and sk.sacked > 0:
-        k = una // payload                      # SACKed packets the cumulative point passed
-        while k * payload < fl.snd_una and sk.sacked > 0:
+        k = fl.snd_una // payload               # SACKed packets the cumulative point passes
+        while k * payload < cum and sk.sacked > 0:
             if bit(sk.sack_bits, sk.sack_bits_len, k):
-                n = pkt_bytes(size, payload, k)
-                sk.sacked -= n
-                delivered -= n
+                sk.sacked -= pkt_bytes(size, payload, k)
             k += 1
-    if sack < fl.snd_una or sack >= size:
-        return delivered                        # nothing beyond the cumulative point
+    if sack < cum or sack < fl.snd_una or sack >= size:
+        return 0                                # nothing beyond the cumulative point
     sk = loss_of(s, fl)
     if sk == NULL or not bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, size):
         return -1
     k = sack // payload
     if bit(sk.sack_bits, sk.sack_bits_len, k):
-        return delivered                        # SACKed before (a duplicate's ACK)
+        return 0                                # SACKed before (a duplicate's ACK)
     set_bit(s, &sk.sack_bits, &sk.sack_bits_len, size, k)
-    n = pkt_bytes(size, payload, k)
-    sk.sacked += n
-    if sack + n > sk.sack_high:
-        sk.sack_high = sack + n
+    sk.sacked += pkt_bytes(size, payload, k)
+    if sack + pkt_bytes(size, payload, k) > sk.sack_high:
+        sk.sack_high = sack + pkt_bytes(size, payload, k)
     if w.flows[f].slot.act_pos == NIL and _next_seq(s, fl, size) >= 0:
         active_add(s, f)                        # a hole is lost: it has something to send again
-    return delivered + n
+    return 0
 
 
 cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
@@ -397,56 +396,9 @@ cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
     return True
 
 
-cdef inline int64_t _advance(Sim* s, Qp* fl, int64_t seq) noexcept nogil:
-    """The cumulative point moves to `seq` if beyond snd_una; the bytes newly acknowledged."""
-    cdef int64_t acked
-    if seq <= fl.snd_una:
-        return 0
-    acked = seq - fl.snd_una
-    fl.snd_una = seq
-    fl.rto_deadline = s.now + s.w.p.rto
-    if fl.snd_nxt < fl.snd_una:
-        fl.snd_nxt = fl.snd_una
-    if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
-        fl.loss.recovery_end = NIL
-    return acked
-
-
-cdef inline void _ack_to_scheme(Sim* s, int32_t i, int32_t f, Qp* fl, AckInfo* a) noexcept nogil:
-    """The scheme's on_ack for ACK packet i (`a.acked` set by the caller); pacing re-timed."""
-    cdef World* w = s.w
-    cdef Packet* pk = &s.pkts[i]
-    cdef int64_t rate = fl.rate_bps
-    a.seq = pk.seq
-    a.rtt = s.now - pk.ts
-    a.ecn = pk.ecn > 0
-    a.marked = pk.ecn
-    a.packets = pk.acked_pkts
-    a.nhops = pk.nhops
-    a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
-    w.cc.on_ack(s, f, a)
-    nic_rate_changed(s, f, rate)
-
-
-cdef void _unordered_ack(Sim* s, int32_t i, int32_t f, Qp* fl) noexcept nogil:
-    """Unordered delivery: ACK packet i reached the sender (its cumulative point, its SACK).
-    The scheme's on_ack counts what it reports delivered for the first time; a hole the
-    threshold has just declared lost is an on_nack."""
-    cdef AckInfo a
-    cdef int64_t una = fl.snd_una, rate
-    _advance(s, fl, s.pkts[i].seq)
-    a.acked = _on_sack(s, f, fl, una, s.pkt_sack[i])
-    if a.acked < 0:
-        return                                  # out of memory: the loop stops on s.error
-    _ack_to_scheme(s, i, f, fl, &a)
-    if _loss_declared(s, fl):
-        rate = fl.rate_bps
-        s.w.cc.on_nack(s, f)
-        nic_rate_changed(s, f, rate)
-
-
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
-    """ACK or NACK packet i reached the sender of its flow."""
+    """ACK or NACK packet i reached the sender of its flow (with unordered delivery an ACK
+    comes through nic_on_unordered_ack)."""
     cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
@@ -458,14 +410,27 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
+    a.acked = 0
+    if pk.seq > fl.snd_una:
+        a.acked = pk.seq - fl.snd_una
+        fl.snd_una = pk.seq
+        fl.rto_deadline = s.now + w.p.rto
+        if fl.snd_nxt < fl.snd_una:
+            fl.snd_nxt = fl.snd_una
+        if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
+            fl.loss.recovery_end = NIL
     if pk.kind == PK_ACK:
-        if w.p.delivery == UNORDERED:
-            _unordered_ack(s, i, f, fl)
-        else:
-            a.acked = _advance(s, fl, pk.seq)
-            _ack_to_scheme(s, i, f, fl, &a)
+        a.seq = pk.seq
+        a.rtt = s.now - pk.ts
+        a.ecn = pk.ecn > 0
+        a.marked = pk.ecn
+        a.packets = pk.acked_pkts
+        a.nhops = pk.nhops
+        a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
+        rate = fl.rate_bps
+        w.cc.on_ack(s, f, &a)
+        nic_rate_changed(s, f, rate)
     else:
-        _advance(s, fl, pk.seq)
         sk = loss_of(s, fl)
         if sk == NULL:
             return                              # out of memory: the loop stops on s.error
@@ -489,6 +454,28 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     elif rec.slot.act_pos != NIL:
         sched_update(s, f)
         nic_kick(s, rec.src)
+
+
+cdef void nic_on_unordered_ack(Sim* s, int32_t i) noexcept nogil:
+    """Unordered delivery: ACK packet i reached the sender of its flow.  Its SACK goes into
+    the scoreboard first, then it is an ACK as with ordered delivery (nic_on_ack: the
+    cumulative point moves, the scheme's on_ack); a hole the threshold has just declared
+    lost is then an on_nack."""
+    cdef int32_t f = s.pkts[i].flow
+    cdef int64_t rate
+    cdef Qp* fl
+    if s.w.flows[f].qp == NIL:
+        return                          # done (or a stray packet of a flow not yet served)
+    if _on_sack(s, f, qp_of(s, f), s.pkts[i].seq, s.pkt_sack[i]) < 0:
+        return                          # out of memory: the loop stops on s.error
+    nic_on_ack(s, i)
+    if s.w.flows[f].qp == NIL:
+        return                          # that was its last byte
+    fl = qp_of(s, f)
+    if _loss_declared(s, fl):
+        rate = fl.rate_bps
+        s.w.cc.on_nack(s, f)
+        nic_rate_changed(s, f, rate)
 
 
 cdef void nic_on_cnp(Sim* s, int32_t i) noexcept nogil:
