@@ -21,13 +21,16 @@ are SACKed (RFC 6675's IsLost, counting packets: TCP's dupthresh 3 by default; 0
 timeout), and sent again, holes in order, each once until a timeout starts over (which
 declares every packet not SACKed lost).  No reorder timer (RACK) is modelled: a hole with
 too few packets above it waits for the timeout.  What the scheme sees: each ACK as with
-ordered delivery (nic_on_ack after the scoreboard, nic_on_unordered_ack): `acked` the
-bytes the cumulative point moved (each byte once), `packets` the data packets the ACK
+ordered delivery, but an ACK that SACKs counts its packet as delivered: `acked` is the
+bytes the ACK reports delivered for the first time (the cumulative advance, less what was
+SACKed before, plus the packet it SACKs: each byte once), `packets` the data packets it
 reports received, in order or SACKed (each once: the receiver ACKs an out-of-order packet
-at once, nic_recv.pyx), its ECN marks, RTT and INT; the window counts SACKed bytes as
-arrived, not in flight (RFC 6675's pipe), so that reordering does not close it; each hole
-the threshold declares lost is an on_nack (a NACK's signal in ordered delivery), a
-timeout an on_timeout.
+at once, nic_recv.pyx), with their ECN marks, and the ACK's RTT and INT; the window counts
+SACKed bytes as arrived, not in flight (RFC 6675's pipe), so that reordering does not
+close it; each hole the threshold declares lost is an on_nack (a NACK's signal with
+ordered delivery), a timeout an on_timeout.  The sender's handler of ACKs is chosen with
+the parameters (World.on_ack: nic_on_ack or nic_on_unordered_ack, one code with the mode a
+constant of each), so that ordered delivery runs the same code as before.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
@@ -349,37 +352,42 @@ cdef inline void _complete(Sim* s, int32_t f) noexcept nogil:
     flow_finish(s, f)
 
 
-cdef inline int _on_sack(Sim* s, int32_t f, Qp* fl, int64_t cum, int64_t sack) noexcept nogil:
-    """Unordered delivery: an ACK of cumulative point `cum` SACKs the packet at `sack` (when
-    at or above `cum`): the scoreboard takes it, and the bytes SACKed above snd_una (not in
-    flight: the window's count) lose those the cumulative point passes.  A newly SACKed
-    packet may make a hole lost: the flow is listed again if it has something to send.
-    -1 when out of memory."""
+cdef inline int64_t _on_sack(Sim* s, int32_t f, Qp* fl, int64_t una, int64_t sack) noexcept nogil:
+    """Unordered delivery: an ACK moved snd_una from `una` and SACKs the packet at `sack`
+    (when at or above the cumulative point): the scoreboard takes it, and the bytes SACKed
+    above snd_una (not in flight: the window's count) lose those the cumulative point passed.
+    Returns what the scheme's `acked` gets besides the cumulative advance: the bytes newly
+    SACKed less those SACKed before that the cumulative point passed (each byte counts once,
+    when first reported).  A newly SACKed packet may make a hole lost: the flow is listed
+    again if it has something to send.  Out of memory: s.error set."""
     cdef World* w = s.w
     cdef int64_t payload = w.p.payload, size = w.flows[f].size
-    cdef int64_t k
+    cdef int64_t k, n, credit = 0
     cdef LossState* sk = fl.loss
     if sk != NULL and sk.sacked > 0:
-        k = fl.snd_una // payload               # SACKed packets the cumulative point passes
-        while k * payload < cum and sk.sacked > 0:
+        k = una // payload                      # SACKed packets the cumulative point passed
+        while k * payload < fl.snd_una and sk.sacked > 0:
             if bit(sk.sack_bits, sk.sack_bits_len, k):
-                sk.sacked -= pkt_bytes(size, payload, k)
+                n = pkt_bytes(size, payload, k)
+                sk.sacked -= n
+                credit -= n
             k += 1
-    if sack < cum or sack < fl.snd_una or sack >= size:
-        return 0                                # nothing beyond the cumulative point
+    if sack < fl.snd_una or sack >= size:
+        return credit                           # nothing beyond the cumulative point
     sk = loss_of(s, fl)
     if sk == NULL or not bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, size):
-        return -1
+        return credit
     k = sack // payload
     if bit(sk.sack_bits, sk.sack_bits_len, k):
-        return 0                                # SACKed before (a duplicate's ACK)
+        return credit                           # SACKed before (a duplicate's ACK)
     set_bit(s, &sk.sack_bits, &sk.sack_bits_len, size, k)
-    sk.sacked += pkt_bytes(size, payload, k)
-    if sack + pkt_bytes(size, payload, k) > sk.sack_high:
-        sk.sack_high = sack + pkt_bytes(size, payload, k)
+    n = pkt_bytes(size, payload, k)
+    sk.sacked += n
+    if sack + n > sk.sack_high:
+        sk.sack_high = sack + n
     if w.flows[f].slot.act_pos == NIL and _next_seq(s, fl, size) >= 0:
         active_add(s, f)                        # a hole is lost: it has something to send again
-    return 0
+    return credit + n
 
 
 cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
@@ -397,20 +405,35 @@ cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
 
 
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
-    """ACK or NACK packet i reached the sender of its flow (with unordered delivery an ACK
-    comes through nic_on_unordered_ack)."""
+    """ACK or NACK packet i reached the sender of its flow (ordered delivery)."""
+    _take_ack(s, i, False)
+
+
+cdef void nic_on_unordered_ack(Sim* s, int32_t i) noexcept nogil:
+    """ACK packet i reached the sender of its flow (unordered delivery: with its SACK)."""
+    _take_ack(s, i, True)
+
+
+cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
+    """ACK or NACK packet i reached the sender of its flow: the cumulative point moves and
+    the scheme's on_ack runs, or a NACK rewinds as loss_recovery says.  With unordered
+    delivery (`sacks`, a constant of each caller) the SACK goes into the scoreboard, the
+    scheme's `acked` counts the bytes the ACK reports delivered for the first time (the
+    cumulative advance, less what was SACKed before, plus the packet it SACKs), and a hole
+    the threshold has just declared lost is an on_nack."""
     cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
     cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
     cdef AckInfo a
-    cdef int64_t k, rate, sack
+    cdef int64_t k, rate, sack, una
     cdef LossState* sk
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
     a.acked = 0
+    una = fl.snd_una
     if pk.seq > fl.snd_una:
         a.acked = pk.seq - fl.snd_una
         fl.snd_una = pk.seq
@@ -419,6 +442,10 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
             fl.snd_nxt = fl.snd_una
         if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
             fl.loss.recovery_end = NIL
+    if sacks:
+        a.acked += _on_sack(s, f, fl, una, s.pkt_sack[i])
+        if s.error:
+            return                              # out of memory: the loop stops on s.error
     if pk.kind == PK_ACK:
         a.seq = pk.seq
         a.rtt = s.now - pk.ts
@@ -430,6 +457,10 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
         rate = fl.rate_bps
         w.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
+        if sacks and _loss_declared(s, fl):
+            rate = fl.rate_bps
+            w.cc.on_nack(s, f)                  # the scheme hears of a declared loss as of a NACK
+            nic_rate_changed(s, f, rate)
     else:
         sk = loss_of(s, fl)
         if sk == NULL:
@@ -454,28 +485,6 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
     elif rec.slot.act_pos != NIL:
         sched_update(s, f)
         nic_kick(s, rec.src)
-
-
-cdef void nic_on_unordered_ack(Sim* s, int32_t i) noexcept nogil:
-    """Unordered delivery: ACK packet i reached the sender of its flow.  Its SACK goes into
-    the scoreboard first, then it is an ACK as with ordered delivery (nic_on_ack: the
-    cumulative point moves, the scheme's on_ack); a hole the threshold has just declared
-    lost is then an on_nack."""
-    cdef int32_t f = s.pkts[i].flow
-    cdef int64_t rate
-    cdef Qp* fl
-    if s.w.flows[f].qp == NIL:
-        return                          # done (or a stray packet of a flow not yet served)
-    if _on_sack(s, f, qp_of(s, f), s.pkts[i].seq, s.pkt_sack[i]) < 0:
-        return                          # out of memory: the loop stops on s.error
-    nic_on_ack(s, i)
-    if s.w.flows[f].qp == NIL:
-        return                          # that was its last byte
-    fl = qp_of(s, f)
-    if _loss_declared(s, fl):
-        rate = fl.rate_bps
-        s.w.cc.on_nack(s, f)
-        nic_rate_changed(s, f, rate)
 
 
 cdef void nic_on_cnp(Sim* s, int32_t i) noexcept nogil:
