@@ -36,7 +36,8 @@ FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
-    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
+    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s",
+    "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
 
@@ -351,7 +352,8 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"], reordered_packets=fa["reordered_packets"],
-        spurious_retx_bytes=fa["spurious_retx_bytes"], is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
+        spurious_retx_bytes=fa["spurious_retx_bytes"],
+        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
 
 
 def _blank(columns: dict, names) -> None:
