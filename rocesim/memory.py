@@ -132,6 +132,11 @@ class MemoryLimit:
             raise ScenarioError(key, f"{what} ({hosts:,} hosts, {switches:,} switch{plural}) {self._over(need)}")
         self.shape = (hosts, switches, links)
 
+    def holds(self, key, what, need):
+        """Refuse `what`, which needs `need` bytes in all (the caller counts everything)."""
+        if need > self.limit:
+            raise ScenarioError(key, f"{what} {self._over(need)}")
+
     def flows(self, key, what, existing, more):
         """Check that `more` flows on top of `existing` fit with the topology."""
         need = memory_estimate(*self.shape, existing + more)
@@ -169,6 +174,11 @@ class WorkloadGuard:
     def check(self, what: str, nodes: int) -> None:
         """Refuse a workload of `nodes` flows and compute steps that would not fit."""
         self.memory.flows("iterations", what, self.existing(), nodes)
+
+    def reading(self, key: str, what: str, nbytes: int) -> None:
+        """Refuse reading an input (`what`, at `key`) once what its reading holds, `nbytes`,
+        would not fit the memory limit beside the topology and the existing flows."""
+        self.memory.holds(key, what, memory_estimate(*self.memory.shape, self.existing()) + int(nbytes))
 
     def progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
         """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if

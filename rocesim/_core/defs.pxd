@@ -112,6 +112,8 @@ cdef struct Packet:
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_priority)
+    uint16_t entropy       # DATA: the sender's per-packet entropy (a UDP source port it varies), mixed
+                           #   into the switches' hash; 0: none (the queue pair's 5-tuple alone)
 
 cdef struct Port:
     # Laid out by use: the first 64-byte line holds what every packet through the port
@@ -170,11 +172,21 @@ cdef struct Port:
     int32_t _pad32
     int64_t _pad[1]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
+cdef struct Switch  # forward declaration: lb_pick_fn takes one
+
+# Load balancing (lb_*.pyx, one scheme per file): a switch's choice among the `cnt` equal-cost
+# egress ports route_ports[off ..] towards destination class `cls` for data packet `pk`, whose
+# 5-tuple hash (entropy mixed in) is `hash`; returns the index 0..cnt-1.  NULL: ECMP on the hash.
+ctypedef int32_t (*lb_pick_fn)(Sim* s, Switch* sw, int32_t off, int32_t cnt, int32_t cls, uint32_t hash,
+                               Packet* pk) noexcept nogil
+
 cdef struct Switch:
     int32_t node
     int32_t port_off       # ports of this switch: port_off .. port_off + n_ports - 1
     int32_t n_ports
     uint32_t seed          # ECMP hash seed
+    lb_pick_fn lb_pick     # the load-balancing scheme's choice for data packets (NULL: ECMP)
+    void* lb_state         # its state at this switch (one block, freed with the world), or NULL
     int64_t buffer
     int64_t used           # all bytes held
     int64_t shared_used    # bytes held above the per-queue reserves, outside headroom
@@ -369,6 +381,7 @@ cdef struct NetParams:
     double lossy_alpha
     int32_t int_enabled
     int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
+    int32_t entropy_every  # a new entropy (UDP source port) every N data packets of a queue pair (0: none)
     int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off

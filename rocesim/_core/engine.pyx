@@ -130,6 +130,9 @@ cdef void _free_world(World* w) noexcept:
     free(w.flow_rx)
     free(w.flow_alt_hop)
     free(w.ports)
+    if w.sw != NULL:
+        for i in range(w.n_nodes - w.n_hosts):
+            free(w.sw[i].lb_state)
     free(w.sw)
     free(w.hosts)
     free(w.flows)
@@ -324,7 +327,7 @@ cdef class Core:
         net = _network_columns(world)
         self.seed = <uint64_t> int(params["seed"])
         self._init_params(params)
-        self._init_network(net)
+        self._init_network(net, params["shared_hash_seed"])
         self._install_routes(net["route_class"], net["n_classes"], net["route_groups"], net["route_ports"])
         self.w.path_ports = _copy_i32(net["path_ports"])
         self.w.n_path_ports = net["path_ports"].shape[0]
@@ -339,9 +342,10 @@ cdef class Core:
         for k in range(self.w.n_parts):
             flows_next_root(self.w.parts[k])
 
-    cdef _init_network(self, dict net):
+    cdef _init_network(self, dict net, bint shared_seed):
         """The ports, switches and hosts from the checked columns of `_network_columns` (the
-        parameters already set: a switch totals its ports' reserves)."""
+        parameters already set: a switch totals its ports' reserves); with `shared_seed`
+        every switch's ECMP seed is the same."""
         cdef World* w = self.w
         cdef int32_t i, k, H = net["n_hosts"], N = net["n_nodes"], P = net["port_node"].shape[0]
         cdef Port* p
@@ -361,7 +365,8 @@ cdef class Core:
             w.sw[i].node = H + i
             w.sw[i].buffer = buffer[i]
             w.sw[i].port_off = NIL
-            w.sw[i].seed = <uint32_t> mix64(self.seed * 1000003 + <uint64_t> i)
+            # (`hash_seed: shared`: every switch hashes alike, a flow's choice repeats tier after tier)
+            w.sw[i].seed = <uint32_t> mix64(self.seed * 1000003 + <uint64_t> (0 if shared_seed else i))
         for i in range(P):
             p = &w.ports[i]
             p.node = node[i]

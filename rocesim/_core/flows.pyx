@@ -128,7 +128,7 @@ cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t
             return n
         if node < w.n_hosts:
             return -1
-        port = route_lookup(s, &w.sw[node - w.n_hosts], dst, hash, path_off, n - 1)
+        port = route_lookup(s, &w.sw[node - w.n_hosts], dst, hash, path_off, n - 1, NULL)
         if port == NIL:
             return -1
     return -1

@@ -32,7 +32,7 @@ ordered delivery), a timeout an on_timeout.  The sender's handler of ACKs is cho
 the parameters (World.on_ack: nic_on_ack or nic_on_unordered_ack, one code with the mode a
 constant of each), so that ordered delivery runs the same code as before.
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
+from libc.stdint cimport int64_t, int32_t, uint16_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT, UNORDERED)
@@ -150,6 +150,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ttl = w.p.ttl
     if w.flow_alt_hop != NULL and (seq // w.p.payload) & 1:
         pk.hop = w.flow_alt_hop[f]           # test support: its second path (debug.alternate_paths)
+    # sender-side entropy: a new UDP source port every entropy_every packets (0: the QP's own)
+    pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists

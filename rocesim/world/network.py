@@ -9,6 +9,7 @@ import numpy as np
 
 from rocesim._core.params import core_params
 from rocesim.cc import Context
+from rocesim.lb.registry import switch_schemes
 from rocesim.network import partition, routing
 from rocesim.network.partition import Partition
 from rocesim.network.platform import Platform
@@ -29,6 +30,8 @@ class Network:
     ports: routing.Ports
     overrides: list              # (switch, dst, next) next-hop overrides
     farthest_host: np.ndarray    # each host's farthest peer in hops (the base RTT `auto` schemes size by)
+    balancers: list              # (load-balancing scheme, its params, [switch indices]) other than ECMP
+    port_tier: np.ndarray        # per port: its switch's tier if it leads a tier up (1: a ToR's uplink), else 0
     arrays: dict
     params: dict
 
@@ -53,8 +56,11 @@ class Network:
         arrays.update(ecn.port_arrays(ports, settings.switch["ecn"], settings.scheme, settings.cc_params))
         params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
                              needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
+        levels = topology.host_levels()
+        balancers = switch_schemes(settings.switch["load_balancing"], levels[topology.n_hosts:])
+        up = (ports.node >= topology.n_hosts) & (levels[ports.peer_node] > levels[ports.node])
         return cls(topology=topology, settings=settings, partition_level=level, parts=parts, ports=ports,
-                   overrides=overrides,
+                   overrides=overrides, balancers=balancers, port_tier=np.where(up, levels[ports.node], 0),
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 
     def headroom_needed(self) -> np.ndarray:
