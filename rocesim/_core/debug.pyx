@@ -8,10 +8,10 @@ stay out of its public face; the supported inspection of a run in parts is
 `Core.window_stats`, `Core.window_profile` and `Core.cut_ports`.
 """
 import numpy as np
-from libc.stdint cimport int64_t, int32_t, uint8_t
-from libc.stdlib cimport calloc, realloc, free
+from libc.stdint cimport int64_t, int32_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memset
-from rocesim._core.defs cimport Sim, World, Event, NIL
+from rocesim._core.defs cimport Sim, World, Event
 from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, CAL_N
 from rocesim._core.engine cimport Core, _counters
 
@@ -29,37 +29,6 @@ def split_receivers(Core core):
     if core.stats()["events"] or core.w.flow_rx != NULL:
         raise RuntimeError("split_receivers: only once, before the run")
     core._alloc_flow_rx()
-
-
-def alternate_paths(Core core, int32_t flow, ports):
-    """Flow `flow`'s odd-numbered data packets (packet k of the flow, k odd, sent again or
-    not) take the explicit path `ports` (the egress port at each switch, as
-    `rocesim.network.routing.path_ports` gives it), its even ones the explicit path it has:
-    its packets alternate between two routes and arrive out of order when the routes'
-    delays differ, a stand-in for per-packet load balancing to test receivers with (issue
-    31).  Before the run; the flow must have an explicit path."""
-    cdef World* w = core.w
-    cdef int32_t off, k, n = len(ports), base = w.n_path_ports
-    cdef int32_t* grown
-    if core.stats()["events"]:
-        raise RuntimeError("alternate_paths: before the run")
-    if not 0 <= flow < w.n_flows or w.flow_path_off == NULL or w.flow_path_off[flow] == NIL:
-        raise ValueError(f"alternate_paths: flow {flow} has no explicit path")
-    off = w.flow_path_off[flow]
-    if base - off + n > 255 or not all(0 <= p < w.n_ports for p in ports):
-        raise ValueError("alternate_paths: the second path is too far on (a packet's hop is 8 bits) or names no port")
-    grown = <int32_t*> realloc(w.path_ports, (base + n) * sizeof(int32_t))
-    if grown == NULL:
-        raise MemoryError()
-    w.path_ports = grown
-    for k in range(n):
-        w.path_ports[base + k] = ports[k]
-    w.n_path_ports = base + n
-    if w.flow_alt_hop == NULL:
-        w.flow_alt_hop = <uint8_t*> calloc(max(w.n_flows, 1), 1)
-        if w.flow_alt_hop == NULL:
-            raise MemoryError()
-    w.flow_alt_hop[flow] = <uint8_t> (base - off)
 
 
 def part_order(Core core, str order, int seed=0):

@@ -466,9 +466,6 @@ cdef struct World:
     uint32_t* flow_hash    # per flow, the ECMP hash of its queue pair's 5-tuple, forward (its data)
     uint32_t* flow_rhash   #   and reverse (its ACKs, NACKs, CNPs); NULL: each flow its own QP, hashed
                            #   from its id (routing.flow_hash; rocesim/world/connections.py)
-    uint8_t* flow_alt_hop  # test support (debug.alternate_paths): per flow, the hop its odd-numbered
-                           #   data packets start their explicit path at (a second path further on
-                           #   in path_ports), so that they take another route; NULL: none
     int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
                            #   receive record in its receiver's part's pool, or NIL; NULL: the
                            #   receiver uses the sender's queue pair (qp.rx_of)

@@ -128,7 +128,6 @@ cdef void _free_world(World* w) noexcept:
     free(w.flow_hash)
     free(w.flow_rhash)
     free(w.flow_rx)
-    free(w.flow_alt_hop)
     free(w.ports)
     if w.sw != NULL:
         for i in range(w.n_nodes - w.n_hosts):

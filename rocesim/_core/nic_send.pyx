@@ -148,8 +148,6 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ts = s.now
     pk.size = <int32_t> payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0)
     pk.ttl = w.p.ttl
-    if w.flow_alt_hop != NULL and (seq // w.p.payload) & 1:
-        pk.hop = w.flow_alt_hop[f]           # test support: its second path (debug.alternate_paths)
     # sender-side entropy: a new UDP source port every entropy_every packets (0: the QP's own)
     pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
     if fl.snd_una >= fl.snd_max:
