@@ -100,10 +100,12 @@ def scenarios(tree: Path) -> list[tuple[str, Path]]:
     return [(str(p.relative_to(root).with_suffix("")), p) for p in sorted(root.rglob("*.yaml"))]
 
 
-def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str, extra=()) -> int:
+def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str, extra=(), launcher=("-m", "rocesim")) -> int:
     """`rocesim run` of scenario `path` in packet mode to `stop`, into `out`, with `extra`
-    command-line arguments (`--set partition=leaves`, `--threads 2`); its exit status."""
-    cmd = [sys.executable, "-m", "rocesim", "run", str(path), "-o", str(out), "--mode", "packet",
+    command-line arguments (`--set partition=leaves`, `--threads 2`); its exit status.
+    `launcher`: the interpreter's arguments before the command line (`-c CODE` that ends
+    in `rocesim.cli.main`, for a test that sets the core up first)."""
+    cmd = [sys.executable, *launcher, "run", str(path), "-o", str(out), "--mode", "packet",
            "--set", f"stop={stop}", "--no-plot", "--force", "-q", *extra]
     # output to pipes, not /dev/null: main at a215a8c segfaults on llama3_70b_1024 with its
     # stdout on /dev/null (and not on a pipe or a file)

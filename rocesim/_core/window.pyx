@@ -207,6 +207,8 @@ cdef void windows_free(Windows* win) noexcept nogil:
     free(win.out_off)
     free(win.out_rec)
     free(win.rec_to)
+    free(win.tc.schedule)
+    win.tc.schedule = NULL
     if win.spare != NULL:
         for m in range(win.n_spare):
             free(win.spare[m].pk)
