@@ -535,9 +535,6 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
     cdef int64_t ev = 0, taken = 0, pk_take = 0, pk_run = 0, qp_run = 0, t
     cdef int flags = 0, m = 0
     cdef bint flush
-    t = rocesim_clock_ns()
-    tc_window(&win.tc, t - tm.mark)
-    tm.mark = t
     for i in range(nt):
         ev += c.slots[i].events
         taken += c.slots[i].taken
@@ -545,6 +542,9 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
         pk_run += c.slots[i].pk_run
         qp_run += c.slots[i].qp_run
         flags |= c.slots[i].flags
+    t = rocesim_clock_ns()
+    tc_window(&win.tc, t - tm.mark, ev)
+    tm.mark = t
     tm.done += ev
     win.open_events += ev
     win.handoffs += taken
@@ -587,7 +587,7 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
     if m != 0:
         return STOP_DEADLOCK if m > 0 else STOP_EMPTY
     if tm.sample:
-        win.tc.now = tc_period(&win.tc)
+        tc_period(&win.tc)
     k = tc_scheduled(&win.tc, win.windows)
     if k > 0:
         win.tc.now = k if k < c.most else c.most
