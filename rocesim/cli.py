@@ -12,16 +12,20 @@ from rocesim.keys import SECTIONS, lines
 from rocesim.scenario.simai_conf import conf_yaml
 from rocesim.settings import Section
 from rocesim.sweep import run_folder
-from rocesim.sweep.table import markdown
+from rocesim.sweep.index import METRIC_COLUMNS
+from rocesim.sweep.table import folders_markdown, markdown
 from rocesim.results.run import stall_cause
+from rocesim.run_cost import predict
 from rocesim.cc import builtin_schemes, get_scheme
 from rocesim.errors import ScenarioError
 
 
-# what `rocesim run` writes: --force clears these from an output folder, and only these
+# what `rocesim run` writes, and `rocesim plot RUN ... --metric M` beside it: --force clears
+# these from an output folder, and only these
 RUN_FILES = ("flows.csv", "flows.parquet", "ports.csv", "pfc.csv", "pfc_timeline.csv", "pfc_timeline.png",
              "rates.csv", "queues.csv", "faults.csv", "deadlocks.csv", "collectives.csv", "iterations.csv",
-             "summary.json", "fct.txt", "slowdown.png", "training.png", "collectives.png", "timeline.png")
+             "summary.json", "fct.txt", "slowdown.png", "training.png", "collectives.png", "timeline.png",
+             *(f"{m}.png" for m in METRIC_COLUMNS))
 
 
 def _empty_output(outdir: str, force: bool) -> None:
@@ -96,15 +100,17 @@ def _run_scenario(args) -> int:
                       sample_interval=scn.output["sample_interval"], queue_ports=scn.output["queue_ports"])
     written = res.write(args.output, flows_format=scn.output["flows_format"], hpcc_fct=scn.output["hpcc_fct"])
     if scn.output["plot"] and not args.no_plot:
-        from rocesim.results.plot import plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
+        from rocesim.results.plot import marked_entries, plot_pfc_timeline, plot_slowdown, plot_training   # matplotlib: only now
         label = scn.name or os.path.splitext(os.path.basename(args.scenario))[0]
-        written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png")))
+        written.append(plot_slowdown([(label, res.data_flows())], os.path.join(args.output, "slowdown.png"),
+                                     marks=marked_entries(scn.raw.get("traffic"))))
         if res.iterations is not None:
             written.append(plot_training([(label, res.iterations, res.collectives)],
                                          os.path.join(args.output, "training.png")))
         if res.collectives is not None and len(res.collectives["op"]):
             from rocesim.results.collective_plot import plot_collectives
-            written.append(plot_collectives([(label, res.collectives)], os.path.join(args.output, "collectives.png")))
+            written.append(plot_collectives([(label, res.collectives, res.flows)],
+                                            os.path.join(args.output, "collectives.png")))
         if res.samples:
             from rocesim.results.timeline_plot import plot_timeline
             written.append(plot_timeline(res.samples["rates"], res.samples["queues"],
@@ -165,6 +171,10 @@ def _check(args) -> int:
     note = scn.sim.threads_to_run(scn.threads)[1]
     if note is not None:
         print(note, file=sys.stderr)
+    if scn.sim.mode == "packet":              # what the run will cost (rocesim.run_cost)
+        print(predict(scn.sim).describe() + (" (not counting the workloads sized from their first part)"
+                                            if est else "") + ("; if every flow finishes before the stop time"
+                                                               if scn.stop is not None else ""), file=sys.stderr)
     return 0
 
 
@@ -206,9 +216,12 @@ def _plot(args) -> int:
             else:
                 print(plot_sweep(args.outdirs[0], args.output, metric=args.metric, x=args.x, by=args.by))
             return 0
-        if args.metric or args.x or args.by or args.heatmap:
-            raise ScenarioError("rocesim plot", "--metric, --x, --by and --heatmap need a sweep folder "
-                                                "(one holding index.csv)")
+        if args.x or args.by or args.heatmap:
+            raise ScenarioError("rocesim plot", "--x, --by and --heatmap need a sweep folder (one holding index.csv)")
+        if args.metric:                          # run folders compared as a sweep's runs: a bar each
+            from rocesim.sweep.plot import plot_folders
+            print(plot_folders(args.outdirs, args.output, metric=args.metric))
+            return 0
         from rocesim.results.plot import plot_dirs
         for path in plot_dirs(args.outdirs, args.output, args.bins):
             print(path)
@@ -253,10 +266,17 @@ def _sweep(args) -> int:
 
 
 def _table(args) -> int:
-    _existing_folders([args.sweep_dir])
+    _existing_folders(args.folders)
     split = lambda v: [x for x in v.split(",") if x] if v else None   # noqa: E731
+    sweep_dir = len(args.folders) == 1 and os.path.isfile(os.path.join(args.folders[0], "index.csv"))
+    if not sweep_dir and (args.rows or args.cols):
+        raise ScenarioError("rocesim table", "--rows and --cols need a sweep folder (one holding index.csv); "
+                                             "run folders are compared a column each")
     try:
-        text = markdown(args.sweep_dir, args.metric or None, split(args.rows), args.cols)
+        if sweep_dir:
+            text = markdown(args.folders[0], args.metric or None, split(args.rows), args.cols)
+        else:
+            text = folders_markdown(args.folders, args.metric or None)
     except FileNotFoundError as e:
         raise ScenarioError("", str(e)) from None
     except ValueError as e:
@@ -340,9 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("outdirs", nargs="+", metavar="OUTDIR",
                     help="a `rocesim run` output folder (several: on one figure), or one sweep folder")
     pl.add_argument("-o", "--output", help="image file (default: in the first folder)")
-    pl.add_argument("--bins", type=int, default=20, help="flow-size bins of the slowdown figure (default: 20)")
-    pl.add_argument("--metric", help="sweep: an index.csv metric (default: iteration_mean_ns for training "
-                                     "sweeps, else slowdown_p99)")
+    pl.add_argument("--bins", type=int, help="flow-size bins of the slowdown figure (default: from the flow count, "
+                                             "at least 50 flows a bin, at most 20 bins)")
+    pl.add_argument("--metric", help="an index.csv metric: against a sweep's parameters (default: "
+                                     "iteration_mean_ns for training sweeps, else slowdown_p99), or of run "
+                                     "folders a bar each (a sweep's seeds of one configuration: one bar with "
+                                     "their min-max)")
     pl.add_argument("--x", help="sweep: the swept parameter on the x axis (default: the first but cc.scheme)")
     pl.add_argument("--by", help="sweep: a line per value of this parameter (default: cc.scheme)")
     pl.add_argument("--heatmap", nargs=2, metavar=("X", "Y"), help="sweep: a heatmap over two swept parameters")
@@ -363,12 +386,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run again the finished runs made from another scenario or other input files than "
                          "the sweep now asks (by default the sweep refuses to start)")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    tb = command("table", plain, "a markdown table of a sweep folder's index.csv (means over seeds)", _table)
-    tb.add_argument("sweep_dir", metavar="SWEEP_DIR", help="a `rocesim sweep` output folder")
+    tb = command("table", plain, "a markdown table of a sweep folder's index.csv (means over seeds), or of "
+                                 "run folders side by side (a column each)", _table)
+    tb.add_argument("folders", nargs="+", metavar="DIR",
+                    help="a `rocesim sweep` output folder, or `rocesim run` output folders (the same metrics, "
+                         "a column per folder)")
     tb.add_argument("--metric", action="append", default=[], help="an index.csv metric; repeatable "
                     "(default: slowdown p50, p95, p99, or the iteration time of training sweeps)")
-    tb.add_argument("--rows", help="swept parameters of the rows, comma-separated (default: all but seed)")
-    tb.add_argument("--cols", help="a swept parameter whose values become columns (one metric)")
+    tb.add_argument("--rows", help="sweep: swept parameters of the rows, comma-separated (default: all but seed)")
+    tb.add_argument("--cols", help="sweep: a swept parameter whose values become columns (one metric)")
     tb.add_argument("-o", "--output", help="also write the table to this file")
     sch = command("schemes", plain, "list congestion-control schemes and their parameters", _schemes)
     sch.add_argument("name", nargs="?", metavar="NAME",

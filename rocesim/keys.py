@@ -6,7 +6,7 @@ their own keys under `kind = NAME`; workload presets list their parameters.
 """
 from __future__ import annotations
 
-from rocesim import config
+from rocesim import config, lb
 from rocesim.network.faults import FAULTS
 from rocesim.scenario import OUTPUT, SCENARIO, TOPOLOGY, TRAFFIC
 from rocesim.scenario.traffic_kinds import FLOW
@@ -72,6 +72,13 @@ def lines(section: str | None = None):
             yield from _kinds(decl, prefix)
         else:
             yield from _settings(decl, prefix, top=name == "scenario")
+        if name == "switch":                            # the load-balancing schemes' keys
+            yield from _settings(Section("", **lb.registry.COMMON), "switch.load_balancing.")
+            for scheme in lb.builtin_balancers().values():
+                yield f"switch.load_balancing.scheme = {scheme.name}"
+                yield f"    {scheme.doc}"
+                yield from ("  " + line for line in _settings(Section(scheme.doc, **scheme.params),
+                                                              "switch.load_balancing."))
         if name == "traffic":
             yield from _settings(FLOW, "traffic[].flows[].")
             for fmt in FORMATS.values():                # the workload formats' presets

@@ -10,6 +10,7 @@ import os
 from typing import Callable
 
 from rocesim.errors import ScenarioError
+from rocesim.units import parse_size
 
 
 # --- the memory model ----------------------------------------------------------------
@@ -100,6 +101,20 @@ class MemoryLimit:
         self.setting = setting           # how the user raises it, "{}" the size
         self.shape = (0, 0, 0)
 
+    @classmethod
+    def of(cls, limit, setting: str = "limits.memory: {}", key: str = "limits.memory") -> "MemoryLimit":
+        """The limit as configured: `limit` a size ("32GB", or bytes), None for the default (75%
+        of the machine's), or a MemoryLimit, kept as it is (a scenario's own, shared by the
+        topology and the traffic); `setting` says how a user raises it ("{}": the size)."""
+        if isinstance(limit, cls):
+            return limit
+        if limit is None:
+            return cls(setting=setting)
+        size = parse_size(limit, key, bare_ok=True)
+        if size <= 0:
+            raise ScenarioError(key, f"must be positive, got {limit!r}")
+        return cls(size, configured=True, setting=setting)
+
     def _over(self, need) -> str:
         where = "" if self.configured else " (75% of this machine's memory)"
         text = (f"needs about {approx_bytes(need)}; the limit is "
@@ -116,6 +131,11 @@ class MemoryLimit:
             plural = "" if switches == 1 else "es"
             raise ScenarioError(key, f"{what} ({hosts:,} hosts, {switches:,} switch{plural}) {self._over(need)}")
         self.shape = (hosts, switches, links)
+
+    def holds(self, key, what, need):
+        """Refuse `what`, which needs `need` bytes in all (the caller counts everything)."""
+        if need > self.limit:
+            raise ScenarioError(key, f"{what} {self._over(need)}")
 
     def flows(self, key, what, existing, more):
         """Check that `more` flows on top of `existing` fit with the topology."""
@@ -154,6 +174,11 @@ class WorkloadGuard:
     def check(self, what: str, nodes: int) -> None:
         """Refuse a workload of `nodes` flows and compute steps that would not fit."""
         self.memory.flows("iterations", what, self.existing(), nodes)
+
+    def reading(self, key: str, what: str, nbytes: int) -> None:
+        """Refuse reading an input (`what`, at `key`) once what its reading holds, `nbytes`,
+        would not fit the memory limit beside the topology and the existing flows."""
+        self.memory.holds(key, what, memory_estimate(*self.memory.shape, self.existing()) + int(nbytes))
 
     def progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
         """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if

@@ -107,13 +107,13 @@ class Simulation:
         self.platform = topology if isinstance(topology, Platform) else Platform.hosts(topology)
         topology = self.platform.topology
         topology.validate()
-        self.memory = _memory_limit(memory_limit)
+        self.memory = MemoryLimit.of(memory_limit, 'Simulation(memory_limit="{}")', "memory_limit")
         self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
         self.topology = topology
         self.settings = RunSettings.resolve(switch=switch, nic=nic, cc=cc, cc_params=cc_params, seed=seed,
                                             deadlock=deadlock, nccl=nccl, mode=mode, flow=flow, partition=partition)
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
-        self.network = Network.build(topology, self.settings, routes)
+        self.network = Network.build(self.platform, self.settings, routes)
         self.ports = self.network.ports
         self._nodes = Nodes(topology, self.ports, self.settings.nic)
         self.faults = []             # rocesim.network.faults.Fault, in the order added
@@ -125,12 +125,16 @@ class Simulation:
         self.job_ranks = {}          # job name -> its ranks (jobs hold disjoint ranks)
         self.cc_final = None         # the scheme's parameters as the last run (or check) finalized them
         self._running = False        # run() is going: the world is the core's, not to be changed
-        self.partition_level, self._parts = partition_mod.run_parts(self.settings.partition, self.mode,
-                                                                    self.platform, self.ports)
 
     seed = _setting("seed", "Seeds ECMP hashing, ECN marking and the traffic's random draws.")
     mode = _setting("mode", "\"packet\" or \"flow\".")
     partition_setting = _setting("partition", "`partition` as given ('auto' kept); `partition_level` resolves it.")
+
+    @property
+    def partition_level(self) -> str:
+        """The level the packet core runs at: "none" (one part), "leaves" or "pods"
+        (`partition` as given, 'auto' resolved; a level may give one part, e.g. on a star)."""
+        return self.network.partition_level
     scheme = _setting("scheme", "The congestion-control scheme (`rocesim.cc.Scheme`).")
     cc_params = _setting("cc_params", "The scheme's parameters as given and defaulted ('auto' kept).")
     switch = _setting("switch", "The `switch:` settings, resolved.")
@@ -143,13 +147,13 @@ class Simulation:
     @property
     def n_parts(self) -> int:
         """The parts the packet core runs in (1: the engine as always)."""
-        return 1 if self._parts is None else self._parts.n_parts
+        return 1 if self.network.parts is None else self.network.parts.n_parts
 
     @property
     def lookahead_ps(self) -> int:
         """The lookahead of a run in parts: the smallest delay of a link between two parts
         (0 in one part)."""
-        return 0 if self._parts is None else self._parts.lookahead_ps
+        return 0 if self.network.parts is None else self.network.parts.lookahead_ps
 
     # --- traffic -------------------------------------------------------------------
 
@@ -160,7 +164,7 @@ class Simulation:
         return self._nodes.n
 
     def add_flow(self, src, dst, size, start=0, *, prio=config.DEFAULT_FLOW_PRIORITY,
-                 path=None, after=(), delay=0, tag=0, rate=None) -> int:
+                 path=None, after=(), delay=0, tag=0, rate=None, connection=None) -> int:
         """Add one flow of `size` bytes from host `src` to host `dst`; returns its id.
 
         `start` is used when the flow has no parents (`after`); otherwise the flow starts
@@ -169,10 +173,14 @@ class Simulation:
         explicit node list [src, switch, ..., dst] for the data packets.  `rate` (e.g.
         "2Gbps") caps the flow's sending rate whatever the congestion-control scheme says
         (its NIC paces at the lower of the two); its ideal FCT counts the cap.
+        `connection` (a whole number >= 0 or a name) puts the flow on a queue pair: the
+        flows of one (src, dst) with the same connection ride one, whose 5-tuple
+        (`nic.udp_source_port`, `switch.load_balancing.hash_qp`) decides their one ECMP
+        path; without it the flow is its own queue pair, hashed from its id.
         """
         self._not_running("add_flow")
         return self._nodes.add_flow(src, dst, size, start, prio=prio, path=path, after=after, delay=delay, tag=tag,
-                                    rate=rate)
+                                    rate=rate, connection=connection)
 
     def add_compute(self, host, duration, *, after=(), delay=0, start=0, tag=0) -> int:
         """Add a compute step of `duration` on `host` (no packets); returns its id."""
@@ -180,7 +188,8 @@ class Simulation:
         return self._nodes.add_compute(host, duration, after=after, delay=delay, start=start, tag=tag)
 
     def add_flows(self, table, tag=None) -> np.ndarray:
-        """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
+        """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids (its
+        `connection` column puts flows on queue pairs, as `add_flow`'s `connection`)."""
         self._not_running("add_flows")
         return self._nodes.add_table(table, tag)
 
@@ -198,8 +207,10 @@ class Simulation:
 
         It starts at `start`, or when every flow id in `after` is done.  `pxn` forwards
         traffic to other rails through the scale-up domain first (rail-aligned, as NCCL's
-        PXN; on by default, as in NCCL).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
-        nodes and its flows).
+        PXN; on by default, as in NCCL).  With `nccl.connections: persistent` its flows
+        ride the connections of its communicator (its ranks in `job`, for its algorithm),
+        shared by every collective of the same communicator.  Returns its
+        `CollectiveRecord` (flow ids of its per-rank start and done nodes and its flows).
         """
         self._not_running("add_collective")
         ranks = self.ranks(ranks, "ranks")
@@ -232,8 +243,8 @@ class Simulation:
     def flow_column(self, name: str, copy=True) -> np.ndarray:
         """One column of every node added so far, as a numpy array: src, dst, size (bytes;
         0 for a compute step), duration (ps; a compute step's, 0 for a flow), start, prio,
-        compute, delay, tag, dport, collective, iteration, rate_limit
-        (`rocesim.world.nodes.COLUMNS`; `copy=False`: a read-only view of the array held
+        compute, delay, tag, dport, collective, iteration, rate_limit, qp (the label of
+        the queue pair a flow rides, -1 its own) (`rocesim.world.nodes.COLUMNS`; `copy=False`: a read-only view of the array held
         when there is one)."""
         return self._nodes.column(name, copy)
 
@@ -404,7 +415,8 @@ class Simulation:
         above `fs_max_cwnd`, say).  The YAML loader calls it, so `rocesim check` refuses
         what `run` would."""
         empty = Nodes(self.topology, self.ports, self.nic)
-        core_build.finalized_scheme(self.network, Core(*core_build.core_inputs(self.network, empty, self._parts)))
+        core = Core(*core_build.core_inputs(self.network, empty, self.network.parts))
+        core_build.finalized_scheme(self.network, core)
 
     def core_inputs(self, partition: partition_mod.Partition | None = None) -> tuple[dict, dict]:
         """(the core's arrays, its parameters) as `run` hands them to
@@ -424,7 +436,7 @@ class Simulation:
     def _cut(self, partition):
         """The parts a core is built in: the run's, or `partition`'s (one part: None)."""
         if partition is None:
-            return self._parts
+            return self.network.parts
         if not isinstance(partition, partition_mod.Partition):
             raise ScenarioError("partition", f"expected a Partition (Simulation.partition), got {show(partition)}")
         return partition if partition.n_parts > 1 else None
@@ -445,20 +457,9 @@ class Simulation:
         return RunRecord(scheme=self.scheme.name, mode=self.mode, seed=self.seed, topology=topo.name,
                          hosts=topo.n_hosts, switches=topo.n_switches, original_ids=np.asarray(topo.original_ids),
                          port_node=self.ports.node, port_peer=self.ports.peer, port_rate_bps=self.ports.rate_bps,
+                         port_tier=self.network.port_tier,
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))
-
-
-def _memory_limit(limit) -> MemoryLimit:
-    """A `MemoryLimit` (the YAML loader's own, shared) or a size for `Simulation(memory_limit=...)`."""
-    if isinstance(limit, MemoryLimit):
-        return limit
-    if limit is None:
-        return MemoryLimit(setting="Simulation(memory_limit=\"{}\")")
-    size = parse_size(limit, "memory_limit", bare_ok=True)
-    if size <= 0:
-        raise ScenarioError("memory_limit", f"must be positive, got {limit!r}")
-    return MemoryLimit(size, configured=True, setting="Simulation(memory_limit=\"{}\")")

@@ -10,3 +10,16 @@ TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 pytest.register_assert_rewrite("helpers")      # its asserts explain themselves as a test's do
+
+
+@pytest.fixture
+def kept_figures(monkeypatch):
+    """The figures the plot functions make, kept open (they close them after saving) until
+    the test ends, to be read."""
+    from rocesim.results import axes          # matplotlib: imported only by the tests that draw
+    close = axes.plt.close
+    figs = []
+    monkeypatch.setattr(axes.plt, "close", figs.append)
+    yield figs
+    for fig in figs:
+        close(fig)

@@ -22,6 +22,16 @@ traffic: [{kind: incast, senders: [1, 2, 3], receiver: 0, size: 100KB}]
 output: {plot: false}
 """
 LINK = {"rate": "100Gbps", "delay": "1us"}
+# the start of a scenario on 2 servers of 4 GPUs, rail-optimized (a workload entry follows)
+TWO_SERVERS = """
+topology:
+  kind: rail_optimized
+  servers: 2
+  gpus_per_server: 4
+  nic_link: {rate: 100Gbps, delay: 1us}
+  scale_up: {rate: 800Gbps, delay: 1us}
+nic: {payload: 4000B}
+"""
 
 
 def small_scenario(**top):

@@ -75,6 +75,17 @@ TYPE_ARGS = {"number": 2, "integer": 2, "choice": 1, "boolean": 0, "size": 0, "p
 #   ("step", k)                 a step at k bytes per 10 Gb/s of port rate (DCTCP's K)
 RED_FORK = ("red", 100_000, 400_000, 0.2)     # the HPCC fork's: Kmin 100 KB, Kmax 400 KB per 25G, Pmax 0.2
 
+# The queue levels a load-balancing scheme compares equal-cost ports by (lb.pxd's
+# least_loaded): csg-htsim's adaptive routing quantizes an egress queue into 4 levels, below
+# 5%, 10% and 20% of its 15-packet nominal size (9000 B packets: 6,750, 13,500 and 27,000 B)
+# or above; these are the same thresholds in bytes, which a scenario may change.
+LB_QUEUE_LEVELS = (
+    ("level_1", ("size",), "6750B", "queued bytes at which an egress port is no longer among the emptiest "
+                                    "(csg-htsim: 5% of a 15 x 9000 B queue)"),
+    ("level_2", ("size",), "13500B", "the next level (10%)"),
+    ("level_3", ("size",), "27000B", "the last level (20%): above it, a port is as full as any"),
+)
+
 DECLARATION_KEYS = {"name", "doc", "params", "finalize", "needs_int", "needs_cnp", "ecn", "nic_defaults"}
 
 

@@ -112,6 +112,8 @@ cdef struct Packet:
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_priority)
+    uint16_t entropy       # DATA: the sender's per-packet entropy (a UDP source port it varies), mixed
+                           #   into the switches' hash; 0: none (the queue pair's 5-tuple alone)
 
 cdef struct Port:
     # Laid out by use: the first 64-byte line holds what every packet through the port
@@ -170,11 +172,21 @@ cdef struct Port:
     int32_t _pad32
     int64_t _pad[1]              # 576 bytes: every port starts a cache line (64-byte aligned array)
 
+cdef struct Switch  # forward declaration: lb_pick_fn takes one
+
+# Load balancing (lb_*.pyx, one scheme per file): a switch's choice among the `cnt` equal-cost
+# egress ports route_ports[off ..] towards destination class `cls` for data packet `pk`, whose
+# 5-tuple hash (entropy mixed in) is `hash`; returns the index 0..cnt-1.  NULL: ECMP on the hash.
+ctypedef int32_t (*lb_pick_fn)(Sim* s, Switch* sw, int32_t off, int32_t cnt, int32_t cls, uint32_t hash,
+                               Packet* pk) noexcept nogil
+
 cdef struct Switch:
     int32_t node
     int32_t port_off       # ports of this switch: port_off .. port_off + n_ports - 1
     int32_t n_ports
     uint32_t seed          # ECMP hash seed
+    lb_pick_fn lb_pick     # the load-balancing scheme's choice for data packets (NULL: ECMP)
+    void* lb_state         # its state at this switch (one block, freed with the world), or NULL
     int64_t buffer
     int64_t used           # all bytes held
     int64_t shared_used    # bytes held above the per-queue reserves, outside headroom
@@ -207,8 +219,9 @@ cdef struct Flow:
     # state.  What a flow needs only while it sends and receives (sequence numbers, rates,
     # timers, the scheme's state) is its queue pair (`Qp`, below), taken from a pool when
     # the NIC first sends for it and returned when it is done (qp.pxd).  ECMP hashes come from the flow id
-    # (routing.flow_hash), explicit paths and rate limits are side arrays (World.flow_path_off,
-    # World.flow_rate_limit: NULL when no flow has one).
+    # (routing.flow_hash: of its queue pair's 5-tuple, World.flow_hash, or of the flow id),
+    # explicit paths and rate limits are side arrays (World.flow_path_off, World.flow_rate_limit:
+    # NULL when no flow has one).
     int32_t src
     int32_t dst
     int32_t qp             # its queue pair (FS_ACTIVE data flows once the NIC served them), or NIL
@@ -348,6 +361,7 @@ cdef struct NetParams:
     double lossy_alpha
     int32_t int_enabled
     int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
+    int32_t entropy_every  # a new entropy (UDP source port) every N data packets of a queue pair (0: none)
     int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off
@@ -425,6 +439,9 @@ cdef struct World:
     Flow* flows            # n_flows records and a sentinel (Flow.child_off)
     int32_t* flow_path_off # explicit per-flow path: offset in path_ports, or NIL (NULL: none)
     int64_t* flow_rate_limit  # the user's cap on a flow's pacing rate, 0 none (NULL: none)
+    uint32_t* flow_hash    # per flow, the ECMP hash of its queue pair's 5-tuple, forward (its data)
+    uint32_t* flow_rhash   #   and reverse (its ACKs, NACKs, CNPs); NULL: each flow its own QP, hashed
+                           #   from its id (routing.flow_hash; rocesim/world/connections.py)
     int32_t* flow_rx       # receivers' own records (a run in parts): per flow, the slot of its
                            #   receive record in its receiver's part's pool, or NIL; NULL: the
                            #   receiver uses the sender's queue pair (qp.rx_of)

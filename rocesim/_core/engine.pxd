@@ -19,7 +19,7 @@ cdef class Core:
     cdef _cut(self, part_of_node, int64_t lookahead, port_node, port_peer, port_delay)
     cdef _init_fluid(self, dict params)
     cdef _init_params(self, dict params)
-    cdef _init_network(self, dict net)
+    cdef _init_network(self, dict net, bint shared_seed)
     cdef _install_routes(self, route_class, int32_t n_classes, route_groups, route_ports)
     cdef _init_flows(self, dict c)
 

@@ -21,6 +21,7 @@ from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
 from rocesim._core.rng cimport mix64
+from rocesim._core.routing cimport key_hash, key_rhash
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
@@ -122,8 +123,13 @@ cdef void _free_world(World* w) noexcept:
                 free(w.hosts[i].paced[k])
     free(w.flow_path_off)
     free(w.flow_rate_limit)
+    free(w.flow_hash)
+    free(w.flow_rhash)
     free(w.flow_rx)
     free(w.ports)
+    if w.sw != NULL:
+        for i in range(w.n_nodes - w.n_hosts):
+            free(w.sw[i].lb_state)
     free(w.sw)
     free(w.hosts)
     free(w.flows)
@@ -238,6 +244,10 @@ def _flow_columns(dict world, int H, int n_path_ports):
              is_compute=_as(world.get("flow_is_compute", np.zeros(F)), np.int32, "flow_is_compute", F),
              n_parents=_as(world.get("flow_n_parents", np.zeros(F)), np.int32, "flow_n_parents", F),
              rate_limit=_as(world.get("flow_rate_limit", np.zeros(F)), np.int64, "flow_rate_limit", F))
+    for name in ("flow_hash", "flow_rhash"):      # queue pairs' 5-tuple hashes (optional, both or none)
+        c[name] = None if world.get(name) is None else _as(world[name], np.uint32, name, F)
+    if (c["flow_hash"] is None) != (c["flow_rhash"] is None):
+        raise ValueError("core input: 'flow_hash' and 'flow_rhash' go together")
     start = _as(world["flow_start"], np.int64, "flow_start", F)
     delay = _as(world.get("flow_delay", np.zeros(F)), np.int64, "flow_delay", F)
     size, path_off, data = c["size"], c["path_off"], c["is_compute"] == 0
@@ -314,7 +324,7 @@ cdef class Core:
         net = _network_columns(world)
         self.seed = <uint64_t> int(params["seed"])
         self._init_params(params)
-        self._init_network(net)
+        self._init_network(net, params["shared_hash_seed"])
         self._install_routes(net["route_class"], net["n_classes"], net["route_groups"], net["route_ports"])
         self.w.path_ports = _copy_i32(net["path_ports"])
         self.w.n_path_ports = net["path_ports"].shape[0]
@@ -329,9 +339,10 @@ cdef class Core:
         for k in range(self.w.n_parts):
             flows_next_root(self.w.parts[k])
 
-    cdef _init_network(self, dict net):
+    cdef _init_network(self, dict net, bint shared_seed):
         """The ports, switches and hosts from the checked columns of `_network_columns` (the
-        parameters already set: a switch totals its ports' reserves)."""
+        parameters already set: a switch totals its ports' reserves); with `shared_seed`
+        every switch's ECMP seed is the same."""
         cdef World* w = self.w
         cdef int32_t i, k, H = net["n_hosts"], N = net["n_nodes"], P = net["port_node"].shape[0]
         cdef Port* p
@@ -351,7 +362,8 @@ cdef class Core:
             w.sw[i].node = H + i
             w.sw[i].buffer = buffer[i]
             w.sw[i].port_off = NIL
-            w.sw[i].seed = <uint32_t> mix64(self.seed * 1000003 + <uint64_t> i)
+            # (`hash_seed: shared`: every switch hashes alike, a flow's choice repeats tier after tier)
+            w.sw[i].seed = <uint32_t> mix64(self.seed * 1000003 + <uint64_t> (0 if shared_seed else i))
         for i in range(P):
             p = &w.ports[i]
             p.node = node[i]
@@ -512,6 +524,9 @@ cdef class Core:
         w.flows[F].qp = NIL
         if (c["path_off"] >= 0).any():
             w.flow_path_off = _copy_i32(c["path_off"])
+        if c["flow_hash"] is not None:
+            w.flow_hash = _copy_u32(c["flow_hash"])
+            w.flow_rhash = _copy_u32(c["flow_rhash"])
         if (c["rate_limit"] > 0).any():
             w.flow_rate_limit = <int64_t*> malloc(F * sizeof(int64_t))
             if w.flow_rate_limit == NULL:
@@ -1058,6 +1073,32 @@ cdef dict _counters(Sim** parts, int32_t n):
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
+
+
+def five_tuple_hashes(keys):
+    """(forward, reverse) ECMP hashes, uint32 arrays, of the 5-tuples the uint64 `keys` stand
+    for, as the core computes them (routing.key_hash): a flow that is its own queue pair has
+    its id as key, which the core hashes by itself when no `flow_hash` is given."""
+    k = np.ascontiguousarray(keys, dtype=np.uint64)
+    cdef const uint64_t[::1] kv = k
+    cdef cnp.ndarray[uint32_t] fwd = np.empty(k.shape[0], np.uint32)
+    cdef cnp.ndarray[uint32_t] rev = np.empty(k.shape[0], np.uint32)
+    cdef Py_ssize_t i
+    for i in range(k.shape[0]):
+        fwd[i] = key_hash(kv[i])
+        rev[i] = key_rhash(kv[i])
+    return fwd, rev
+
+
+cdef uint32_t* _copy_u32(cnp.ndarray a) except? NULL:
+    cdef int32_t n = a.shape[0], i
+    cdef uint32_t* out = <uint32_t*> malloc(max(n, 1) * sizeof(uint32_t))
+    cdef uint32_t[::1] v = a
+    if out == NULL:
+        raise MemoryError()
+    for i in range(n):
+        out[i] = v[i]
+    return out
 
 
 cdef int32_t* _copy_i32(cnp.ndarray a) except? NULL:

@@ -128,7 +128,7 @@ cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t
             return n
         if node < w.n_hosts:
             return -1
-        port = route_lookup(s, &w.sw[node - w.n_hosts], dst, hash, path_off, n - 1)
+        port = route_lookup(s, &w.sw[node - w.n_hosts], dst, hash, path_off, n - 1, NULL)
         if port == NIL:
             return -1
     return -1
@@ -145,8 +145,8 @@ cdef inline int64_t _one_packet_latency(Sim* s, int32_t* path, int32_t h, int64_
 
 cdef inline int32_t _paths(Sim* s, int32_t f, int32_t* fwd, int32_t* rev, int32_t* nrev) noexcept nogil:
     cdef Flow* fl = &s.w.flows[f]
-    nrev[0] = trace_path(s, fl.dst, fl.src, flow_rhash(f), NIL, rev, MAX_PATH)
-    return trace_path(s, fl.src, fl.dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_PATH)
+    nrev[0] = trace_path(s, fl.dst, fl.src, flow_rhash(s.w, f), NIL, rev, MAX_PATH)
+    return trace_path(s, fl.src, fl.dst, flow_hash(s.w, f), flow_path_off(s, f), fwd, MAX_PATH)
 
 
 cdef inline int64_t _data_wire(Sim* s, int64_t payload) noexcept nogil:

@@ -358,8 +358,8 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     cdef int64_t packets, W, full, last, lat = 0
     cdef FluidSlot* x
     cdef FluidSlotRest* y
-    h = trace_path(s, w.flows[f].src, w.flows[f].dst, flow_hash(f), flow_path_off(s, f), fwd, MAX_HOPS)
-    hr = trace_path(s, w.flows[f].dst, w.flows[f].src, flow_rhash(f), NIL, rev, MAX_HOPS)
+    h = trace_path(s, w.flows[f].src, w.flows[f].dst, flow_hash(w, f), flow_path_off(s, f), fwd, MAX_HOPS)
+    hr = trace_path(s, w.flows[f].dst, w.flows[f].src, flow_rhash(w, f), NIL, rev, MAX_HOPS)
     if h <= 0 or hr <= 0:
         s.st.no_route_drops += 1          # it never finishes: the run stalls, as with packets
         return

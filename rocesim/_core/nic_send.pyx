@@ -14,7 +14,7 @@ An ACK advances snd_una and calls the scheme's on_ack; a NACK rewinds snd_nxt to
 receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed packet
 and starts recovery (the holes below the highest SACK go first).
 """
-from libc.stdint cimport int64_t, int32_t, uint32_t, INT64_MAX
+from libc.stdint cimport int64_t, int32_t, uint16_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, EV_RTO,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT)
@@ -91,6 +91,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ts = s.now
     pk.size = <int32_t> payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0)
     pk.ttl = w.p.ttl
+    # sender-side entropy: a new UDP source port every entropy_every packets (0: the QP's own)
+    pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists

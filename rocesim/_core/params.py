@@ -108,6 +108,8 @@ NET = (
     Param("nack_interval", "nic.nack_interval"),
     Param("rto", "nic.rto", _auto(AUTO_RTO)),
     Param("rto_mask", "nic.rto", _rto_mask),
+    Param("entropy_every", "nic.entropy_every", lambda v, sections: 0 if v == "none" else v,
+          Range(0, 1 << 30, "0 (none) or a number of packets")),
     Param("tx_quantum", "nic.serialization", lambda v, sections: WHOLE_NS if v == "whole_ns" else 0,
           Range(0, None, "0 (exact) or a positive number of ps")),
     Param("reserve", "switch.pfc.reserve"),
@@ -125,6 +127,7 @@ NET = (
 
 RUN = (
     Param("seed", "seed"),
+    Param("shared_hash_seed", "switch.load_balancing.hash_seed", lambda v, sections: int(v == "shared")),
     Param("fluid", "mode", lambda v, sections: v == "flow"),     # network flows as fluids (fluid.pyx)
     Param("fluid_share", "flow.share", None, Range(0, 1, "in (0, 1]", lo_open=True)),
     Param("fluid_startup_ps", "flow.startup", None, Range(0, None, ">= 0")),

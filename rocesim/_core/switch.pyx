@@ -11,7 +11,7 @@ from rocesim._core.defs cimport (Sim, World, Switch, Port, Packet, IntHop, NIL, 
                                  MAX_INT_HOPS, PK_DATA, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
-from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off
+from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off, with_entropy
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 
 
@@ -34,9 +34,10 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         return
     pk.ttl -= 1
     if pk.kind == PK_DATA:
-        out = route_lookup(s, sw, pk.dst, flow_hash(pk.flow), flow_path_off(s, pk.flow), pk.hop)
+        out = route_lookup(s, sw, pk.dst, with_entropy(flow_hash(w, pk.flow), pk.entropy),
+                           flow_path_off(s, pk.flow), pk.hop, pk)
     else:
-        out = route_lookup(s, sw, pk.dst, flow_rhash(pk.flow), NIL, 0)
+        out = route_lookup(s, sw, pk.dst, flow_rhash(w, pk.flow), NIL, 0, NULL)
     pk.hop += 1
     pk.in_prio = pk.prio
     if w.p.bounce_priority and pk.kind == PK_DATA and out != NIL and w.ports[in_port].uplink \

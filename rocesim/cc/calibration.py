@@ -40,3 +40,18 @@ def flow_calibration(scheme: str) -> tuple[float, int] | None:
     if entry is None:
         return None
     return float(entry["share"]), int(entry["startup_ps"])
+
+
+def resolved(flow: dict, mode: str, scheme: str) -> dict:
+    """The `flow:` section (`config.FLOW`, resolved) with its 'auto' values taken: {share,
+    startup (ps), source: {share, startup}}, each value's source 'given', 'calibration' (the
+    scheme's entry here) or 'none' (the scheme has no entry, or packet mode, where the values
+    do nothing: the bare fluid's 1 and 0)."""
+    calibrated = flow_calibration(scheme) if mode == "flow" else None
+    auto = dict(zip(("share", "startup"), calibrated or UNCALIBRATED))
+    out, source = {}, {}
+    for key in ("share", "startup"):
+        given_here = flow[key] != "auto"
+        out[key] = flow[key] if given_here else auto[key]
+        source[key] = "given" if given_here else "calibration" if calibrated else "none"
+    return {**out, "source": source}

@@ -5,21 +5,33 @@ dimension, innermost first::
 
     topology: [ Switch, Switch ]      # Ring | FullyConnected | Switch
     npus_count: [ 8, 16 ]             # NPUs along each dimension (product: all NPUs)
-    bandwidth: [ 400.0, 50.0 ]        # GB/s per link (10^9 bytes/s)
+    bandwidth: [ 400.0, 50.0 ]        # GB/s per link
     latency: [ 250.0, 1000.0 ]        # ns per link
 
-rocesim simulates the outer dimensions packet by packet as a RoCE fabric and the inner
-one (by default) as the scale-up domain of a server:
+rocesim reads it as ASTRA-sim's analytical backend does: a bandwidth of B "GB/s" is
+B x 2^30 bytes/s (astra-network-analytical, common/NetworkFunction.cpp `bw_GBps_to_Bpns`:
+"1 GB is 2^30 B"), and a latency is one link's, crossed once per link of a route.
 
-* the first ``scale_up_dims`` dimensions (0 or 1; default 1 when the file has more than
-  one dimension) are the server's scale-up domain: ``Switch`` -> ``switch`` at the link's
-  rate, ``FullyConnected`` -> ``mesh`` (``G-1`` links per GPU, so ``(G-1) x`` the link's
-  rate in total), ``Ring`` -> ``ring`` (two links per GPU: twice the link's rate);
-* the remaining one or two dimensions must be ``Switch`` (a switched fabric; a ring or
-  full mesh of NICs is not a RoCE datacenter network): one of them is ``rail_only`` (NPU
-  ``i`` of every server on the switch of rail ``i``, as ASTRA-sim's switch dimension
-  joins same-index NPUs), two are ``rail_optimized`` with one pod per index of the outer
-  dimension (its bandwidth and latency on the leaf-spine links, spines for 1:1).
+* A file of one ``Ring`` or ``FullyConnected`` dimension (ASTRA-sim's Ring_4/8/16npus
+  examples) is NPUs wired to each other directly, as AMD's xGMI or Intel Gaudi's on-board
+  RoCE ports are: each NPU is a host with its own small switch (its ports), joined to its
+  two ring neighbours' (a bidirectional ring, as ASTRA-sim's congestion-aware ``Ring``) or
+  to every other NPU's, each link at the file's bandwidth and latency; the host's link to
+  its switch carries all of its ports at once (their summed rate, no delay), so a message
+  to a neighbour crosses one link of the file.  A route of several hops (a ring's far
+  NPUs) is forwarded by the NPUs on the way, packet by packet (ASTRA-sim forwards whole
+  messages: a `custom` topology, `direct_topology`).
+* Otherwise rocesim simulates the outer dimensions packet by packet as a RoCE fabric and
+  the inner one (by default) as the scale-up domain of a server:
+
+  - the first ``scale_up_dims`` dimensions (0 or 1; default 1 when the file has more than
+    one dimension) are the server's scale-up domain: ``Switch`` -> ``switch`` at the link's
+    rate, ``FullyConnected`` -> ``mesh`` (``G-1`` links per GPU, so ``(G-1) x`` the link's
+    rate in total), ``Ring`` -> ``ring`` (two links per GPU: twice the link's rate);
+  - the remaining one or two dimensions must be ``Switch``: one of them is ``rail_only``
+    (NPU ``i`` of every server on the switch of rail ``i``, as ASTRA-sim's switch
+    dimension joins same-index NPUs), two are ``rail_optimized`` with one pod per index of
+    the outer dimension (its bandwidth and latency on the leaf-spine links, spines for 1:1).
 
 `to_topology` returns the equivalent ``topology:`` mapping, so everything the scenario
 loader checks for a hand-written platform is checked for an imported one.
@@ -30,11 +42,16 @@ import math
 
 from rocesim.errors import ScenarioError
 
-__all__ = ["DIMENSION_KINDS", "to_topology"]
+__all__ = ["DIMENSION_KINDS", "DIRECT_KINDS", "GB", "to_topology", "direct_topology"]
+
+GB = 2**30                        # bytes in ASTRA-sim's "GB" of a bandwidth (per second)
 
 # ASTRA-sim's name of a dimension's topology -> rocesim's scale-up kind, and the links per GPU
 DIMENSION_KINDS = {"Switch": ("switch", lambda g: 1), "FullyConnected": ("mesh", lambda g: g - 1),
                    "Ring": ("ring", lambda g: 2)}
+# a dimension of NPUs wired to each other -> the NPUs each one links to, of n
+DIRECT_KINDS = {"Ring": lambda i, n: sorted({(i - 1) % n, (i + 1) % n} - {i}),
+                "FullyConnected": lambda i, n: [j for j in range(n) if j != i]}
 _FIELDS = ("topology", "npus_count", "bandwidth", "latency")
 
 
@@ -72,13 +89,31 @@ def _dims(network, where) -> list[tuple[str, int, float, float]]:
 
 
 def _link(gbs: float, ns: float) -> dict:
-    return {"rate": f"{gbs * 8:g}Gbps", "delay": f"{ns:g}ns"}
+    """A link of `gbs` ASTRA-sim GB/s (2^30 B/s) and `ns` ns, in a topology mapping's words."""
+    return {"rate": f"{round(gbs * GB * 8)}bps", "delay": f"{ns:g}ns"}
+
+
+def direct_topology(kind: str, npus: int, gbs: float, ns: float) -> dict:
+    """The `custom` topology mapping of `npus` NPUs wired to each other as ASTRA-sim's `kind`
+    (Ring or FullyConnected) dimension: host i (the NPU) on switch npus+i (its ports), its
+    switch linked to each neighbour's at `gbs` GB/s (2^30 B/s) and `ns` ns."""
+    neighbours = DIRECT_KINDS[kind]
+    ports = {i: neighbours(i, npus) for i in range(npus)}
+    link = _link(gbs, ns)
+    links = [{"a": i, "b": npus + i, **_link(gbs * max(len(ports[i]), 1), 0)} for i in range(npus)]
+    links += [{"a": npus + i, "b": npus + j, **link} for i in range(npus) for j in ports[i] if i < j]
+    return {"kind": "custom", "hosts": npus, "switches": npus, "links": links}
 
 
 def to_topology(network, where: str, scale_up_dims: int | None = None) -> dict:
     """The rocesim ``topology:`` mapping of the parsed ASTRA-sim 2.0 network file
     ``network`` (``where`` names the file in errors)."""
     dims = _dims(network, where)
+    if len(dims) == 1 and dims[0][0] in DIRECT_KINDS and not scale_up_dims:
+        kind, npus, gbs, ns = dims[0]
+        if npus < 2:
+            raise ScenarioError(f"{where}: npus_count[0]", f"a {kind} of NPUs needs at least 2, got {npus}")
+        return direct_topology(kind, npus, gbs, ns)
     if scale_up_dims is None:
         scale_up_dims = 1 if len(dims) > 1 else 0
     if scale_up_dims not in (0, 1) or scale_up_dims >= len(dims):
@@ -90,8 +125,11 @@ def to_topology(network, where: str, scale_up_dims: int | None = None) -> dict:
                                                   "rocesim builds one (rail_only) or two (rail_optimized)")
     for i, (kind, *_rest) in enumerate(fabric, start=scale_up_dims):
         if kind != "Switch":
-            raise ScenarioError(f"{where}: topology[{i}]", f"{kind} as a RoCE fabric dimension: rocesim "
-                                                           "simulates fabric dimensions as switches (Switch)")
+            raise ScenarioError(f"{where}: topology[{i}]", f"{kind} as a fabric dimension beside others: rocesim "
+                                                           f"wires a {kind} of NPUs directly when it is the "
+                                                           "file's only dimension, and as a server's scale-up "
+                                                           "domain when it is the first; the fabric dimensions "
+                                                           "after it must be switches (Switch)")
     if scale_up_dims:
         kind, gpus, gbs, ns = dims[0]
         name, links = DIMENSION_KINDS[kind]

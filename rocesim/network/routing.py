@@ -318,6 +318,22 @@ def _farthest(host_dist: np.ndarray, host_class: np.ndarray, C: int) -> np.ndarr
     return np.where(best > 0, pick, me).astype(np.int32)
 
 
+def parse_overrides(routes) -> list[tuple[int, int, int]]:
+    """The `routes:` list of {switch, dst, next} as (switch, dst, next) tuples, their form checked
+    (`build_routes` checks the nodes and links they name)."""
+    if not isinstance(routes, list):
+        raise ScenarioError("routes", "expected a list of {switch, dst, next}")
+    out = []
+    for k, r in enumerate(routes):
+        if not isinstance(r, dict) or set(r) != {"switch", "dst", "next"}:
+            raise ScenarioError(f"routes[{k}]", "expected exactly the keys switch, dst, next")
+        for name in ("switch", "dst", "next"):
+            if isinstance(r[name], bool) or not isinstance(r[name], int):
+                raise ScenarioError(f"routes[{k}].{name}", f"expected a node id, got {r[name]!r}")
+        out.append((r["switch"], r["dst"], r["next"]))
+    return out
+
+
 def _check_overrides(ports: Ports, overrides) -> None:
     H, N = ports.n_hosts, ports.n_nodes
     for k, (sw, dst, nxt) in enumerate(overrides):

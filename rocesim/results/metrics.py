@@ -2,8 +2,10 @@
 per-class figures (all network flows, background flows, collectives, iterations).
 
 The binning follows the HPCC paper's analysis: sort the finished flows by size and
-split them into `n_bins` bins of equal flow count; report the 50th, 95th and 99th
-percentile of slowdown per bin, with the bin's largest flow size as its label.
+split them into bins of equal flow count; report the 50th, 95th and 99th percentile of
+slowdown per bin, with the bin's largest flow size as its label.  Unless told, the number
+of bins follows the number of flows (`size_bins`): a p99 needs about fifty flows to be
+more than a bin's largest value.
 
 Classes of flows (OUTPUTS.md gives the same definitions):
 * network flows: every flow that is not a compute step;
@@ -20,10 +22,22 @@ from __future__ import annotations
 import numpy as np
 
 PERCENTILES = (50, 95, 99)
+# the fewest flows a size bin holds when the bins are chosen from the flow count: the p99 of
+# 8 flows is their maximum (20 bins of the quickstart's 162 flows zig-zag from bin to bin);
+# of 50 it lies between the two largest, as close to a percentile as a bin can say
+MIN_FLOWS_PER_BIN = 50
+MAX_BINS = 20
 
 
-def slowdown_by_size(size_bytes, slowdown, n_bins: int = 20) -> dict:
-    """Per-bin size label and slowdown percentiles of the finished flows.
+def size_bins(n_flows: int) -> int:
+    """How many equal-count size bins `n_flows` finished flows are split into: as many as
+    keep at least MIN_FLOWS_PER_BIN flows in each, at most MAX_BINS, at least one."""
+    return int(max(1, min(MAX_BINS, n_flows // MIN_FLOWS_PER_BIN)))
+
+
+def slowdown_by_size(size_bytes, slowdown, n_bins: int | None = None) -> dict:
+    """Per-bin size label and slowdown percentiles of the finished flows, in `n_bins`
+    bins of equal flow count (None: `size_bins` of the finished flows).
 
     Returns a dict of arrays: `size_max` (largest size in the bin), `size_median`,
     `count`, and `p50`, `p95`, `p99`.  Flows with NaN slowdown (unfinished) are left out.
@@ -34,7 +48,7 @@ def slowdown_by_size(size_bytes, slowdown, n_bins: int = 20) -> dict:
     size, sd = size[keep], sd[keep]
     order = np.argsort(size, kind="stable")
     size, sd = size[order], sd[order]
-    n_bins = max(1, min(n_bins, size.size))
+    n_bins = max(1, min(size_bins(size.size) if n_bins is None else n_bins, size.size))
     out = {k: [] for k in ("size_max", "size_median", "count") + tuple(f"p{p}" for p in PERCENTILES)}
     for idx in np.array_split(np.arange(size.size), n_bins):
         if idx.size == 0:
@@ -76,6 +90,24 @@ def bandwidths_gbps(collectives) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         alg = 8 * size / dur                    # bytes per ns x 8 = Gb/s
     return alg, alg * factor
+
+
+FABRICS = ("network", "scale-up", "none")
+
+
+def collective_fabric(collectives, flows) -> np.ndarray:
+    """Per collective (a row of collectives.csv), what its data crossed: "network" when a
+    data flow of it (flows.csv's `collective`) crossed the network, "scale-up" when none did
+    but it had bytes to move among two ranks or more (on a multi-GPU platform, a collective
+    inside one server: its transfers are fluid scale-up steps, compute nodes), else "none"
+    (one rank, or no bytes)."""
+    ids = np.asarray(collectives["collective_id"], np.int64)
+    of = np.asarray(flows["collective"], np.int64)
+    net = of[~np.asarray(flows["is_compute"]).astype(bool) & (of >= 0)]
+    crossed = np.zeros(max(int(ids.max(initial=-1)), int(net.max(initial=-1))) + 1, bool)
+    crossed[net] = True
+    moved = (np.asarray(collectives["ranks"], float) > 1) & (np.asarray(collectives["size_bytes"], float) > 0)
+    return np.where(crossed[ids], FABRICS[0], np.where(moved, FABRICS[1], FABRICS[2]))
 
 
 def background_mask(flows) -> np.ndarray:
@@ -145,3 +177,17 @@ def paused_links(timeline, times_ns, end_ns=None) -> np.ndarray:
     for k in range(len(times)):
         out[k] = np.unique(port[on[k]]).size
     return out
+
+
+def uplink_imbalance(tx_bytes, port_tier) -> tuple[float | None, dict]:
+    """How unevenly each tier of the fabric loads its uplinks: per tier (a switch's ports
+    towards the next tier up: 1 the ToRs', 2 the aggregations' ...; `port_tier` 0 for every
+    other port), the busiest uplink's bytes over the mean of the tier's uplinks (1.0: even;
+    a tier that sent nothing has none); returns (the worst tier's figure, {tier: figure})."""
+    tx, tier = np.asarray(tx_bytes, np.float64), np.asarray(port_tier)
+    by_tier = {}
+    for t in np.unique(tier[tier > 0]):
+        sent = tx[tier == t]
+        if sent.sum() > 0:
+            by_tier[int(t)] = round(float(sent.max() / sent.mean()), 4)
+    return (max(by_tier.values()) if by_tier else None), by_tier

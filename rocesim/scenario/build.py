@@ -76,7 +76,7 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     keys_of(raw, "", tuple(SCENARIO), SCENARIO.required())
     top = {k: SCENARIO[k].parse(raw.get(k, SCENARIO[k].default), k)
            for k in ("name", "seed", "stop", "mode", "partition", "threads")}
-    memory = _memory(config.LIMITS.resolve(raw.get("limits"), "limits"))
+    memory = MemoryLimit.of(config.LIMITS.resolve(raw.get("limits"), "limits")["memory"])
     platform = build_platform(raw["topology"], base_dir, memory=memory)
     cc = config.CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
     sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
@@ -104,10 +104,6 @@ def load(path, overrides=(), estimate_workloads=False) -> Scenario:
     (`estimate_workloads`: see `build`)."""
     raw = apply_overrides(read(path), overrides)
     return build(raw, os.path.dirname(os.path.abspath(path)), estimate_workloads)
-
-
-def _memory(limits) -> MemoryLimit:
-    return MemoryLimit() if limits["memory"] is None else MemoryLimit(limits["memory"], configured=True)
 
 
 def _output(d, key="output", n_ports=0) -> dict:

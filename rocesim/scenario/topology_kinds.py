@@ -99,7 +99,9 @@ TOPOLOGY = Kinds(
                            cores=Setting(Integer(1), None, "three tiers: core switches, one plane of cores / spines "
                                                              "per spine index (default: 1:1 above the spines)")),
     rail_only=Section("rail-only servers: one switch per rail, no spine (Wang et al. 2023)", **_rails()),
-    astra_sim=Section("an ASTRA-sim 2.0 network file as a rail_only or rail_optimized platform",
+    astra_sim=Section("an ASTRA-sim 2.0 network file (bandwidths in GB/s of 2^30 bytes, as ASTRA-sim reads them) "
+                      "as a rail_only or rail_optimized platform, or a Ring or FullyConnected of NPUs wired "
+                      "directly",
                       path=Setting(Path(), REQUIRED, "the network file (topology, npus_count, bandwidth, latency)"),
                       scale_up_dims=Setting(Integer(0), None, "dimensions that form the server (default 1; "
                                                               "0: every dimension is fabric)")),
@@ -191,12 +193,15 @@ def _rail_only(v, key, memory):
 
 
 def _astra_sim(v, key, memory, base_dir):
-    """An ASTRA-sim 2.0 network file as the equivalent rail_only / rail_optimized platform
+    """An ASTRA-sim 2.0 network file as the equivalent rail_only / rail_optimized platform,
+    or NPUs wired directly (a custom topology) for a Ring or FullyConnected file
     (rocesim/network/astra_network.py)."""
     path = resolve_path(base_dir, v["path"], f"{key}.path")
     mapping = to_topology(parse_yaml(read_text(path), path), path, v["scale_up_dims"])
     where = f"{key}({os.path.basename(path)})"
     kind, values = TOPOLOGY.resolve(mapping, where)
+    if kind == "custom":
+        return pf.Platform.hosts(_custom(values, where, memory, base_dir))
     return _PLATFORMS[kind](values, where, memory)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.settings import REQUIRED, Boolean, Choice, Custom, Integer, Section, Setting, Text, Time, show
+from rocesim.settings import REQUIRED, Boolean, Choice, Custom, Integer, Path, Section, Setting, Text, Time, show
 from rocesim.scenario.workload_formats import FORMATS, Job, format_of, joined, models_text
 from rocesim.training.algorithms import ALGORITHMS
 from rocesim.training.jobs import PLACEMENTS, place
@@ -55,6 +55,10 @@ WORKLOAD = Section(
                         None, "LLM presets: the parallel groups"),
     pipeline=Setting(Choice(*SCHEDULES), None, "LLM presets and SimAI files with pp > 1: the pipeline schedule "
                                                "(default 1f1b for presets, gpipe, the file's order, for SimAI files)"),
+    system=Setting(Path(), None, "Chakra traces: an ASTRA-sim 2.0 system file (JSON), read as ASTRA-sim reads "
+                                 "it: each collective's implementation (ring: astra_ring), "
+                                 "preferred-dataset-splits as chunks, active-chunks-per-dimension, endpoint-delay, "
+                                 "local-mem-bw"),
     pxn=Setting(Boolean(), None, "rail-aligned forwarding for the job's transfers (NCCL's PXN); default true "
                                  "(NCCL's default since 2.12), false for SimAI files (SimAI's AS_PXN_ENABLE is "
                                  "off by default)"),

@@ -34,6 +34,7 @@ from rocesim.training.graph import TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.training.parallelism import Parallelism
 from rocesim.training.workloads.astra import read_astra_sim
+from rocesim.training.workloads.astra_system import read_astra_system
 from rocesim.training.workloads.chakra import chakra_graph, read_chakra
 from rocesim.training.workloads.llm import LLM_PRESETS, llm_graph
 from rocesim.training.workloads.model import Workload, training_graph
@@ -133,11 +134,20 @@ def _simai(path, o, job: Job) -> TrainingGraph:
 
 
 def _chakra(prefix, o, job: Job) -> TrainingGraph:
+    """Chakra traces; with `system` (an ASTRA-sim system file) its collectives' algorithms
+    (where the entry's `algorithms` names none), chunks (where the entry's `chunks` is 1)
+    and settings."""
     if not isinstance(prefix, str):
         raise ScenarioError(job.model_key, "expected a path prefix (files <prefix>.<rank>.et)")
     prefix = prefix if os.path.isabs(prefix) else os.path.join(job.base_dir, prefix)
-    return chakra_graph(read_chakra(prefix, len(job.ranks)), job.ranks, job.iterations, platform=job.platform,
-                        nccl=job.nccl, guard=job.guard, **job.common)
+    common, options = dict(job.common), None
+    if o["system"] is not None:
+        system = read_astra_system(resolve_path(job.base_dir, o["system"], f"{job.key}.system"))
+        common["algorithms"] = {**system.algorithms, **common["algorithms"]}
+        common["chunks"] = system.chunks if common["chunks"] == 1 else common["chunks"]
+        options = system.options
+    return chakra_graph(read_chakra(prefix, len(job.ranks), job.guard), job.ranks, job.iterations,
+                        platform=job.platform, nccl=job.nccl, guard=job.guard, options=options, **common)
 
 
 FOLDS = {"fold_tp": None, "fold_dp": None}          # what formats of layers take (training_graph's folds)
@@ -153,7 +163,8 @@ FORMATS: dict[str, WorkloadFormat] = {
     # (validation/reference/simai/RUNS.md): SimAI files run without PXN unless told
     "simai": WorkloadFormat("SimAI files", _simai, {"clock": None, "dependencies": "simai", "pipeline": "gpipe",
                                                     **FOLDS}, key="simai", about="SimAI 1.6 / AICB", pxn=False),
-    "chakra": WorkloadFormat("Chakra traces", _chakra, key="chakra", value="prefix", about="files prefix.<rank>.et"),
+    "chakra": WorkloadFormat("Chakra traces", _chakra, {"system": None}, key="chakra", value="prefix",
+                             about="files prefix.<rank>.et"),
 }
 """The workload formats, in the order messages and `rocesim keys` list them."""
 

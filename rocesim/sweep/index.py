@@ -50,6 +50,7 @@ METRICS = (
     _count("iterations", "iterations"), _count("iterations_completed", "iterations completed"),
     _ms("iteration_mean_ns", "iteration time, mean"), _ms("iteration_p99_ns", "iteration time p99"),
     _count("pfc_pauses", "PFC pauses"), _count("drops", "drops"), _count("cnps", "CNPs"),
+    Metric("uplink_imbalance", "uplink imbalance (busiest / mean, worst tier)", fmt="{:.3g}"),
     _count("timeouts", "timeouts"), _ms("sim_time_ns", "simulated time"), _count("events", "events"),
     Metric("cpu_s", "CPU time per run (s)", fmt="{:.1f}"),
 )
@@ -86,6 +87,28 @@ def parameter_label(key: str) -> str:
     return f"{last.replace('_', ' ')} of {head}" if head else key.replace("_", " ")
 
 
+def metric_cells(summary: dict) -> dict:
+    """The index's metric columns of a run's summary.json (empty where it has null or lacks
+    the key)."""
+    return {k: "" if summary.get(k) is None else summary[k] for k in METRIC_COLUMNS}
+
+
+def read_folders(folders) -> list[dict]:
+    """Separate results folders (`rocesim run` outputs, or a sweep's runs) as rows of an
+    index: `run` (the folder's name, or its path as given when two share a name), `status`
+    and the metric columns of its summary.json.  FileNotFoundError naming a folder without one."""
+    names = [os.path.basename(os.path.normpath(d)) for d in folders]
+    out = []
+    for d, name in zip(folders, names):
+        path = os.path.join(d, "summary.json")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{d} holds no summary.json (is it a rocesim run's output folder?)")
+        with open(path) as f:
+            s = json.load(f)
+        out.append({"run": name if names.count(name) == 1 else d, "status": run_folder.status(s), **metric_cells(s)})
+    return out
+
+
 STALE_REASON = "made from another scenario than the sweep now asks (rerun it with --rerun-stale)"
 
 
@@ -111,9 +134,7 @@ def rows(root: str, runs, param_names, digests=None, unrecorded=None) -> list[di
             with open(os.path.join(d, "summary.json")) as f:
                 s = json.load(f)
             row["status"] = run_folder.status(s)
-            for k in METRIC_COLUMNS:
-                v = s.get(k)
-                row[k] = "" if v is None else v
+            row.update(metric_cells(s))
             row["error"] = ""
         elif st == run_folder.STALE:
             row["error"] = STALE_REASON

@@ -1,5 +1,6 @@
 """Figures of a sweep folder's index.csv: a metric against a swept parameter, one line
-per scheme (or bars when the scheme is the only parameter), and a heatmap over two.
+per scheme (or bars when the scheme is the only parameter), and a heatmap over two; and a
+metric of separate run folders, a bar per folder (`plot_folders`), as a sweep's bars.
 
 Seeds, and any other swept parameter not drawn, are averaged over (the title says so),
 and their spread is drawn: a min-max band around each line, min-max error bars on each
@@ -13,9 +14,10 @@ import os
 
 import numpy as np
 
-from rocesim.results.axes import TRUNCATED, plain_axis, plt, zoomed_bars
+from rocesim.results.axes import TRUNCATED, plain_axis, plt, seed_labels, zoomed_bars
+from rocesim.results.plot import configuration_label
 import rocesim.sweep.index as index
-from rocesim.sweep.index import default_metrics, parameter_label, read_done
+from rocesim.sweep.index import default_metrics, parameter_label, read_done, read_folders
 
 def _values(rows, key):
     """The distinct values of a column in first-seen order, sorted numerically if numbers."""
@@ -82,7 +84,7 @@ def default_metric(rows) -> str:
 def mark_truncated(ax) -> None:
     """Say so on a linear value axis that does not start at zero."""
     lo, hi = ax.get_ylim()
-    if ax.get_yscale() == "linear" and lo > 0 and not any(t.get_text() == TRUNCATED for t in ax.texts):
+    if ax.get_yscale() == "linear" and lo > 0 and not any(TRUNCATED in t.get_text() for t in ax.texts):
         ax.text(0.01, 0.99, TRUNCATED, transform=ax.transAxes, ha="left", va="top", fontsize=7, color="0.35")
 
 
@@ -142,6 +144,38 @@ def plot_sweep(root, out_path=None, metric=None, x=None, by=None) -> str:
                  (f"\n(mean over {', '.join(map(parameter_label, averaged))}{spread_note})" if averaged and rows else ""),
                  fontsize=10)
     ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path
+
+
+def plot_folders(folders, out_path=None, metric=None) -> str:
+    """`metric` (default as for a sweep: `default_metric`) of separate results folders, a bar
+    per folder, drawn as a sweep's bars (`zoomed_bars`).  A sweep's runs of one configuration
+    at several seeds (folders of one parent whose names differ only by `seed=N`:
+    `configuration_label`) are one bar, the mean of their values with min-max whiskers, and
+    the figure says which differences are within that spread.  Default path:
+    <first folder>/<metric>.png."""
+    rows = read_folders(folders)
+    metric = metric or default_metric(rows)
+    label = index.metric(metric).label               # unknown: ValueError listing the valid ones
+    keys = [(os.path.dirname(os.path.normpath(d)), configuration_label(d)) for d in folders]
+    shown = [k[1] for k in keys]
+    groups = {}
+    for key, row in zip(keys, rows):
+        name = key[1] if shown.count(key[1]) == keys.count(key) else os.path.join(*key)
+        groups.setdefault(name, []).append(row)
+    out_path = out_path or os.path.join(folders[0], f"{metric}.png")
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups) + 3), 4.5))
+    seeds = any(len(g) > 1 for g in groups.values())
+    labels, each = seed_labels(list(groups), [len(g) for g in groups.values()])
+    zoomed_bars(ax, labels, [_metric(g, metric) for g in groups.values()],
+                spread=[_range(g, metric) for g in groups.values()] if seeds else None)
+    ax.set_ylabel(label)
+    ax.set_title(f"{label}\n(a bar per run folder" + ("; seeds of one configuration: mean, min-max" if seeds else "")
+                 + (f", {each}" if each else "") + ")", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
     plt.close(fig)

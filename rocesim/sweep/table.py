@@ -1,4 +1,5 @@
-"""Markdown tables from a sweep's index.csv (`rocesim table DIR`).
+"""Markdown tables from a sweep's index.csv (`rocesim table DIR`), and of separate run
+folders compared as a sweep's runs (`rocesim table RUN1 RUN2 ...`: `folders_markdown`).
 
 Rows are the combinations of the `rows` parameters (default: every swept parameter but
 `seed`); columns are metrics, or with `cols`, one metric per value of that parameter.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rocesim.sweep.index import default_metrics, metric, parameter_label, read_done
+from rocesim.sweep.index import default_metrics, metric, parameter_label, read_done, read_folders
 
 
 def _values(rows, name):
@@ -33,12 +34,22 @@ def _spread(rows, name) -> str:
     return f"{fmt.format(min(vals))}-{fmt.format(max(vals))}"
 
 
+def _metrics(rows, metrics) -> list[str]:
+    """The metrics asked (checked: ValueError listing the valid ones), or those shown by default."""
+    metrics = metrics or default_metrics(rows)
+    for m in metrics:
+        metric(m)
+    return metrics
+
+
+def _lines(head, body) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(row) + " |" for row in body]
+
+
 def markdown(root, metrics=None, rows_by=None, cols_by=None) -> str:
     """The table as markdown text."""
     rows, params = read_done(root)
-    metrics = metrics or default_metrics(rows)
-    for m in metrics:
-        metric(m)                                  # unknown: ValueError listing the valid ones
+    metrics = _metrics(rows, metrics)
     rows_by = rows_by or [p for p in params if p not in ("seed", cols_by)]
     for p in rows_by + ([cols_by] if cols_by else []):
         if p not in params:
@@ -72,8 +83,19 @@ def markdown(root, metrics=None, rows_by=None, cols_by=None) -> str:
             for m in metrics:
                 cells += [_mean(groups[k], m)] + ([_spread(groups[k], m)] if repeated else [])
             body.append(list(k) + cells + [str(len(groups[k]))])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c if c != "" else "(base)" for c in row) + " |" for row in body]
+    lines = _lines(head, [[c if c != "" else "(base)" for c in row] for row in body])
     if cols_by and spread_shown:
         lines.append("\nCells: mean over runs (min-max).")
     return "\n".join(lines) + "\n"
+
+
+def folders_markdown(folders, metrics=None) -> str:
+    """Separate results folders (`rocesim run` outputs) compared as a sweep's runs: the same
+    metrics, named and formatted as `markdown` shows them (by default the same ones), a row
+    each, and a column per folder (its name; a cell with no value is `-`), after a row of
+    how each run ended (`status`, as index.csv has it)."""
+    rows = read_folders(folders)
+    metrics = _metrics(rows, metrics)
+    body = [["status"] + [r["status"] for r in rows]]
+    body += [[metric(m).label] + [_mean([r], m) for r in rows] for m in metrics]
+    return "\n".join(_lines(["metric"] + [r["run"] for r in rows], body)) + "\n"

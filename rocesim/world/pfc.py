@@ -62,6 +62,17 @@ def port_headroom(ports, pfc: dict, need: np.ndarray, n_hosts: int) -> np.ndarra
     return headroom
 
 
+def port_arrays(ports, switch: dict, nic: dict, int_on: bool, n_hosts: int, n_switches: int) -> dict:
+    """Each port's headroom and dynamic-threshold shift, as the core takes them; a lossless
+    switch's buffer checked against them."""
+    need = headroom_needed(ports, nic, int_on, len(switch["pfc"]["priorities"]))
+    headroom = port_headroom(ports, switch["pfc"], need, n_hosts)
+    if switch["pfc"]["enabled"]:
+        check_buffer(ports, headroom, switch, n_hosts, n_switches)
+    host_rate = int(ports.rate_bps[ports.host_port].min())
+    return dict(port_headroom=headroom.astype(np.int64), port_pfc_shift=threshold_shift(ports, host_rate))
+
+
 def threshold_shift(ports, host_rate: int) -> np.ndarray:
     """The dynamic XOFF threshold's shift per port: 3 at host speed, one less per doubling
     above it (HPCC fork third.cc: alpha 1/8 at NIC rate, doubling with each doubling of

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocesim import config
-from rocesim.cc import get_scheme
-from rocesim.cc.calibration import UNCALIBRATED, flow_calibration
+from rocesim.cc import calibration, get_scheme
 from rocesim.cc.scheme import Scheme
 from rocesim.training.nccl import NcclConfig
 
@@ -43,38 +42,18 @@ class RunSettings:
         nic = config.NIC.resolve(nic, "nic")
         deadlock = config.resolve_deadlock(deadlock)
         nccl = NcclConfig.resolve(nccl, "nccl", mode)
-        _refuse_in_flow_mode(mode, scheme, switch, deadlock)
+        # what mode: flow cannot run, refused before anything is built
+        if scheme.py_class is not None:
+            config.refuse_in_flow_mode(mode, "cc.scheme", f"{scheme.name} is written in Python")
+        if deadlock["enabled"]:
+            config.refuse_in_flow_mode(mode, "deadlock", "deadlock detection is on")
+        if switch["pfc"]["watchdog"]["enabled"]:
+            config.refuse_in_flow_mode(mode, "switch.pfc.watchdog.enabled", "the PFC watchdog is on")
+        fluid = calibration.resolved(config.FLOW.resolve(flow, "flow"), mode, scheme.name)
         return cls(seed=seed, mode=mode, partition=partition, scheme=scheme, cc_params=cc_params, switch=switch,
-                   nic=nic, deadlock=deadlock, nccl=nccl,
-                   fluid_calibration=_fluid_calibration(flow, mode, scheme.name))
+                   nic=nic, deadlock=deadlock, nccl=nccl, fluid_calibration=fluid)
 
     @property
     def python_scheme(self) -> bool:
         """Whether the congestion-control scheme is written in Python (it runs on one thread)."""
         return self.scheme.py_class is not None
-
-
-def _refuse_in_flow_mode(mode: str, scheme: Scheme, switch: dict, deadlock: dict) -> None:
-    """What `mode: flow` cannot run, refused before anything is built."""
-    if scheme.py_class is not None:
-        config.refuse_in_flow_mode(mode, "cc.scheme", f"{scheme.name} is written in Python")
-    if deadlock["enabled"]:
-        config.refuse_in_flow_mode(mode, "deadlock", "deadlock detection is on")
-    if switch["pfc"]["watchdog"]["enabled"]:
-        config.refuse_in_flow_mode(mode, "switch.pfc.watchdog.enabled", "the PFC watchdog is on")
-
-
-def _fluid_calibration(given, mode: str, scheme_name: str) -> dict:
-    """The `flow:` section resolved (checked in both modes): {share, startup (ps), source:
-    {share, startup}}, each value's source 'given', 'calibration' (the scheme's entry in
-    rocesim/cc/flow_calibration.json) or 'none' (the scheme has no entry, or packet mode,
-    where the values do nothing: the bare fluid's 1 and 0)."""
-    flow = config.FLOW.resolve(given, "flow")
-    calibrated = flow_calibration(scheme_name) if mode == "flow" else None
-    auto = dict(zip(("share", "startup"), calibrated or UNCALIBRATED))
-    out, source = {}, {}
-    for key in ("share", "startup"):
-        given_here = flow[key] != "auto"
-        out[key] = flow[key] if given_here else auto[key]
-        source[key] = "given" if given_here else "calibration" if calibrated else "none"
-    return {**out, "source": source}

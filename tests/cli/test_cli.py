@@ -209,19 +209,23 @@ def test_check_notes_the_parts_a_run_takes(tmp_path, capsys):
     # quickstart: 4 leaves of 8 hosts and 2 spines; 40 links, the 8 leaf-spine ones cut
     quickstart = str(ROOT / "scenarios" / "quickstart.yaml")
     leaves = "6 parts at the leaf level (4 leaf groups, 2 switches), lookahead 1us, 16/80 ports cut; no dependencies"
+
+    def notes():        # stderr without the last line, the run's predicted cost (tests/cli/test_check_cost.py)
+        err = capsys.readouterr().err
+        assert err.splitlines()[-1].startswith("predicted at the packet level: ")
+        return err[:err.rindex("predicted at the packet level: ")]
     assert main(["check", quickstart, "--set", "partition=none"]) == 0
-    assert capsys.readouterr().err == f"partition: none: 1 part; partition: leaves would give {leaves}\n"
+    assert notes() == f"partition: none: 1 part; partition: leaves would give {leaves}\n"
     assert main(["check", quickstart, "--set", "partition=leaves"]) == 0
-    assert capsys.readouterr().err == f"partition: leaves: {leaves}\n"
+    assert notes() == f"partition: leaves: {leaves}\n"
     assert main(["check", quickstart, "--set", "partition=leaves", "--threads", "7"]) == 0
-    assert capsys.readouterr().err.splitlines()[1] in ("7 threads asked, 6 parts: running 6",
-                                                       "built without OpenMP: running 1 thread")
+    assert notes().splitlines()[1] in ("7 threads asked, 6 parts: running 6", "built without OpenMP: running 1 thread")
     assert main(["check", quickstart, "--mode", "flow"]) == 0
     assert capsys.readouterr().err == "partition: none (auto): 1 part (flow mode)\n"
     # three hosts on one switch: one leaf group, and the dependencies of an incast: none
     assert main(["check", write_scenario(tmp_path, scenario(partition="leaves")), "--threads", "2"]) == 0
-    assert capsys.readouterr().err == ("partition: leaves: 1 part at the leaf level: the whole network is one leaf "
-                                       "group; no dependencies\n2 threads asked, 1 part: running 1\n")
+    assert notes() == ("partition: leaves: 1 part at the leaf level: the whole network is one leaf "
+                       "group; no dependencies\n2 threads asked, 1 part: running 1\n")
 
 
 def test_run_threads_override_the_scenarios_and_more_than_parts_are_said(tmp_path, capsys):
@@ -290,6 +294,10 @@ def test_keys_prints_every_declared_setting_and_nothing_else(capsys):
             rows = section.describe(prefix) if name != "scenario" else \
                 [(k, e.type.text, e.default, e.doc) for k, e in section.items()]
             declared |= {row[0] for row in rows}
+    from rocesim import lb                         # the load-balancing schemes' keys, from their declarations
+    declared |= {"switch.load_balancing.scheme", *(f"switch.load_balancing.{k}" for k in lb.registry.COMMON)}
+    for scheme in lb.builtin_balancers().values():
+        declared |= {f"switch.load_balancing.{k}" for k in scheme.params}
     printed = {line.split(" = ")[0].split(" (")[0] for line in keys if "kind = " not in line
                and not line.startswith("traffic[].model (workload)") and not line.startswith("traffic[].params.")
                and not line.startswith("traffic[].flows[].")}

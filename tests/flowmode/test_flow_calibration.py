@@ -146,7 +146,7 @@ def test_acks_alone_do_not_make_a_link_where_flows_meet_shared():
 
 
 def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
-    monkeypatch.setattr("rocesim.world.run_settings.flow_calibration", lambda name: None)
+    monkeypatch.setattr("rocesim.cc.calibration.flow_calibration", lambda name: None)
     sim, res = _incast("dcqcn")
     assert UNCALIBRATED == (1.0, 0)
     assert sim.fluid_calibration == {"share": 1.0, "startup": 0, "source": {"share": "none", "startup": "none"}}

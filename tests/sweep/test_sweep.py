@@ -487,7 +487,7 @@ def test_a_flow_mode_run_is_stale_when_the_calibration_it_used_changes(tmp_path,
     runs = {m: sweep.expand({"base": base, "set": {"mode": m}}, str(tmp_path)).runs[0] for m in ("flow", "packet")}
     before = {m: provenance.resolve(r)[1] for m, r in runs.items()}
     assert "flow:calibration" in before["flow"]["files"] and "flow:calibration" not in before["packet"]["files"]
-    monkeypatch.setattr("rocesim.world.run_settings.flow_calibration", lambda name: (0.5, 1000))
+    monkeypatch.setattr("rocesim.cc.calibration.flow_calibration", lambda name: (0.5, 1000))
     after = {m: provenance.resolve(r)[1]["sha256"] for m, r in runs.items()}
     assert after["flow"] != before["flow"]["sha256"] and after["packet"] == before["packet"]["sha256"]
 

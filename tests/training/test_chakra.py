@@ -1,6 +1,10 @@
 """Chakra execution traces: decoding the protobuf files, and the timing of the graph they become."""
+import _thread
 import gzip
 import struct
+import threading
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -86,7 +90,7 @@ MALFORMED = [                              # file contents, what the error says,
      "comm_size must not be negative", "node 2"),
     (w.stream([w.metadata(), w.node(1), w.node(1)]), "two nodes have the id 1", "node 1"),
     (w.stream([w.metadata(), w.node(1, data_deps=[9])]), "depends on node 9, which is not in the file", "node 1"),
-    (w.stream([w.metadata(), w.node(1, data_deps=[3]), w.node(2, data_deps=[1]), w.node(3, ctrl_deps=[2])]),
+    (w.stream([w.metadata(), w.node(1, data_deps=[3]), w.node(2, data_deps=[1]), w.node(3, data_deps=[2])]),
      "cycle: nodes 1 -> 2 -> 3 -> 1", "node 1"),
     (gzip.compress(w.stream([w.metadata()]))[:-6], "gzip data is corrupt", None),
     (gzip.compress(w.stream([w.metadata()]) + b"\x85"), "truncated varint", f"decompressed byte {M}"),
@@ -129,7 +133,7 @@ def test_gzipped_files_are_detected_by_content(tmp_path):
 
 def test_compute_only_iteration_is_the_critical_path(tmp_path):
     dag = [w.node(1, duration_us=5), w.node(2, duration_us=3, data_deps=[1]),
-           w.node(3, duration_us=7, ctrl_deps=[1]), w.node(4, duration_us=2, data_deps=[2, 3]),
+           w.node(3, duration_us=7, data_deps=[1]), w.node(4, duration_us=2, data_deps=[2, 3]),
            w.node(5, w.METADATA)]                                      # a lone zero-duration node
     w.write_trace(tmp_path / "t", [dag, dag])
     _, res, ids = run(tmp_path / "t", iterations=2)
@@ -165,7 +169,7 @@ def test_send_recv_is_one_flow_the_receiver_waits_for(tmp_path):
           w.send(3, 1, 200_000, tag=3, data_deps=[2])]
     r1 = [w.node(1, duration_us=1), w.recv(2, 0, 100_000, tag=3, data_deps=[1]),
           w.node(3, duration_us=2, data_deps=[2]),
-          w.node(4, duration_us=50), w.recv(5, 0, 200_000, tag=3, ctrl_deps=[4]),
+          w.node(4, duration_us=50), w.recv(5, 0, 200_000, tag=3, data_deps=[4]),
           w.node(6, duration_us=6, data_deps=[5])]
     w.write_trace(tmp_path / "t", [r0, r1])
     _, res, _ = run(tmp_path / "t", hosts=[3, 2], prio=5)
@@ -320,3 +324,138 @@ def test_chakra_send_to_another_rail_forwards_as_nccl_pxn(tmp_path, fabric, pxn)
     assert (f["src"][net][0], f["dst"][net][0]) == (plat.host[1] if relayed else plat.host[0], plat.host[3])
     nvlink_s = 1e-6 + b * 8 / 800e9
     assert f["start_ns"][net][0] * 1e-9 == pytest.approx(nvlink_s if relayed else 0, abs=1e-9)
+
+
+# --- gzip bombs: streamed, bounded by the memory limit, interruptible ------------------------------
+
+MiB = 1 << 20
+
+
+def write_bomb(path, head: bytes, zero_mib: int) -> int:
+    """A gzipped rank file: `head`, then `zero_mib` MiB of zero bytes, as concatenated gzip
+    members (one 1 MiB member repeated: ~1 KB each, made at once); returns its size."""
+    zeros = gzip.compress(bytes(MiB))
+    data = gzip.compress(head) + zeros * zero_mib
+    path.write_bytes(data)
+    return len(data)
+
+
+def bomb_scenario(prefix, memory):
+    return {"topology": {"kind": "star", "hosts": 2, "link": {"rate": "100Gbps", "delay": "1us"}},
+            "limits": {"memory": memory},
+            "traffic": [{"kind": "workload", "model": {"chakra": str(prefix)}, "ranks": [0]}]}
+
+
+@pytest.mark.parametrize("kind", ["one huge message", "many empty messages"])
+def test_a_gzip_bomb_is_refused_by_the_memory_limit_as_it_is_read(tmp_path, kind):
+    """A 70 KB file that expands to 64 MiB: one Node declaring 64 MiB (refused before it is
+    read), or 64 M empty Nodes (refused once the nodes read so far exceed the limit); the
+    reading never holds much more than the limit (it was decompressed whole first)."""
+    head = w.stream([w.metadata()]) + (w.varint(64 * MiB) if kind == "one huge message" else b"")
+    size = write_bomb(tmp_path / "bomb.0.et", head, 64)
+    assert size < 200_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ScenarioError) as info:
+            sc.build(bomb_scenario(tmp_path / "bomb", "8MB"), str(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    e = info.value
+    assert f"{tmp_path}/bomb.0.et:decompressed byte " in e.key
+    assert "reading the Chakra trace" in e.reason and "the limit is 8.0 MB" in e.reason
+    assert peak < 24 * MiB                     # the 8 MB limit, a 1 MiB piece, and slack
+    if kind == "one huge message":             # refused at its length prefix, unread
+        assert e.key.endswith(f"decompressed byte {len(w.stream([w.metadata()]))}")
+    # within the limit, the same reader reads a real trace (gzipped) through the scenario
+    w.write_trace(tmp_path / "ok", [[w.node(1, duration_us=2)]], gz=True)
+    assert sc.build(bomb_scenario(tmp_path / "ok", "8MB"), str(tmp_path)).sim.n_nodes == 1
+
+
+def test_reading_a_gzip_bomb_stops_at_ctrl_c(tmp_path):
+    """Ctrl-C while a 1 GiB expansion is read: the reader decompresses a piece at a time,
+    so the interrupt lands at once."""
+    write_bomb(tmp_path / "bomb.0.et", w.stream([w.metadata()]) + w.varint(1024 * MiB), 1024)
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        _thread.interrupt_main()
+
+    timer = threading.Timer(0.2, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            read_chakra(tmp_path / "bomb")
+        stopped = time.monotonic()
+    finally:
+        timer.cancel()
+    assert sent and stopped - sent[0] < 0.5
+
+
+# --- traces as Chakra's PyTorch converter writes them: CPU launches and GPU collectives ------------
+
+def converter_rank(size):
+    """One rank as Chakra's PyTorch converter writes it: CPU ops (`is_cpu_op: true`, their
+    duration_micros), among them the CPU-side launch of a collective (COMM_COLL_NODE without
+    comm_type, as `c10d::allreduce_`), then the GPU-side collective it launches (with
+    comm_type and comm_size) and a GPU kernel after it.  Control dependencies are the call
+    tree's parent there, and may point back (the launch's at the kernel) or at a node the
+    converter left out (99): they order nothing."""
+    cpu = {"is_cpu_op": True}
+    return [w.node(1, name="aten::mm", duration_us=5, attrs=cpu),
+            w.node(2, w.COLL, name="c10d::allreduce_", duration_us=7, data_deps=[1], ctrl_deps=[4], attrs=cpu),
+            w.node(3, w.COLL, name="ncclKernel_AllReduce_RING_LL_Sum_float", data_deps=[2],
+                   attrs={"is_cpu_op": False, "comm_type": w.ALL_REDUCE, "comm_size": size}),
+            w.node(4, name="ampere_sgemm", duration_us=11, data_deps=[3], attrs={"is_cpu_op": False}),
+            w.node(5, w.COLL, name="record_param_comms", data_deps=[2], ctrl_deps=[99], attrs=cpu)]
+
+
+def test_a_one_rank_converter_trace_runs_on_one_gpu(tmp_path):
+    """CPU launches run as CPU time, and a collective of one rank moves nothing: the
+    iteration is the CPU ops and the GPU kernel, one after the other."""
+    w.write_trace(tmp_path / "t", [converter_rank(1 << 20)])
+    trace = read_chakra(tmp_path / "t")
+    assert [n.is_cpu_op for n in trace.ranks[0]] == [True, True, False, False, True]
+    _, res, _ = run(tmp_path / "t", n_hosts=2)
+    assert res.iterations["duration_ns"][0] == (5 + 7 + 11) * 1000
+    assert (~res.flows["is_compute"]).sum() == 0
+
+
+def test_cpu_launches_are_cpu_time_and_gpu_collectives_are_issued(tmp_path):
+    """Two ranks: each CPU op takes its duration (the launch too), the GPU-side all-reduce
+    is the one collective and moves the data, and the GPU kernel waits for it."""
+    size = 4 << 20
+    w.write_trace(tmp_path / "t", [converter_rank(size)] * 2)
+    _, res, _ = run(tmp_path / "t", n_hosts=2, algorithms={"allreduce": "ring"})
+    assert res.collectives["op"].tolist() == ["allreduce"] and res.collectives["size_bytes"][0] == size
+    f = res.flows
+    net = ~f["is_compute"]
+    assert f["size_bytes"][net].sum() >= size                    # 2 ranks: each sends half, twice
+    for host in (0, 1):
+        mm, launch, gemm = (compute_ids(res, host, us) for us in (5, 7, 11))
+        assert len(mm) == len(launch) == len(gemm) == 1
+        assert f["start_ns"][launch[0]] == 5_000                  # after aten::mm (its ctrl dep)
+        assert f["start_ns"][gemm[0]] >= end_ns(res, np.flatnonzero(net)).max()
+    assert f["start_ns"][net].min() == 12_000                     # the collective after the launches
+    assert res.iterations["duration_ns"][0] > (5 + 7 + 11) * 1000 + size * 8 / 100e9 * 1e9 / 2
+
+
+def test_cpu_op_attribute_must_be_a_bool(tmp_path):
+    w.write_trace(tmp_path / "t", [[w.node(3, w.COLL, attrs={"is_cpu_op": "yes"})]])
+    with pytest.raises(ScenarioError) as info:
+        read_chakra(tmp_path / "t")
+    assert info.value.key.endswith("t.0.et:node 3") and "is_cpu_op must hold a bool" in info.value.reason
+
+
+def test_an_all_gathers_comm_size_is_each_ranks_input(tmp_path):
+    """ASTRA-sim's all-gather of comm_size gathers comm_size from each rank (its generator
+    scripts; its ring's result is comm_size x N): on 4 ranks the collective is 4x comm_size
+    as nccl-tests count it, and every rank receives 3 x comm_size."""
+    size = 1 << 20
+    w.write_trace(tmp_path / "t", [[w.coll(1, w.ALL_GATHER, size)]] * 4)
+    _, res, _ = run(tmp_path / "t", algorithms={"allgather": "ring"})
+    assert res.collectives["size_bytes"][0] == 4 * size
+    f = res.flows
+    net = ~f["is_compute"]
+    assert f["size_bytes"][net & (f["dst"] == 0)].sum() == 3 * size

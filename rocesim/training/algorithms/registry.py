@@ -10,9 +10,9 @@ and YAML and the API (`ALGORITHMS`, the names valid per operation).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -43,6 +43,8 @@ class Plan:
     stream: bool = False         # built as streams, one transfer per hop (NCCL's tree, `pipeline: stream`)
     group_size: int | None = None
     nccl: NcclConfig = NcclConfig()
+    # the algorithm's own settings (ASTRA-sim's system file's for astra_ring)
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 # (op, ranks, chunks, size, nccl) -> about how many nodes, an upper end

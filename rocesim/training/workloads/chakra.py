@@ -27,18 +27,32 @@ mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).
 As in proto3, a field that is absent reads as its default (id 0, type INVALID, no
 dependencies); an attribute without a value reads as 0.
 
-Semantics (`chakra_graph`): a node starts when all its data and control dependencies are
-done.  COMP_NODE computes for duration_micros; COMM_COLL_NODE (attributes comm_type,
-comm_size in bytes) is a collective over all ranks: the k-th collective node of every
-rank (in node-id order) is the same collective; COMM_SEND_NODE (comm_dst, comm_size,
-comm_tag) and COMM_RECV_NODE (comm_src, comm_tag) pair up in node-id order per
-(sender, receiver, tag) and become one flow that the recv node waits for.  Every other
-node type is a zero-duration step that only keeps the ordering.  Independent compute
-nodes of a rank may overlap: only the dependencies order them.
+Semantics (`chakra_graph`), ASTRA-sim 2.0's (astra-sim/workload/Workload.cc, `issue`, as of
+its releases with Chakra's feeder v2; its feeder reads an absent ``is_cpu_op`` as false): a
+node starts when all its data dependencies are done (its control dependencies, the call
+tree's parent in what Chakra's PyTorch converter writes, order nothing: ASTRA-sim's feeder
+reads data dependencies only, and Chakra's own feeder test trace has control dependencies
+on nodes it left out and against the data dependencies).  A node with the attribute
+``is_cpu_op: true`` is CPU time, whatever its type (but MEM_LOAD/MEM_STORE): it takes its
+duration_micros, and no communication: what Chakra's PyTorch converter writes for the CPU
+side of a collective (``c10d::allreduce_``, ``record_param_comms``: COMM_COLL_NODE without
+comm_type) is the launch's CPU time, and the GPU-side node (``ncclKernel``, with comm_type
+and comm_size) the collective.  On the GPU side, COMP_NODE computes for duration_micros;
+COMM_COLL_NODE (attributes comm_type, comm_size in bytes) is a collective over all ranks:
+the k-th GPU collective node of every rank (in node-id order) is the same collective, and
+its comm_size is what ASTRA-sim reads it as: each rank's buffer, the input for an
+all-gather (whose result is comm_size x ranks; rocesim counts an all-gather by its output,
+as nccl-tests do, so it runs comm_size x ranks); COMM_SEND_NODE (comm_dst, comm_size,
+comm_tag) and COMM_RECV_NODE (comm_src, comm_tag) pair up in node-id order per (sender,
+receiver, tag) and become one flow that the recv node waits for.  Every other node is a
+zero-duration step that only keeps the ordering.  Independent nodes of a rank may overlap:
+only the dependencies order them (ASTRA-sim also runs one CPU op, one GPU compute and one
+GPU communication of a rank at a time, in the order they become ready).
 """
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -50,6 +64,7 @@ from rocesim.training.algorithms import DEFAULT_ALGORITHM
 from rocesim.training.collectives import append_collective, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
+from rocesim.memory import MEMORY_PER_FLOW, MemoryLimit, WorkloadGuard
 from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.workloads import _protowire as pw
@@ -89,7 +104,8 @@ class ChakraNode:
     id: int
     name: str = ""
     type: int = INVALID_NODE
-    duration_ps: int = 0                 # duration_micros in ps (used for COMP_NODE)
+    duration_ps: int = 0                 # duration_micros in ps (COMP_NODE and CPU ops)
+    is_cpu_op: bool = False              # CPU time, whatever the type (ASTRA-sim's Workload::issue)
     comm_type: int | None = None         # CollectiveCommType (COMM_COLL_NODE)
     comm_size: int | None = None         # bytes
     comm_src: int | None = None          # rank (COMM_RECV_NODE)
@@ -105,8 +121,10 @@ class ChakraNode:
 
     @property
     def deps(self) -> list[int]:
-        """Data and control dependencies, each once."""
-        return list(dict.fromkeys(self.data_deps + self.ctrl_deps))
+        """What the node waits for: its data dependencies, each once.  Its control
+        dependencies are its parent in the call tree (what Chakra's PyTorch converter writes
+        there), which ASTRA-sim's feeder does not wait for either."""
+        return list(dict.fromkeys(self.data_deps))
 
 
 @dataclass
@@ -128,10 +146,12 @@ class ChakraTrace:
 
 # --- reading -----------------------------------------------------------------------------
 
-def read_chakra(prefix, n_ranks: int | None = None) -> ChakraTrace:
+def read_chakra(prefix, n_ranks: int | None = None, guard: WorkloadGuard | None = None) -> ChakraTrace:
     """Read ``<prefix>.<rank>.et`` for ranks 0..n_ranks-1 (None: as many consecutive ranks
     as there are files).  Every file is checked: wire format, node attributes, that each
-    dependency names a node of the file and that the dependencies have no cycle.
+    dependency names a node of the file and that the dependencies have no cycle.  What the
+    reading holds is bounded by `guard`'s memory limit (`Simulation.workload_guard`; None:
+    75% of the machine's memory), the ranks read before counted (`read_chakra_file`).
 
     Errors are `ScenarioError`s keyed by the file, ``file:byte N`` (wire format; N counts
     decompressed bytes for a gzipped file) or ``file:node ID``."""
@@ -155,61 +175,135 @@ def read_chakra(prefix, n_ranks: int | None = None) -> ChakraTrace:
         if os.path.isfile(f"{prefix}.{n_ranks}.et"):
             raise ScenarioError(f"{prefix}.{n_ranks}.et", f"the trace has more than the {n_ranks} ranks asked "
                                                           "for; run it on as many hosts as it has ranks")
+    guard = _guard(guard)
     trace = ChakraTrace([], [], [])
+    held = WorkloadGuard(guard.memory, lambda: guard.existing() + sum(map(len, trace.ranks)))
     for r in range(n_ranks):
         path = f"{prefix}.{r}.et"
-        version, nodes = read_chakra_file(path)
+        version, nodes = read_chakra_file(path, held)
         trace.ranks.append(nodes)
         trace.paths.append(path)
         trace.versions.append(version)
     return trace
 
 
-def read_chakra_file(path) -> tuple[str, list[ChakraNode]]:
-    """One rank's file: its GlobalMetadata version and its nodes, sorted by id."""
+def read_chakra_file(path, guard: WorkloadGuard | None = None) -> tuple[str, list[ChakraNode]]:
+    """One rank's file: its GlobalMetadata version and its nodes, sorted by id.
+
+    A gzipped file is decompressed as it is read, a piece at a time (so Ctrl-C stops it),
+    and what the reading holds (the nodes so far, the message being read) is checked
+    against `guard`'s memory limit (a `rocesim.memory.WorkloadGuard`; None: 75% of the
+    machine's memory) as it grows: a small file that expands beyond it is refused, keyed
+    by the byte where it went over."""
     path = os.fspath(path)
+    guard = _guard(guard)
     try:
+        size = os.path.getsize(path)
+        guard.reading(path, "the Chakra trace file", size)
         with open(path, "rb") as f:
-            buf = f.read()
+            raw = f.read()
     except OSError as e:
         raise ScenarioError(path, f"cannot read the Chakra trace: {e.strerror or e}") from None
-    note_read(path, buf)                       # a sweep records what its runs were made from
-    where = f"{path}:byte"
-    if buf[:2] == GZIP_MAGIC:
-        try:
-            buf = gzip.decompress(buf)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ScenarioError(path, f"the gzip data is corrupt: {e}") from None
-        where = f"{path}:decompressed byte"
-    spans = []
+    note_read(path, raw)                       # a sweep records what its runs were made from
+    gzipped = raw[:2] == GZIP_MAGIC
+    where = f"{path}:decompressed byte" if gzipped else f"{path}:byte"
+    source = gzip.GzipFile(fileobj=io.BytesIO(raw)) if gzipped else io.BytesIO(raw)
+    reader = _MessageReader(source, where, guard, len(raw))
+    version, nodes = None, []
     try:
-        pos, end = 0, len(buf)
-        while pos < end:
-            at = pos
-            length, pos = pw.read_varint(buf, pos, end)
-            if length > end - pos:
-                raise pw.WireError(at, f"message {len(spans)} declares {length} bytes but only {end - pos} "
-                                       "remain (is the file truncated?)")
-            spans.append((pos, pos + length))
-            pos += length
-    except pw.WireError as e:
-        raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace: {e.reason}") from None
-    if not spans:
+        for k, (at, msg) in enumerate(reader):
+            what = "the GlobalMetadata message" if k == 0 else f"message {k} (a Node)"
+            try:
+                if k == 0:
+                    version = _metadata(msg, (0, len(msg)))
+                else:
+                    nodes.append(_node(msg, (0, len(msg))))
+            except pw.WireError as e:
+                raise ScenarioError(f"{where} {at + e.offset}", f"malformed Chakra trace, in {what}: "
+                                                                f"{e.reason}") from None
+            except _BadNode as e:
+                raise ScenarioError(f"{path}:node {e.node.id}", f"{what}: {e.node.type_name} {e.reason}") from None
+            if k % _CHECK_EVERY == 0:
+                reader.holding(k)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ScenarioError(path, f"the gzip data is corrupt: {e}") from None
+    if version is None:
         raise ScenarioError(f"{where} 0", "empty Chakra trace: expected a GlobalMetadata message and then "
                                           "the nodes")
-    nodes = []
-    for k, span in enumerate(spans):
-        what = "the GlobalMetadata message" if k == 0 else f"message {k} (a Node)"
-        try:
-            if k == 0:
-                version = _metadata(buf, span)
-            else:
-                nodes.append(_node(buf, span))
-        except pw.WireError as e:
-            raise ScenarioError(f"{where} {e.offset}", f"malformed Chakra trace, in {what}: {e.reason}") from None
-        except _BadNode as e:
-            raise ScenarioError(f"{path}:node {e.node.id}", f"{what}: {e.node.type_name} {e.reason}") from None
     return version, _checked(path, nodes)
+
+
+def _guard(guard: WorkloadGuard | None) -> WorkloadGuard:
+    """`guard`, or without one the machine's default memory limit and nothing else held."""
+    return WorkloadGuard(MemoryLimit(), lambda: 0) if guard is None else guard
+
+
+# what reading one node holds, in bytes: its ChakraNode, its attributes' dict and values
+# (measured with tracemalloc on traces of compute and collective nodes: 600-800 B held,
+# 1.0-1.2 KB at the peak of the checks after the reading), and the graph node it becomes
+# (MEMORY_PER_FLOW)
+NODE_READ_BYTES = 1024 + MEMORY_PER_FLOW
+_READ_PIECE = 1 << 20          # bytes read (decompressed) at a time
+_CHECK_EVERY = 4096            # messages between two checks of the memory held
+
+
+class _MessageReader:
+    """The length-prefixed messages of a stream read a piece at a time: yields (offset of
+    the message's first byte in the stream, its bytes).  `holding(k)` checks the memory of
+    k nodes read and of what is buffered against the guard."""
+
+    def __init__(self, source, where: str, guard: WorkloadGuard, raw_bytes: int) -> None:
+        self.source, self.where, self.guard = source, where, guard
+        self.raw_bytes = raw_bytes          # the file itself, held while it is read
+        self.buf = bytearray()
+        self.pos = 0                        # the next message's length prefix in buf
+        self.base = 0                       # stream offset of buf[0]
+        self.eof = False
+
+    def _more(self, need: int) -> None:
+        """Read until buf holds `need` bytes from pos on, or the stream ends."""
+        if len(self.buf) - self.pos >= need or self.eof:
+            return
+        del self.buf[:self.pos]             # drop what was read (once per piece, not per message)
+        self.base += self.pos
+        self.pos = 0
+        while len(self.buf) < need and not self.eof:
+            piece = self.source.read(_READ_PIECE)
+            if piece:
+                self.buf += piece
+            else:
+                self.eof = True
+
+    def holding(self, nodes: int, message: int = 0) -> None:
+        need = self.raw_bytes + len(self.buf) + message + nodes * NODE_READ_BYTES
+        self.guard.reading(f"{self.where} {self.base + self.pos}",
+                           f"reading the Chakra trace ({nodes:,} nodes so far)", need)
+
+    def __iter__(self):
+        k = 0
+        while True:
+            self._more(10)                  # a length prefix is at most 10 bytes
+            if self.pos == len(self.buf):
+                return
+            try:
+                length, start = pw.read_varint(self.buf, self.pos, len(self.buf))
+            except pw.WireError as e:
+                raise ScenarioError(f"{self.where} {self.base + e.offset}", f"malformed Chakra trace: "
+                                                                            f"{e.reason}") from None
+            if length > len(self.buf) - start:
+                self.holding(k, length)     # a declared length beyond the limit: refused unread
+                prefix = start - self.pos
+                self._more(prefix + length)           # (moves pos to 0)
+                start = self.pos + prefix
+            remain = len(self.buf) - start
+            if length > remain:
+                raise ScenarioError(f"{self.where} {self.base + self.pos}", f"malformed Chakra trace: message {k} "
+                                                                            f"declares {length} bytes but only "
+                                                                            f"{remain} remain (is the file "
+                                                                            "truncated?)")
+            yield self.base + start, bytes(self.buf[start:start + length])
+            self.pos = start + length
+            k += 1
 
 
 class _BadNode(Exception):
@@ -308,7 +402,9 @@ def _node(buf, span) -> ChakraNode:
                       data_deps=tuple(deps["data_deps"]), ctrl_deps=tuple(deps["ctrl_deps"]), attrs=attrs)
     for key in ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"):
         setattr(node, key, _int_attr(node, attrs, key))
-    _check_comm_attrs(node)
+    node.is_cpu_op = bool(_int_attr(node, attrs, "is_cpu_op"))
+    if not node.is_cpu_op:                # a CPU op is replayed as time: it communicates nothing
+        _check_comm_attrs(node)
     return node
 
 
@@ -319,7 +415,8 @@ def _int_attr(node, attrs, key) -> int | None:
     if v is None:                       # an attribute with no value: proto3's default
         return 0
     if isinstance(v, (list, str, bytes, float)):
-        raise _BadNode(node, f"attribute {key} must hold an integer, got {v!r}")
+        raise _BadNode(node, f"attribute {key} must hold {'a bool' if key == 'is_cpu_op' else 'an integer'}, "
+                             f"got {v!r}")
     return int(v)
 
 
@@ -430,7 +527,7 @@ class _Plan:
 
 def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=None, chunks=1,
                  prio=DEFAULT_FLOW_PRIORITY, start=0, tag=0, job="", guard=None, nccl=None,
-                 platform=None, pxn=PXN_DEFAULT) -> TrainingGraph:
+                 platform=None, pxn=PXN_DEFAULT, options=None) -> TrainingGraph:
     """`iterations` repetitions of `trace` on `ranks` (trace rank i on rank ranks[i] of
     `platform`, a GPU of a multi-GPU server, or on a plain topology (None) host ranks[i]),
     as job `job`; `guard` (a `rocesim.memory.WorkloadGuard`, e.g.
@@ -444,9 +541,10 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
 
     One graph holds everything; each iteration starts, on each rank, when that rank's
     previous iteration is done (its sinks: every node leads to one of them).
-    Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces and
-    priority `prio`, as do the flows of send/recv pairs; roots start at `start` (ps); every
-    node gets `tag`.
+    Collectives use `algorithms[op]` (default: `DEFAULT_ALGORITHM`), `chunks` pieces,
+    priority `prio` and the algorithms' own `options` (an ASTRA-sim system file's:
+    `rocesim.training.workloads.astra_system`), the flows of send/recv pairs `prio`; roots
+    start at `start` (ps); every node gets `tag`.
     """
     if not isinstance(trace, ChakraTrace):
         raise ScenarioError("trace", f"expected a ChakraTrace (from read_chakra), got {type(trace).__name__}")
@@ -483,14 +581,14 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
                 continue
             rec = append_collective(g, coll.op, algos.get(coll.op, DEFAULT_ALGORITHM[coll.op]), ranks, coll.size,
                                  chunks=chunks, prio=prio, cid=len(records), iteration=it, tag=tag, start=start,
-                                 job=job, nccl=nccl, platform=platform, pxn=pxn)
+                                 job=job, nccl=nccl, platform=platform, pxn=pxn, options=options)
             records.append(rec)
             entry[coll.nodes] = rec.start_nodes
             exit_[coll.nodes] = rec.done_nodes
         if plan.flow_nodes.size:
             entry[plan.flow_nodes], exit_[plan.flow_nodes] = point_to_point(
                 g, platform, ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
-                iteration=it, tag=tag, start=start, pxn=pxn)
+                iteration=it, tag=tag, start=start, pxn=pxn, nccl=nccl, job=job)
         g.depend(entry[plan.children], exit_[plan.parents])
         g.depend(entry[plan.recv_nodes], exit_[plan.send_nodes])
         if prev_exit is not None:                # each rank waits for its previous iteration
@@ -518,6 +616,10 @@ def _plan(trace: ChakraTrace) -> _Plan:
                                                                  "rank's trace")
                 children.append(u)
                 parents.append(index[d])
+            if node.is_cpu_op:               # CPU time, communication or not (ASTRA-sim's issue)
+                steps.append(u)
+                durations.append(0 if node.type in (MEM_LOAD_NODE, MEM_STORE_NODE) else node.duration_ps)
+                continue
             if node.type == COMM_COLL_NODE and n > 1:
                 colls.append(u)
                 continue
@@ -578,8 +680,9 @@ def _match_collectives(trace: ChakraTrace, plan: _Plan, coll_nodes: list[list[in
             raise ScenarioError(trace.where(0, first.id), f"collective {_comm_name(first.comm_type)} is not "
                                                           "supported; supported: " +
                                                           ", ".join(COMM_TYPES[t] for t in COLLECTIVE_OPS))
-        out.append(_Collective(COLLECTIVE_OPS[first.comm_type], first.comm_size,
-                               np.array([c[k] for c in coll_nodes], np.int64)))
+        op = COLLECTIVE_OPS[first.comm_type]
+        size = first.comm_size * (trace.n_ranks if op == "allgather" else 1)   # ASTRA-sim: the input
+        out.append(_Collective(op, size, np.array([c[k] for c in coll_nodes], np.int64)))
     return out
 
 
