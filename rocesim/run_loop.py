@@ -27,8 +27,9 @@ def choose_threads(asked, n_parts: int, python_scheme: bool = False) -> tuple[in
 
     `asked` is 'auto' or a whole number >= 1 (checked by `config.THREADS`): at most one
     thread per part, `MAX_THREADS` of this build, and 1 for a scheme written in Python
-    (its callbacks take the GIL).  'auto' is the cores available (`available_cores`),
-    capped the same way without a note; a number above what runs gets the reason."""
+    (its callbacks take the GIL).  'auto' is at most the cores available
+    (`available_cores`), capped the same way without a note (the core then runs on as
+    many of them as pay, measured as it goes); a number above what runs gets the reason."""
     cap = 1 if python_scheme else min(max(1, n_parts), MAX_THREADS)
     if asked == "auto":
         return max(1, min(available_cores(), cap)), None
@@ -66,14 +67,15 @@ class RunLoop:
     `reroutes`: (time, alive ports) when the routing tables change, applied by
     `set_routes(core, alive)`; `sampler` takes samples at its times; `progress` (a
     RunProgress or None) is updated after every slice; the core runs each slice on
-    `threads` threads (`choose_threads`: the results are the same for any number)."""
+    `threads` threads, or with `adapt` (`threads: auto`) on 1 to `threads`, as many as
+    run it faster (`choose_threads`: the results are the same for any number)."""
 
     def __init__(self, core, t_stop, t_slice, events_per_slice, *, sampler=None, reroutes=(), set_routes=None,
-                 progress=None, n_nodes=0, deadlock_threshold=0, threads=1):
+                 progress=None, n_nodes=0, deadlock_threshold=0, threads=1, adapt=False):
         self.core, self.t_stop, self.t_slice, self.events_per_slice = core, t_stop, t_slice, events_per_slice
         self.sampler, self.reroutes, self.set_routes = sampler, list(reroutes), set_routes
         self.progress, self.n_nodes, self.deadlock_threshold = progress, n_nodes, deadlock_threshold
-        self.threads = threads
+        self.threads, self.adapt = threads, adapt
 
     def run(self) -> RunEnd:
         core = self.core
@@ -92,7 +94,7 @@ class RunLoop:
             # which PFC cycles hold it, detection on or off: one look, now, costs nothing
             core.deadlocks_at_stall(self.deadlock_threshold)
         if self.progress is not None:
-            self.progress.close(core.stats())
+            self.progress.close({**core.stats(), **core.thread_stats()})
         end.wall_s, end.cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         return end
 
@@ -106,11 +108,11 @@ class RunLoop:
             until = min(until, reroute_at)
             nxt = core.next_event_ps
             slice_end = min(until, nxt + self.t_slice) if nxt >= 0 else until
-            status = core.run(slice_end, self.events_per_slice, self.threads)
+            status = core.run(slice_end, self.events_per_slice, self.threads, self.adapt)
             if status == STOP_TIME and slice_end < until:
                 status = STOP_EVENTS                 # only the slice ended: carry on
             if self.progress is not None:
-                self.progress.update(core.stats())
+                self.progress.update({**core.stats(), **core.thread_stats()})
             if status != STOP_EMPTY and watch.stalled(core.stats()):
                 return status, True
             hit = False

@@ -334,11 +334,12 @@ class Simulation:
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
 
-        `threads` ('auto': the cores this process may use, or a whole number >= 1) run
-        the parts of the network (`partition`), at most one per part; a scheme written in
-        Python runs on 1.  The outputs are the same for any number; `Results.threads` says
-        how many ran, and when that is fewer than a number asked, one line on stderr says
-        why (unless `progress=False`).
+        `threads` (a whole number >= 1, or 'auto': as many of the cores this process may
+        use as make the run faster, measured as it runs) run the parts of the network
+        (`partition`), at most one per part; a scheme written in Python runs on 1.  The
+        outputs are the same for any number; summary.json's `threads_mean` and
+        `threads_final` say how many ran, and when a number asked cannot run, one line on
+        stderr says why (unless `progress=False`).
 
         A run that stalls (flows unfinished and nothing can move them) is searched for the
         PFC cycles that hold it, whether `deadlock` detection is on or not.  If a scheme
@@ -375,7 +376,8 @@ class Simulation:
                        set_routes=lambda core, alive: core_build.set_routes(self.network, core, alive),
                        progress=RunProgress(self.n_nodes, None if stop is None else t_stop,
                                             threads=n_threads) if show else None,
-                       n_nodes=self.n_nodes, deadlock_threshold=self.deadlock["threshold"], threads=n_threads)
+                       n_nodes=self.n_nodes, deadlock_threshold=self.deadlock["threshold"], threads=n_threads,
+                       adapt=asked == "auto")
         self._running = True
         try:
             end = loop.run()

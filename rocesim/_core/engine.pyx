@@ -603,6 +603,15 @@ cdef class Core:
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
                     cut_ports=self.w.n_handoff, dependency_messages=self.win.deps)
 
+    def thread_stats(self):
+        """The threads the run used so far: `threads_mean` (over its windows' wall time) and
+        `threads_final` (the last window's); 1 with one part.  Unlike every other readback
+        they depend on the threads asked and on the machine's load, never the results."""
+        if self.w.n_parts == 1 or self.win.tc.wall == 0:
+            now = max(1, self.win.tc.now) if self.w.n_parts > 1 else 1
+            return dict(threads_mean=float(now), threads_final=now)
+        return dict(threads_mean=self.win.tc.threads_wall / self.win.tc.wall, threads_final=self.win.tc.now)
+
     def window_profile(self, bint record=True):
         """A run in parts, for the parallel core's scaling model (validation/parallel_model.py):
         with `record`, every window from now on records, per part that ran events or took
@@ -738,10 +747,12 @@ cdef class Core:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
         return n
 
-    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1):
+    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1, bint adapt=False):
         """Run events up to time `until_ps` (inclusive) or `max_events` events, a run in
-        parts on up to `threads` threads (capped at its parts and at MAX_THREADS; one part,
-        or a scheme written in Python, runs on one).  The results do not depend on `threads`.
+        parts on `threads` threads (capped at its parts and at MAX_THREADS; one part, or a
+        scheme written in Python, runs on one), or with `adapt` on 1 to `threads`, as many
+        as run it faster, measured as it goes (`threads: auto`; `thread_stats` says how
+        many it used).  The results do not depend on the threads.
 
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
@@ -763,7 +774,7 @@ cdef class Core:
             status = loop.run_loop(self.s, until_ps, max_events)
         else:
             with nogil:     # (a scheme written in Python takes the GIL in its callbacks)
-                status = windows_run(self.w.parts, self.w.n_parts, &self.win, until_ps, max_events, threads)
+                status = windows_run(self.w.parts, self.w.n_parts, &self.win, until_ps, max_events, threads, adapt)
         if status == loop.STOP_EMPTY and all(self.w.parts[k].error == ERR_NONE for k in range(self.w.n_parts)):
             # nothing left to happen: give back the pools' memory before the results are read
             for k in range(self.w.n_parts):

@@ -40,6 +40,10 @@ FLOW_MODE_EMPTY_SUMMARY = (
     "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
+# summary.json's keys that the machine decides, not the run: time, speed and the threads a
+# run used (`threads: auto` adapts them to the machine's load).  Every other output is the
+# same on any machine, any load and any thread count: leave these out when comparing runs.
+MACHINE_KEYS = ("wall_s", "cpu_s", "link_crossings_per_cpu_s", "threads_mean", "threads_final")
 
 
 @dataclass(frozen=True)
@@ -54,12 +58,14 @@ class CoreReadout:
     deadlock_detection: bool
     pause_timeline: dict
     switch_arrays: dict
+    thread_stats: dict
 
     @classmethod
     def of(cls, core) -> "CoreReadout":
         return cls(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
                    deadlock_records=core.deadlock_records(), deadlock_detection=bool(core.deadlock_detection),
-                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays())
+                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays(),
+                   thread_stats=core.thread_stats())
 
 
 @dataclass
@@ -80,7 +86,7 @@ class Results:
     iterations: dict | None = None   # per training iteration: start, finish, duration
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
     pfc_timeline: dict | None = None         # pause intervals (see the module docstring)
-    threads: int = 1                 # threads the run took (written nowhere: the outputs do not depend on it)
+    threads: int = 1                 # the most threads the run could take (summary.json: those it used)
 
     @classmethod
     def from_core(cls, record: RunRecord, core: CoreReadout, *, wall_s, cpu_s, interrupted, stop_ps):
@@ -117,6 +123,10 @@ class Results:
             sim_time_ns=end_ps / PS_PER_NS,
             wall_s=round(wall_s, 4),
             cpu_s=round(cpu_s, 4),
+            # the threads it ran on, over its wall time and at its end (they change the wall
+            # time only: MACHINE_KEYS)
+            threads_mean=round(core.thread_stats["threads_mean"], 2),
+            threads_final=core.thread_stats["threads_final"],
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
             packets_in_use_at_end=st["packets_in_use"], packets_peak=st["packets_peak"],
             queue_pairs_in_use_at_end=st["queue_pairs_in_use"], queue_pairs_peak=st["queue_pairs_peak"],
