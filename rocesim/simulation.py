@@ -379,10 +379,13 @@ class Simulation:
         del core, loop, sampler           # the core's memory is freed before the results' columns are made
         res = Results.from_core(self.record(), readout, wall_s=end.wall_s, cpu_s=end.cpu_s,
                                 interrupted=end.interrupted or end.failure is not None,
-                                stop_ps=t_stop if end.status == STOP_TIME else None)
+                                # the time horizon is no stop time: a run that met it (a timer
+                                # set past it pending) lasted until its last event that did something
+                                stop_ps=t_stop if end.status == STOP_TIME and stop is not None else None)
         del readout
         res.samples, res.threads = samples, n_threads
         res.summary["stalled"] = end.stalled
+        res.summary["frozen_clock"] = end.frozen_clock
         res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
         if end.failure is not None:
             # the run is not lost: its results up to the error travel with the exception

@@ -182,6 +182,8 @@ class Results:
             unfinished = f"{n} flow{'s' if n != 1 else ''}"
             if s.get("deadlock"):
                 lines.append(f"stalled: {unfinished} unfinished, held by the deadlock above; stopped")
+            elif s.get("frozen_clock"):
+                lines.append(f"stalled: {unfinished} unfinished, {stall_cause(s)}; stopped")
             else:
                 lines.append(f"stalled: {unfinished} unfinished and nothing can move them (no event "
                              f"left, or nothing delivered for a simulated second), {stall_cause(s)}; stopped")
@@ -282,6 +284,10 @@ class Results:
 
 def stall_cause(s) -> str:
     """Why a stalled run without a deadlock stalled, as far as its summary `s` says."""
+    frozen = s.get("frozen_clock")
+    if frozen:                        # rocesim.run_loop.StallWatch: time stood still
+        return (f"simulated time stood still at {frozen['at_ns'] / 1e3:,.3f} us over {frozen['events']:,} "
+                f"events (a timer re-armed with zero delay, by a scheme written in Python?)")
     if s.get("mode") == "flow":       # no pauses: a flow without a route is all that stalls
         return f"{s['no_route_drops']} of them found no route to their destination (a loop in `routes`?)"
     # the stall was searched for PFC cycles (Simulation.run), detection on or off
