@@ -397,6 +397,8 @@ cdef struct Stats:
     int64_t nic_drops      # data a stopped NIC could not take (its buffer full: faults.pyx)
     int64_t no_route_drops # packets a switch had no route for
     int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
+    int64_t ecn_echoes     # ACKs that reached their sender's scheme echoing a CE mark (nic_send.pyx)
+    int64_t cnps_received  # CNP packets that reached their sender's scheme
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's

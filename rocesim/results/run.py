@@ -22,6 +22,8 @@ from rocesim.results.record import RunRecord
 from rocesim.run_progress import short_time
 
 PS_PER_NS = 1000.0
+# summary.json's `notification_carrier`, as the terminal says it
+_CARRIERS = {"cnp": "CNP packets", "ack": "ECN echoes on ACKs"}
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
@@ -36,6 +38,7 @@ FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
+    "ecn_echoes", "congestion_notifications", "notification_carrier",
     "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
@@ -53,12 +56,14 @@ class CoreReadout:
     deadlock_detection: bool
     pause_timeline: dict
     switch_arrays: dict
+    cnp_packets: bool = False        # receivers sent CNP packets (the scheme's declaration), else ECN echoes
 
     @classmethod
     def of(cls, core) -> "CoreReadout":
         return cls(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
                    deadlock_records=core.deadlock_records(), deadlock_detection=bool(core.deadlock_detection),
-                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays())
+                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays(),
+                   cnp_packets=core.needs_cnp)
 
 
 @dataclass
@@ -104,6 +109,12 @@ class Results:
             drops=None, buffer_drops=st["buffer_drops"],        # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
+            # the congestion notifications the senders' scheme was handed, by what carried them:
+            # CNP packets where the scheme has receivers send them, else ACKs echoing CE marks
+            # (DCQCN's default preset, DCTCP)
+            ecn_echoes=st["ecn_echoes"],
+            congestion_notifications=st["cnps_received"] if core.cnp_packets else st["ecn_echoes"],
+            notification_carrier="cnp" if core.cnp_packets else "ack",
             data_packets_sent=st["data_packets_sent"],
             retx_bytes=st["retx_bytes"], flows_total=len(flows["fct_ns"]),
             flows_completed=int((~np.isnan(flows["fct_ns"])).sum()),
@@ -170,7 +181,8 @@ class Results:
         else:
             lines = [done + f"{s['link_crossings']:,} link crossings, "
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
-                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
+                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  congestion notifications "
+                     f"{s['congestion_notifications']} ({_CARRIERS[s['notification_carrier']]})  CNPs {s['cnps']}  "
                      f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
         lines += _class_lines(s)
         for c in s.get("deadlock_cycles", []):

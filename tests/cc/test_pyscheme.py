@@ -57,6 +57,9 @@ def test_python_scheme_sees_acks_cnps_int_and_timers():
     assert all(c[6] == 1 for c in acks)                           # one switch stamped INT
     assert any(c[5] for c in acks) and "cnp" in kinds              # ECN echoes and CNPs reached it
     assert res.summary["cnps"] == kinds.count("cnp")
+    # every echo and CNP it was handed is counted; its notifications are the CNPs it declared
+    assert res.summary["ecn_echoes"] == sum(1 for c in acks if c[5])
+    assert res.summary["notification_carrier"] == "cnp" and res.summary["congestion_notifications"] == kinds.count("cnp")
     timers = [c for c in calls if c[0] == "timer"]
     assert sorted(c[1] for c in timers) == [0, 1, 2, 3]
     assert all(c[2] == 7 and c[3] == 5_000_000 for c in timers)
