@@ -88,8 +88,10 @@ class Simulation:
         Python, deadlock detection, the PFC watchdog, faults, sampling.
     flow : dict, optional
         The flow mode's calibration (`rocesim keys flow`): {"share": 0.9, "startup": "2us"},
-        each 'auto' by default: the scheme's measured calibration (`rocesim.cc.calibration`;
-        1 and 0 for a scheme it has no entry for).  Ignored in packet mode.
+        each 'bare' by default (1 and 0: the bare fluid, nearer the packet level on training
+        traffic, validation/FLOW.md); 'auto' is the scheme's measured calibration
+        (`rocesim.cc.calibration`; 1 and 0 for a scheme it has no entry for).  Ignored in
+        packet mode.
     partition : str
         How the packet core cuts the network into parts run in windows of the lookahead
         (issue 20; `rocesim.network.partition`): "none" (one part, the engine as always),
