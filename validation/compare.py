@@ -15,13 +15,15 @@ ratio, and the CPU time of each side.
     python validation/compare.py --seeds 3 -o validation/RESULTS.md
     python validation/compare.py --partition none   # rocesim in one part (default: auto)
     python validation/compare.py --fork FORK/simulation/build/scratch/third --seeds 3 -o validation/RESULTS.md
+    python validation/compare.py --fork FORK/simulation/build/scratch/third --fork-scheme dcqcn --seeds 3
 
 CPU seconds compare only when both were measured on one machine at one time: with `--fork`
 (the fork's `scratch/third`, built as reference/README.md says; its libraries in the folder
 above) the fork runs each case's stored config here, alternating with rocesim (per case and
 scheme: the fork, then rocesim's seeds), its CPU is user + system seconds of its process, the
 FCTs compared are the ones it writes now (the table says whether they are the stored ones),
-and the table gives the CPU ratio.  Without it, the fork's CPU is case.yaml's `cpu_s`, marked
+and the table gives the CPU ratio.  `--fork-scheme` runs the fork only for the schemes named (a fork
+run of a fat-tree case takes minutes): the others keep the stored FCTs and CPU.  Without it, the fork's CPU is case.yaml's `cpu_s`, marked
 with where and when it was made (`cpu_made`), and no ratio is given.
 
 CI does not run it (the fat-tree cases take minutes); the README links its latest table.
@@ -207,11 +209,13 @@ def _secs(s) -> str:
     return f"{s:.2f}" if s >= 1 else f"{s:.3f}"
 
 
-def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition="auto", threads=1, fork=None):
+def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition="auto", threads=1, fork=None,
+                 fork_schemes=None):
     """The Markdown table of one case; appends (case, scheme, all-flow ratios at each
     percentile, worst ratio over the size bins, seed spread, the fork's CPU over rocesim's or
     None) to `summary` if given.  With `fork` (the fork's binary) the fork runs the case
-    first, then rocesim, scheme by scheme (`run_fork`); else its CPU is the stored figure."""
+    first, then rocesim, scheme by scheme (`run_fork`; only the schemes in `fork_schemes`
+    if given); else its CPU is the stored figure."""
     case_dir = os.path.join(HERE, "reference", case_name)
     with open(os.path.join(case_dir, "case.yaml")) as fh:
         case = yaml.safe_load(fh)
@@ -221,13 +225,15 @@ def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition=
     out.append(f"| scheme | flows | {cpu_head} | flows by size | p50 fork / rocesim | "
                f"p95 fork / rocesim | p99 fork / rocesim | worst ratio |{spread_head}")
     out.append(f"|---|---|---|---|---|---|---|---|{spread_rule}")
-    notes = []
+    notes, ran, stored = [], [], []
     for name, ref_info in case["schemes"].items():
         if schemes and name not in schemes:
             continue
         ref = read_fork_fct(os.path.join(case_dir, ref_info["fct"]))
         fork_cpu = None
-        if fork:
+        here = fork is not None and (not fork_schemes or name in fork_schemes)
+        (ran if here else stored).append(name)
+        if here:
             fresh, fork_cpu = run_fork(fork, case_dir, case, ref_info)
             if not same_fcts(fresh, ref):
                 notes.append(f"{name}: the fork's FCTs here differ from the stored ones "
@@ -235,7 +241,7 @@ def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition=
             ref = fresh
         runs = [run_rocesim(case_dir, case, name, seed, partition, threads) for seed in range(1, n_seeds + 1)]
         _, _, _, cpu, done, total = runs[0]
-        cpu_text = cpu_cell(fork_cpu, cpu) if fork else stored_cpu_cell(ref_info, cpu)
+        cpu_text = cpu_cell(fork_cpu, cpu) if here else stored_cpu_cell(ref_info, cpu)
         worst_bin, worst_spread = 0.0, 0.0
         for label, r, o, spread in seed_rows(ref, [run[:3] for run in runs], n_bins):
             ratio = np.nanmax(np.abs(o / r - 1)) if np.all(r > 0) else np.nan
@@ -252,12 +258,13 @@ def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition=
             summary.append((case_name, name, all_ratios, worst_bin, worst_spread,
                             fork_cpu / cpu if fork_cpu is not None and cpu > 0 else None))
         print(f"{case_name}/{name} done", file=sys.stderr)
-    if fork:
-        notes.append("The fork ran here, alternating with rocesim (per scheme: the fork, then rocesim's seeds); "
-                     "its FCTs are the stored ones unless said above.")
-    else:
+    if ran:
+        notes.append(f"The fork ran here ({', '.join(ran)}), alternating with rocesim (per scheme: the fork, then "
+                     "rocesim's seeds); its FCTs are the stored ones unless said above.")
+    if stored:
         notes.append(f"{STORED} the fork's CPU seconds stored in case.yaml, measured {case.get('cpu_made', 'elsewhere')}: "
-                     "not comparable with rocesim's here, so no ratio (`--fork` measures both in one sitting).")
+                     f"not comparable with rocesim's here, so no ratio ({', '.join(stored)}; `--fork` measures both "
+                     "in one sitting).")
     return "\n".join(out) + "\n\n" + "\n".join(notes) + "\n"
 
 
@@ -299,9 +306,11 @@ def header(args, argv, load0, cases_done, cases) -> str:
     sitting = (f" Made on {machine()} at {git_commit()}, {time.strftime('%Y-%m-%d')}, load average "
                f"{load0:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (CPU seconds run longer on a "
                "loaded machine, for both simulators alike).")
-    cpu = (" The fork ran here (`--fork`, its optimized build), alternating with rocesim: its CPU s is user + "
-           "system seconds of its process, and the ratio compares the two measured in this sitting." if args.fork
-           else " The fork's CPU s is the figure stored with the reference (marked, with where and when it was "
+    only = (f" for {', '.join(args.fork_scheme)} only (`--fork-scheme`: a fork run of a fat-tree case takes "
+            "minutes); the other schemes' CPU s is the stored figure, marked, without a ratio" if args.fork_scheme else "")
+    cpu = (" The fork ran here (`--fork`, its optimized build)" + only + ", alternating with rocesim: its CPU s "
+           "is user + system seconds of its process, and the ratio compares the two measured in this sitting."
+           if args.fork else " The fork's CPU s is the figure stored with the reference (marked, with where and when it was "
                 "made): not measured beside rocesim, so no ratio is given.")
     partial = ("" if len(cases_done) == len(cases) else
                f" So far (the run goes on, or was stopped): {len(cases_done)} of {len(cases)} cases "
@@ -325,9 +334,16 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1, help="threads of a run in parts (default 1)")
     p.add_argument("--fork", help="the HPCC fork's binary (its build/scratch/third): run it here beside rocesim and "
                                   "compare CPU seconds (default: the stored FCTs, and no CPU ratio)")
+    p.add_argument("--fork-scheme", action="append",
+                   help="with --fork, run the fork only for this scheme (repeatable; default: every scheme compared)")
     args = p.parse_args(argv)
     if args.fork and not os.access(args.fork, os.X_OK):
         p.error(f"--fork {args.fork}: not an executable file")
+    if args.fork_scheme and not args.fork:
+        p.error("--fork-scheme: only with --fork")
+    unknown = sorted(set(args.fork_scheme or ()) - set(SCHEMES))
+    if unknown:
+        p.error(f"--fork-scheme {', '.join(unknown)}: not a scheme of the fork's run.py ({', '.join(SCHEMES)})")
     load0 = os.getloadavg()[0]
     ref_root = os.path.join(HERE, "reference")
     cases = args.cases or sorted(d for d in os.listdir(ref_root)
@@ -335,7 +351,7 @@ def main(argv=None):
     summary, tables = [], []
     for c in cases:
         tables.append(compare_case(c, args.scheme, args.bins, args.seeds, summary, args.partition, args.threads,
-                                   args.fork))
+                                   args.fork, args.fork_scheme))
         text = summary_table(summary, args.seeds) + "\n" + "\n".join(tables)
         if args.output:        # after each case: a long run stopped early keeps what it made
             with open(args.output, "w") as fh:

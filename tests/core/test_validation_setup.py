@@ -106,3 +106,9 @@ def test_compare_shows_the_forks_cpu_only_when_measured_beside_rocesim(tmp_path)
     assert re.fullmatch(r"\| incast8 \| dcqcn \|.* \| \d+x \|", compare.summary_table(summary, 1).splitlines()[-1])
     text = compare.compare_case("incast8", ["dcqcn"], 4, fork=_stand_in(tmp_path, keep=7))
     assert "dcqcn: the fork's FCTs here differ from the stored ones (7 flows against 8)" in text
+    # the fork run for some schemes only: the others keep the stored figure, marked, without a ratio
+    text = compare.compare_case("incast8", ["dcqcn", "dctcp"], 4, fork=_stand_in(tmp_path), fork_schemes=["dcqcn"])
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith(("| dcqcn |", "| dctcp |"))}
+    assert re.search(r"\(\d+x\) \| all \|", rows["| dcqcn"]) and "\\*" not in rows["| dcqcn"]
+    assert re.search(r"\| 0\.31\\\* / \d+\.\d+ \| all \|", rows["| dctcp"]) and "x)" not in rows["| dctcp"]
+    assert "The fork ran here (dcqcn)" in text and "so no ratio (dctcp;" in text
