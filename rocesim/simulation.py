@@ -384,13 +384,15 @@ class Simulation:
         finally:
             self._running = False
         readout = CoreReadout.of(core)
+        # the time horizon stops a run only where it cut work short (a flow or compute step
+        # unfinished); a run whose work all finished and that met it (a timer set past it
+        # pending) lasted until its last event that did something
+        at_stop = end.status == STOP_TIME and (stop is not None or readout.stats["flows_done"] < self.n_nodes)
         samples = None if sampler is None else sampler.tables(self.ports.node)
         del core, loop, sampler           # the core's memory is freed before the results' columns are made
         res = Results.from_core(self.record(), readout, wall_s=end.wall_s, cpu_s=end.cpu_s,
                                 interrupted=end.interrupted or end.failure is not None,
-                                # the time horizon is no stop time: a run that met it (a timer
-                                # set past it pending) lasted until its last event that did something
-                                stop_ps=t_stop if end.status == STOP_TIME and stop is not None else None)
+                                stop_ps=t_stop if at_stop else None)
         del readout
         res.samples, res.threads = samples, n_threads
         res.summary["stalled"] = end.stalled
