@@ -50,11 +50,13 @@ def _parts(n: int) -> str:
 
 @dataclass
 class RunEnd:
-    """How a run ended: the core's last status, and whether it stalled, was interrupted
-    (Ctrl-C) or failed (a scheme written in Python raised `failure`)."""
+    """How a run ended: the core's last status, and whether it stalled (`frozen_clock`:
+    {at_ns, events} when simulated time stood still, else None), was interrupted (Ctrl-C) or
+    failed (a scheme written in Python raised `failure`)."""
 
     status: int
     stalled: bool = False
+    frozen_clock: dict | None = None
     interrupted: bool = False
     failure: BaseException | None = None
     wall_s: float = 0.0
@@ -81,8 +83,9 @@ class RunLoop:
         core = self.core
         wall0, cpu0 = time.perf_counter(), time.process_time()
         end = RunEnd(STOP_EMPTY)
+        watch = StallWatch(self.n_nodes)
         try:
-            end.status, end.stalled = self._slices()
+            end.status, end.stalled = self._slices(watch)
         except KeyboardInterrupt:
             end.interrupted = True
         except Exception as e:      # a scheme written in Python raised (Core.run re-raises it)
@@ -90,6 +93,9 @@ class RunLoop:
         if (end.status == STOP_EMPTY and not end.interrupted and end.failure is None
                 and core.stats()["flows_done"] < self.n_nodes):
             end.stalled = True       # no event left, flows unfinished: nothing will ever move
+        if watch.cause == "frozen clock":
+            at_ps, events = watch.clock
+            end.frozen_clock = {"at_ns": at_ps / 1000, "events": core.stats()["events"] - events}
         if end.stalled:
             # which PFC cycles hold it, detection on or off: one look, now, costs nothing
             core.deadlocks_at_stall(self.deadlock_threshold)
@@ -98,10 +104,10 @@ class RunLoop:
         end.wall_s, end.cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         return end
 
-    def _slices(self) -> tuple[int, bool]:
-        """(the core's status when the run ended, whether it stalled)."""
+    def _slices(self, watch) -> tuple[int, bool]:
+        """(the core's status when the run ended, whether it stalled: `watch`, a StallWatch,
+        says why)."""
         core, sampler, t_stop = self.core, self.sampler, self.t_stop
-        watch = StallWatch()
         while True:
             until = t_stop if sampler is None else min(t_stop, sampler.next)
             reroute_at = self.reroutes[0][0] if self.reroutes else NEVER
@@ -129,19 +135,44 @@ class RunLoop:
 
 
 class StallWatch:
-    """Ends a run that can make no more progress: no flow finished and no byte delivered
-    for `limit_ps` of simulated time (a PFC deadlock, or flows a scheme never lets send),
-    while only timers keep the clock moving.  Checked between slices, so it costs nothing."""
+    """Ends a run that can make no more progress, checked between slices (so it costs
+    nothing), for one of two reasons (`cause`):
+
+    * "idle": no flow finished and no byte delivered for `limit_ps` of simulated time (a
+      PFC deadlock, or flows a scheme never lets send), while only timers keep the clock
+      moving;
+    * "frozen clock": simulated time did not move over `frozen_events` events (a scheme
+      written in Python that re-arms a timer with zero delay: the clock would never move
+      again).  The bound: at one instant each flow or compute step can start, end a compute
+      step and fire its retransmission, ACK and scheme timers (a few each), and each port
+      can end one transmission and deliver one packet (a frame takes more than a
+      picosecond); `EVENTS_PER_NODE` per flow or compute step and `EVENTS_FLOOR` (two per
+      port of a network of five million ports) are well above what a real instant holds,
+      and the floor is a few CPU-seconds even with a Python callback per event.
+    """
 
     limit_ps = 10**12          # one simulated second
+    EVENTS_PER_NODE = 16
+    EVENTS_FLOOR = 10**7
 
-    def __init__(self):
+    def __init__(self, n_nodes: int = 0):
         self.mark = None
         self.since = 0
+        self.frozen_events = self.EVENTS_FLOOR + self.EVENTS_PER_NODE * n_nodes
+        self.clock = None          # (simulated time, events) when the clock last moved
+        self.cause = None
 
     def stalled(self, st) -> bool:
+        if self.clock is None or st["sim_time_ps"] != self.clock[0]:
+            self.clock = (st["sim_time_ps"], st["events"])
+        elif st["events"] - self.clock[1] >= self.frozen_events:
+            self.cause = "frozen clock"
+            return True
         key = (st["flows_done"], st["data_bytes_delivered"])
         if key != self.mark:
             self.mark, self.since = key, st["sim_time_ps"]
             return False
-        return st["sim_time_ps"] - self.since >= self.limit_ps
+        if st["sim_time_ps"] - self.since >= self.limit_ps:
+            self.cause = "idle"
+            return True
+        return False

@@ -88,8 +88,10 @@ class Simulation:
         Python, deadlock detection, the PFC watchdog, faults, sampling.
     flow : dict, optional
         The flow mode's calibration (`rocesim keys flow`): {"share": 0.9, "startup": "2us"},
-        each 'auto' by default: the scheme's measured calibration (`rocesim.cc.calibration`;
-        1 and 0 for a scheme it has no entry for).  Ignored in packet mode.
+        each 'bare' by default (1 and 0: the bare fluid, nearer the packet level on training
+        traffic, validation/FLOW.md); 'auto' is the scheme's measured calibration
+        (`rocesim.cc.calibration`; 1 and 0 for a scheme it has no entry for).  Ignored in
+        packet mode.
     partition : str
         How the packet core cuts the network into parts run in windows of the lookahead
         (issue 20; `rocesim.network.partition`): "none" (one part, the engine as always),
@@ -384,14 +386,19 @@ class Simulation:
         finally:
             self._running = False
         readout = CoreReadout.of(core)
+        # the time horizon stops a run only where it cut work short (a flow or compute step
+        # unfinished); a run whose work all finished and that met it (a timer set past it
+        # pending) lasted until its last event that did something
+        at_stop = end.status == STOP_TIME and (stop is not None or readout.stats["flows_done"] < self.n_nodes)
         samples = None if sampler is None else sampler.tables(self.ports.node)
         del core, loop, sampler           # the core's memory is freed before the results' columns are made
         res = Results.from_core(self.record(), readout, wall_s=end.wall_s, cpu_s=end.cpu_s,
                                 interrupted=end.interrupted or end.failure is not None,
-                                stop_ps=t_stop if end.status == STOP_TIME else None)
+                                stop_ps=t_stop if at_stop else None)
         del readout
         res.samples, res.threads = samples, n_threads
         res.summary["stalled"] = end.stalled
+        res.summary["frozen_clock"] = end.frozen_clock
         res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
         if end.failure is not None:
             # the run is not lost: its results up to the error travel with the exception

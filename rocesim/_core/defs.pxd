@@ -419,6 +419,8 @@ cdef struct Stats:
     int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
     int64_t reordered      # data packets that arrived with a gap below them
     int64_t spurious_bytes # payload bytes that arrived again while their receiver held them
+    int64_t ecn_echoes     # ACKs that reached their sender's scheme echoing a CE mark (nic_send.pyx)
+    int64_t cnps_received  # CNP packets that reached their sender's scheme
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's

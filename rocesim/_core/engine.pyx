@@ -649,6 +649,12 @@ cdef class Core:
         self._scheme = module.install(self, params)
         self.w.cc.needs_cnp = needs_cnp
 
+    @property
+    def needs_cnp(self):
+        """Whether receivers answer ECN-marked data with CNP packets (the installed scheme's
+        declaration); else congestion notifications reach senders as ACKs' ECN echo."""
+        return bool(self.w.cc.needs_cnp)
+
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
         if interval_ps <= 0 or threshold_ps < 0:
@@ -1083,7 +1089,8 @@ cdef dict _counters(Sim** parts, int32_t n):
         time_errors=st.time_errors, link_drops=st.link_drops,
         watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, reordered_packets=st.reordered,
-        spurious_retx_bytes=st.spurious_bytes, packets_in_use=pool_used,
+        spurious_retx_bytes=st.spurious_bytes, ecn_echoes=st.ecn_echoes,
+        cnps_received=st.cnps_received, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
 

@@ -451,6 +451,7 @@ cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
         a.rtt = s.now - pk.ts
         a.ecn = pk.ecn > 0
         a.marked = pk.ecn
+        s.st.ecn_echoes += a.ecn
         a.packets = pk.acked_pkts
         a.nhops = pk.nhops
         a.hops = pkt_hops(s, i) if w.p.int_enabled else NULL
@@ -493,6 +494,7 @@ cdef void nic_on_cnp(Sim* s, int32_t i) noexcept nogil:
     cdef int32_t f = s.pkts[i].flow
     cdef int64_t rate
     if w.flows[f].qp != NIL:
+        s.st.cnps_received += 1
         rate = qp_of(s, f).rate_bps
         w.cc.on_cnp(s, f)
         nic_rate_changed(s, f, rate)

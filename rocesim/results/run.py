@@ -22,6 +22,8 @@ from rocesim.results.record import RunRecord
 from rocesim.run_progress import short_time
 
 PS_PER_NS = 1000.0
+# summary.json's `notification_carrier`, as the terminal says it
+_CARRIERS = {"cnp": "CNP packets", "ack": "ECN echoes on ACKs"}
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "reordered_packets",
@@ -36,6 +38,7 @@ FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
+    "ecn_echoes", "congestion_notifications", "notification_carrier",
     "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s",
     "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
@@ -59,13 +62,14 @@ class CoreReadout:
     pause_timeline: dict
     switch_arrays: dict
     thread_stats: dict
+    cnp_packets: bool = False        # receivers sent CNP packets (the scheme's declaration), else ECN echoes
 
     @classmethod
     def of(cls, core) -> "CoreReadout":
         return cls(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
                    deadlock_records=core.deadlock_records(), deadlock_detection=bool(core.deadlock_detection),
                    pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays(),
-                   thread_stats=core.thread_stats())
+                   thread_stats=core.thread_stats(), cnp_packets=core.needs_cnp)
 
 
 @dataclass
@@ -111,6 +115,12 @@ class Results:
             drops=None, buffer_drops=st["buffer_drops"],        # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
+            # the congestion notifications the senders' scheme was handed, by what carried them:
+            # CNP packets where the scheme has receivers send them, else ACKs echoing CE marks
+            # (DCQCN's default preset, DCTCP)
+            ecn_echoes=st["ecn_echoes"],
+            congestion_notifications=st["cnps_received"] if core.cnp_packets else st["ecn_echoes"],
+            notification_carrier="cnp" if core.cnp_packets else "ack",
             data_packets_sent=st["data_packets_sent"],
             retx_bytes=st["retx_bytes"],
             # receivers: how they take data, what arrived out of order and what arrived again
@@ -188,7 +198,8 @@ class Results:
         else:
             lines = [done + f"{s['link_crossings']:,} link crossings, "
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
-                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
+                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  congestion notifications "
+                     f"{s['congestion_notifications']} ({_CARRIERS[s['notification_carrier']]})  CNPs {s['cnps']}  "
                      f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
             if s.get("multipath_into_ordered"):
                 lines.append(f"ordered receivers under multipath load balancing: {s['reordered_packets']:,} packets "
@@ -204,6 +215,8 @@ class Results:
             unfinished = f"{n} flow{'s' if n != 1 else ''}"
             if s.get("deadlock"):
                 lines.append(f"stalled: {unfinished} unfinished, held by the deadlock above; stopped")
+            elif s.get("frozen_clock"):
+                lines.append(f"stalled: {unfinished} unfinished, {stall_cause(s)}; stopped")
             else:
                 lines.append(f"stalled: {unfinished} unfinished and nothing can move them (no event "
                              f"left, or nothing delivered for a simulated second), {stall_cause(s)}; stopped")
@@ -304,6 +317,10 @@ class Results:
 
 def stall_cause(s) -> str:
     """Why a stalled run without a deadlock stalled, as far as its summary `s` says."""
+    frozen = s.get("frozen_clock")
+    if frozen:                        # rocesim.run_loop.StallWatch: time stood still
+        return (f"simulated time stood still at {frozen['at_ns'] / 1e3:,.3f} us over {frozen['events']:,} "
+                f"events (a timer re-armed with zero delay, by a scheme written in Python?)")
     if s.get("mode") == "flow":       # no pauses: a flow without a route is all that stalls
         return f"{s['no_route_drops']} of them found no route to their destination (a loop in `routes`?)"
     # the stall was searched for PFC cycles (Simulation.run), detection on or off
