@@ -1,27 +1,42 @@
-"""Parallel-core benchmarks (pytest-benchmark, issue 20): a run in parts on 1 and 2 threads.
+"""Parallel-core benchmarks (pytest-benchmark, issues 20 and 33): a run in parts on 1 and 2
+threads and on `threads: auto`, on an idle machine and on a loaded one.
 
     pytest benchmarks/test_parallel.py                                  # full size
+    pytest benchmarks/test_parallel.py -k idle                          # the idle machine only
     ROCESIM_BENCH_QUICK=1 pytest benchmarks/ --benchmark-disable        # CI smoke: tiny
 
-Each case runs in a fresh interpreter and records in `extra_info` the run's wall and CPU
-seconds (`Simulation.run`, the core and the Python between its slices, not the build),
-its peak RSS, its parts and its link crossings: the k=16 fat-tree permutation (1 MB per
-host, no CC), the HPCC fork's 320-host WebSearch run (30% load, 2 ms, DCQCN) and
-scenarios/platforms/gpt_1024.yaml (packet level), in one part (`partition: none`, the
-engine as before) and at `pods` and `leaves` on 1 and 2 threads.  The speed-up of 2
-threads is wall(1 thread) / wall(2 threads) at the same partition; the results are the
-same for any thread count (tests/core/test_threads.py), so no figure here depends on it
-but time.  Wall time needs an otherwise idle machine: the README's Speed section says
-how its figures were taken.  No test asserts a speed.
+Each run is in a fresh interpreter and records in `extra_info` its wall and CPU seconds
+(`Simulation.run`, the core and the Python between its slices, not the build), its peak
+RSS, its parts, its link crossings, the threads it used (summary.json's `threads_mean`
+and `threads_final`) and the machine's 1-minute load average when it started.
+
+* `test_idle`: the k=16 fat-tree permutation (1 MB per host, no CC), the HPCC fork's
+  320-host WebSearch run (30% load, 2 ms, DCQCN), scenarios/platforms/gpt_1024.yaml and
+  scenarios/platforms/simai_gpt13b.yaml (packet level), in one part (`partition: none`,
+  the engine as before) and at `pods` and `leaves` on 1 and 2 threads and `auto`.  The
+  speed-up of 2 threads is wall(1 thread) / wall(2 threads) at the same partition.  Its
+  figures mean something only on an otherwise idle machine (a load average under 0.5
+  before each run: the README's Speed section says how its figures were taken).
+* `test_loaded`: the quickstart, the 320-host run and gpt_1024 at the default partition,
+  with one busy process per core that the benchmark starts before and stops after:
+  `--threads 1` and `auto`, alternated (twice each, quick: once); `extra_info` has each
+  one's wall seconds and `auto_over_one`, the ratio of their medians (the issue's bound:
+  at most 1.10).
+
+The results are the same for any thread count (tests/core/test_threads.py), so no figure
+here depends on it but time.  No test asserts a speed.
 """
 import os
+import statistics
+import subprocess
+import sys
 
 import pytest
 
-from test_scale import QUICK, run_child
+from test_scale import QUICK, child, run_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GPT_1024 = os.path.join(HERE, "..", "scenarios", "platforms", "gpt_1024.yaml")
+SCENARIOS = os.path.join(HERE, "..", "scenarios")
 
 CASES = {
     "k16_permutation_1MB": f"""
@@ -38,24 +53,71 @@ sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, {50 * 10**6 if QUICK el
     "gpt_1024": f"""
 from rocesim import scenario
 quick = {["topology.servers=16", "topology.servers_per_pod=4", "stop=100us"] if QUICK else []!r}
-sim = scenario.load({GPT_1024!r}, ["mode=packet", f"partition={{PARTITION}}", *quick]).sim
+sim = scenario.load({os.path.join(SCENARIOS, "platforms", "gpt_1024.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick]).sim
+""",
+    "simai_gpt13b": f"""
+from rocesim import scenario
+quick = {["stop=20ms"] if QUICK else []!r}
+sim = scenario.load({os.path.join(SCENARIOS, "platforms", "simai_gpt13b.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick]).sim
+""",
+    "quickstart": f"""
+from rocesim import scenario
+quick = {["stop=300us"] if QUICK else []!r}
+sim = scenario.load({os.path.join(SCENARIOS, "quickstart.yaml")!r}, [f"partition={{PARTITION}}", *quick]).sim
 """,
 }
 RUN = """
+load = os.getloadavg()[0]
 res = sim.run(progress=False, threads=THREADS)
 s = res.summary
 out = dict(wall_s=s["wall_s"], run_cpu_s=s["cpu_s"], parts=s["parts"], crossings=s["link_crossings"],
-           flows=s["flows_total"], completed=s["flows_completed"], stopped=s["stopped_at_limit"])
+           flows=s["flows_total"], completed=s["flows_completed"], stopped=s["stopped_at_limit"],
+           threads_mean=s["threads_mean"], threads_final=s["threads_final"], load=load)
 """
 
-
+IDLE_CASES = ("k16_permutation_1MB", "hpcc320_websearch_30pct_2ms_dcqcn", "gpt_1024", "simai_gpt13b")
 # (one part runs on one thread)
-RUNS = [("none", 1), ("pods", 1), ("pods", 2), ("leaves", 1), ("leaves", 2)]
+IDLE_RUNS = [("none", 1), ("pods", 1), ("pods", 2), ("leaves", 1), ("leaves", 2), ("leaves", "auto")]
+LOADED_CASES = ("quickstart", "hpcc320_websearch_30pct_2ms_dcqcn", "gpt_1024")
 
 
-@pytest.mark.parametrize("partition,threads", RUNS)
-@pytest.mark.parametrize("case", CASES)
-def test_parallel_run(benchmark, case, partition, threads):
-    info = run_child(benchmark, f"PARTITION = {partition!r}\nTHREADS = {threads}\n" + CASES[case] + RUN)
+def body(case: str, partition: str, threads) -> str:
+    return f"import os\nPARTITION = {partition!r}\nTHREADS = {threads!r}\n" + CASES[case] + RUN
+
+
+@pytest.mark.parametrize("partition,threads", IDLE_RUNS)
+@pytest.mark.parametrize("case", IDLE_CASES)
+def test_idle(benchmark, case, partition, threads):
+    info = run_child(benchmark, body(case, partition, threads))
     benchmark.extra_info.update(threads=threads, partition=partition)
     assert info["completed"] == info["flows"] or info["stopped"]
+
+
+@pytest.fixture
+def busy_cores():
+    """One process per core spinning, from before the test to after it."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    yield len(hogs)
+    for p in hogs:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("case", LOADED_CASES)
+def test_loaded(benchmark, busy_cores, case):
+    walls = {1: [], "auto": []}
+    runs = []
+
+    def alternate():
+        for _ in range(1 if QUICK else 2):
+            for threads in (1, "auto"):
+                info = child(body(case, "auto", threads))
+                assert info["completed"] == info["flows"] or info["stopped"]
+                walls[threads].append(info["wall_s"])
+                runs.append({k: info[k] for k in ("wall_s", "run_cpu_s", "threads_mean", "threads_final", "load")}
+                            | dict(threads=threads))
+
+    benchmark.pedantic(alternate, rounds=1, iterations=1)
+    one, auto = statistics.median(walls[1]), statistics.median(walls["auto"])
+    benchmark.extra_info.update(busy_processes=busy_cores, runs=runs, one_thread_wall_s=one, auto_wall_s=auto,
+                                auto_over_one=round(auto / one, 3))

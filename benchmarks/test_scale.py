@@ -61,12 +61,16 @@ print(json.dumps(dict(cpu_s=time.process_time() - cpu0,
 """
 
 
+def child(body: str) -> dict:
+    """Run `body` (which fills a dict `out`) in a fresh interpreter: its figures."""
+    out = subprocess.run([sys.executable, "-c", _PRELUDE + body + _REPORT], check=True, capture_output=True,
+                         text=True, cwd=HERE, env=CHILD_ENV).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def run_child(benchmark, body: str) -> dict:
-    """Run `body` (which fills a dict `out`) in a fresh interpreter; record its figures."""
-    code = _PRELUDE + body + _REPORT
-    run = lambda: subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                 text=True, cwd=HERE, env=CHILD_ENV).stdout
-    info = json.loads(benchmark.pedantic(run, rounds=1, iterations=1).strip().splitlines()[-1])
+    """Run `body` in a fresh interpreter (`child`), timed by `benchmark`; record its figures."""
+    info = benchmark.pedantic(lambda: child(body), rounds=1, iterations=1)
     benchmark.extra_info.update({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()})
     return info
 

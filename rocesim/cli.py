@@ -16,7 +16,7 @@ from rocesim.sweep.index import METRIC_COLUMNS
 from rocesim.sweep.table import folders_markdown, markdown
 from rocesim.results.run import stall_cause
 from rocesim.run_cost import predict
-from rocesim.cc import builtin_schemes, get_scheme
+from rocesim.cc import builtin_schemes, calibration, get_scheme
 from rocesim.errors import ScenarioError
 
 
@@ -171,6 +171,8 @@ def _check(args) -> int:
     note = scn.sim.threads_to_run(scn.threads)[1]
     if note is not None:
         print(note, file=sys.stderr)
+    if scn.sim.mode == "flow":                # the fluid it runs: bare or a scheme's calibration
+        print(calibration.describe(scn.sim.fluid_calibration, scn.sim.scheme.name), file=sys.stderr)
     if scn.sim.mode == "packet":              # what the run will cost (rocesim.run_cost)
         print(predict(scn.sim).describe() + (" (not counting the workloads sized from their first part)"
                                             if est else "") + ("; if every flow finishes before the stop time"

@@ -44,8 +44,9 @@ def short_time(ps: int) -> str:
 
 
 class RunProgress:
-    """The progress line of a run of `n_flows` flows to `stop_ps` (None: to the end) on
-    `threads` threads (shown when more than 1)."""
+    """The progress line of a run of `n_flows` flows to `stop_ps` (None: to the end) on up
+    to `threads` threads: when more than 1, the line says how many run now and, when they
+    changed (`threads: auto`), how many on average."""
 
     def __init__(self, n_flows: int, stop_ps: int | None, stream=None, threads: int = 1):
         self.n_flows, self.stop_ps, self.threads = n_flows, stop_ps, threads
@@ -65,9 +66,16 @@ class RunProgress:
         if not self.stop_ps and self.n_flows:
             flows += f" ({100 * st['flows_done'] / self.n_flows:.0f}%)"
         rate = st["events"] / wall if wall > 0 else 0.0
-        on = f" on {self.threads} threads" if self.threads > 1 else ""
         return (f"[rocesim] {sim}  {flows}  {short_number(st['events'])} events at "
-                f"{short_number(rate)}/s{on}  elapsed {wall:.0f}s")
+                f"{short_number(rate)}/s{self._threads(st)}  elapsed {wall:.0f}s")
+
+    def _threads(self, st: dict) -> str:
+        """' on 2 threads', ' on 1 thread (1.6 on average)', or '' (1 thread asked)."""
+        if self.threads <= 1:
+            return ""
+        now, mean = st.get("threads_final", self.threads), st.get("threads_mean", self.threads)
+        text = f" on {now} thread" + ("" if now == 1 else "s")
+        return text + (f" ({mean:.1f} on average)" if abs(mean - now) >= 0.05 else "")
 
     def update(self, st: dict) -> None:
         """Show the line if it is time (called after every slice of the run)."""

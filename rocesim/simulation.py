@@ -88,8 +88,10 @@ class Simulation:
         Python, deadlock detection, the PFC watchdog, faults, sampling.
     flow : dict, optional
         The flow mode's calibration (`rocesim keys flow`): {"share": 0.9, "startup": "2us"},
-        each 'auto' by default: the scheme's measured calibration (`rocesim.cc.calibration`;
-        1 and 0 for a scheme it has no entry for).  Ignored in packet mode.
+        each 'bare' by default (1 and 0: the bare fluid, nearer the packet level on training
+        traffic, validation/FLOW.md); 'auto' is the scheme's measured calibration
+        (`rocesim.cc.calibration`; 1 and 0 for a scheme it has no entry for).  Ignored in
+        packet mode.
     partition : str
         How the packet core cuts the network into parts run in windows of the lookahead
         (issue 20; `rocesim.network.partition`): "none" (one part, the engine as always),
@@ -334,11 +336,12 @@ class Simulation:
         (`Results.samples`); `queue_ports` restricts the queues to those port ids
         (default: every switch egress port).
 
-        `threads` ('auto': the cores this process may use, or a whole number >= 1) run
-        the parts of the network (`partition`), at most one per part; a scheme written in
-        Python runs on 1.  The outputs are the same for any number; `Results.threads` says
-        how many ran, and when that is fewer than a number asked, one line on stderr says
-        why (unless `progress=False`).
+        `threads` (a whole number >= 1, or 'auto': as many of the cores this process may
+        use as make the run faster, measured as it runs) run the parts of the network
+        (`partition`), at most one per part; a scheme written in Python runs on 1.  The
+        outputs are the same for any number; summary.json's `threads_mean` and
+        `threads_final` say how many ran, and when a number asked cannot run, one line on
+        stderr says why (unless `progress=False`).
 
         A run that stalls (flows unfinished and nothing can move them) is searched for the
         PFC cycles that hold it, whether `deadlock` detection is on or not.  If a scheme
@@ -375,21 +378,27 @@ class Simulation:
                        set_routes=lambda core, alive: core_build.set_routes(self.network, core, alive),
                        progress=RunProgress(self.n_nodes, None if stop is None else t_stop,
                                             threads=n_threads) if show else None,
-                       n_nodes=self.n_nodes, deadlock_threshold=self.deadlock["threshold"], threads=n_threads)
+                       n_nodes=self.n_nodes, deadlock_threshold=self.deadlock["threshold"], threads=n_threads,
+                       adapt=asked == "auto")
         self._running = True
         try:
             end = loop.run()
         finally:
             self._running = False
         readout = CoreReadout.of(core)
+        # the time horizon stops a run only where it cut work short (a flow or compute step
+        # unfinished); a run whose work all finished and that met it (a timer set past it
+        # pending) lasted until its last event that did something
+        at_stop = end.status == STOP_TIME and (stop is not None or readout.stats["flows_done"] < self.n_nodes)
         samples = None if sampler is None else sampler.tables(self.ports.node)
         del core, loop, sampler           # the core's memory is freed before the results' columns are made
         res = Results.from_core(self.record(), readout, wall_s=end.wall_s, cpu_s=end.cpu_s,
                                 interrupted=end.interrupted or end.failure is not None,
-                                stop_ps=t_stop if end.status == STOP_TIME else None)
+                                stop_ps=t_stop if at_stop else None)
         del readout
         res.samples, res.threads = samples, n_threads
         res.summary["stalled"] = end.stalled
+        res.summary["frozen_clock"] = end.frozen_clock
         res.summary["stopped_at_deadlock"] = end.status == STOP_DEADLOCK
         if end.failure is not None:
             # the run is not lost: its results up to the error travel with the exception
@@ -459,5 +468,6 @@ class Simulation:
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
+                         delivery=self.nic["delivery"], multipath=self.network.multipath,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))

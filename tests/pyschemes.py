@@ -149,3 +149,27 @@ class Paced(PythonScheme):
 
     def on_start(self, flow):
         flow.rate_bps = 4_190_000
+
+
+class FarTimers(PythonScheme):
+    """Line rate; a timer 2**62 ps after each flow's start (past the time horizon), and one
+    set at the last ACK that now + delay would carry past the int64 clock."""
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+        flow.set_timer(2**62)
+
+    def on_ack(self, flow, ack):
+        if ack.seq == flow.size:
+            flow.set_timer(2**63 - 1000)
+
+
+class ZeroDelayStorm(PythonScheme):
+    """Line rate; a timer that re-arms itself with zero delay: simulated time never moves."""
+
+    def on_start(self, flow):
+        flow.rate_bps = flow.line_rate_bps
+        flow.set_timer(0)
+
+    def on_timer(self, flow, timer_id):
+        flow.set_timer(0)

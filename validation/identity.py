@@ -5,8 +5,9 @@ single-threaded engine; docs/parallel_core.md, section 5).
 Every `scenarios/**/*.yaml` runs in packet mode (`rocesim run --mode packet`), cut short
 by `--set stop=...` (the caps below: the whole script takes a few CPU-minutes), one run at
 a time.  The script prints, per scenario, its exit status and the SHA-256 of each file the
-run wrote (figures excepted); summary.json is hashed without its timing keys (`wall_s`,
-`cpu_s`, `link_crossings_per_cpu_s`), which differ between reruns.
+run wrote (figures excepted); summary.json is hashed without the keys the machine decides
+(`wall_s`, `cpu_s`, `link_crossings_per_cpu_s`, and the threads a run used: `threads_mean`,
+`threads_final`), which differ between reruns and thread counts.
 
     python validation/identity.py > branch.txt               # this tree
     python validation/identity.py --tree /work/main > main.txt
@@ -67,7 +68,8 @@ STOPS = {
 # memory limit, or killed while built
 SKIP = {"platforms/llama3_405b_16k": "packet mode needs more memory than 24 GB (killed)",
         "platforms/simai_moe_9216": "packet mode needs about 40 GB (refused: memory_limit)"}
-TIMING_KEYS = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")
+# (rocesim.results.run.MACHINE_KEYS; repeated, not imported: --tree runs another checkout)
+MACHINE_KEYS = ("wall_s", "cpu_s", "link_crossings_per_cpu_s", "threads_mean", "threads_final")
 FIGURES = (".png", ".svg", ".pdf")
 
 
@@ -76,8 +78,8 @@ def _sha(data: bytes) -> str:
 
 
 def fingerprint(folder: Path) -> list[tuple[str, str]]:
-    """(file name, SHA-256) of every output in `folder`, by name; summary.json without its
-    timing keys."""
+    """(file name, SHA-256) of every output in `folder`, by name; summary.json without the
+    keys the machine decides."""
     out = []
     for f in sorted(folder.iterdir()):
         if f.is_dir() or f.suffix in FIGURES:
@@ -85,7 +87,7 @@ def fingerprint(folder: Path) -> list[tuple[str, str]]:
         data = f.read_bytes()
         if f.name == "summary.json":
             summary = json.loads(data)
-            for k in TIMING_KEYS:
+            for k in MACHINE_KEYS:
                 summary.pop(k, None)
             data = json.dumps(summary, sort_keys=True).encode()
         out.append((f.name, _sha(data)))
@@ -98,10 +100,12 @@ def scenarios(tree: Path) -> list[tuple[str, Path]]:
     return [(str(p.relative_to(root).with_suffix("")), p) for p in sorted(root.rglob("*.yaml"))]
 
 
-def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str, extra=()) -> int:
+def run_one(path: Path, stop: str, out: Path, env: dict, cwd: str, extra=(), launcher=("-m", "rocesim")) -> int:
     """`rocesim run` of scenario `path` in packet mode to `stop`, into `out`, with `extra`
-    command-line arguments (`--set partition=leaves`, `--threads 2`); its exit status."""
-    cmd = [sys.executable, "-m", "rocesim", "run", str(path), "-o", str(out), "--mode", "packet",
+    command-line arguments (`--set partition=leaves`, `--threads 2`); its exit status.
+    `launcher`: the interpreter's arguments before the command line (`-c CODE` that ends
+    in `rocesim.cli.main`, for a test that sets the core up first)."""
+    cmd = [sys.executable, *launcher, "run", str(path), "-o", str(out), "--mode", "packet",
            "--set", f"stop={stop}", "--no-plot", "--force", "-q", *extra]
     # output to pipes, not /dev/null: main at a215a8c segfaults on llama3_70b_1024 with its
     # stdout on /dev/null (and not on a pipe or a file)

@@ -16,7 +16,7 @@ its ACKs, NACKs and CNPs, its timers), so a handle reads and writes the flow's q
 clock and timers in that part, and an exception stops that part.  The parts then run on
 one thread: a scheme may keep state across flows.
 """
-from libc.stdint cimport int64_t, int32_t
+from libc.stdint cimport int64_t, int32_t, INT64_MAX
 from cpython.ref cimport PyObject
 from rocesim._core.defs cimport Sim, Qp, AckInfo, NIL, ERR_CALLBACK
 from rocesim._core.qp cimport qp_of
@@ -117,9 +117,12 @@ cdef class FlowHandle:
             sched_update(self.s, self.id)
 
     def set_timer(self, delay_ps, int timer_id=0):
-        """Call the scheme's on_timer(flow, timer_id) after delay_ps (while the flow is active)."""
+        """Call the scheme's on_timer(flow, timer_id) after delay_ps (while the flow is active).
+        A timer past the end of the clock (int64 picoseconds, about 106 days) never fires."""
         if delay_ps < 0 or timer_id < 0:
             raise ValueError("set_timer needs delay_ps >= 0 and timer_id >= 0")
+        if delay_ps > INT64_MAX - self.s.now:
+            return              # now + delay would wrap around to a time in the past
         cc_timer(self.s, self.id, <int64_t> delay_ps, timer_id)
 
 

@@ -9,7 +9,7 @@ stay out of its public face; the supported inspection of a run in parts is
 """
 import numpy as np
 from libc.stdint cimport int64_t, int32_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, World, Event
 from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, CAL_N
@@ -48,6 +48,25 @@ def part_order(Core core, str order, int seed=0):
         raise ValueError(f"part_order: forward, reverse or shuffle, not {order!r}")
     for k in range(n):
         core.win.order[k] = perm[k]
+
+
+def thread_schedule(Core core, counts, int32_t every=1):
+    """A run in parts runs window i on counts[(i // every) % len(counts)] threads (capped at
+    its parts and at what the build runs), whatever `Core.run` is asked: the thread count
+    changes during the run, between windows, as `threads: auto` changes it.  Results must
+    not change."""
+    cdef int32_t k
+    cdef int32_t* buf
+    counts = [int(c) for c in counts]
+    if core.w.n_parts == 1 or not counts or min(counts) < 1 or every < 1:
+        raise ValueError("thread_schedule: a run in parts, counts >= 1, every >= 1")
+    buf = <int32_t*> malloc(len(counts) * sizeof(int32_t))
+    if buf == NULL:
+        raise MemoryError()
+    for k in range(len(counts)):
+        buf[k] = counts[k]
+    free(core.win.tc.schedule)
+    core.win.tc.schedule, core.win.tc.n_schedule, core.win.tc.every = buf, len(counts), every
 
 
 def part_stats(Core core, int32_t k):

@@ -15,8 +15,9 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
-                                 NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
+from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, LossState, LossRec,
+                                 RouteGroup, NetParams, Handoff, NIL, UNORDERED, NPRIO, ERR_NONE, ERR_CALLBACK,
+                                 ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
@@ -33,6 +34,7 @@ from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_f
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
+from rocesim._core.nic_send cimport nic_on_ack, nic_on_unordered_ack
 
 cnp.import_array()
 if core_params.NPRIO != NPRIO:
@@ -492,6 +494,7 @@ cdef class Core:
         core_params.check(params)
         self.w.p = params
         core_params.check_fields(self.w.p)
+        self.w.on_ack = nic_on_unordered_ack if self.w.p.delivery == UNORDERED else nic_on_ack
 
     cdef _init_flows(self, dict c):
         """The flow records and per-flow arrays, and part 0's roots, from the checked columns
@@ -600,6 +603,15 @@ cdef class Core:
                     windows=self.win.windows, busy_windows=self.win.busy_windows, handoffs=self.win.handoffs,
                     cut_ports=self.w.n_handoff, dependency_messages=self.win.deps)
 
+    def thread_stats(self):
+        """The threads the run used so far: `threads_mean` (over its windows' wall time) and
+        `threads_final` (the last window's); 1 with one part.  Unlike every other readback
+        they depend on the threads asked and on the machine's load, never the results."""
+        if self.w.n_parts == 1 or self.win.tc.wall == 0:
+            now = max(1, self.win.tc.now) if self.w.n_parts > 1 else 1
+            return dict(threads_mean=float(now), threads_final=now)
+        return dict(threads_mean=self.win.tc.threads_wall / self.win.tc.wall, threads_final=self.win.tc.now)
+
     def window_profile(self, bint record=True):
         """A run in parts, for the parallel core's scaling model (validation/parallel_model.py):
         with `record`, every window from now on records, per part that ran events or took
@@ -636,6 +648,12 @@ cdef class Core:
         cc_ops_clear(&self.w.cc)
         self._scheme = module.install(self, params)
         self.w.cc.needs_cnp = needs_cnp
+
+    @property
+    def needs_cnp(self):
+        """Whether receivers answer ECN-marked data with CNP packets (the installed scheme's
+        declaration); else congestion notifications reach senders as ACKs' ECN echo."""
+        return bool(self.w.cc.needs_cnp)
 
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
@@ -735,10 +753,12 @@ cdef class Core:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
         return n
 
-    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1):
+    def run(self, int64_t until_ps, int64_t max_events=INT64_MAX, int threads=1, bint adapt=False):
         """Run events up to time `until_ps` (inclusive) or `max_events` events, a run in
-        parts on up to `threads` threads (capped at its parts and at MAX_THREADS; one part,
-        or a scheme written in Python, runs on one).  The results do not depend on `threads`.
+        parts on `threads` threads (capped at its parts and at MAX_THREADS; one part, or a
+        scheme written in Python, runs on one), or with `adapt` on 1 to `threads`, as many
+        as run it faster, measured as it goes (`threads: auto`; `thread_stats` says how
+        many it used).  The results do not depend on the threads.
 
         Returns STOP_EMPTY, STOP_TIME, STOP_EVENTS or STOP_DEADLOCK.
         """
@@ -760,7 +780,7 @@ cdef class Core:
             status = loop.run_loop(self.s, until_ps, max_events)
         else:
             with nogil:     # (a scheme written in Python takes the GIL in its callbacks)
-                status = windows_run(self.w.parts, self.w.n_parts, &self.win, until_ps, max_events, threads)
+                status = windows_run(self.w.parts, self.w.n_parts, &self.win, until_ps, max_events, threads, adapt)
         if status == loop.STOP_EMPTY and all(self.w.parts[k].error == ERR_NONE for k in range(self.w.n_parts)):
             # nothing left to happen: give back the pools' memory before the results are read
             for k in range(self.w.n_parts):
@@ -850,14 +870,17 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] rx_finish = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] ideal = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(F, np.int64)
-        cdef cnp.ndarray[int64_t] retx = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] retx = np.zeros(F, np.int64)
         cdef cnp.ndarray[int32_t] timeouts = np.zeros(F, np.int32)
+        cdef cnp.ndarray[int64_t] reordered = np.zeros(F, np.int64)
+        cdef cnp.ndarray[int64_t] spurious = np.zeros(F, np.int64)
+        cdef LossState* lo
+        cdef LossRec* r
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
         cdef Qp* qp
         cdef Sim* part
         cdef int64_t k
         cdef int32_t j, q
-        retx[:] = 0
         cdef cnp.ndarray[cnp.uint8_t] has_parents = np.zeros(F, np.uint8)
         for k in range(w.flows[F].child_off):
             has_parents[w.child_idx[k]] = 1
@@ -872,18 +895,24 @@ cdef class Core:
             delivered[i] = _delivered(self._rx_part(i), i)
         for j in range(self.w.n_parts):
             part = self.w.parts[j]
-            for q in range(part.qp_cap):     # the flows in flight: their queue pairs
+            for q in range(part.qp_cap):     # the flows in flight: queue pairs and receive records
                 qp = qp_at(part, q)
-                if qp.flow != NIL and not qp.is_rx:
-                    if qp.loss != NULL:
-                        retx[qp.flow] = qp.loss.retx_bytes
-                        timeouts[qp.flow] = qp.loss.n_timeouts
-            for k in range(part.n_losses):   # flows done with retransmissions (qp.pxd)
-                retx[part.losses[k].flow] = part.losses[k].retx_bytes
-                timeouts[part.losses[k].flow] = part.losses[k].n_timeouts
+                if qp.flow != NIL and qp.loss != NULL:
+                    lo = qp.loss
+                    retx[qp.flow] += lo.retx_bytes
+                    timeouts[qp.flow] += lo.n_timeouts
+                    reordered[qp.flow] += lo.reordered
+                    spurious[qp.flow] += lo.spurious_bytes
+            for k in range(part.n_losses):   # counts kept past them (qp.pxd): a flow's add up
+                r = &part.losses[k]
+                retx[r.flow] += r.retx_bytes
+                timeouts[r.flow] += r.n_timeouts
+                reordered[r.flow] += r.reordered
+                spurious[r.flow] += r.spurious_bytes
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
-                    timeouts=timeouts, state=state)
+                    timeouts=timeouts, reordered_packets=reordered, spurious_retx_bytes=spurious,
+                    state=state)
 
     def port_arrays(self):
         """Per-port counters and state (numpy arrays; pause time in ps per priority)."""
@@ -1059,7 +1088,9 @@ cdef dict _counters(Sim** parts, int32_t n):
         data_bytes_delivered=st.data_bytes_delivered, flows_done=st.flows_done,
         time_errors=st.time_errors, link_drops=st.link_drops,
         watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
-        no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
+        no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, reordered_packets=st.reordered,
+        spurious_retx_bytes=st.spurious_bytes, ecn_echoes=st.ecn_echoes,
+        cnps_received=st.cnps_received, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
 

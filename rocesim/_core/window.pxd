@@ -1,20 +1,20 @@
 # cython: language_level=3
-from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim
+from libc.stdint cimport int64_t, int32_t, int8_t
+from rocesim._core.defs cimport Sim, Handoff
+from rocesim._core.thread_count cimport ThreadCount
 
 cdef struct Windows:
     # A run in parts (issue 20): the state of its windows, held by the Core.
     int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
     int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
-    int32_t* order         # the parts in the order phase 1 offers them (debug.part_order;
+    int32_t* order         # the parts in the order a window offers them (debug.part_order;
                            #   with threads: the costliest first, re-sorted as they run)
     int64_t* next_t        # per part: its earliest pending event (INT64_MAX: none)
     int64_t* cost          # per part: events run lately (the threads' load balance)
-    int32_t* active        # the parts with an event in the open window, in `order`
+    int32_t* active        # the parts the open window visits, in `order`
     int32_t n_active
-    int64_t* ran           # per part: the events it ran in the open window
-    int32_t* taken         # per part: the hand-offs it took at the window's end
-    int32_t* runner        # per part: the thread that ran it in the open window (-1: none)
+    int64_t* ran           # per part: the events it ran in the open window (the profile)
+    int32_t* taken         # per part: the hand-offs it took at the window's end (the profile)
     int64_t* profile       # Core.window_profile: (window, part, events, hand-offs) per part
     int64_t n_profile      #   busy in a window, when `profiling`; NULL otherwise
     int64_t cap_profile
@@ -26,11 +26,33 @@ cdef struct Windows:
     int64_t deps           # dependency messages applied (a parent and its child in two parts)
     int64_t pkt_peak       # the most packets in the parts' pools at a window's end
     int64_t qp_peak        # the same for queue pairs
+    # Hand-offs are taken by their receiving part when it next runs (window.pyx): the
+    # parts write one set of records in a window while the other set, the window
+    # before's, is taken.
+    Handoff* spare         # the second set (the first is World.handoff between calls)
+    int32_t n_spare
+    Handoff* sets[2]       # both, and which one the open window writes:
+    int32_t cur
+    int8_t* wire_at        # per part: the set its incoming wires are current in
+    int64_t* inbox         # per part: the earliest packet handed to it in the open window
+    int32_t* out_off       # per part: its outgoing cut ports' records, out_rec[out_off[k]:out_off[k + 1]]
+    int32_t* out_rec
+    int32_t* rec_to        # per record: the receiving part
+    int8_t* has_in         # per part: it has hand-offs to take in the open window
+    int32_t* start_head    # per part: the starts of children whose last parent was in
+    int32_t* start_tail    #   another part (dependency messages), pushed when it next runs:
+    int32_t* starts        #   a list of (child, next) pairs in `starts` (-1 ends it)
+    int64_t n_start
+    int64_t cap_start
+    int64_t pk_sum         # packets in the parts' pools at the last window end whose
+    int64_t qp_sum         #   hand-offs were all taken, plus what runs added since; queue pairs
+    bint end_open          # the last window's hand-offs are not all taken: its peak is not yet known
+    ThreadCount tc         # how many threads run the windows (thread_count.pxd)
 
 cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
 cdef void windows_free(Windows* win) noexcept nogil
 cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
-                     int32_t threads) noexcept nogil
+                     int32_t threads, bint adapt) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
 cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil
 cdef int windows_max_threads() noexcept nogil

@@ -1,59 +1,70 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The window loop of a run in parts, on one thread or several (issue 20;
-docs/parallel_core.md, sections 3 and 3.6).
+docs/parallel_core.md, sections 3, 3.6 and 15).
 
 The network is cut into parts by the topology (rocesim.network.partition), each a `Sim`
 of its own (engine.pyx).  A packet sent at t over a cut link arrives at t + L or later,
 L (the lookahead) being the smallest delay of a cut link.  So every part may run its
 events up to T + L, T the earliest pending event over all parts, without missing one
-from another part.  A window is [T, T + L):
+from another part.  A window is [T, T + L); idle time between two windows is skipped.
+In a window:
 
-1. every part with an event in the window runs its events (loop.run_loop up to
-   T + L - 1), in any order and on any thread: a packet crossing a cut link is copied into
-   the port's hand-off record (link.pxd);
-2. every part takes the hand-offs of its incoming cut ports, in ascending port id and in
-   send order, into its own pool and onto the wires it keeps (link.handoff_take): its
-   EV_ARRIVE events take fresh seqs from its own counter, after its own events so far;
-3. the dependency messages (a parent completed in one part, its child starts in another:
-   flows.pyx) are applied, on one thread, in (sender part id, append order): the child's
-   part counts one parent fewer and, at the last, pushes its start (after the hand-offs'
-   events);
-4. the deadlock detector's and the PFC watchdog's checks due then (monitors.pyx), on one
-   thread, over every part's ports: a window ends just after the next check, so each runs
-   at its time.
+1. every part with work in the window first takes the hand-offs the window before left
+   it (the packets other parts sent it over cut links, into its own pool and onto the
+   wires it keeps, in ascending port id and send order: link.handoff_take; their
+   EV_ARRIVE events take fresh seqs from its own counter), then starts the children
+   whose last parent completed in another part (dependency messages, in sender part id
+   and append order), then runs its events up to T + L - 1.  A packet it sends over a
+   cut link is copied into the port's hand-off record (link.pxd);
+2. at the window's end, on one thread: the dependency messages are applied (which
+   children now start, and when), the deadlock detector's and the PFC watchdog's checks
+   due then run (monitors.pyx; a window ends just after the next check, so each runs at
+   its time, and then every part takes its hand-offs first), and the next window opens
+   at the earliest pending event, hand-offs and starts included.
 
-A part's history in a window depends only on its state when the window opened, so the
-results depend on the partition, never on the order the parts run in
-(`debug.part_order`) nor on how many threads run them.  Stops (a time limit, an event
-budget) are decided at window ends, except that a slice may end inside a window
+The parts write one of two sets of hand-off records in a window while they take from the
+other, the window before's (`Windows.sets`; a receiving part's wires are kept in the set
+of the window it last ran in, `wire_at`), so taking needs no barrier of its own.  A
+part's history in a window depends only on its state when the window opened, and a part
+takes what was handed to it before anything else it does in the next window, as if
+every part had taken its hand-offs at the window's end: the results depend on the
+partition, never on the order the parts run in (`debug.part_order`) nor on how many
+threads run them.  Stops (a time limit, an event budget) are decided at window ends, where
+every part first takes what is left for it, except that a slice may end inside a window
 (`until` < T + L - 1): every part then stops at `until`, and the next slice goes on with
-the same window.  Hand-offs cross only at a window's end, so where slices end (sampling,
-progress, the event budget) does not change the results either.
+the same window.  So where slices end (sampling, progress, the event budget) does not
+change the results either.
 
-Threads.  One OpenMP parallel region per call (a slice of the run), not per window.  Its
-threads go through the windows together, meeting at a spin barrier after each phase
-(three per window; a GOMP barrier costs 10x more, section 3.6).  Phase 1 hands out the
-window's busy parts from an atomic counter, costliest first (load-adaptive: the order is
-re-sorted by the events each part ran lately, as Unison does); in phase 2 each part that
-ran takes its hand-offs on the thread that ran it (its pool is in that core's cache), the
-others by a fixed stride; thread 0 alone applies the dependency messages and the monitors'
-checks, and opens the next window.
-Built without OpenMP, the same code runs on one thread (`windows_max_threads()` is 1).
+Threads.  An OpenMP parallel region per call (a slice of the run) on as many threads as
+thread_count.pxd says, not one per window.  Its threads go through the windows together,
+meeting once per window at the barrier (barrier.pxd: spin, then sleep); the last to
+arrive does step 2 alone and releases the others.  In step 1 the threads claim the
+window's parts from an atomic counter, costliest first (load-adaptive: the order is
+re-sorted by the events each part ran lately, as Unison does).  When the thread count
+changes, the region ends at a window's end and a new one starts.  Built without OpenMP,
+the same code runs on one thread (`windows_max_threads()` is 1).
 """
-from libc.stdint cimport int64_t, int32_t, INT64_MAX
+from libc.stdint cimport int64_t, int32_t, int8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memcpy
 from cython.parallel cimport parallel, threadid
-from rocesim._core.defs cimport Sim, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM, EV_FLOW_START
+from rocesim._core.defs cimport (Sim, World, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
+                                 EV_FLOW_START)
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
 from rocesim._core.growth cimport room_for_one
 from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS, STOP_DEADLOCK
 from rocesim._core.monitors cimport monitors_next, monitors_end, windows_monitors
+from rocesim._core.barrier cimport (rocesim_barrier, rocesim_barrier_init, rocesim_barrier_destroy,
+                                    rocesim_barrier_arrive, rocesim_barrier_release, rocesim_barrier_wait,
+                                    rocesim_clock_ns, rocesim_thread_cpu_ns)
+from rocesim._core.thread_count cimport (ThreadCount, tc_start, tc_window, tc_period_due, tc_period,
+                                         tc_scheduled)
 
 cdef extern from *:
     """
     #include <stdint.h>
-    #include <sched.h>
+    #include <stdlib.h>
     #ifdef _OPENMP
     #include <omp.h>
     #define ROCESIM_MAX_THREADS 256
@@ -62,73 +73,87 @@ cdef extern from *:
     #define ROCESIM_MAX_THREADS 1
     static int rocesim_team_size(void) { return 1; }
     #endif
-    #if defined(__x86_64__) || defined(__i386__)
-    #define ROCESIM_RELAX() __builtin_ia32_pause()
-    #elif defined(__aarch64__)
-    #define ROCESIM_RELAX() __asm__ __volatile__("yield")
-    #else
-    #define ROCESIM_RELAX() ((void) 0)
-    #endif
 
-    /* What the threads of one call share: each group that several threads write at once
+    /* What the threads of one call share, each group that several threads touch at once
        on a cache line of its own. */
     typedef struct {
-        _Alignas(64) int arrived;      /* the barrier: threads arrived so far */
-        int sense;                     /*   flips when the last arrives */
-        _Alignas(64) int claim;        /* phase 1: the next index into the busy parts */
-        _Alignas(64) int64_t events;   /* sums over the threads, per window */
-        int64_t handoffs;
-        int64_t pkts;
-        int64_t qps;
-        int flags;                     /* TEAM_ERROR | TEAM_DEPS */
-        _Alignas(64) int action;       /* thread 0's decision, read after a barrier */
+        rocesim_barrier bar;
+        _Alignas(64) int claim;        /* the next index into the window's parts */
+        _Alignas(64) int action;       /* the serial step's decision, read after the barrier */
+        int sample;                    /* the threads note their CPU time at this window's end */
+        int team;                      /* the threads of the region */
         int64_t lim;                   /* the window's last picosecond in this call */
         int64_t done;                  /* events run in this call */
+        int64_t mark;                  /* wall ns when the last window ended */
     } rocesim_team;
 
-    /* A sense-reversing barrier: spin (with the CPU's pause hint), then yield the core, so
-       that more threads than cores (4 on 2, a test) do not spin against a descheduled one. */
-    static inline void rocesim_barrier(rocesim_team* t, int n, int* sense) {
-        int s = !*sense, spins = 0;
-        *sense = s;
-        if (__atomic_add_fetch(&t->arrived, 1, __ATOMIC_ACQ_REL) == n) {
-            __atomic_store_n(&t->arrived, 0, __ATOMIC_RELAXED);
-            __atomic_store_n(&t->sense, s, __ATOMIC_RELEASE);
-            return;
-        }
-        while (__atomic_load_n(&t->sense, __ATOMIC_ACQUIRE) != s) {
-            if (spins < 2000) { spins++; ROCESIM_RELAX(); }
-            else sched_yield();
-        }
+    /* One thread's sums over a window (read by the serial step), and its clocks. */
+    typedef struct {
+        _Alignas(64) int64_t events;
+        int64_t taken;                 /* hand-offs taken */
+        int64_t pk_take, pk_run;       /* the pools' use: change by taking, by running */
+        int64_t qp_run;
+        int flags;
+        int64_t spun, slept;           /* ns at the barrier in this region */
+        int64_t cpu_mark, spun_mark;   /* CPU ns and ns spun when it last noted them */
+        int64_t cpu_seen, spun_seen;   /* ... as the thread count's controller counted them */
+    } rocesim_slot;
+
+    static rocesim_slot* rocesim_slots(int n) {
+        return (rocesim_slot*) aligned_alloc(64, (size_t) n * sizeof(rocesim_slot));
     }
     static inline int rocesim_claim(int* c) { return __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
-    static inline void rocesim_add(int64_t* a, int64_t v) { if (v) __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
-    static inline void rocesim_or(int* a, int v) { if (v) __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }
+    static inline void rocesim_min(int64_t* a, int64_t v) {
+        int64_t old = __atomic_load_n(a, __ATOMIC_RELAXED);
+        while (v < old && !__atomic_compare_exchange_n(a, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    }
     """
     int ROCESIM_MAX_THREADS
     ctypedef struct rocesim_team:
-        int arrived
-        int sense
+        rocesim_barrier bar
         int claim
-        int64_t events
-        int64_t handoffs
-        int64_t pkts
-        int64_t qps
-        int flags
         int action
+        int sample
+        int team
         int64_t lim
         int64_t done
+        int64_t mark
+    ctypedef struct rocesim_slot:
+        int64_t events
+        int64_t taken
+        int64_t pk_take
+        int64_t pk_run
+        int64_t qp_run
+        int flags
+        int64_t spun
+        int64_t slept
+        int64_t cpu_mark
+        int64_t spun_mark
+        int64_t cpu_seen
+        int64_t spun_seen
     int rocesim_team_size() noexcept nogil
-    void rocesim_barrier(rocesim_team* t, int n, int* sense) noexcept nogil
+    rocesim_slot* rocesim_slots(int n) noexcept nogil
     int rocesim_claim(int* c) noexcept nogil
-    void rocesim_add(int64_t* a, int64_t v) noexcept nogil
-    void rocesim_or(int* a, int v) noexcept nogil
+    void rocesim_min(int64_t* a, int64_t v) noexcept nogil
 
 cdef enum:
     TEAM_ERROR = 1         # a part's error is set (out of memory, a Python scheme raised)
-    TEAM_DEPS = 2          # a part sent dependency messages in the window
-    GO = -1                # thread 0's action: run the window (else a STOP_* code)
+    GO = -1                # the serial step's decision: run the window it opened
+    INSIDE = -2            # the slice ends inside the window (else a STOP_* code)
+    RESIZE = -3            # run the window it opened on another number of threads
     RESORT_EVERY = 16      # windows between two re-sorts of the parts by cost
+    SPIN_NS = 50000        # a thread at the barrier spins this long, then sleeps
+
+cdef struct Call:
+    # One call of the window loop, as its threads see it.
+    Sim** parts
+    int32_t n
+    Windows* win
+    rocesim_team* tm
+    rocesim_slot* slots
+    int64_t until
+    int64_t max_events
+    int32_t most           # the most threads it may run on (slots)
 
 
 cdef int windows_max_threads() noexcept nogil:
@@ -137,7 +162,8 @@ cdef int windows_max_threads() noexcept nogil:
 
 
 cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil:
-    """The window state of a run in `n` parts; -1 if out of memory."""
+    """The window state of a run in `n` parts; -1 if out of memory.  (The second set of
+    hand-off records is made at the first run, when the world's records exist.)"""
     cdef int32_t k
     win.lookahead = lookahead
     win.open_end = -1
@@ -147,26 +173,83 @@ cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
     win.cost = <int64_t*> calloc(n, sizeof(int64_t))
     win.ran = <int64_t*> calloc(n, sizeof(int64_t))
     win.taken = <int32_t*> calloc(n, sizeof(int32_t))
-    win.runner = <int32_t*> malloc(n * sizeof(int32_t))
+    win.wire_at = <int8_t*> calloc(n, sizeof(int8_t))
+    win.has_in = <int8_t*> calloc(n, sizeof(int8_t))
+    win.inbox = <int64_t*> malloc(n * sizeof(int64_t))
+    win.start_head = <int32_t*> malloc(n * sizeof(int32_t))
+    win.start_tail = <int32_t*> malloc(n * sizeof(int32_t))
     if (win.order == NULL or win.active == NULL or win.next_t == NULL or win.cost == NULL or win.ran == NULL
-            or win.taken == NULL or win.runner == NULL):
+            or win.taken == NULL or win.wire_at == NULL or win.has_in == NULL or win.inbox == NULL
+            or win.start_head == NULL or win.start_tail == NULL):
         return -1
     for k in range(n):
         win.order[k] = k
-        win.runner[k] = -1
+        win.inbox[k] = INT64_MAX
+        win.start_head[k] = win.start_tail[k] = -1
     return 0
 
 
 cdef void windows_free(Windows* win) noexcept nogil:
+    cdef int32_t m
     free(win.order)
     free(win.active)
     free(win.next_t)
     free(win.cost)
     free(win.ran)
     free(win.taken)
-    free(win.runner)
     free(win.profile)
+    free(win.wire_at)
+    free(win.has_in)
+    free(win.inbox)
+    free(win.start_head)
+    free(win.start_tail)
+    free(win.starts)
+    free(win.out_off)
+    free(win.out_rec)
+    free(win.rec_to)
+    free(win.tc.schedule)
+    win.tc.schedule = NULL
+    if win.spare != NULL:
+        for m in range(win.n_spare):
+            free(win.spare[m].pk)
+            free(win.spare[m].hops)
+            free(win.spare[m].sack)
+        free(win.spare)
     win.order = NULL
+    win.spare = NULL
+
+
+cdef int _sets_init(Sim** parts, int32_t n, Windows* win) noexcept nogil:
+    """The second set of hand-off records (empty, for the same ports) and, per part, the
+    records it writes; -1 if out of memory."""
+    cdef World* w = parts[0].w
+    cdef int32_t m, k, q
+    win.n_spare = w.n_handoff
+    win.spare = <Handoff*> calloc(w.n_handoff if w.n_handoff > 0 else 1, sizeof(Handoff))
+    win.out_off = <int32_t*> calloc(n + 1, sizeof(int32_t))
+    win.out_rec = <int32_t*> malloc((w.n_handoff if w.n_handoff > 0 else 1) * sizeof(int32_t))
+    win.rec_to = <int32_t*> malloc((w.n_handoff if w.n_handoff > 0 else 1) * sizeof(int32_t))
+    if win.spare == NULL or win.out_off == NULL or win.out_rec == NULL or win.rec_to == NULL:
+        return -1
+    for m in range(w.n_handoff):
+        q = w.handoff[m].port
+        win.spare[m].port = q
+        win.spare[m].wire_head = win.spare[m].wire_tail = NIL
+        win.rec_to[m] = w.node_part[w.ports[w.ports[q].peer].node]
+        win.out_off[w.node_part[w.ports[q].node] + 1] += 1
+    for k in range(n):
+        win.out_off[k + 1] += win.out_off[k]
+    for m in range(w.n_handoff):                    # (ascending records per part)
+        k = w.node_part[w.ports[w.handoff[m].port].node]
+        win.out_rec[win.out_off[k]] = m
+        win.out_off[k] += 1
+    for k in range(n, 0, -1):
+        win.out_off[k] = win.out_off[k - 1]
+    win.out_off[0] = 0
+    win.sets[0] = w.handoff
+    win.sets[1] = win.spare
+    win.cur = 0
+    return 0
 
 
 cdef int64_t _part_next(Sim* s) noexcept nogil:
@@ -203,7 +286,7 @@ cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil:
 
 
 cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
-    """Some packet or dependency message waits for the window's end."""
+    """Some packet or dependency message waits for the window's end (between calls)."""
     cdef int32_t k
     cdef Sim* s = parts[0]
     for k in range(s.w.n_handoff):
@@ -215,18 +298,121 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
     return False
 
 
+# --- step 1: a part's turn ------------------------------------------------------------
+
+cdef inline void _copy_wire(Handoff* to, Handoff* frm) noexcept nogil:
+    to.wire_head = frm.wire_head
+    to.wire_tail = frm.wire_tail
+
+
+cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcept nogil:
+    """Part k, before anything else it does in a window (or at a window's end, when every
+    part takes what is left for it): the hand-offs of its incoming cut ports in set
+    `src`, in ascending port id, onto its wires, which are then current in the set the
+    parts write now; then the starts of its children whose last parent was in another
+    part.  The hand-offs taken; -1 if out of memory (its error set)."""
+    cdef Sim* s = parts[k]
+    cdef World* w = s.w
+    cdef Handoff* hs
+    cdef Handoff* hc
+    cdef Handoff* ha
+    cdef int32_t c, r, i, child
+    cdef int64_t taken = 0
+    for c in range(s.n_in_cut):
+        r = w.ports[s.in_cut[c]].handoff
+        hs = &win.sets[src][r]
+        hc = &win.sets[win.cur][r]
+        ha = &win.sets[win.wire_at[k]][r]
+        if hs.n:
+            if ha != hs:
+                _copy_wire(hs, ha)
+            taken += hs.n
+            if handoff_take(s, hs) < 0:
+                s.error = ERR_NOMEM
+                return -1
+            ha = hs
+        if ha != hc:
+            _copy_wire(hc, ha)
+    win.wire_at[k] = win.cur
+    win.has_in[k] = 0
+    i = win.start_head[k]
+    while i >= 0:
+        child = win.starts[2 * i]
+        ev_push(s, w.flows[child].released, EV_FLOW_START, child, 0)
+        i = win.starts[2 * i + 1]
+    win.start_head[k] = win.start_tail[k] = -1
+    return -1 if s.error != ERR_NONE else taken
+
+
+cdef void _note_sends(Sim** parts, Windows* win, int32_t k) noexcept nogil:
+    """Part k has run: the parts it handed packets to have work in the next window, from
+    the first packet's arrival (a port's hand-offs are in arrival order)."""
+    cdef int32_t j, r
+    cdef Handoff* h
+    for j in range(win.out_off[k], win.out_off[k + 1]):
+        r = win.out_rec[j]
+        h = &win.sets[win.cur][r]
+        if h.n:
+            rocesim_min(&win.inbox[win.rec_to[r]], h.pk[0].time)
+
+
+cdef void _work(Call* c, rocesim_slot* me) noexcept nogil:
+    """Step 1: this thread claims the window's parts until none is left; each takes what
+    the window before left it, and runs to the window's last picosecond."""
+    cdef Windows* win = c.win
+    cdef rocesim_team* tm = c.tm
+    cdef int32_t j, k, src = 1 - win.cur
+    cdef int64_t t, before, p0, q0, got
+    cdef Sim* s
+    me.events = me.taken = me.pk_take = me.pk_run = me.qp_run = 0
+    me.flags = 0
+    while True:
+        j = rocesim_claim(&tm.claim)
+        if j >= win.n_active:
+            break
+        k = win.active[j]
+        s = c.parts[k]
+        if win.has_in[k] or win.start_head[k] >= 0 or win.wire_at[k] != win.cur:
+            p0 = s.pool_used
+            got = _prepare(c.parts, win, k, src)
+            if got < 0:
+                me.flags |= TEAM_ERROR
+                continue
+            me.taken += got
+            me.pk_take += s.pool_used - p0
+        t = _part_next(s)
+        if 0 <= t <= tm.lim:
+            before, p0, q0 = s.st.events, s.pool_used, s.qp_used
+            run_loop(s, tm.lim, INT64_MAX)
+            before = s.st.events - before
+            win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
+            win.cost[k] += before
+            me.events += before
+            me.pk_run += s.pool_used - p0
+            me.qp_run += s.qp_used - q0
+            t = _part_next(s)
+            _note_sends(c.parts, win, k)
+        win.next_t[k] = t
+        if s.error != ERR_NONE or t < 0:
+            me.flags |= TEAM_ERROR
+
+
+# --- step 2: the window's end, on one thread ---------------------------------------------
+
 cdef int _deliver_deps(Sim** parts, int32_t n, Windows* win) noexcept nogil:
-    """Phase 3 (one thread): apply the dependency messages in (sender part id, append
-    order), whatever order the parts ran in; -1 if out of memory.  A message's time is
-    t + max(due, L) for a parent that completed at t in this window [T, T + L), so
-    t + L >= T + L, the window's end: every start pushed here lies at or after the end,
-    where every part's clock still is before it (no event runs late), and the next window
-    (which begins at the earliest pending event of any part) sees it."""
+    """Apply the dependency messages in (sender part id, append order), whatever order the
+    parts ran in; a child whose last parent this was joins its part's list of starts
+    (pushed when the part next runs, after its hand-offs, as `_prepare` says); -1 if out
+    of memory.  A message's time is t + max(due, L) for a parent that completed at t in
+    this window [T, T + L), so t + L >= T + L, the window's end: every start lies at or
+    after the end, where every part's clock still is before it (no event runs late), and
+    the next window (which begins at the earliest pending event of any part) sees it."""
     cdef int32_t k, c, to
     cdef int64_t i
     cdef Sim* s
     cdef Flow* fl
     cdef DepMsg* m
+    win.n_start = 0
     for k in range(n):
         s = parts[k]
         win.deps += s.n_deps
@@ -239,13 +425,50 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* win) noexcept nogil:
             fl.slot.deps_left -= 1
             if fl.slot.deps_left == 0:
                 to = s.w.node_part[fl.src]
-                ev_push(parts[to], fl.released, EV_FLOW_START, c, 0)
-                if parts[to].error != ERR_NONE:
+                if room_for_one(<void**> &win.starts, win.n_start, &win.cap_start, 2 * sizeof(int32_t), 256) < 0:
                     return -1
+                win.starts[2 * win.n_start] = c
+                win.starts[2 * win.n_start + 1] = -1
+                if win.start_tail[to] >= 0:
+                    win.starts[2 * win.start_tail[to] + 1] = <int32_t> win.n_start
+                else:
+                    win.start_head[to] = <int32_t> win.n_start
+                win.start_tail[to] = <int32_t> win.n_start
+                win.n_start += 1
                 if fl.released < win.next_t[to]:
                     win.next_t[to] = fl.released
         s.n_deps = 0
     return 0
+
+
+cdef int _flush(Sim** parts, int32_t n, Windows* win) noexcept nogil:
+    """At a window's end, every part takes what the window left it (hand-offs, starts), as
+    the next window would first; the pools' peaks; -1 if out of memory."""
+    cdef int32_t k
+    cdef int64_t got, pk = 0, qp = 0
+    for k in range(n):
+        win.taken[k] = 0
+        if win.inbox[k] < INT64_MAX or win.has_in[k] or win.start_head[k] >= 0:
+            got = _prepare(parts, win, k, win.cur)
+            if got < 0:
+                return -1
+            win.taken[k] = <int32_t> got
+            win.handoffs += got
+            win.inbox[k] = INT64_MAX
+        pk += parts[k].pool_used
+        qp += parts[k].qp_used
+    _peaks(win, pk, qp)
+    win.end_open = False
+    return 0
+
+
+cdef inline void _peaks(Windows* win, int64_t pk, int64_t qp) noexcept nogil:
+    """The parts' pools held pk packets and qp queue pairs at a window's end."""
+    win.pk_sum, win.qp_sum = pk, qp
+    if pk > win.pkt_peak:
+        win.pkt_peak = pk
+    if qp > win.qp_peak:
+        win.qp_peak = qp
 
 
 cdef void _by_cost(Windows* win, int32_t n) noexcept nogil:
@@ -284,7 +507,6 @@ cdef void _close(Windows* win, int32_t n) noexcept nogil:
     cdef int32_t k
     for k in range(n):
         win.ran[k] = 0
-        win.runner[k] = -1
     win.open_end = -1
     win.windows += 1
     if win.open_events:
@@ -292,177 +514,237 @@ cdef void _close(Windows* win, int32_t n) noexcept nogil:
     win.open_events = 0
 
 
-cdef int _open(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int64_t until, int64_t max_events,
-               bint closing, int32_t nt) noexcept nogil:
-    """Thread 0, between windows: close the window just run (phases 3 and 4, the
-    counters), then open the next and list its busy parts; GO, or the STOP_* code that
-    ends the call."""
-    cdef int32_t j, k
-    cdef int64_t t, lim
-    cdef int m
-    if closing:
-        tm.done += tm.events
-        win.open_events += tm.events
-        win.handoffs += tm.handoffs
-        if tm.pkts > win.pkt_peak:
-            win.pkt_peak = tm.pkts
-        if tm.qps > win.qp_peak:
-            win.qp_peak = tm.qps
-        if tm.flags & TEAM_ERROR:
-            return STOP_EMPTY                 # out of memory: the part's error says so
-        if win.profiling and _profile(win, n) < 0:
+cdef void _note_cpu(Call* c, int32_t nt) noexcept nogil:
+    """Count the threads' CPU work (spinning excluded) since the controller last did."""
+    cdef int32_t i
+    cdef rocesim_slot* sl
+    for i in range(nt):
+        sl = &c.slots[i]
+        c.win.tc.period_work += (sl.cpu_mark - sl.cpu_seen) - (sl.spun_mark - sl.spun_seen)
+        sl.cpu_seen, sl.spun_seen = sl.cpu_mark, sl.spun_mark
+
+
+cdef int _end(Call* c, int32_t nt) noexcept nogil:
+    """Step 2, by the last thread to arrive: count the window's work, apply its dependency
+    messages and monitors, close it, choose the threads and open the next window; GO,
+    RESIZE, INSIDE or the STOP_* code that ends the call."""
+    cdef Windows* win = c.win
+    cdef rocesim_team* tm = c.tm
+    cdef Sim** parts = c.parts
+    cdef int32_t i, k, n = c.n
+    cdef int64_t ev = 0, taken = 0, pk_take = 0, pk_run = 0, qp_run = 0, t
+    cdef int flags = 0, m = 0
+    cdef bint flush
+    for i in range(nt):
+        ev += c.slots[i].events
+        taken += c.slots[i].taken
+        pk_take += c.slots[i].pk_take
+        pk_run += c.slots[i].pk_run
+        qp_run += c.slots[i].qp_run
+        flags |= c.slots[i].flags
+    t = rocesim_clock_ns()
+    tc_window(&win.tc, t - tm.mark, ev)
+    tm.mark = t
+    tm.done += ev
+    win.open_events += ev
+    win.handoffs += taken
+    if win.end_open:                  # the window before, its hand-offs now taken
+        _peaks(win, win.pk_sum + pk_take, win.qp_sum)
+        win.end_open = False
+    win.pk_sum += pk_run
+    win.qp_sum += qp_run
+    if tm.sample:
+        _note_cpu(c, nt)
+    if tm.lim < win.open_end - 1:
+        return INSIDE
+    if flags & TEAM_ERROR:
+        _flush(parts, n, win)
+        return STOP_EMPTY             # the part's error says why
+    if _deliver_deps(parts, n, win) < 0:      # (also those sent before a slice ended inside it)
+        return STOP_EMPTY
+    flush = win.profiling or monitors_next(parts[0]) <= tm.lim
+    if flush:
+        if _flush(parts, n, win) < 0 or (win.profiling and _profile(win, n) < 0):
             return STOP_EMPTY
-        if tm.flags & TEAM_DEPS and _deliver_deps(parts, n, win) < 0:
-            return STOP_EMPTY
-        m = 0
         if monitors_next(parts[0]) <= tm.lim:
             m = windows_monitors(parts, n, tm.lim)
-            for k in range(n):              # (a check may act on any part: PAUSE, flush)
+            win.pk_sum = win.qp_sum = 0     # (a check may act on any part: PAUSE, flush)
+            for k in range(n):
                 win.next_t[k] = _part_next(parts[k])
-        _close(win, n)
-        if m != 0:
-            return STOP_DEADLOCK if m > 0 else STOP_EMPTY
+                win.pk_sum += parts[k].pool_used
+                win.qp_sum += parts[k].qp_used
+        else:
+            for k in range(n):
+                win.next_t[k] = _part_next(parts[k])
+    else:
+        for k in range(n):
+            if win.inbox[k] < INT64_MAX:
+                win.has_in[k] = 1
+                if win.inbox[k] < win.next_t[k]:
+                    win.next_t[k] = win.inbox[k]
+        win.end_open = True
+    _close(win, n)
+    if m != 0:
+        return STOP_DEADLOCK if m > 0 else STOP_EMPTY
+    if tm.sample:
+        tc_period(&win.tc)
+    k = tc_scheduled(&win.tc, win.windows)
+    if k > 0:
+        win.tc.now = k if k < c.most else c.most
+    return _open(c, nt)
+
+
+cdef int _open(Call* c, int32_t nt) noexcept nogil:
+    """Open the next window (or go on with the one a slice stopped inside) and list the
+    parts it visits; GO, RESIZE (another thread count), or the STOP_* code that ends the
+    call, every part having taken what is left for it."""
+    cdef Windows* win = c.win
+    cdef rocesim_team* tm = c.tm
+    cdef Sim** parts = c.parts
+    cdef int32_t j, k, n = c.n
+    cdef int64_t t, lim
+    cdef int stop = GO
     if win.open_end < 0:
         t = monitors_next(parts[0])         # a check is pending work: idle gaps keep it
         for k in range(n):
             if win.next_t[k] < t:
                 t = win.next_t[k]
         if t == INT64_MAX:
-            return STOP_EMPTY
-        if t > until:
-            return STOP_TIME
-        if tm.done >= max_events:
-            return STOP_EVENTS
+            stop = STOP_EMPTY
+        elif t > c.until:
+            stop = STOP_TIME
+        elif tm.done >= c.max_events:
+            stop = STOP_EVENTS
+        if stop != GO:
+            if win.end_open and _flush(parts, n, win) < 0:
+                return STOP_EMPTY
+            return stop
         win.open_end = monitors_end(parts[0], t + win.lookahead)
-    lim = win.open_end - 1 if win.open_end - 1 < until else until
-    if nt > 1 and win.windows % RESORT_EVERY == 0:
+        # the parts write the other set of hand-off records now, while they take this one's
+        win.cur = 1 - win.cur
+        parts[0].w.handoff = win.sets[win.cur]
+        for k in range(n):
+            win.inbox[k] = INT64_MAX
+    lim = win.open_end - 1 if win.open_end - 1 < c.until else c.until
+    if win.tc.now > 1 and win.windows % RESORT_EVERY == 0:
         _by_cost(win, n)
     win.n_active = 0
     for j in range(n):
         k = win.order[j]
-        if win.next_t[k] <= lim:
+        if win.next_t[k] <= lim or win.has_in[k] or win.start_head[k] >= 0:
             win.active[win.n_active] = k
             win.n_active += 1
     tm.lim = lim
     tm.claim = 0
-    tm.events = tm.handoffs = tm.pkts = tm.qps = 0
-    tm.flags = 0
-    return GO
+    tm.sample = tc_period_due(&win.tc)
+    return GO if win.tc.now == nt else RESIZE
 
 
-cdef void _run_parts(Sim** parts, Windows* win, rocesim_team* tm, int32_t tid) noexcept nogil:
-    """Phase 1: this thread claims busy parts until none is left, and runs each to the
-    window's last picosecond."""
-    cdef int32_t j, k
-    cdef int64_t before, ran = 0
-    cdef Sim* s
+cdef void _member(Call* c, int32_t tid, int32_t nt) noexcept nogil:
+    """One thread's way through the windows of a region (all threads take the same turns)."""
+    cdef rocesim_team* tm = c.tm
+    cdef rocesim_slot* me = &c.slots[tid]
+    cdef int rnd
+    if tid == 0:
+        tm.team = nt
+    me.spun = me.slept = 0
+    me.spun_mark = me.spun_seen = 0
+    me.cpu_mark = me.cpu_seen = rocesim_thread_cpu_ns() if c.win.tc.adaptive else 0
     while True:
-        j = rocesim_claim(&tm.claim)
-        if j >= win.n_active:
-            break
-        k = win.active[j]
-        s = parts[k]
-        before = s.st.events
-        run_loop(s, tm.lim, INT64_MAX)
-        before = s.st.events - before
-        win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
-        win.cost[k] += before
-        ran += before
-        win.runner[k] = tid
-    rocesim_add(&tm.events, ran)
-
-
-cdef void _take_handoffs(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int32_t tid, int32_t nt) noexcept nogil:
-    """Phase 2: the parts this thread ran in phase 1, and of those that did not run,
-    parts tid, tid + nt, ..., take the hand-offs of their incoming cut ports (ascending)
-    and note their next event; the sums of the pools' use for the peaks.  (A part's pool
-    and queue are in the cache of the core that ran it: another core taking its hand-offs
-    would miss on every packet it allocates.)"""
-    cdef int32_t k, c
-    cdef Sim* s
-    cdef Handoff* h
-    cdef int64_t taken = 0, pkts = 0, qps = 0
-    cdef int flags = 0
-    for k in range(n):
-        if win.runner[k] != tid and (win.runner[k] >= 0 or k % nt != tid):
-            continue
-        s = parts[k]
-        win.taken[k] = 0
-        for c in range(s.n_in_cut):
-            h = &s.w.handoff[s.w.ports[s.in_cut[c]].handoff]
-            if h.n:
-                win.taken[k] += h.n
-                if handoff_take(s, h) < 0:
-                    s.error = ERR_NOMEM
-        taken += win.taken[k]
-        if win.taken[k] or win.ran[k]:
-            win.next_t[k] = _part_next(s)
-        pkts += s.pool_used
-        qps += s.qp_used
-        if s.error != ERR_NONE:
-            flags |= TEAM_ERROR
-        if s.n_deps:
-            flags |= TEAM_DEPS
-    rocesim_add(&tm.handoffs, taken)
-    rocesim_add(&tm.pkts, pkts)
-    rocesim_add(&tm.qps, qps)
-    rocesim_or(&tm.flags, flags)
-
-
-cdef void _member(Sim** parts, int32_t n, Windows* win, rocesim_team* tm, int64_t until, int64_t max_events,
-                  int32_t tid, int32_t nt) noexcept nogil:
-    """One thread's way through the windows of a call (all threads take the same turns)."""
-    cdef int sense = 0
-    cdef bint closing = False
-    while True:
-        if tid == 0:
-            tm.action = _open(parts, n, win, tm, until, max_events, closing, nt)
-        closing = True
-        rocesim_barrier(tm, nt, &sense)
+        _work(c, me)
+        if tm.sample:
+            me.cpu_mark = rocesim_thread_cpu_ns()
+            me.spun_mark = me.spun
+        if rocesim_barrier_arrive(&tm.bar, nt, &rnd):
+            tm.action = _end(c, nt)
+            rocesim_barrier_release(&tm.bar)
+        else:
+            rocesim_barrier_wait(&tm.bar, rnd, SPIN_NS, &me.spun, &me.slept)
         if tm.action != GO:
-            return
-        _run_parts(parts, win, tm, tid)
-        rocesim_barrier(tm, nt, &sense)
-        if tm.lim < win.open_end - 1:
-            return                  # the slice ends inside the window: windows_run sees to it
-        _take_handoffs(parts, n, win, tm, tid, nt)
-        rocesim_barrier(tm, nt, &sense)
+            break
+    if c.win.tc.adaptive:
+        me.cpu_mark = rocesim_thread_cpu_ns()
+        me.spun_mark = me.spun
+
+
+cdef void _restore(Sim** parts, int32_t n, Windows* win) noexcept nogil:
+    """Between calls the world's hand-off records are the current ones: every part's
+    wires current in the set the parts write, and that set in World.handoff."""
+    cdef int32_t k, c, r
+    cdef Handoff keep
+    cdef World* w = parts[0].w
+    for k in range(n):
+        if win.wire_at[k] != win.cur:
+            for c in range(parts[k].n_in_cut):
+                r = w.ports[parts[k].in_cut[c]].handoff
+                _copy_wire(&win.sets[win.cur][r], &win.sets[win.wire_at[k]][r])
+            win.wire_at[k] = win.cur
+    if win.cur == 1:
+        for r in range(w.n_handoff):
+            keep = win.sets[0][r]
+            win.sets[0][r] = win.sets[1][r]
+            win.sets[1][r] = keep
+        win.cur = 0
+        for k in range(n):
+            win.wire_at[k] = 0
+    w.handoff = win.sets[0]
 
 
 cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
-                     int32_t threads) noexcept nogil:
+                     int32_t threads, bint adapt) noexcept nogil:
     """Run the parts in windows up to time `until` (inclusive), or until `max_events`
-    events have run (checked at window ends), on up to `threads` threads (capped at the
-    parts and at windows_max_threads()); a STOP_* code (loop.pxd).  On an error (a part's
-    `error` set) it returns at the end of the window, every other part having run it."""
+    events have run (checked at window ends), on `threads` threads, or with `adapt` on
+    1 to `threads` as thread_count.pxd finds faster (capped at the parts and at
+    windows_max_threads()); a STOP_* code (loop.pxd).  On an error (a part's `error` set)
+    it returns at the end of the window, every other part having run it."""
     cdef rocesim_team tm
-    cdef int32_t k, nt = threads
-    if nt > n:
-        nt = n
-    if nt > ROCESIM_MAX_THREADS:
-        nt = ROCESIM_MAX_THREADS
-    if nt < 1:
-        nt = 1
-    tm.arrived = tm.sense = tm.claim = tm.flags = 0
-    tm.events = tm.handoffs = tm.pkts = tm.qps = tm.done = 0
-    tm.action = GO
-    # Python may have changed the parts between two calls (routes, faults): look again;
-    # and a window the last call stopped inside may go on with other threads: which thread
-    # ran a part then means nothing now (phase 2 would skip a part whose thread is gone)
+    cdef Call c
+    cdef int32_t k, nt, most = n if n < ROCESIM_MAX_THREADS else ROCESIM_MAX_THREADS
+    cdef int action
+    if win.sets[0] == NULL and _sets_init(parts, n, win) < 0:
+        parts[0].error = ERR_NOMEM
+        return STOP_EMPTY
+    if threads > most:
+        threads = most
+    if threads < 1:
+        threads = 1
+    tc_start(&win.tc, threads, adapt)
+    c.parts, c.n, c.win, c.tm = parts, n, win, &tm
+    c.until, c.max_events, c.most = until, max_events, most
+    c.slots = rocesim_slots(most)
+    if c.slots == NULL:
+        parts[0].error = ERR_NOMEM
+        return STOP_EMPTY
+    rocesim_barrier_init(&tm.bar)
+    tm.done = 0
+    tm.mark = rocesim_clock_ns()
+    # Python may have changed the parts between two calls (routes, faults): look again
+    win.pk_sum = win.qp_sum = 0
     for k in range(n):
-        win.runner[k] = -1
         win.next_t[k] = _part_next(parts[k])
+        win.pk_sum += parts[k].pool_used
+        win.qp_sum += parts[k].qp_used
         if win.next_t[k] < 0:
-            return STOP_EMPTY
-    if nt == 1:
-        _member(parts, n, win, &tm, until, max_events, 0, 1)
+            action = STOP_EMPTY
+            break
     else:
-        with parallel(num_threads=nt):
-            _member(parts, n, win, &tm, until, max_events, threadid(), rocesim_team_size())
-    if tm.action != GO:
-        return tm.action
+        action = _open(&c, 0)
+    while action == GO or action == RESIZE:
+        nt = win.tc.now
+        if nt == 1:
+            _member(&c, 0, 1)
+        else:
+            with parallel(num_threads=nt):
+                _member(&c, threadid(), rocesim_team_size())
+        if win.tc.adaptive:
+            _note_cpu(&c, tm.team)
+        action = tm.action
+    rocesim_barrier_destroy(&tm.bar)
+    free(c.slots)
+    _restore(parts, n, win)
+    if action != INSIDE:
+        return action
     # the slice ended inside the window: the next call goes on with it
-    win.open_events += tm.events
     for k in range(n):
         if parts[k].error != ERR_NONE:
             return STOP_EMPTY

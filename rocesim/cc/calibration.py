@@ -14,7 +14,9 @@ cases (lone flows, incasts, flows sharing a bottleneck, a permutation on a fat t
 how they were fitted, every case's figures before and after, the rocesim version and commit
 (validation/FLOW_CALIBRATION.md is the same run as tables).  Each scheme is calibrated with
 its default parameters and the default NIC and switch: a scheme run with other parameters
-gets the same numbers, which `flow:` in a scenario (`config.FLOW`) overrides.
+gets the same numbers, which `flow:` in a scenario (`config.FLOW`) overrides.  They apply
+where `flow.share` / `flow.startup` is 'auto'; the default is the bare fluid (1 and 0), which
+validation/FLOW.md finds nearer the packet level on training traffic.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import os
 from functools import lru_cache
 
 CALIBRATION_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flow_calibration.json")
-UNCALIBRATED = (1.0, 0)      # (share, startup_ps) of a scheme without an entry: the bare fluid
+UNCALIBRATED = (1.0, 0)      # (share, startup_ps) of the bare fluid: the default, and 'auto' without an entry
 
 
 @lru_cache(maxsize=None)
@@ -43,15 +45,36 @@ def flow_calibration(scheme: str) -> tuple[float, int] | None:
 
 
 def resolved(flow: dict, mode: str, scheme: str) -> dict:
-    """The `flow:` section (`config.FLOW`, resolved) with its 'auto' values taken: {share,
-    startup (ps), source: {share, startup}}, each value's source 'given', 'calibration' (the
-    scheme's entry here) or 'none' (the scheme has no entry, or packet mode, where the values
-    do nothing: the bare fluid's 1 and 0)."""
+    """The `flow:` section (`config.FLOW`, resolved) with its words taken: {share, startup
+    (ps), source: {share, startup}}, each value's source 'bare' (the default: the bare fluid's
+    1 and 0), 'given' (a number), 'calibration' ('auto': the scheme's entry here) or 'none'
+    ('auto' where the scheme has no entry, or in packet mode, where the values do nothing:
+    1 and 0 as well)."""
     calibrated = flow_calibration(scheme) if mode == "flow" else None
+    bare = dict(zip(("share", "startup"), UNCALIBRATED))
     auto = dict(zip(("share", "startup"), calibrated or UNCALIBRATED))
     out, source = {}, {}
     for key in ("share", "startup"):
-        given_here = flow[key] != "auto"
-        out[key] = flow[key] if given_here else auto[key]
-        source[key] = "given" if given_here else "calibration" if calibrated else "none"
+        if flow[key] == "bare":
+            out[key], source[key] = bare[key], "bare"
+        elif flow[key] == "auto":
+            out[key], source[key] = auto[key], "calibration" if calibrated else "none"
+        else:
+            out[key], source[key] = flow[key], "given"
     return {**out, "source": source}
+
+
+def describe(fluid: dict, scheme: str) -> str:
+    """`rocesim check`'s line on the fluid a flow-mode run uses: `fluid` as `resolved` returns
+    it, each value with where it came from, and the scheme's calibration when it is not used."""
+    said = {"bare": "the bare fluid's, the default", "given": "given",
+            "calibration": f"{scheme}'s calibration", "none": f"auto: {scheme} has no calibration"}
+    src = fluid["source"]
+    line = (f"flow mode: flow.share {fluid['share']:g} ({said[src['share']]}), flow.startup "
+            f"{fluid['startup'] / 1000:g} ns ({said[src['startup']]})")
+    calibrated = flow_calibration(scheme)
+    if calibrated is not None and "calibration" not in src.values():
+        line += (f"; {scheme}'s calibration, `flow: {{share: auto, startup: auto}}`, is {calibrated[0]:g} / "
+                 f"{calibrated[1] / 1000:g} ns (validation/FLOW.md: the bare fluid is nearer the packet level "
+                 f"on training traffic)")
+    return line

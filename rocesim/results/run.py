@@ -22,23 +22,31 @@ from rocesim.results.record import RunRecord
 from rocesim.run_progress import short_time
 
 PS_PER_NS = 1000.0
+# summary.json's `notification_carrier`, as the terminal says it
+_CARRIERS = {"cnp": "CNP packets", "ack": "ECN echoes on ACKs"}
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
-                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
-                "is_compute")
+                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "reordered_packets",
+                "spurious_retx_bytes", "collective", "iteration", "is_compute")
 
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
-FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
+FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts", "reordered_packets", "spurious_retx_bytes")
 FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
                          "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
 # summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals)
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
-    "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
+    "ecn_echoes", "congestion_notifications", "notification_carrier",
+    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s",
+    "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
+# summary.json's keys that the machine decides, not the run: time, speed and the threads a
+# run used (`threads: auto` adapts them to the machine's load).  Every other output is the
+# same on any machine, any load and any thread count: leave these out when comparing runs.
+MACHINE_KEYS = ("wall_s", "cpu_s", "link_crossings_per_cpu_s", "threads_mean", "threads_final")
 
 
 @dataclass(frozen=True)
@@ -53,12 +61,15 @@ class CoreReadout:
     deadlock_detection: bool
     pause_timeline: dict
     switch_arrays: dict
+    thread_stats: dict
+    cnp_packets: bool = False        # receivers sent CNP packets (the scheme's declaration), else ECN echoes
 
     @classmethod
     def of(cls, core) -> "CoreReadout":
         return cls(stats=core.stats(), flow_arrays=core.flow_arrays(), port_arrays=core.port_arrays(),
                    deadlock_records=core.deadlock_records(), deadlock_detection=bool(core.deadlock_detection),
-                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays())
+                   pause_timeline=core.pause_timeline(), switch_arrays=core.switch_arrays(),
+                   thread_stats=core.thread_stats(), cnp_packets=core.needs_cnp)
 
 
 @dataclass
@@ -79,7 +90,7 @@ class Results:
     iterations: dict | None = None   # per training iteration: start, finish, duration
     node_ids: np.ndarray | None = None      # each node's id in the topology's source file, if renumbered
     pfc_timeline: dict | None = None         # pause intervals (see the module docstring)
-    threads: int = 1                 # threads the run took (written nowhere: the outputs do not depend on it)
+    threads: int = 1                 # the most threads the run could take (summary.json: those it used)
 
     @classmethod
     def from_core(cls, record: RunRecord, core: CoreReadout, *, wall_s, cpu_s, interrupted, stop_ps):
@@ -104,13 +115,28 @@ class Results:
             drops=None, buffer_drops=st["buffer_drops"],        # drops: set below, from DROP_CAUSES
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
+            # the congestion notifications the senders' scheme was handed, by what carried them:
+            # CNP packets where the scheme has receivers send them, else ACKs echoing CE marks
+            # (DCQCN's default preset, DCTCP)
+            ecn_echoes=st["ecn_echoes"],
+            congestion_notifications=st["cnps_received"] if core.cnp_packets else st["ecn_echoes"],
+            notification_carrier="cnp" if core.cnp_packets else "ack",
             data_packets_sent=st["data_packets_sent"],
-            retx_bytes=st["retx_bytes"], flows_total=len(flows["fct_ns"]),
+            retx_bytes=st["retx_bytes"],
+            # receivers: how they take data, what arrived out of order and what arrived again
+            delivery=record.delivery, reordered_packets=st["reordered_packets"],
+            spurious_retx_bytes=st["spurious_retx_bytes"],
+            multipath_into_ordered=record.multipath and record.delivery == "ordered",
+            flows_total=len(flows["fct_ns"]),
             flows_completed=int((~np.isnan(flows["fct_ns"])).sum()),
             data_flows=int((~flows["is_compute"]).sum()), data_bytes_delivered=st["data_bytes_delivered"],
             sim_time_ns=end_ps / PS_PER_NS,
             wall_s=round(wall_s, 4),
             cpu_s=round(cpu_s, 4),
+            # the threads it ran on, over its wall time and at its end (they change the wall
+            # time only: MACHINE_KEYS)
+            threads_mean=round(core.thread_stats["threads_mean"], 2),
+            threads_final=core.thread_stats["threads_final"],
             link_crossings_per_cpu_s=round(st["link_crossings"] / cpu_s) if cpu_s > 0 else None,
             packets_in_use_at_end=st["packets_in_use"], packets_peak=st["packets_peak"],
             queue_pairs_in_use_at_end=st["queue_pairs_in_use"], queue_pairs_peak=st["queue_pairs_peak"],
@@ -172,8 +198,13 @@ class Results:
         else:
             lines = [done + f"{s['link_crossings']:,} link crossings, "
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
-                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
+                     f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  congestion notifications "
+                     f"{s['congestion_notifications']} ({_CARRIERS[s['notification_carrier']]})  CNPs {s['cnps']}  "
                      f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
+            if s.get("multipath_into_ordered"):
+                lines.append(f"ordered receivers under multipath load balancing: {s['reordered_packets']:,} packets "
+                             f"out of order, {s['nacks']:,} NACKs, {s['retx_bytes']:,} bytes sent again "
+                             f"(nic.delivery: unordered places packets on arrival)")
         lines += _class_lines(s)
         for c in s.get("deadlock_cycles", []):
             lines.append(f"deadlock at priority {c['priority']}, formed at {c['formed_ns'] / 1e3:.1f} us: "
@@ -184,6 +215,8 @@ class Results:
             unfinished = f"{n} flow{'s' if n != 1 else ''}"
             if s.get("deadlock"):
                 lines.append(f"stalled: {unfinished} unfinished, held by the deadlock above; stopped")
+            elif s.get("frozen_clock"):
+                lines.append(f"stalled: {unfinished} unfinished, {stall_cause(s)}; stopped")
             else:
                 lines.append(f"stalled: {unfinished} unfinished and nothing can move them (no event "
                              f"left, or nothing delivered for a simulated second), {stall_cause(s)}; stopped")
@@ -284,6 +317,10 @@ class Results:
 
 def stall_cause(s) -> str:
     """Why a stalled run without a deadlock stalled, as far as its summary `s` says."""
+    frozen = s.get("frozen_clock")
+    if frozen:                        # rocesim.run_loop.StallWatch: time stood still
+        return (f"simulated time stood still at {frozen['at_ns'] / 1e3:,.3f} us over {frozen['events']:,} "
+                f"events (a timer re-armed with zero delay, by a scheme written in Python?)")
     if s.get("mode") == "flow":       # no pauses: a flow without a route is all that stalls
         return f"{s['no_route_drops']} of them found no route to their destination (a loop in `routes`?)"
     # the stall was searched for PFC cycles (Simulation.run), detection on or off
@@ -343,7 +380,8 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
-        retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
+        retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"], reordered_packets=fa["reordered_packets"],
+        spurious_retx_bytes=fa["spurious_retx_bytes"],
         is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
 
 

@@ -230,6 +230,25 @@ def test_dcqcn_mellanox_hears_congestion_from_acks_not_cnp_packets():
     assert np.percentile(queue[qt > 1e6], 99) < 1_600_000             # Kmax at 100G
 
 
+def test_the_notifications_a_scheme_heard_are_reported_whatever_carried_them():
+    """DCQCN's default preset hears congestion from ACKs' ECN echo, not CNP packets: the
+    summary counts those echoes as its notifications (and says so) next to 0 CNPs; the paper
+    preset's notifications are the CNP packets that reached the senders."""
+    def run(params):
+        sim = Simulation(topology.star(9, "100Gbps", "1us"), cc="dcqcn", cc_params=params)
+        for h in range(1, 9):
+            sim.add_flow(h, 0, 1_000_000)
+        return sim.run(stop="1ms")
+    res = run({})
+    ack = res.summary
+    assert ack["cnps"] == 0 and ack["notification_carrier"] == "ack"
+    assert ack["congestion_notifications"] == ack["ecn_echoes"] > 100
+    paper = run({"preset": "paper"}).summary
+    assert paper["notification_carrier"] == "cnp"
+    assert 0 < paper["congestion_notifications"] <= paper["cnps"] and paper["ecn_echoes"] > 0
+    assert f"congestion notifications {ack['congestion_notifications']} (ECN echoes on ACKs)  CNPs 0" in res.describe()
+
+
 def test_dcqcn_paper_notification_point_sends_at_most_one_cnp_per_50us():
     res, _, _ = bottleneck_run("dcqcn", 8, stop="3ms", params={"preset": "paper"})
     assert 0 < res.summary["cnps"] <= 8 * (3000 // 50 + 1)

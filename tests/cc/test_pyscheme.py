@@ -1,8 +1,14 @@
 """Schemes written in Python (rocesim.cc.python): same events, same effects, own rules."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import pyschemes
-from helpers import ROOT, ser_ps
+import yaml
+from helpers import ROOT, TESTS, same_rocesim_env, ser_ps
 from rocesim import ScenarioError, Simulation, scenario, topology
 
 US = 10**6
@@ -51,6 +57,9 @@ def test_python_scheme_sees_acks_cnps_int_and_timers():
     assert all(c[6] == 1 for c in acks)                           # one switch stamped INT
     assert any(c[5] for c in acks) and "cnp" in kinds              # ECN echoes and CNPs reached it
     assert res.summary["cnps"] == kinds.count("cnp")
+    # every echo and CNP it was handed is counted; its notifications are the CNPs it declared
+    assert res.summary["ecn_echoes"] == sum(1 for c in acks if c[5])
+    assert res.summary["notification_carrier"] == "cnp" and res.summary["congestion_notifications"] == kinds.count("cnp")
     timers = [c for c in calls if c[0] == "timer"]
     assert sorted(c[1] for c in timers) == [0, 1, 2, 3]
     assert all(c[2] == 7 and c[3] == 5_000_000 for c in timers)
@@ -141,3 +150,32 @@ def test_an_exception_in_a_callback_keeps_the_results_so_far():
         sim.run()
     assert e.value.results.summary["interrupted"]
     assert e.value.results.flows["delivered_bytes"][0] >= 3_000        # three ACKs came back
+
+
+def test_a_timer_past_the_horizon_leaves_simulated_time_at_the_flows_end():
+    """Timers at 2**62 ps (past the horizon) and past the int64 clock never fire: simulated
+    time is the last event that did something, the flow's last ACK."""
+    sim = Simulation(topology.star(2, "100Gbps", "1us"), cc="pyschemes:FarTimers")
+    f = sim.add_flow(0, 1, 100_000)
+    res = sim.run()
+    assert res.summary["flows_completed"] == 1
+    assert res.summary["sim_time_ns"] == res.flows["fct_ns"][f] < 13_000
+    assert not res.summary["stopped_at_limit"] and res.summary["time_errors"] == 0
+
+
+def test_a_zero_delay_timer_storm_stops_with_the_results_so_far(tmp_path):
+    """Simulated time that stands still over the events bound ends the run as a stall that
+    says so (a subprocess: a run that never ends fails the test at its timeout)."""
+    raw = {"topology": {"kind": "star", "hosts": 2, "link": {"rate": "100Gbps", "delay": "1us"}},
+           "cc": {"scheme": "pyschemes:ZeroDelayStorm"}, "output": {"plot": False},
+           "traffic": [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "100KB"}]}]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw))
+    env = same_rocesim_env()
+    env["PYTHONPATH"] += os.pathsep + str(TESTS)
+    res = subprocess.run([sys.executable, "-m", "rocesim", "run", "s.yaml", "-o", "out", "-q"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 4, res.stderr                     # EXIT_STALLED
+    assert "simulated time stood still at 0.000 us" in res.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["stalled"] and s["flows_completed"] == 0 and s["sim_time_ns"] == 0
+    assert s["frozen_clock"]["at_ns"] == 0 and s["frozen_clock"]["events"] >= 10**7

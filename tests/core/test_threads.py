@@ -6,7 +6,7 @@ import pytest
 
 import pyschemes
 from rocesim import Simulation, topology
-from rocesim._core import engine
+from rocesim._core import debug, engine
 from test_parts import assert_same, readbacks
 from test_windows import BUILDERS, LEVELS, core_of
 from test_windows_monitors import python_fat_tree
@@ -14,12 +14,12 @@ from test_windows_monitors import python_fat_tree
 THREADS = (2, 4, 16, 2)         # 16: more than the parts at "pods" (8); 2 again: a rerun
 
 
-def run_in_slices(core, threads):
+def run_in_slices(core, threads, adapt=False):
     """Mid-run (inside a window, packets on their way between parts), then to the end in
     slices of small event budgets (slices end inside windows); the readbacks at both."""
-    assert core.run(150 * 10**6 + 123_457, threads=threads) == engine.STOP_TIME
+    assert core.run(150 * 10**6 + 123_457, threads=threads, adapt=adapt) == engine.STOP_TIME
     mid = readbacks(core)
-    while core.run(10**12, 40_000, threads=threads) != engine.STOP_EMPTY:
+    while core.run(10**12, 40_000, threads=threads, adapt=adapt) != engine.STOP_EMPTY:
         pass
     return mid, readbacks(core), core.window_stats()
 
@@ -102,3 +102,50 @@ def test_a_python_scheme_runs_on_one_thread_whatever_is_asked():
         runs.append((readbacks(core), list(pyschemes.HalveOnEcho.log.items())))
     assert_same(runs[0][0], runs[1][0])
     assert runs[0][1] == runs[1][1] and len(runs[0][1]) > 0
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", BUILDERS)
+def test_a_thread_count_that_changes_between_windows_changes_nothing(case, level):
+    """The thread count changing every few windows (1, 2, 4, 3, as `threads: auto` may
+    change it; debug.thread_schedule), in slices that end inside windows: the run of one
+    thread, and the threads it used are the schedule's."""
+    one = run_in_slices(core_of(case, level), 1)
+    core = core_of(case, level)
+    debug.thread_schedule(core, (1, 2, 4, 3), every=3)
+    varying = run_in_slices(core, 1)
+    assert_same(one[0], varying[0])
+    assert_same(one[1], varying[1])
+    assert varying[2] == one[2]
+    used = core.thread_stats()
+    assert 1 < used["threads_mean"] < min(4, core.n_parts) and used["threads_final"] in (1, 2, 3, 4)
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+def test_adapting_threads_change_nothing_and_say_what_ran():
+    """`adapt` (threads: auto) on up to 4 threads: the run of one thread, whatever the
+    measurements chose; a fixed count runs that count throughout; one part runs on 1."""
+    one = run_in_slices(core_of("pfc_dcqcn", "leaves"), 1)
+    core = core_of("pfc_dcqcn", "leaves")
+    auto = run_in_slices(core, 4, adapt=True)
+    assert_same(one[1], auto[1])
+    used = core.thread_stats()
+    assert 1 <= used["threads_mean"] <= 4 and 1 <= used["threads_final"] <= 4
+    core = core_of("pfc_dcqcn", "leaves")
+    run_in_slices(core, 2)
+    assert core.thread_stats() == dict(threads_mean=2.0, threads_final=2)
+    sim = Simulation(topology.star(5, "100Gbps", "1us"))
+    sim.add_flow(1, 2, 100_000)
+    core = sim.build_core()
+    core.run(10**12, threads=4, adapt=True)
+    assert core.thread_stats() == dict(threads_mean=1.0, threads_final=1)
+
+
+def test_a_thread_schedule_needs_a_run_in_parts_and_counts_of_one_or_more():
+    with pytest.raises(ValueError, match="thread_schedule"):
+        debug.thread_schedule(core_of("pfc_dcqcn", "leaves"), (2, 0))
+    sim = Simulation(topology.star(5, "100Gbps", "1us"))
+    sim.add_flow(1, 2, 100_000)
+    with pytest.raises(ValueError, match="thread_schedule"):
+        debug.thread_schedule(sim.build_core(), (2,))

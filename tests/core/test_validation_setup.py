@@ -1,6 +1,8 @@
 """validation/compare.py sets rocesim up with the HPCC fork's wire format per scheme."""
 import importlib.util
 import os
+import re
+import sys
 
 import pytest
 
@@ -61,3 +63,52 @@ def test_fork_setup_idle_fct_to_the_ns(name):
     for i, want in enumerate(FORK_IDLE_FCT[name]):
         if want is not None:
             assert res.flows["fct_ns"][i] == pytest.approx(want, abs=0.001), IDLE_FLOWS[i]
+
+
+# a stand-in for the fork's binary: it burns a little CPU and writes the FCT file its config
+# names, the stored one (or its first `keep` lines)
+STAND_IN = """#!{python}
+import sys, time
+end = time.process_time() + 0.05
+while time.process_time() < end:
+    pass
+conf = dict(line.split(None, 1) for line in open(sys.argv[1]) if line.strip())
+lines = open({stored!r}).readlines()[:{keep}]
+open(conf["FCT_OUTPUT_FILE"].strip(), "w").writelines(lines)
+"""
+
+
+def _stand_in(tmp_path, keep=None):
+    path = tmp_path / "third"
+    path.write_text(STAND_IN.format(python=sys.executable, keep=keep,
+                                    stored=os.path.join(ROOT, "validation", "reference", "incast8", "fct_dcqcn.txt")))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_compare_shows_the_forks_cpu_only_when_measured_beside_rocesim(tmp_path):
+    """Without a fork binary the stored CPU figure is marked with where and when it was made
+    and no ratio is given; with one, the fork runs here (in the stored config's layout) and
+    its CPU comes with the ratio to rocesim's; FCTs that differ from the stored are said."""
+    compare = _compare()
+    summary = []
+    text = compare.compare_case("incast8", ["dcqcn"], 4, summary=summary)
+    row = next(line for line in text.splitlines() if line.startswith("| dcqcn |"))
+    assert re.search(r"\| 0\.37\\\* / \d+\.\d+ \| all \|", row) and "x)" not in row
+    assert "measured 2026-11-23, on the machine this reference was made on" in text
+    assert summary[0][5] is None and "CPU fork / rocesim" not in compare.summary_table(summary, 1)
+    summary = []
+    text = compare.compare_case("incast8", ["dcqcn"], 4, summary=summary, fork=_stand_in(tmp_path))
+    row = next(line for line in text.splitlines() if line.startswith("| dcqcn |"))
+    fork_cpu, cpu, ratio = re.search(r"\| (\d+\.\d+) / (\d+\.\d+) \((\d+)x\) \| all \|", row).groups()
+    assert float(fork_cpu) >= 0.05 and f"{summary[0][5]:.0f}" == ratio
+    assert "differ from the stored" not in text and "\\*" not in row
+    assert re.fullmatch(r"\| incast8 \| dcqcn \|.* \| \d+x \|", compare.summary_table(summary, 1).splitlines()[-1])
+    text = compare.compare_case("incast8", ["dcqcn"], 4, fork=_stand_in(tmp_path, keep=7))
+    assert "dcqcn: the fork's FCTs here differ from the stored ones (7 flows against 8)" in text
+    # the fork run for some schemes only: the others keep the stored figure, marked, without a ratio
+    text = compare.compare_case("incast8", ["dcqcn", "dctcp"], 4, fork=_stand_in(tmp_path), fork_schemes=["dcqcn"])
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith(("| dcqcn |", "| dctcp |"))}
+    assert re.search(r"\(\d+x\) \| all \|", rows["| dcqcn"]) and "\\*" not in rows["| dcqcn"]
+    assert re.search(r"\| 0\.31\\\* / \d+\.\d+ \| all \|", rows["| dctcp"]) and "x)" not in rows["| dctcp"]
+    assert "The fork ran here (dcqcn)" in text and "so no ratio (dctcp;" in text

@@ -1,6 +1,7 @@
-"""The flow mode's calibration: rocesim/cc/flow_calibration.json is read and applied (`flow:`
-'auto'), a given `flow.share` / `flow.startup` overrides it, packet mode ignores it, and the
-fit of validation/flow_calibration.py recovers known numbers."""
+"""The flow mode's calibration: the bare fluid by default (`flow:` 'bare'), the scheme's entry
+in rocesim/cc/flow_calibration.json with 'auto', a given `flow.share` / `flow.startup` instead
+of either, packet mode ignores it, and the fit of validation/flow_calibration.py recovers known
+numbers."""
 import functools
 import importlib.util
 import json
@@ -18,6 +19,7 @@ from rocesim.cc.calibration import UNCALIBRATED, calibration_table, flow_calibra
 from rocesim.cli import main
 
 RATE = 100e9
+AUTO = {"share": "auto", "startup": "auto"}        # each scheme's calibration
 BUILTIN = [name for name, s in builtin_schemes().items() if s.py_class is None]
 
 
@@ -72,10 +74,10 @@ def test_some_scheme_is_calibrated_below_the_full_link():
 
 @pytest.mark.parametrize("cc", BUILTIN)
 def test_a_flow_mode_incast_runs_at_the_calibrated_share(cc):
-    """`flow:` left out: the scheme's calibrated share and startup reach the core; the
-    incast's FCTs are the closed form with the links' capacity x share."""
+    """`flow: {share: auto, startup: auto}`: the scheme's calibrated share and startup reach
+    the core; the incast's FCTs are the closed form with the links' capacity x share."""
     share, startup = flow_calibration(cc)
-    sim, res = _incast(cc)
+    sim, res = _incast(cc, flow=AUTO)
     assert sim.fluid_calibration == {"share": share, "startup": startup, "source": {"share": "calibration",
                                                                        "startup": "calibration"}}
     assert sim.network.params["fluid_share"] == share and sim.network.params["fluid_startup_ps"] == startup
@@ -85,16 +87,39 @@ def test_a_flow_mode_incast_runs_at_the_calibrated_share(cc):
     assert res.summary["flow_calibration"] == {"share": "calibration", "startup": "calibration"}
 
 
+def test_flow_mode_runs_the_bare_fluid_by_default(tmp_path, capsys):
+    """`flow:` left out: every link's full capacity and no start-up cost, whatever the scheme
+    (validation/FLOW.md: nearer the packet level on training traffic than the calibration);
+    summary.json and `rocesim check` say so, and check names the calibration not used."""
+    sim, res = _incast("dcqcn")
+    assert sim.fluid_calibration == {"share": 1.0, "startup": 0, "source": {"share": "bare", "startup": "bare"}}
+    assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, 1.0, 0),
+                       rtol=1e-9, atol=0.01)
+    assert (res.summary["flow_share"], res.summary["flow_startup_ns"]) == (1.0, 0.0)
+    assert res.summary["flow_calibration"] == {"share": "bare", "startup": "bare"}
+    path = write_scenario(tmp_path, small_scenario(mode="flow", cc={"scheme": "dcqcn"}))
+    assert main(["check", path]) == 0
+    share, startup = flow_calibration("dcqcn")
+    assert ("flow mode: flow.share 1 (the bare fluid's, the default), flow.startup 0 ns (the bare fluid's, "
+            f"the default); dcqcn's calibration, `flow: {{share: auto, startup: auto}}`, is {share:g} / "
+            f"{startup / 1000:g} ns") in capsys.readouterr().err
+    assert main(["check", path, "--set", "flow.share=auto"]) == 0
+    assert f"flow mode: flow.share {share:g} (dcqcn's calibration)" in capsys.readouterr().err
+
+
 def test_a_given_share_and_startup_override_the_calibration():
     sim, res = _incast("dcqcn", flow={"share": 0.5, "startup": "2us"})
     assert sim.fluid_calibration["source"] == {"share": "given", "startup": "given"}
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, 0.5, 2_000_000),
                        rtol=1e-9, atol=0.01)
     assert (res.summary["flow_share"], res.summary["flow_startup_ns"]) == (0.5, 2000.0)
-    # one given, the other the scheme's
-    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", mode="flow", flow={"startup": "0us"})
+    # one given, the other the scheme's or the bare fluid's
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", mode="flow",
+                     flow={"share": "auto", "startup": "0us"})
     assert sim.fluid_calibration == {"share": flow_calibration("dcqcn")[0], "startup": 0,
                         "source": {"share": "calibration", "startup": "given"}}
+    sim = Simulation(topology.star(3, "100Gbps", "1us"), cc="dcqcn", mode="flow", flow={"share": 0.5})
+    assert sim.fluid_calibration == {"share": 0.5, "startup": 0, "source": {"share": "given", "startup": "bare"}}
 
 
 @pytest.mark.parametrize("rate", ["40Gbps", "50Gbps"])
@@ -147,7 +172,7 @@ def test_acks_alone_do_not_make_a_link_where_flows_meet_shared():
 
 def test_a_scheme_without_an_entry_runs_the_bare_fluid(monkeypatch):
     monkeypatch.setattr("rocesim.cc.calibration.flow_calibration", lambda name: None)
-    sim, res = _incast("dcqcn")
+    sim, res = _incast("dcqcn", flow=AUTO)
     assert UNCALIBRATED == (1.0, 0)
     assert sim.fluid_calibration == {"share": 1.0, "startup": 0, "source": {"share": "none", "startup": "none"}}
     assert np.allclose(res.flows["fct_ns"], _incast_closed_form(sim, res, 4, 2_000_000, 1.0, 0), atol=0.01)
@@ -189,7 +214,8 @@ def test_bad_flow_settings_name_the_key(flow, key, words):
 
 def test_the_flow_section_in_yaml_set_and_check(tmp_path, capsys):
     path = write_scenario(tmp_path, small_scenario(mode="flow", cc={"scheme": "dcqcn"}))
-    assert sc.load(path).sim.fluid_calibration["share"] == flow_calibration("dcqcn")[0]
+    assert sc.load(path).sim.fluid_calibration["share"] == 1.0
+    assert sc.load(path, ["flow.share=auto"]).sim.fluid_calibration["share"] == flow_calibration("dcqcn")[0]
     sim = sc.load(path, ["flow.share=0.7", "flow.startup=3us"]).sim
     assert (sim.fluid_calibration["share"], sim.fluid_calibration["startup"]) == (0.7, 3_000_000)
     assert cli_error(capsys, "check", path, "--set", "flow.share=0").startswith("rocesim: error: flow.share: ")
@@ -202,13 +228,13 @@ def test_the_flow_summary_keys_in_summary_json(tmp_path, capsys):
     with open(tmp_path / "out" / "summary.json") as f:
         summary = json.load(f)
     assert summary["flow_share"] == 0.8 and summary["flow_startup_ns"] == 0.0
-    assert summary["flow_calibration"] == {"share": "given", "startup": "calibration"}
+    assert summary["flow_calibration"] == {"share": "given", "startup": "bare"}
 
 
 def test_rocesim_keys_lists_the_flow_section(capsys):
     assert main(["keys", "flow"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [line for line in out if not line.startswith(" ")] == ["flow.share = auto", "flow.startup = auto"]
+    assert [line for line in out if not line.startswith(" ")] == ["flow.share = bare", "flow.startup = bare"]
     assert "ignored in packet mode" in config.FLOW.doc
 
 

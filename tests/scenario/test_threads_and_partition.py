@@ -16,10 +16,10 @@ from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
 from rocesim.network import topology
+from rocesim.results.run import MACHINE_KEYS
 from rocesim.run_progress import RunProgress
 
 BAD_THREADS = (0, -2, 1.5, "x", True, None, [2])
-TIMING = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")     # the summary's keys that vary between reruns
 FAT_TREE = {"kind": "fat_tree", "k": 4, "link": {"rate": "100Gbps", "delay": "1us"}}
 
 
@@ -115,7 +115,7 @@ def test_more_threads_than_parts_are_said_once_and_capped(capsys):
     assert sim.threads_to_run(2) == (1, "a scheme written in Python runs on 1 thread")
 
 
-def test_the_partition_is_in_summary_json_and_the_threads_are_not(tmp_path):
+def test_summary_json_has_the_partition_and_the_threads_the_run_used(tmp_path):
     levels = {"none": (1, None), "leaves": (20, 1000.0), "pods": (8, 1000.0)}
     written = {}
     for level, (parts, lookahead_ns) in levels.items():
@@ -127,7 +127,10 @@ def test_the_partition_is_in_summary_json_and_the_threads_are_not(tmp_path):
         written[level] = json.loads((tmp_path / level / "summary.json").read_text())
         assert {k: written[level][k] for k in ("partition", "parts", "lookahead_ns")} == \
             {"partition": level, "parts": parts, "lookahead_ns": lookahead_ns}
+        # the threads it ran on (2, one part: 1), not the number asked
         assert "threads" not in written[level]
+        n = 1 if parts == 1 else 2
+        assert (written[level]["threads_mean"], written[level]["threads_final"]) == (n, n)
     # auto: the level config.AUTO_PARTITION names
     sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"))
     assert sim.partition_setting == "auto" and sim.partition_level == config.AUTO_PARTITION
@@ -143,7 +146,7 @@ def test_the_outputs_do_not_depend_on_the_threads(tmp_path):
         res.write(tmp_path / str(n))
         files[n] = {f: (tmp_path / str(n) / f).read_bytes() for f in sorted(os.listdir(tmp_path / str(n)))}
         summary = json.loads(files[n].pop("summary.json"))
-        files[n]["summary"] = {k: v for k, v in summary.items() if k not in TIMING}
+        files[n]["summary"] = {k: v for k, v in summary.items() if k not in MACHINE_KEYS}
     assert files[1] == files[2] == files[4]
 
 
@@ -173,7 +176,11 @@ def test_auto_runs_flow_mode_in_one_part(monkeypatch):
 
 
 def test_the_progress_line_shows_the_threads_when_more_than_one():
+    """The threads running now, and their mean when it differs (`threads: auto`)."""
     st = dict(sim_time_ps=500_000_000, flows_done=1, events=1000)
     lines = {n: RunProgress(2, 10**9, stream=io.StringIO(), threads=n).line(st) for n in (1, 2)}
     assert " on " not in lines[1] and "/s  elapsed " in lines[1]
     assert "/s on 2 threads  elapsed " in lines[2]
+    auto = RunProgress(2, 10**9, stream=io.StringIO(), threads=2)
+    assert "/s on 2 threads  elapsed " in auto.line({**st, "threads_mean": 1.98, "threads_final": 2})
+    assert "/s on 1 thread (1.6 on average)  elapsed " in auto.line({**st, "threads_mean": 1.6, "threads_final": 1})

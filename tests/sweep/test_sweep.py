@@ -482,7 +482,7 @@ def test_a_flow_mode_run_is_stale_when_the_calibration_it_used_changes(tmp_path,
     """The share and startup a flow-mode run takes from rocesim/cc/flow_calibration.json are
     part of what it was made from; a packet-level run does not use them."""
     from rocesim.sweep import provenance
-    base = {"topology": BASE["topology"], "cc": {"scheme": "dcqcn"},
+    base = {"topology": BASE["topology"], "cc": {"scheme": "dcqcn"}, "flow": {"share": "auto", "startup": "auto"},
             "traffic": [{"kind": "incast", "senders": [1, 2, 3], "receiver": 0, "size": "64KB"}]}
     runs = {m: sweep.expand({"base": base, "set": {"mode": m}}, str(tmp_path)).runs[0] for m in ("flow", "packet")}
     before = {m: provenance.resolve(r)[1] for m, r in runs.items()}
