@@ -30,6 +30,9 @@ class RunRecord:
     fluid_calibration: dict          # the flow mode's calibration {share, startup (ps), source}
     collectives: object              # rocesim.training.collectives.Collectives: every collective added
     iteration_jobs: dict             # iteration id -> the job it belongs to
+    # per workload added that declares collectives moving nothing, a
+    # rocesim.training.graph.EmptyCollectives (its `total` and `describe()`)
+    empty_collectives: tuple = ()
     # one column of the nodes (flows and compute steps) by name (rocesim.world.nodes.COLUMNS),
     # read only (views of the arrays the Simulation holds where it can)
     node_column: Callable[[str], np.ndarray] = field(repr=False, default=None)

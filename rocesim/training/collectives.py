@@ -39,7 +39,7 @@ from rocesim.errors import ScenarioError
 from rocesim.network.platform import Platform
 from rocesim.training.algorithms import Algorithm, Plan, lookup
 from rocesim.training.algorithms.registry import smallest_block
-from rocesim.training.graph import COLUMNS, DTYPES, Graph
+from rocesim.training.graph import COLUMNS, DTYPES, EmptyFlow, Graph
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.training.transfers import Transfers, hosts_platform
 
@@ -206,8 +206,12 @@ def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, option
     alg = lookup(op, algorithm)
     ranks = np.asarray(ranks, np.int64)
     p = ranks.size
-    if p < 2 or np.unique(ranks).size != p:
-        raise ScenarioError("ranks", "a collective needs at least two distinct hosts")
+    if p < 2:
+        raise ScenarioError("ranks", f"a collective needs at least two ranks, got {p}")
+    unique, counts = np.unique(ranks, return_counts=True)
+    if unique.size != p:
+        raise ScenarioError("ranks", f"rank {int(unique[counts > 1][0])} is given {int(counts[counts > 1][0])} times; "
+                                     "a collective's ranks are distinct")
     if size <= 0:
         raise ScenarioError("size", "must be positive")
     platform = hosts_platform(ranks) if platform is None else platform
@@ -291,7 +295,11 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         t.mark_first(busy, np.arange(p))            # so that connect() makes done wait for them
         t.mark_final(busy, np.arange(p))
     else:
-        alg.build(t, plan)
+        try:
+            alg.build(t, plan)
+        except EmptyFlow:
+            raise ScenarioError("size", f"{op} of {size} B on {p} ranks by {alg.name} cuts it into more blocks "
+                                        "than it has bytes (a transfer of 0 bytes): give it more bytes") from None
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
     return CollectiveRecord(cid, op, alg.name, ranks, int(size), start_nodes, done_nodes, flows, job)

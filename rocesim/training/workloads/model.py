@@ -48,6 +48,7 @@ last micro-batch's forward (in the file's order with gpipe).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,7 +58,8 @@ from rocesim.training.collectives import (CollectiveBatch, Collectives, Template
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, Progress, TrainingGraph
+from rocesim.memory import WorkloadEstimated
+from rocesim.training.graph import EmptyCollectives, Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, pipeline_order
 
@@ -198,28 +200,53 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
                  chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn, fold_tp, fold_dp)
     wl = workload
+    empty = empty_collectives(wl, b.grp)
     # progress in layer passes (each stage runs every layer forward and backward)
     b.progress = Progress(guard, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
                           iterations * wl.pp * 2 * len(wl.layers),
                           hint="" if b.fold and fold_dp else "; the workload keys fold_tp and fold_dp shrink it")
-    for it in range(iterations):
-        if it == 1:
-            b.progress.check(b.g.n * iterations)
-        if wl.pp == 1:
-            everyone = np.arange(b.n)
-            order = list(range(len(wl.layers)))
-            carry = b.backward(order[::-1], everyone, it, b.forward(order, everyone, it, ()))
-            if carry:                               # a blocking last communication ends the iteration
-                b.compute(everyone, 0, it, carry)
-        else:
-            b.pipeline_iteration(it, pipeline)
+    try:
+        for it in range(iterations):
+            if it == 1:
+                b.progress.check(b.g.n * iterations)
+            if wl.pp == 1:
+                everyone = np.arange(b.n)
+                order = list(range(len(wl.layers)))
+                carry = b.backward(order[::-1], everyone, it, b.forward(order, everyone, it, ()))
+                if carry:                               # a blocking last communication ends the iteration
+                    b.compute(everyone, 0, it, carry)
+            else:
+                b.pipeline_iteration(it, pipeline)
+    except WorkloadEstimated as sized:                  # (rocesim check: sized, not built)
+        sized.empty = empty
+        raise
     # the last iteration ends when its weight gradients are exchanged
     if b.pending:
         end = b.g.compute(b.hosts, 0, iteration=iterations - 1, tag=tag)
         for done in b.pending.values():
             ok = done >= 0
             b.g.depend(end[ok], done[ok])
-    return TrainingGraph(b.g, b.records, iterations, job)
+    return TrainingGraph(b.g, b.records, iterations, job, empty)
+
+
+def empty_collectives(wl: Workload, grp: dict) -> EmptyCollectives | None:
+    """The communications `wl` declares (per layer and phase) whose group (a row of
+    `grp[group]`, `groups`) holds one GPU: none is built (`_Builder.communicate`), as SimAI
+    runs a collective of one rank as no communication; None when there is none."""
+    if all(grp[group].shape[1] >= 2 for group in GROUPS if group != "auto"):
+        return None
+    declared, counts = 0, {}
+    layers = {id(layer): layer for layer in wl.layers}            # (a preset lists the same layers again)
+    for key, times in Counter(map(id, wl.layers)).items():
+        layer = layers[key]
+        for phase, comm in (("fwd", layer.fwd_comm), ("ig", layer.ig_comm), ("wg", layer.wg_comm)):
+            if comm is None:
+                continue
+            declared += times
+            group = _group_of(comm, phase, wl.parallelism)
+            if grp[group].shape[1] < 2:
+                counts[(comm.op, group)] = counts.get((comm.op, group), 0) + times
+    return EmptyCollectives(wl.name or "layers", declared, counts) if counts else None
 
 
 class _Builder:
