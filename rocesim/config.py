@@ -24,6 +24,7 @@ from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
 DEFAULT_FLOW_PRIORITY = 3                 # the HPCC fork's data priority group
+OWN_QP = -1                               # a flow's connection label when it is its own queue pair
 
 PRIORITY = Integer(1, 7, "a data priority 1..7 (0 is the control queue)")
 PRIORITIES = ListOf(PRIORITY, "priorities 1..7", as_set=True)
@@ -92,7 +93,7 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
         "priorities": Setting(PRIORITIES, DATA_PRIORITIES, "priorities whose packets may be marked"),
     },
     "load_balancing": Setting(Custom("a mapping: `scheme` (ecmp, flowlet, spray, adaptive), its parameters, "
-                                     "`hash_seed` and `tiers` (rocesim/lb/registry.py)", lb.resolve),
+                                     "`hash_seed`, `hash_qp` and `tiers` (rocesim/lb/registry.py)", lb.resolve),
                               {"scheme": "ecmp"},
                               "how a switch picks among equal-cost ports for data packets: ecmp (default, per "
                               "5-tuple hash), flowlet, spray (per packet) or adaptive (least queued bytes); per "
@@ -136,6 +137,12 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "loss_recovery": Setting(Choice("go_back_n", "selective_repeat"), "go_back_n",
                          "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
     "ttl": Setting(Integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
+    "udp_source_port": Setting(Choice("per_qp", "fixed"), "per_qp",
+                           "the RoCEv2 UDP source port of a connection's queue pairs, which ECMP hashes: "
+                           "'per_qp' (ConnectX derives it from the queue pair: each queue pair its own "
+                           "5-tuple and path) or 'fixed' (one per host pair: the queue pairs between two "
+                           "hosts share a 5-tuple, unless switch.load_balancing.hash_qp); applies to flows "
+                           "on a connection (a flow without one keeps its own hash, as the HPCC fork's)"),
     "entropy_every": Setting(Word("none") | Integer(1, 1 << 30), "none",
                              "sender-side entropy (multipath RoCE): a new UDP source port every N data packets "
                              "of a queue pair, so that hashing switches spread them (1: every packet); none: "
@@ -263,7 +270,8 @@ def refuse_in_flow_mode(mode: str, key: str, given: str) -> None:
 NCCL_MAXCHANNELS = 64                   # NCCL's src/include/device.h: MAXCHANNELS
 
 NCCL = Section(
-    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, queue pairs",
+    "how NCCL runs collectives (the nccl_ring algorithm): channels, buffer, per-step latency, connections "
+    "and their queue pairs",
     channels=Setting(Word("auto") | Integer(1, NCCL_MAXCHANNELS), "auto",
                      "channels (rings) per communicator; 'auto' = as NCCL picks: 4 per NIC the communicator's "
                      f"GPUs of a server use (at most {NCCL_MAXCHANNELS}), fewer for small messages (NCCL_MIN/MAX_NCHANNELS)"),
@@ -273,8 +281,21 @@ NCCL = Section(
     step_latency=Setting(Time(), "1us", "software latency before each slice is sent (NCCL's per-step "
                                         "synchronisation; SimAI's per-flow send latency AS_SEND_LAT is 6us by default)"),
     min_message=Setting(Size(), "0B", "a slice smaller than this is sent as this many bytes (SimAI: 4096B)"),
-    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: each slice between servers is "
-                                                   "split over this many queue pairs (flows)"),
+    qps_per_connection=Setting(Integer(1, 128), 1, "NCCL_IB_QPS_PER_CONNECTION: queue pairs per connection "
+                                                   "between servers, over which the nccl_ring slices are spread "
+                                                   "(qp_spread; the other algorithms use one)"),
+    qp_spread=Setting(Choice("split", "round_robin"), "split",
+                      "how nccl_ring spreads a connection's slices over its queue pairs: 'split' (each slice cut "
+                      "into equal parts, one per queue pair: NCCL_IB_SPLIT_DATA_ON_QPS=1) or 'round_robin' (whole "
+                      "slices on the queue pairs in turn, as Meta runs it: NCCL_IB_SPLIT_DATA_ON_QPS=0); the "
+                      "streams of pipeline: stream give each queue pair an equal part either way"),
+    connections=Setting(Choice("per_flow", "persistent"), "per_flow",
+                        "the queue pairs collectives and workloads ride: 'per_flow' (each flow its own, hashed "
+                        "from its id: every slice draws a new path; the default, which keeps earlier results) or "
+                        "'persistent' (NCCL's: a "
+                        "connection per communicator, channel and peer pair, set up once, with "
+                        "qps_per_connection queue pairs, each a 5-tuple that keeps its ECMP path across slices, "
+                        "collectives and iterations; a communicator is a job's rank group for an algorithm)"),
     pipeline=Setting(Choice("auto", "slices", "stream"), "auto",
                      "how a ring collective's pipeline is built: 'slices' (NCCL's loops, steps and slices, each "
                      "waiting for what it needs), 'stream' (each hop of each channel one transfer of all its bytes, "

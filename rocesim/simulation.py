@@ -167,7 +167,7 @@ class Simulation:
         return self._nodes.n
 
     def add_flow(self, src, dst, size, start=0, *, prio=config.DEFAULT_FLOW_PRIORITY,
-                 path=None, after=(), delay=0, tag=0, rate=None) -> int:
+                 path=None, after=(), delay=0, tag=0, rate=None, connection=None) -> int:
         """Add one flow of `size` bytes from host `src` to host `dst`; returns its id.
 
         `start` is used when the flow has no parents (`after`); otherwise the flow starts
@@ -176,10 +176,14 @@ class Simulation:
         explicit node list [src, switch, ..., dst] for the data packets.  `rate` (e.g.
         "2Gbps") caps the flow's sending rate whatever the congestion-control scheme says
         (its NIC paces at the lower of the two); its ideal FCT counts the cap.
+        `connection` (a whole number >= 0 or a name) puts the flow on a queue pair: the
+        flows of one (src, dst) with the same connection ride one, whose 5-tuple
+        (`nic.udp_source_port`, `switch.load_balancing.hash_qp`) decides their one ECMP
+        path; without it the flow is its own queue pair, hashed from its id.
         """
         self._not_running("add_flow")
         return self._nodes.add_flow(src, dst, size, start, prio=prio, path=path, after=after, delay=delay, tag=tag,
-                                    rate=rate)
+                                    rate=rate, connection=connection)
 
     def add_compute(self, host, duration, *, after=(), delay=0, start=0, tag=0) -> int:
         """Add a compute step of `duration` on `host` (no packets); returns its id."""
@@ -187,7 +191,8 @@ class Simulation:
         return self._nodes.add_compute(host, duration, after=after, delay=delay, start=start, tag=tag)
 
     def add_flows(self, table, tag=None) -> np.ndarray:
-        """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
+        """Add every flow of a `rocesim.traffic.FlowTable`; returns their ids (its
+        `connection` column puts flows on queue pairs, as `add_flow`'s `connection`)."""
         self._not_running("add_flows")
         return self._nodes.add_table(table, tag)
 
@@ -205,8 +210,10 @@ class Simulation:
 
         It starts at `start`, or when every flow id in `after` is done.  `pxn` forwards
         traffic to other rails through the scale-up domain first (rail-aligned, as NCCL's
-        PXN; on by default, as in NCCL).  Returns its `CollectiveRecord` (flow ids of its per-rank start and done
-        nodes and its flows).
+        PXN; on by default, as in NCCL).  With `nccl.connections: persistent` its flows
+        ride the connections of its communicator (its ranks in `job`, for its algorithm),
+        shared by every collective of the same communicator.  Returns its
+        `CollectiveRecord` (flow ids of its per-rank start and done nodes and its flows).
         """
         self._not_running("add_collective")
         ranks = self.ranks(ranks, "ranks")
@@ -246,8 +253,8 @@ class Simulation:
     def flow_column(self, name: str, copy=True) -> np.ndarray:
         """One column of every node added so far, as a numpy array: src, dst, size (bytes;
         0 for a compute step), duration (ps; a compute step's, 0 for a flow), start, prio,
-        compute, delay, tag, dport, collective, iteration, rate_limit
-        (`rocesim.world.nodes.COLUMNS`; `copy=False`: a read-only view of the array held
+        compute, delay, tag, dport, collective, iteration, rate_limit, qp (the label of
+        the queue pair a flow rides, -1 its own) (`rocesim.world.nodes.COLUMNS`; `copy=False`: a read-only view of the array held
         when there is one)."""
         return self._nodes.column(name, copy)
 
@@ -488,6 +495,7 @@ class Simulation:
         return RunRecord(scheme=self.scheme.name, mode=self.mode, seed=self.seed, topology=topo.name,
                          hosts=topo.n_hosts, switches=topo.n_switches, original_ids=np.asarray(topo.original_ids),
                          port_node=self.ports.node, port_peer=self.ports.peer, port_rate_bps=self.ports.rate_bps,
+                         port_tier=self.network.port_tier,
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,

@@ -10,6 +10,7 @@ The declaration is in the vocabulary of the congestion-control schemes'
         scheme: adaptive          # ecmp (default) | flowlet | spray | adaptive
         gap: 0us                  # the scheme's parameters, beside it
         hash_seed: per_switch     # or shared: every switch hashes alike (polarization)
+        hash_qp: false            # true: E-ECMP, the destination queue pair number hashed too
         tiers:                    # optional: another scheme at a tier of switches
           2: {scheme: spray}      #   (1: the switches next to hosts, 2: the next, ...)
 """
@@ -24,7 +25,7 @@ from rocesim import _core
 from rocesim._core import declare
 from rocesim.cc.registry import setting_type
 from rocesim.errors import ScenarioError
-from rocesim.settings import Choice, Integer, Section, Setting, show
+from rocesim.settings import Boolean, Choice, Integer, Section, Setting, show
 
 DEFAULT = "ecmp"
 
@@ -34,6 +35,11 @@ COMMON = {
                          "per_switch: each switch mixes a seed of its own into ECMP's hash (the HPCC fork's, "
                          "as most deployed switches can); shared: every switch hashes alike, so a flow's "
                          "choice at one tier repeats at the next (hash polarization)"),
+    "hash_qp": Setting(Boolean(), False,
+                       "E-ECMP (Meta, SIGCOMM'24): the hash also covers the destination queue pair number, "
+                       "so the queue pairs of a connection spread even when they share a UDP source port "
+                       "(nic.udp_source_port: fixed); applies to flows on a connection (a flow without one "
+                       "keeps its own hash)"),
 }
 
 

@@ -177,3 +177,17 @@ def paused_links(timeline, times_ns, end_ns=None) -> np.ndarray:
     for k in range(len(times)):
         out[k] = np.unique(port[on[k]]).size
     return out
+
+
+def uplink_imbalance(tx_bytes, port_tier) -> tuple[float | None, dict]:
+    """How unevenly each tier of the fabric loads its uplinks: per tier (a switch's ports
+    towards the next tier up: 1 the ToRs', 2 the aggregations' ...; `port_tier` 0 for every
+    other port), the busiest uplink's bytes over the mean of the tier's uplinks (1.0: even;
+    a tier that sent nothing has none); returns (the worst tier's figure, {tier: figure})."""
+    tx, tier = np.asarray(tx_bytes, np.float64), np.asarray(port_tier)
+    by_tier = {}
+    for t in np.unique(tier[tier > 0]):
+        sent = tx[tier == t]
+        if sent.sum() > 0:
+            by_tier[int(t)] = round(float(sent.max() / sent.mean()), 4)
+    return (max(by_tier.values()) if by_tier else None), by_tier

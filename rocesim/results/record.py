@@ -23,6 +23,8 @@ class RunRecord:
     port_node: np.ndarray            # per port: its node, the peer port, the rate (bit/s)
     port_peer: np.ndarray
     port_rate_bps: np.ndarray
+    port_tier: np.ndarray            # per port: the tier of its switch if it goes up a tier (1: a ToR's
+                                     #   uplink, 2: an aggregation's ...), else 0
     faults: list                     # each fault's record (`Fault.record()`), in the order added
     partition: str                   # the level the packet core ran at ("none": one part)
     parts: int

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim.results.csv_text import write_csv  # noqa: F401  (re-exported)
-from rocesim.results.metrics import bandwidths_gbps, class_summary
+from rocesim.results.metrics import bandwidths_gbps, class_summary, uplink_imbalance
 from rocesim.results.overlap import iteration_breakdown
 from rocesim.results.record import RunRecord
 from rocesim.run_progress import short_time
@@ -122,6 +122,8 @@ class Results:
             partition=record.partition, parts=record.parts,
             lookahead_ns=record.lookahead_ps / PS_PER_NS if record.parts > 1 else None)
         summary["drops"] = sum(summary[k] for k in DROP_CAUSES)
+        summary["uplink_imbalance"], summary["uplink_imbalance_by_tier"] = uplink_imbalance(pa["tx_bytes"],
+                                                                                          record.port_tier)
         cycles = [_cycle_record(r, node, peer) for r in core.deadlock_records]
         summary.update(deadlock_detection=core.deadlock_detection, deadlock=bool(cycles),
                        deadlock_cycles=cycles)

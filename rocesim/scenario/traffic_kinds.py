@@ -13,12 +13,13 @@ import numpy as np
 from rocesim import traffic as tr
 from rocesim.config import DEFAULT_FLOW_PRIORITY, PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.settings import (REQUIRED, Boolean, Custom, Ids, Integer, Kinds, ListOf, Name, Number, Path, Rate, Section,
+from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Ids, Integer, Kinds, ListOf, Name, Number, Path, Rate, Section,
                               Setting, Size, Time, keys_of, resolve_path, show)
 from rocesim.scenario.topology_kinds import rekey
 from rocesim.scenario.workload_entry import WORKLOAD, add_workload
 from rocesim.training.algorithms import ALGORITHMS, DEFAULT_ALGORITHM
 from rocesim.training.collectives import flow_count_estimate
+from rocesim.training.connections import generated, text_id
 from rocesim.training.nccl import PXN_DEFAULT
 
 HOST = Custom("a host id (0..hosts-1)")
@@ -31,7 +32,15 @@ FLOW = Section("one explicit flow",
                size=Setting(Size(1), REQUIRED, "bytes to send"), start=START, prio=PRIO,
                path=Setting(ListOf(Custom("node id"), "node ids [src, switch, ..., dst]"), None,
                             "an explicit path for the data packets"),
-               rate=Setting(Rate(), None, "a cap on the flow's sending rate, whatever the scheme says"))
+               rate=Setting(Rate(), None, "a cap on the flow's sending rate, whatever the scheme says"),
+               connection=Setting(Custom("a whole number >= 0 or a name"), None,
+                                  "the connection (queue pair) it rides: the flows of one src and dst with the "
+                                  "same connection share its 5-tuple and ECMP path; default: its own"))
+# the queue pairs of a pattern's flows (cdf traffic: each flow its own, the HPCC fork's convention)
+CONNECTION = Setting(Choice("per_flow", "per_pair"), "per_flow",
+                     "the queue pairs its flows ride: 'per_flow' (each flow its own, hashed from its id, as the "
+                     "HPCC fork's) or 'per_pair' (one per sender and receiver, which every flow between them "
+                     "rides: an application that keeps its connections, so a pair's flows keep one path)")
 
 COLLECTIVE_ALGORITHMS = "; ".join(f"{op}: {', '.join(algs)} (default {DEFAULT_ALGORITHM[op]})"
                                   for op, algs in ALGORITHMS.items())
@@ -40,7 +49,7 @@ TRAFFIC = Kinds(
     "traffic kind",
     "background traffic, collectives and training workloads",
     flows=Section("explicit flows",
-                  flows=Setting(ListOf(FLOW, "flows {src, dst, size, start, prio, path, rate}"), REQUIRED,
+                  flows=Setting(ListOf(FLOW, "flows {src, dst, size, start, prio, path, rate, connection}"), REQUIRED,
                                 "the flows (traffic[].flows[] keys below)")),
     incast=Section("one incast (senders and receiver), or with load and duration incasts of `senders` random "
                    "hosts to a random receiver at Poisson times",
@@ -50,9 +59,10 @@ TRAFFIC = Kinds(
                    size=Setting(Size(1), REQUIRED, "bytes each sender sends"),
                    load=Setting(Number(0.0, 1.0), None, "repeat incasts to carry this share of the hosts' link rate"),
                    duration=Setting(Time(), None, "with load: how long incasts arrive"),
-                   hosts=HOSTS, start=START, prio=PRIO),
+                   hosts=HOSTS, start=START, prio=PRIO, connection=CONNECTION),
     permutation=Section("every host sends to a distinct random host",
-                        size=Setting(Size(1), REQUIRED, "bytes per flow"), start=START, hosts=HOSTS, prio=PRIO),
+                        size=Setting(Size(1), REQUIRED, "bytes per flow"), start=START, hosts=HOSTS, prio=PRIO,
+                        connection=CONNECTION),
     cdf=Section("Poisson arrivals at `load` of the host link rate, sizes from a distribution",
                 distribution=Setting(Custom("websearch, fb_hadoop, or {file: sizes.txt} of 'bytes cumulative%' "
                                             "lines"), REQUIRED, "the flow sizes"),
@@ -109,12 +119,19 @@ def _hosts(v, key, sim) -> np.ndarray:
     return _ids(v, key, sim.topology.n_hosts, "host")
 
 
+def _pairs(v, index) -> int | None:
+    """The connection label of entry `index`'s flows with `connection: per_pair` (one queue
+    pair per sender and receiver, apart from every other entry's), or None (each flow its own)."""
+    return None if v["connection"] == "per_flow" else int(generated(text_id("traffic"), index)[0])
+
+
 def _flows(sim, v, key, rng, base_dir, index, memory):
     memory.flows(f"{key}.flows", "flows", sim.n_nodes, len(v["flows"]))
     for j, f in enumerate(v["flows"]):
         fk = f"{key}.flows[{j}]"
         try:
-            sim.add_flow(f["src"], f["dst"], f["size"], f["start"], prio=f["prio"], path=f["path"], tag=index, rate=f["rate"])
+            sim.add_flow(f["src"], f["dst"], f["size"], f["start"], prio=f["prio"], path=f["path"], tag=index,
+                         rate=f["rate"], connection=f["connection"])
         except ScenarioError as e:
             # add_flow names the flow by its global id (flows[N]); name it by its place in this entry
             raise ScenarioError(re.sub(r"^flows\[\d+\]", lambda m: fk, e.key), e.reason) from None
@@ -136,7 +153,7 @@ def _incast(sim, v, key, rng, base_dir, index, memory):
         senders = np.array([h for h in range(sim.topology.n_hosts) if h != receiver])
     else:
         senders = _hosts(Ids("host").parse(senders, f"{key}.senders"), f"{key}.senders", sim)
-    sim.add_flows(tr.incast(senders, receiver, v["size"], v["start"], v["prio"]), tag=index)
+    sim.add_flows(tr.incast(senders, receiver, v["size"], v["start"], v["prio"], _pairs(v, index)), tag=index)
 
 
 def _repeated_incast(sim, v, key, rng, index, memory):
@@ -155,13 +172,13 @@ def _repeated_incast(sim, v, key, rng, index, memory):
     memory.flows(f"{key}.duration", "repeated incast",
                  sim.n_nodes, v["load"] * len(hosts) * rate * v["duration"] / (8 * v["size"] * 1e12))
     sim.add_flows(tr.repeated_incast(hosts, n, v["size"], v["load"], rate, v["duration"], rng, v["start"],
-                                     v["prio"]), tag=index)
+                                     v["prio"], _pairs(v, index)), tag=index)
 
 
 def _permutation(sim, v, key, rng, base_dir, index, memory):
     hosts = _hosts(v["hosts"], f"{key}.hosts", sim)
     memory.flows(key, "permutation", sim.n_nodes, len(hosts))
-    sim.add_flows(tr.permutation(hosts, v["size"], v["start"], rng, v["prio"]), tag=index)
+    sim.add_flows(tr.permutation(hosts, v["size"], v["start"], rng, v["prio"], _pairs(v, index)), tag=index)
 
 
 def _distribution(v, key, base_dir):

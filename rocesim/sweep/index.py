@@ -50,6 +50,7 @@ METRICS = (
     _count("iterations", "iterations"), _count("iterations_completed", "iterations completed"),
     _ms("iteration_mean_ns", "iteration time, mean"), _ms("iteration_p99_ns", "iteration time p99"),
     _count("pfc_pauses", "PFC pauses"), _count("drops", "drops"), _count("cnps", "CNPs"),
+    Metric("uplink_imbalance", "uplink imbalance (busiest / mean, worst tier)", fmt="{:.3g}"),
     _count("timeouts", "timeouts"), _ms("sim_time_ns", "simulated time"), _count("events", "events"),
     Metric("cpu_s", "CPU time per run (s)", fmt="{:.1f}"),
 )

@@ -7,11 +7,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..config import DEFAULT_FLOW_PRIORITY
+from ..config import DEFAULT_FLOW_PRIORITY, OWN_QP
 from ..errors import ScenarioError
 from ..units import MAX_TIME_PS
 
-__all__ = ["FlowTable", "DEFAULT_FLOW_PRIORITY", "DEFAULT_DPORT"]
+__all__ = ["FlowTable", "DEFAULT_FLOW_PRIORITY", "DEFAULT_DPORT", "OWN_QP"]
 
 
 DEFAULT_DPORT = 100
@@ -25,8 +25,9 @@ _DTYPES: dict[str, type[np.integer]] = {
     "prio": np.uint8,
     "dport": np.int32,
     "tag": np.int32,
+    "connection": np.int64,
 }
-_DEFAULTS = {"prio": DEFAULT_FLOW_PRIORITY, "dport": DEFAULT_DPORT, "tag": 0}
+_DEFAULTS = {"prio": DEFAULT_FLOW_PRIORITY, "dport": DEFAULT_DPORT, "tag": 0, "connection": OWN_QP}
 
 
 def _integer_column(value: object, name: str, length: int | None) -> np.ndarray:
@@ -63,9 +64,12 @@ class FlowTable:
     Columns: ``src`` and ``dst`` host ids (int32), ``size`` in bytes (int64), ``start``
     in picoseconds (int64), ``prio`` the 802.1p priority (uint8, default
     :data:`DEFAULT_FLOW_PRIORITY`), ``dport`` the destination port used when exporting to HPCC
-    (int32, default :data:`DEFAULT_DPORT`), and ``tag`` (int32, default 0), the index of
-    the traffic entry that produced the flow. The constructor converts its arguments to
-    these dtypes; ``prio``, ``dport`` and ``tag`` may be scalars.
+    (int32, default :data:`DEFAULT_DPORT`), ``tag`` (int32, default 0), the index of
+    the traffic entry that produced the flow, and ``connection`` (int64, default
+    :data:`OWN_QP`: each flow its own queue pair), the label of the queue pair it rides:
+    the flows of one (src, dst) pair with the same label ride one, and take one path.
+    The constructor converts its arguments to these dtypes; ``prio``, ``dport``, ``tag``
+    and ``connection`` may be scalars.
     """
 
     src: np.ndarray
@@ -75,6 +79,7 @@ class FlowTable:
     prio: np.ndarray | int | None = None
     dport: np.ndarray | int | None = None
     tag: np.ndarray | int | None = None
+    connection: np.ndarray | int | None = None
 
     def __post_init__(self) -> None:
         self.src = _integer_column(self.src, "src", None)
@@ -155,6 +160,8 @@ class FlowTable:
             (self.start < 0, "start {start} ps must not be negative"),
             (self.start > MAX_TIME_PS, "start {start} ps is after the simulator's time horizon "
                                        f"({MAX_TIME_PS} ps, a million seconds)"),
+            (self.connection < OWN_QP, "connection {connection}: a queue pair's label is a number >= 0 "
+                                       f"({OWN_QP}: the flow's own)"),
         )
         for bad, message in checks:
             if bad.any():

@@ -13,15 +13,17 @@ __all__ = ["incast", "permutation", "repeated_incast"]
 
 
 def _uniform_flows(
-    src: np.ndarray, dst: np.ndarray, size: int | str, start: int | str, prio: int
+    src: np.ndarray, dst: np.ndarray, size: int | str, start: int | str, prio: int, connection: int | None
 ) -> FlowTable:
-    """Flows from ``src[i]`` to ``dst[i]``, all of one size, start time and priority."""
+    """Flows from ``src[i]`` to ``dst[i]``, all of one size, start time, priority and
+    connection label."""
     return FlowTable(
         src=src,
         dst=dst,
         size=np.full(src.size, parse_size(size, "size", bare_ok=True), dtype=np.int64),
         start=np.full(src.size, parse_time(start, "start", bare_ok=True), dtype=np.int64),
         prio=priority(prio, "prio"),
+        connection=connection,
     )
 
 
@@ -31,12 +33,14 @@ def incast(
     size: int | str,
     start: int | str,
     prio: int = DEFAULT_FLOW_PRIORITY,
+    connection: int | None = None,
 ) -> FlowTable:
     """Every sender sends one flow of ``size`` bytes to ``receiver`` at time ``start``.
 
     ``senders`` is a list of host ids, or a count ``n`` meaning hosts ``0 .. n-1``; it
     must not include the receiver. ``size`` and ``start`` are ints (bytes, ps) or unit
-    strings.
+    strings.  ``connection`` labels the queue pair of each sender (``FlowTable``; None:
+    each flow its own).
     """
     sources = host_ids(senders, "senders")
     target = host_id(receiver, "receiver")
@@ -44,7 +48,7 @@ def incast(
         raise ScenarioError(
             "senders", f"the receiver {target} is also listed as a sender; remove it"
         )
-    return _uniform_flows(sources, np.full(sources.size, target, dtype=np.int32), size, start, prio)
+    return _uniform_flows(sources, np.full(sources.size, target, dtype=np.int32), size, start, prio, connection)
 
 
 def _derangement(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -66,15 +70,17 @@ def permutation(
     start: int | str,
     rng: np.random.Generator,
     prio: int = DEFAULT_FLOW_PRIORITY,
+    connection: int | None = None,
 ) -> FlowTable:
     """Each host sends one flow to another host, and each host receives exactly one.
 
     The pairing is a uniformly random derangement of ``hosts`` (a host count ``n``
     meaning hosts ``0 .. n-1``, or a list of at least two host ids). Flows are listed in
-    the order of ``hosts``.
+    the order of ``hosts``.  ``connection`` labels each pair's queue pair (``FlowTable``;
+    None: each flow its own).
     """
     ids = host_ids(hosts, "hosts", minimum=2)
-    return _uniform_flows(ids, ids[_derangement(ids.size, rng)], size, start, prio)
+    return _uniform_flows(ids, ids[_derangement(ids.size, rng)], size, start, prio, connection)
 
 
 def repeated_incast(
@@ -87,13 +93,16 @@ def repeated_incast(
     rng: np.random.Generator,
     start_ps: int | str = 0,
     prio: int = DEFAULT_FLOW_PRIORITY,
+    connection: int | None = None,
 ) -> FlowTable:
     """Incast events at Poisson times: each one, ``n_senders`` random hosts send ``size``
     bytes to one random receiver, all at the event's time.
 
     The event rate makes the incast bytes ``load`` of the hosts' total capacity
     (``len(hosts) x host_rate_bps``), as in the HPCC paper's "60 senders x 500 KB at 2% of
-    capacity".  Events fall in ``[start_ps, start_ps + duration_ps)``.
+    capacity".  Events fall in ``[start_ps, start_ps + duration_ps)``.  ``connection``
+    labels the queue pair of each (sender, receiver) pair, which its every flow rides
+    (``FlowTable``; None: each flow its own).
     """
     ids = host_ids(hosts, "hosts", minimum=2)
     if not (isinstance(n_senders, (int, np.integer)) and 1 <= n_senders < ids.size):
@@ -117,4 +126,5 @@ def repeated_incast(
         return FlowTable.empty()
     return FlowTable(src=np.concatenate(src), dst=np.concatenate(dst),
                      size=np.full(n_events * n_senders, nbytes, np.int64),
-                     start=np.repeat(times, n_senders), prio=priority(prio, "prio"), dport=200)
+                     start=np.repeat(times, n_senders), prio=priority(prio, "prio"), dport=200,
+                     connection=connection)

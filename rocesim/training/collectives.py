@@ -39,6 +39,7 @@ from rocesim.errors import ScenarioError
 from rocesim.network.platform import Platform
 from rocesim.training.algorithms import Algorithm, Plan, lookup
 from rocesim.training.algorithms.registry import smallest_block
+from rocesim.training.connections import communicator, communicators, rebased
 from rocesim.training.graph import COLUMNS, DTYPES, EmptyFlow, Graph
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.training.transfers import Transfers, hosts_platform
@@ -164,8 +165,18 @@ def node_rows(batches, name: str) -> np.ndarray:
 
 
 
+def _communicator(nccl: NcclConfig, job: str, algorithm: str, ranks) -> int | None:
+    """The id of the communicator whose connections a collective of `algorithm` on `ranks`
+    rides (`nccl.connections: persistent`), or None: each flow its own queue pair."""
+    return communicator(job, algorithm, ranks) if nccl.connections == "persistent" else None
+
+
+# point-to-point transfers of a job ride connections per pair of ranks (peers: the ranks)
+P2P = "sendrecv"
+
+
 def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, iteration=-1, tag=0,
-                   start=0, pxn=PXN_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+                   start=0, pxn=PXN_DEFAULT, nccl=None, job="") -> tuple[np.ndarray, np.ndarray]:
     """Transfers of `sizes[k]` bytes from rank `src[k]` to rank `dst[k]` of `platform` (None:
     ranks are hosts), not part of a collective: a flow between their NICs, or inside a
     server a fluid scale-up transfer (its sender's port held in the order given, then the
@@ -173,23 +184,28 @@ def point_to_point(g, platform, src, dst, sizes, *, prio=DEFAULT_FLOW_PRIORITY, 
     another server first crosses the scale-up domain to the GPU on the destination's rail,
     as NCCL's send/recv does (NCCL_P2P_PXN_LEVEL 2).  Returns the ids of (the node each
     starts with, the node it arrives with); for a flow both are the flow.  Roots start at
-    `start`."""
+    `start`.  With `nccl.connections: persistent` the flows between two ranks ride one
+    connection of `job`'s."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    t = Transfers(g, np.concatenate([src, dst]), 1, prio, -1, iteration, tag, platform, pxn, start=start)
+    ranks = np.concatenate([src, dst])
+    t = Transfers(g, ranks, 1, prio, -1, iteration, tag, platform, pxn, start=start,
+                  comm=_communicator(NcclConfig.resolve(nccl), job, P2P, ()), peers=ranks)
     first, last = t.route(src, dst, np.asarray(sizes, np.int64)[None, :])
     return first[0], last[0]
 
 
 def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY, cid=0, iteration=-1, tag=0,
-                 start=0, chunks=1, pxn=PXN_DEFAULT, job="") -> CollectiveRecord:
+                 start=0, chunks=1, pxn=PXN_DEFAULT, job="", nccl=None) -> CollectiveRecord:
     """Point-to-point transfers src[k] -> dst[k] (ranks) of `size` bytes each, at once (a
     pipeline-parallel stage boundary); a record like a collective's, with op `sendrecv`
-    and one start and done node per rank of `src` then `dst`."""
+    and one start and done node per rank of `src` then `dst` (connections as
+    `point_to_point`'s)."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     ranks = np.concatenate([src, dst])
     if size <= 0:
         raise ScenarioError("size", "must be positive")
-    t = Transfers(g, ranks, max(1, min(chunks, size)), prio, cid, iteration, tag, platform, pxn)
+    t = Transfers(g, ranks, max(1, min(chunks, size)), prio, cid, iteration, tag, platform, pxn,
+                  comm=_communicator(NcclConfig.resolve(nccl), job, P2P, ()), peers=ranks)
     hosts = t.platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
     k = src.size
@@ -276,13 +292,16 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
     A collective inside one server takes its fluid closed form when it has one
     (`closed_form`, see `_in_server_ps`): it starts when every rank has started.
     `nccl` (an `NcclConfig` or a mapping of `rocesim.training.nccl.NCCL` settings) shapes
-    the nccl_* algorithms; `options` (a mapping) are the algorithm's own settings (`Plan.options`).
+    the nccl_* algorithms; `options` (a mapping) are the algorithm's own settings (`Plan.options`);
+    with `connections: persistent` the flows ride the connections of the communicator of
+    `ranks` in `job` for the algorithm (`rocesim.training.connections`).
     The start nodes are roots starting at `start` unless the caller makes them depend on
     other nodes (`g.depend(record.start_nodes, ...)`).
     """
     ranks, platform, alg, plan = _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, options)
     p = ranks.size
-    t = Transfers(g, ranks, plan.pieces, prio, cid, iteration, tag, platform, pxn, plan.lanes)
+    t = Transfers(g, ranks, plan.pieces, prio, cid, iteration, tag, platform, pxn, plan.lanes,
+                  comm=_communicator(plan.nccl, job, alg.name, ranks))
     hosts = platform.host_of(ranks)
     start_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag, start=start)
     fluid = _in_server_ps(t, alg, plan) if closed_form else None
@@ -344,7 +363,7 @@ class Templates:
 class _Template:
     """One collective's nodes and edges (int32) with ids from 0 and hosts as (server index in
     the group's sorted servers, NIC of the server); the record's node ids.  `columns` leaves
-    src and dst out (the hosts)."""
+    src and dst out (the hosts); its queue pairs are those of communicator `comm`."""
 
     columns: dict
     src_at: np.ndarray
@@ -354,6 +373,7 @@ class _Template:
     children: np.ndarray
     parents: np.ndarray
     record: CollectiveRecord
+    comm: int
 
 
 def _template(templates, op, algorithm, ranks, size, ordered, new, **options) -> _Template:
@@ -372,7 +392,8 @@ def _template(templates, op, algorithm, ranks, size, ordered, new, **options) ->
         at[side] = (i.astype(np.int32), host % N)
     cols = {name: tg.column(name) for name in COLUMNS if name not in at}
     children, parents = tg.edges(np.int32)
-    return _Template(cols, at["src"][0], at["dst"][0], at["src"][1], at["dst"][1], children, parents, rec)
+    return _Template(cols, at["src"][0], at["dst"][0], at["src"][1], at["dst"][1], children, parents, rec,
+                     communicator(options.get("job", ""), rec.algorithm, ranks))
 
 
 def append_collectives(g, op, algorithm, rows, size, *, cids, templates: Templates | None = None, **options
@@ -451,6 +472,9 @@ def _layout(templates, fixed, op, algorithm, rows, size, options) -> _Layout:
         for name, v in t.columns.items():
             if name != "collective":
                 cols[name][at] = v
+        if (t.columns["qp"] >= 0).any():                     # each row's own communicator's connections
+            comms = communicators(options.get("job", ""), t.record.algorithm, rows[which])
+            cols["qp"][at] = rebased(t.columns["qp"][None, :], t.comm, comms[:, None])
         at = edge_base[which][:, None] + np.arange(t.children.size, dtype=np.int32)
         children[at] = t.children + row_base
         parents[at] = t.parents + row_base

@@ -11,17 +11,18 @@ import numpy as np
 
 from dataclasses import dataclass, field
 
-from rocesim.config import DEFAULT_FLOW_PRIORITY
+from rocesim.config import DEFAULT_FLOW_PRIORITY, OWN_QP
 from rocesim.errors import ScenarioError
 
 
 # compact columns: a training run can hold millions of nodes
-# (`size`: a data flow's bytes, 0 for a compute step; `duration`: a compute step's ps, 0 for a flow)
+# (`size`: a data flow's bytes, 0 for a compute step; `duration`: a compute step's ps, 0 for a flow;
+# `qp`: the label of the queue pair a flow rides, -1 its own: `rocesim.training.connections`)
 DTYPES = dict(src=np.int32, dst=np.int32, size=np.int64, duration=np.int64, start=np.int64, prio=np.int8,
-              compute=np.int8, delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32)
+              compute=np.int8, delay=np.int64, tag=np.int32, collective=np.int32, iteration=np.int32, qp=np.int64)
 COLUMNS = tuple(DTYPES)          # a graph's node columns
 # pieces appended before the newest are merged into one array: a small numpy array costs
-# ~100 bytes of its own, more than the 54 bytes of a node's columns (a 1024-GPU Llama 3 70B
+# ~100 bytes of its own, more than the 62 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
 _MERGE = 1024
 
@@ -43,14 +44,15 @@ class Graph:
         self._merged = [0, 0]          # pieces of the columns, of the edges, already merged
         self.n = 0
 
-    def _add(self, src, dst, size, duration, prio, compute, delay, tag, collective, iteration, start=0) -> np.ndarray:
+    def _add(self, src, dst, size, duration, prio, compute, delay, tag, collective, iteration, start=0,
+             qp=OWN_QP) -> np.ndarray:
         src = np.atleast_1d(np.asarray(src, np.int64))
         k = src.size
         cols = {}
         for name, v in (("src", src), ("dst", dst), ("size", size), ("duration", duration), ("start", start),
                         ("prio", prio),
                         ("compute", compute), ("delay", delay), ("tag", tag), ("collective", collective),
-                        ("iteration", iteration)):
+                        ("iteration", iteration), ("qp", qp)):
             if isinstance(v, (int, np.integer)):              # (most columns of most calls)
                 cols[name] = np.full(k, v, DTYPES[name])
                 continue
@@ -87,14 +89,16 @@ class Graph:
         return first
 
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
-              iteration=-1, start=0) -> np.ndarray:
+              iteration=-1, start=0, qp=OWN_QP) -> np.ndarray:
         """Add data flows (arrays or scalars, broadcast); returns their ids.
 
         `start` (ps) applies to nodes without parents; the others start `delay` after
-        their last parent.  A flow of no bytes is refused (`EmptyFlow`)."""
+        their last parent.  `qp` labels the queue pair each rides (flows of one (src, dst)
+        with the same label ride one; `OWN_QP`: its own; `rocesim.training.connections`).  A
+        flow of no bytes is refused (`EmptyFlow`)."""
         if np.size(size) and np.min(size) <= 0:
             raise EmptyFlow()
-        return self._add(src, dst, size, 0, prio, 0, delay, tag, collective, iteration, start)
+        return self._add(src, dst, size, 0, prio, 0, delay, tag, collective, iteration, start, qp)
 
     def compute(self, host, duration_ps, *, delay=0, tag=0, collective=-1, iteration=-1, start=0) -> np.ndarray:
         """Add compute steps on hosts (duration 0 makes a join point); returns their ids."""

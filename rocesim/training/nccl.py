@@ -70,6 +70,8 @@ class NcclConfig:
     qps_per_connection: int = 1
     max_transfers: int = 1_000_000
     pipeline: str = "auto"
+    qp_spread: str = "split"
+    connections: str = "per_flow"
 
     @classmethod
     def resolve(cls, given, key: str = "nccl", mode: str = "packet") -> "NcclConfig":

@@ -12,6 +12,12 @@ inside a server it is a fluid scale-up transfer: a compute node on the sender th
 its port (`ScaleUp.port_time_ps`), then one for the latency.  With rail-aligned forwarding
 (`Platform.relay`) a transfer to another rail first crosses the scale-up domain to the GPU
 on the destination's rail, then that GPU's NIC.
+
+A collective of a communicator (`comm`, `rocesim.training.connections.communicator`) sends
+its flows on its connections: one per (lane, peer pair), the peers named by `peers`
+(positions in the collective, unless told otherwise), whose label every piece of every
+transfer between them carries (`connections`); without a communicator each flow is its
+own queue pair.
 """
 from __future__ import annotations
 
@@ -20,9 +26,11 @@ from typing import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rocesim.config import OWN_QP
 from rocesim.network.platform import Platform
 from rocesim.network.topology import Topology
 from rocesim.training.chunks import split_bytes_each
+from rocesim.training.connections import connection_labels
 from rocesim.training.graph import Graph
 
 __all__ = ["Transfers", "hosts_platform"]
@@ -41,13 +49,20 @@ class Transfers:
     nodes without parents start at `start`.  `lanes` (NCCL's channels) split a GPU's
     scale-up port equally and run side by side; `pxn` forwards transfers to other rails
     through the scale-up domain first.  Positions (0..len(ranks)-1) name the ranks in
-    every method.
+    every method.  With a communicator id `comm` its flows ride its connections, one per
+    (lane, pair of `peers`: each position's id in the communicator, by default the
+    position itself); without one (None) each flow is its own queue pair.
     """
 
     def __init__(self, graph: Graph, ranks: ArrayLike, pieces: int, prio: int, collective: int, iteration: int, tag: int,
-                 platform: Platform | None = None, pxn: bool = False, lanes: int = 1, *, start: int = 0):
+                 platform: Platform | None = None, pxn: bool = False, lanes: int = 1, *, start: int = 0,
+                 comm: int | None = None, peers: ArrayLike | None = None):
         self._graph = graph
         self._ranks = np.asarray(ranks, np.int64)
+        self._comm = comm
+        self._peers = np.arange(self._ranks.size) if peers is None else np.asarray(peers, np.int64)
+        # the positions by rank, to find a rank's position (`_position`) when flows ride connections
+        self._by_rank = None if comm is None else np.argsort(self._ranks, kind="stable")
         self._pieces = int(pieces)
         self._platform = hosts_platform(self._ranks) if platform is None else platform
         self._pxn = pxn
@@ -98,6 +113,14 @@ class Transfers:
         """The flows' priority."""
         return self._prio
 
+    def connections(self, lane: ArrayLike, a: ArrayLike, b: ArrayLike, qp: ArrayLike = 0) -> np.ndarray:
+        """The labels (`Graph.flows`' `qp`) of queue pairs `qp` of the connections in `lane`
+        from the rank at position a[k] to the one at b[k] (arrays broadcast); `OWN_QP`
+        throughout without a communicator."""
+        if self._comm is None:
+            return np.full(np.broadcast_shapes(*(np.shape(x) for x in (lane, a, b, qp))), OWN_QP, np.int64)
+        return connection_labels(self._comm, lane, self._peers[np.asarray(a)], self._peers[np.asarray(b)], qp)
+
     @property
     def node_kw(self) -> dict:
         """The graph keywords of this collective's nodes (`Graph.compute`; with `prio`, `Graph.flows`)."""
@@ -118,9 +141,11 @@ class Transfers:
     def subset(self, positions: ArrayLike) -> "Transfers":
         """Transfers among some of the ranks (`positions`), in the same graph and collective,
         one lane, unpaced; `adopt` counts their nodes as this collective's."""
-        return Transfers(self._graph, self._ranks[np.asarray(positions)], self._pieces, self._prio,
+        positions = np.asarray(positions)
+        return Transfers(self._graph, self._ranks[positions], self._pieces, self._prio,
                          self._node_kw["collective"], self._node_kw["iteration"], self._node_kw["tag"],
-                         self._platform, self._pxn, start=self._node_kw["start"])
+                         self._platform, self._pxn, start=self._node_kw["start"], comm=self._comm,
+                         peers=self._peers[positions])
 
     # adding transfers
 
@@ -155,15 +180,22 @@ class Transfers:
         occupies the sender and the arrival.  Neither is marked first or final."""
         relay = self._platform.relay(a, b, self._pxn)
         hop = relay >= 0
-        first, last = self._leg(a, np.where(hop, relay, b), sizes)
+        # the connection between a and b: its flows leave from the relay's NIC when forwarded
+        qp = (self.connections(self._lane, self._position(a), self._position(b)) if self._comm is not None
+              else np.full(a.shape, OWN_QP, np.int64))
+        first, last = self._leg(a, np.where(hop, relay, b), sizes, qp)
         if hop.any():                             # then from the relay over its own NIC
-            f2, l2 = self._leg(relay[hop], b[hop], sizes[:, hop])
+            f2, l2 = self._leg(relay[hop], b[hop], sizes[:, hop], qp[hop])
             self._graph.depend(f2, last[:, hop])
             last[:, hop] = l2
         return first, last
 
-    def _leg(self, a, b, sizes):
-        """`route` without the relay."""
+    def _position(self, ranks: np.ndarray) -> np.ndarray:
+        """The position of each of `ranks` (one of the collective's) in it."""
+        return self._by_rank[np.searchsorted(self._ranks, ranks, sorter=self._by_rank)]
+
+    def _leg(self, a, b, sizes, qp):
+        """`route` without the relay; network flows ride the queue pairs labelled `qp`."""
         pf, g = self._platform, self._graph
         C, k = sizes.shape
         sizes = np.maximum(sizes, self._min_bytes)
@@ -173,7 +205,7 @@ class Transfers:
         kw = self.node_kw
         if net.any():
             ids = g.flows(np.tile(pf.host[a[net]], C), np.tile(pf.host[b[net]], C), sizes[:, net].ravel(),
-                          prio=self._prio, delay=self._step_delay, **kw).reshape(C, -1)
+                          prio=self._prio, delay=self._step_delay, qp=np.tile(qp[net], C), **kw).reshape(C, -1)
             first[:, net] = last[:, net] = ids
             self._nodes.append(ids.ravel())
         su = ~net

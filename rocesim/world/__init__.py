@@ -7,6 +7,8 @@
   PFC, ECN per rate);
 * `nodes`: the dependency graph's nodes (network flows and compute steps) and edges as
   columns, checked as they are added (`Nodes`);
+* `connections`: the 5-tuple of the queue pair each flow rides, and its ECMP hashes handed
+  to the core (`hash_arrays`);
 * `core_build`: the core built from the above, the scheme installed, monitors and faults
   set (`build_core`).
 

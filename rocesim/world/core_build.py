@@ -1,14 +1,16 @@
-"""The core built from a simulation's parts: the network's arrays and the nodes handed over
-once, the congestion-control scheme finalized against the network and installed, the PFC
-deadlock detector, the watchdog and the faults set."""
+"""The core built from a simulation's parts: the network's arrays, the nodes and their queue
+pairs' hashes handed over once, the congestion-control scheme finalized against the network
+and installed, the PFC deadlock detector, the watchdog and the faults set."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from rocesim._core.engine import Core
 from rocesim.lb import get_balancer
 from rocesim.network import faults as faults_mod
 from rocesim.network.partition import Partition
+from rocesim.world import connections
 from rocesim.world.network import Network
 from rocesim.world.nodes import Nodes
 
@@ -22,9 +24,13 @@ class Built:
 
 
 def core_inputs(network: Network, nodes: Nodes, parts: Partition | None) -> tuple[dict, dict]:
-    """(the core's arrays, its parameters): the network's, the nodes' and, in parts, each
-    node's part and the lookahead."""
-    arrays = {**network.arrays, **nodes.core_arrays()}
+    """(the core's arrays, its parameters): the network's, the nodes', their queue pairs'
+    5-tuple hashes when some flow rides a connection, and, in parts, each node's part and
+    the lookahead."""
+    column = functools.partial(nodes.column, copy=False)
+    arrays = {**network.arrays, **nodes.core_arrays(),
+              **connections.hash_arrays(column("src"), column("dst"), column("qp"),
+                                        switch=network.settings.switch, nic=network.settings.nic)}
     if parts is None:
         return arrays, network.params
     arrays["part_of_node"] = parts.part_of_node

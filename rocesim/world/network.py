@@ -31,6 +31,7 @@ class Network:
     overrides: list              # (switch, dst, next) next-hop overrides
     farthest_host: np.ndarray    # each host's farthest peer in hops (the base RTT `auto` schemes size by)
     balancers: list              # (load-balancing scheme, its params, [switch indices]) other than ECMP
+    port_tier: np.ndarray        # per port: its switch's tier if it leads a tier up (1: a ToR's uplink), else 0
     arrays: dict
     params: dict
 
@@ -55,10 +56,11 @@ class Network:
         arrays.update(ecn.port_arrays(ports, settings.switch["ecn"], settings.scheme, settings.cc_params))
         params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
                              needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
-        switch_tiers = topology.host_levels()[topology.n_hosts:]
-        balancers = switch_schemes(settings.switch["load_balancing"], switch_tiers)
+        levels = topology.host_levels()
+        balancers = switch_schemes(settings.switch["load_balancing"], levels[topology.n_hosts:])
+        up = (ports.node >= topology.n_hosts) & (levels[ports.peer_node] > levels[ports.node])
         return cls(topology=topology, settings=settings, partition_level=level, parts=parts, ports=ports,
-                   overrides=overrides, balancers=balancers,
+                   overrides=overrides, balancers=balancers, port_tier=np.where(up, levels[ports.node], 0),
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 
     def headroom_needed(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 
 from rocesim import config
+from rocesim.config import OWN_QP
 from rocesim.errors import ScenarioError
 from rocesim.memory import MemoryLimit, memory_estimate
 from rocesim.network import routing
@@ -19,14 +20,16 @@ from rocesim.network.topology import Topology
 from rocesim.settings import show
 from rocesim.traffic.flowtable import DEFAULT_DPORT, FlowTable
 from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
+from rocesim.world.connections import user_label
 from rocesim.world.pfc import frame_bytes
 
 #: every column, with its dtype and the value of rows that do not set it (`size`: a data
-#: flow's bytes, 0 for a compute step; `duration`: a compute step's ps, 0 for a flow)
+#: flow's bytes, 0 for a compute step; `duration`: a compute step's ps, 0 for a flow; `qp`:
+#: the label of the queue pair a flow rides, -1 its own: `rocesim.world.connections`)
 COLUMNS = dict(src=(np.int32, 0), dst=(np.int32, 0), size=(np.int64, 0), duration=(np.int64, 0),
                start=(np.int64, 0), prio=(np.int32, 0), compute=(np.int8, 0), delay=(np.int64, 0),
                tag=(np.int32, 0), dport=(np.int32, DEFAULT_DPORT), collective=(np.int32, -1),
-               iteration=(np.int32, -1), rate_limit=(np.int64, 0))
+               iteration=(np.int32, -1), rate_limit=(np.int64, 0), qp=(np.int64, OWN_QP))
 
 
 class Nodes:
@@ -43,9 +46,10 @@ class Nodes:
 
     # --- adding ----------------------------------------------------------------------
 
-    def add_flow(self, src, dst, size, start, *, prio, path, after, delay, tag, rate) -> int:
+    def add_flow(self, src, dst, size, start, *, prio, path, after, delay, tag, rate, connection=None) -> int:
         """One data flow (see `Simulation.add_flow`); returns its id."""
         key = f"flows[{self.n}]"
+        qp = OWN_QP if connection is None else user_label(connection, f"{key}.connection")
         src, dst = self.host(src, f"{key}.src"), self.host(dst, f"{key}.dst")
         if src == dst:
             raise ScenarioError(f"{key}.dst", f"a flow needs two different hosts, got {src} -> {dst}")
@@ -68,7 +72,7 @@ class Nodes:
             if path[0] != src or path[-1] != dst:
                 raise ScenarioError(f"{key}.path", f"must run from {src} to {dst}, got {path[0]} .. {path[-1]}")
         fid = self._append_one(key, start, after, delay, src=src, dst=dst, size=size, prio=prio, tag=tag,
-                               rate_limit=limit)
+                               rate_limit=limit, qp=qp)
         if ports is not None:
             self.paths[fid] = ports
         return fid
@@ -91,14 +95,14 @@ class Nodes:
         n = len(table)
         return self._append("traffic", src=table.src, dst=table.dst, size=table.size, start=table.start,
                             prio=table.prio, tag=table.tag if tag is None else np.full(n, tag, np.int32),
-                            dport=table.dport)
+                            dport=table.dport, qp=table.connection)
 
     def add_graph(self, graph) -> int:
         """Every node and edge of a `rocesim.training.graph.Graph`; returns the id of its
         node 0 (graph id k becomes id offset + k)."""
         H = self.topology.n_hosts
         cols = {name: graph.column(name) for name in ("src", "dst", "size", "duration", "start", "prio", "compute",
-                                                      "delay", "tag", "collective", "iteration")}
+                                                      "delay", "tag", "collective", "iteration", "qp")}
         src, dst, size, duration, compute = (cols[k] for k in ("src", "dst", "size", "duration", "compute"))
         if src.size and (src.min() < 0 or src.max() >= H or dst.min() < 0 or dst.max() >= H):
             raise ScenarioError("graph", f"a node is placed on a host outside 0..{H - 1}")
@@ -108,6 +112,8 @@ class Nodes:
         prio = cols["prio"]
         if (data & ((prio < 1) | (prio > 7))).any():
             raise ScenarioError("graph", "data flows use priorities 1..7")
+        if (cols["qp"] < OWN_QP).any():
+            raise ScenarioError("graph", f"a queue pair's label is a number >= 0 ({OWN_QP}: the flow's own)")
         self.check_sizes(size[data], "graph")
         for name, values in (("start", cols["start"]), ("delay", cols["delay"]), ("compute duration", duration)):
             if values.size and values.max() > MAX_TIME_PS:

@@ -116,3 +116,21 @@ def test_a_tier_may_take_another_scheme():
     res = sim.run(progress=False)
     b = uplink_bytes(sim, res, leaf=t.n_hosts)
     assert b.max() - b.min() <= 1048
+
+
+def test_uplink_imbalance_is_the_busiest_uplink_over_its_tiers_mean():
+    """Each host of a leaf sends 1 MB to a host of the other leaf, both ways: the summary's
+    figure is the busiest uplink's bytes over the mean of the 8 (4 per leaf), read off the
+    ports, under ECMP and under spraying."""
+    for scheme in ("ecmp", "spray"):
+        t, sim = leaf_spine(switch={"load_balancing": {"scheme": scheme, **({"order": "round_robin"}
+                                                                               if scheme == "spray" else {})}})
+        for h in range(4):
+            sim.add_flow(h, 4 + h, 1_000_000)
+            sim.add_flow(4 + h, h, 1_000_000)
+        res = sim.run(progress=False)
+        up = np.concatenate([uplink_bytes(sim, res, leaf) for leaf in (t.n_hosts, t.n_hosts + 1)])
+        s = res.summary
+        assert s["uplink_imbalance"] == pytest.approx(up.max() / up.mean(), abs=1e-4)
+        assert s["uplink_imbalance_by_tier"] == {1: s["uplink_imbalance"]}
+        assert s["uplink_imbalance"] > 1.0

@@ -66,7 +66,7 @@ ERRORS = [
     ("topology-missing-kind", mutate(["topology", "kind"], delete=True), "topology.kind", "missing (required)"),
     ("topology-not-mapping", mutate(["topology"], "star"), "topology", "expected a mapping"),
     ("traffic-entry-unknown", mutate(T0 + ["sizes"], "1KB"), "traffic[0].sizes",
-     "valid keys here: duration, hosts, kind, load, prio, receiver, senders, size, start"),
+     "valid keys here: connection, duration, hosts, kind, load, prio, receiver, senders, size, start"),
     ("traffic-entry-missing-size", mutate(T0 + ["size"], delete=True), "traffic[0].size", "missing (required)"),
     ("traffic-entry-missing-kind", mutate(T0 + ["kind"], delete=True), "traffic[0].kind", "missing (required)"),
     ("traffic-flow-unknown", traffic({"kind": "flows", "flows": [dict(FLOW, when="1us")]}),

@@ -32,10 +32,11 @@ def same_graph(g1, g2):
 
 
 @pytest.mark.parametrize("op,algorithm", [(op, a) for op, algs in ALGORITHMS.items() for a in algs])
-@pytest.mark.parametrize("nccl,pxn", [(None, False), ({"pipeline": "stream"}, False), (None, True)])
+@pytest.mark.parametrize("nccl,pxn", [(None, False), ({"pipeline": "stream"}, False), (None, True),
+                                      ({"connections": "persistent", "qps_per_connection": 2}, True)])
 def test_append_collectives_equals_group_by_group(op, algorithm, nccl, pxn):
     for name, rows in ROWS.items():
-        opts = dict(platform=PLATFORM, iteration=2, tag=1, nccl=nccl, chunks=2, pxn=pxn)
+        opts = dict(platform=PLATFORM, iteration=2, tag=1, nccl=nccl, chunks=2, pxn=pxn, job="j")
         g1, g2 = Graph(), Graph()
         g1.compute([0], 5)
         g2.compute([0], 5)
@@ -57,6 +58,11 @@ def test_append_collectives_equals_group_by_group(op, algorithm, nccl, pxn):
                 assert np.array_equal(getattr(a, f), getattr(b, f)), f
         if algorithm not in ("dimensional", "themis"):
             assert len(templates.built) <= len(np.unique(PLATFORM.local[rows], axis=0)) * 2
+        qp = g2.column("qp")
+        if nccl and nccl.get("connections") and (g2.column("src") // 8 != g2.column("dst") // 8).any():
+            assert (qp[g2.column("compute") == 0] >= 0).all()           # (each group its own connections:
+        else:                                                           #  same_graph compared them)
+            assert (qp == -1).all()
 
 
 def test_offset_ids_moves_each_node_once_when_a_layout_repeats():

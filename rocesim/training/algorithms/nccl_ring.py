@@ -1,9 +1,11 @@
 """NCCL's ring (`nccl_ring`: all-reduce, reduce-scatter, all-gather): its channels' rings
 (`rocesim.training.nccl`), slice by slice (`pipeline: slices`) or as streams (`pipeline: stream`).
 
-Here a slice between servers is one flow NIC -> NIC (or `qps_per_connection` flows of
-equal parts, as NCCL splits a message over the queue pairs of a connection,
-NCCL_IB_QPS_PER_CONNECTION, src/transport/net_ib.cc) that starts when its data is there and
+Here a slice between servers is one flow NIC -> NIC on a queue pair of its channel's
+connection to the next rank (`qps_per_connection` of them, NCCL_IB_QPS_PER_CONNECTION,
+src/transport/net_ib.cc: with `qp_spread: split` the slice is cut into one flow of equal
+part per queue pair, as NCCL_IB_SPLIT_DATA_ON_QPS=1 splits a message; with `round_robin`
+whole slices go on the queue pairs in turn) that starts when its data is there and
 the slice WINDOW slices before it on the connection has arrived: the slices in flight on a
 connection share the NIC as flows do (NCCL's queue pair sends them one after the other:
 the same bytes per second, a slice finishing a little later); a slice inside a server is a fluid
@@ -121,9 +123,10 @@ def nccl_ring_stream(t: Transfers, op: str, m: int, cfg: NcclConfig) -> None:
     net, su = live & ring.net, live & ~ring.net
     kw, g = ring.kw, t.graph
     if net.any():
-        Q = cfg.qps_per_connection
+        Q = cfg.qps_per_connection                 # (split or round robin: each queue pair an equal part)
+        qp = t.connections(ring.channel[net], ring.pos_a[net], ring.pos_b[net], np.arange(Q)[:, None])
         ids = g.flows(np.tile(ring.nic_a[net], Q), np.tile(ring.nic_b[net], Q), split_bytes_each(sent[net], Q).ravel(),
-                      prio=ring.prio, delay=cfg.step_latency, **kw).reshape(Q, -1)
+                      prio=ring.prio, delay=cfg.step_latency, qp=qp.ravel(), **kw).reshape(Q, -1)
         first[net] = ids[0]
         arrive[net] = g.compute(ring.host_b[net], wait, **kw)
         g.depend(np.broadcast_to(arrive[net], ids.shape), ids)
@@ -149,6 +152,7 @@ class _Ring:
         nch, p = layout.order.shape
         nxt = np.roll(layout.order, -1, axis=1)
         self.pos_a, self.pos_b = layout.order.ravel(), nxt.ravel()      # rank positions of sender, receiver
+        self.channel = np.repeat(np.arange(nch), p)                      # each place's channel
         a, b = ranks[self.pos_a], ranks[self.pos_b]
         self.net = pf.server[a] != pf.server[b]
         self.rail = rail = np.repeat(layout.rail, p)                     # the channel's NIC on both sides
@@ -168,6 +172,7 @@ class _Ring:
         self.kw, self.prio = t.node_kw, t.prio
         self.port_last = np.full(nch * p, -1, np.int64)   # per place: its last scale-up send
         self.window = []                                  # the last slices' arrivals per connection between servers
+        self.sent = np.zeros(nch * p, np.int64)           # per place: slices sent (round robin over queue pairs)
         self.final = np.full((slices, nch * p), -1, np.int64)   # per place: its last step's arrivals
         self.nodes, self.first, self.src = [], [], []
 
@@ -198,13 +203,22 @@ class _Ring:
         return got
 
     def _network(self, sizes, sel, first, last):
-        """Slices between servers: `qps_per_connection` flows each, NIC to NIC, each after the
-        slice `window_slices` before it on its connection has arrived."""
-        t, S, Q, k = self.t, self.S, self.cfg.qps_per_connection, int(sel.sum())
+        """Slices between servers, NIC to NIC on the queue pairs of their connection: each
+        split into `qps_per_connection` flows, one per queue pair (`qp_spread: split`), or
+        one flow on the next queue pair in turn (`round_robin`); each after the slice
+        `window_slices` before it on its connection has arrived."""
+        t, S, k = self.t, self.S, int(sel.sum())
+        Q = self.cfg.qps_per_connection if self.cfg.qp_spread == "split" else 1     # flows per slice
+        if self.cfg.qp_spread == "split":
+            qp = np.arange(Q)[:, None, None]
+        else:
+            qp = (self.sent[sel][None, :] + np.arange(S)[:, None]) % self.cfg.qps_per_connection
+            self.sent[sel] += S
+        labels = np.broadcast_to(t.connections(self.channel[sel], self.pos_a[sel], self.pos_b[sel], qp), (Q, S, k))
         per_qp = split_bytes_each(sizes[:, sel].ravel(), Q)                 # (Q, S*k)
         g = t.graph
         ids = g.flows(np.tile(self.nic_a[sel], S * Q), np.tile(self.nic_b[sel], S * Q), per_qp.ravel(),
-                      prio=self.prio, delay=self.cfg.step_latency, **self.kw).reshape(Q, S, k)
+                      prio=self.prio, delay=self.cfg.step_latency, qp=labels.ravel(), **self.kw).reshape(Q, S, k)
         self.nodes.append(ids.ravel())
         first[:, sel] = last[:, sel] = ids[0]
         if Q > 1:                                 # a slice is there when all its parts are

@@ -588,7 +588,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
         if plan.flow_nodes.size:
             entry[plan.flow_nodes], exit_[plan.flow_nodes] = point_to_point(
                 g, platform, ranks[plan.rank_of[plan.flow_nodes]], ranks[plan.flow_dst], plan.flow_size, prio=prio,
-                iteration=it, tag=tag, start=start, pxn=pxn)
+                iteration=it, tag=tag, start=start, pxn=pxn, nccl=nccl, job=job)
         g.depend(entry[plan.children], exit_[plan.parents])
         g.depend(entry[plan.recv_nodes], exit_[plan.send_nodes])
         if prev_exit is not None:                # each rank waits for its previous iteration

@@ -487,7 +487,7 @@ class _Builder:
         `dst` after its last node; returns, per rank of `dst`, when it has them."""
         rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.boundary), platform=self.platform,
                            prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
-                           pxn=self.pxn, job=self.job)
+                           pxn=self.pxn, job=self.job, nccl=self.nccl)
         k = src.size
         self.after(rec.start_nodes[:k], self.last[src])
         self.after(rec.start_nodes[k:], rec.start_nodes[:k])            # (not roots of the graph)

@@ -425,7 +425,7 @@ class _Builder:
         src, dst, mirror = src[keep], dst[keep], dst[~keep]
         rec = add_sendrecv(self.g, self.ranks[src], self.ranks[dst], int(self.wl.pp_comm), platform=self.platform,
                            prio=self.prio, cid=len(self.records), iteration=it, tag=self.tag, chunks=self.chunks,
-                           pxn=self.pxn, job=self.job)
+                           pxn=self.pxn, job=self.job, nccl=self.nccl)
         k = src.size
         self._after(rec.start_nodes[:k], src, self.last)
         self.g.depend(rec.start_nodes[k:], rec.start_nodes[:k])   # (not roots of the graph)
