@@ -43,6 +43,7 @@ from rocesim.training.connections import communicator, communicators, rebased
 from rocesim.training.graph import COLUMNS, DTYPES, EmptyFlow, Graph
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.training.transfers import Transfers, hosts_platform
+from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time
 
 
 def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
@@ -215,6 +216,31 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
+def size_limit(platform: Platform) -> tuple[int, int]:
+    """(the most bytes a collective on `platform` may move, the fastest link's rate it
+    comes from): every collective sends at least half its size through one rank's link
+    (an all-reduce's ring 2 (p-1)/p of it, an all-to-all, all-gather or reduce-scatter
+    (p-1)/p, a broadcast or send all of it), so more than twice what the fastest link
+    (scale-up included) carries within the time horizon cannot finish; at most 1e18 B,
+    far from int64 in any byte count made of it."""
+    topo = platform.topology
+    rates = [int(topo.rate_ab.max()), int(topo.rate_ba.max())] if topo.n_links else []
+    if platform.scale_up is not None:
+        rates.append(platform.scale_up.rate_bps)
+    fastest = max(rates, default=0)
+    return (min(2 * MAX_TIME_PS * fastest // (8 * 10**12), 10**18) if fastest else 10**18), fastest
+
+
+def check_size(size: int, platform: Platform, key: str = "size") -> None:
+    """Refuse a collective of `size` bytes that cannot finish within the time horizon
+    (`size_limit`), keyed `key` (a file:line for a foreign file's)."""
+    most, fastest = size_limit(platform)
+    if size > most:
+        raise ScenarioError(key, f"a collective of {format_size(int(size))} cannot finish within the simulator's time "
+                                 f"horizon ({format_time(MAX_TIME_PS)}): it sends at least half of it through one "
+                                 f"rank's link, at most {format_rate(fastest)} here; at most {format_size(most)}")
+
+
 def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, options=None
           ) -> tuple[np.ndarray, Platform, Algorithm, Plan]:
     """A collective's inputs checked and its plan: (ranks, platform (of hosts when None), the
@@ -231,6 +257,7 @@ def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, option
     if size <= 0:
         raise ScenarioError("size", "must be positive")
     platform = hosts_platform(ranks) if platform is None else platform
+    check_size(size, platform)
     if alg.pick is not None:                                # as NCCL's tuning model picks
         alg = lookup(op, alg.pick(op, platform, ranks, size))
     if not 1 <= chunks:

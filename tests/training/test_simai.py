@@ -340,3 +340,25 @@ def test_collectives_on_groups_of_one_gpu_are_counted_and_said(tmp_path, capsys)
     # a workload whose every group has two GPUs or more declares none empty: no such keys
     write(tmp_path, HEAD.format(tp=2, ep=1, pp=1, ga=1, n=8, ppc=0), [row("a", fc="ALLGATHER 4096")], "zero3.txt")
     assert "collectives_empty" not in sc.build(raw, str(tmp_path)).sim.run(progress=False).summary
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(fwd=10**16), "the forward compute time (cycles) 10,000,000,000,000,000 is 10000000s"),
+    (dict(delay=2**63), "the delay after the weight update (cycles) 9,223,372,036,854,775,808 is too large"),
+    (dict(fc="ALLREDUCE 10000000000000000000"), "the forward communication size (bytes) 10,000,000,000,000,000,000 "
+                                                "is too large"),
+    (dict(wc="REDUCESCATTER 4000000000000000000"), "a collective of 4000000TB cannot finish within the simulator's "
+                                                   "time horizon"),
+], ids=["time", "int64", "size", "network"])
+def test_a_files_numbers_are_checked_against_the_horizon_and_the_network_at_its_line(fields, words, tmp_path):
+    """Compute times of 1e16 ns and sizes of 1e19 B ended in an OverflowError without the
+    file and line; a 9.2e18-byte reduce-scatter passed `check` and hung flow mode."""
+    write(tmp_path, HEAD.format(tp=2, ep=1, pp=1, ga=1, n=8, ppc=0), [row("a"), row("b", **fields)], "big.txt")
+    raw = {"topology": {"kind": "rail_optimized", "servers": 2, "gpus_per_server": 4,
+                        "nic_link": {"rate": "100Gbps", "delay": "1us"},
+                        "scale_up": {"rate": "800Gbps", "delay": "100ns"}},
+           "traffic": [{"kind": "workload", "model": {"simai": "big.txt"}, "iterations": 1}]}
+    for mode in ("packet", "flow"):
+        with pytest.raises(ScenarioError) as info:
+            sc.build({**raw, "mode": mode}, str(tmp_path), estimate_workloads=True)
+        assert info.value.key == f"{tmp_path}/big.txt:4" and words in info.value.reason

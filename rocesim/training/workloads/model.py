@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
-from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, add_sendrecv,
+from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, check_size, add_sendrecv,
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
@@ -90,6 +90,8 @@ class Layer:
     wg_ps: int = 0
     wg_comm: Comm | None = None
     update_ps: int = 0
+    # "file:line" of a layer read from a file (keys errors about its numbers; not part of its value)
+    where: str = field(default="", compare=False)
 
 
 @dataclass
@@ -229,6 +231,17 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     return TrainingGraph(b.g, b.records, iterations, job, empty)
 
 
+def check_sizes(wl: Workload, platform) -> None:
+    """Refuse a workload whose communications could not finish within the time horizon on
+    `platform` (`collectives.check_size`), keyed by the file:line that declares them, before
+    any is built."""
+    for layer in {id(layer): layer for layer in wl.layers}.values():     # (a preset lists the same layers again)
+        for comm in (layer.fwd_comm, layer.ig_comm, layer.wg_comm):
+            if comm is not None:
+                check_size(comm.size, platform, layer.where or wl.where or "size")
+    check_size(wl.pp_comm, platform, wl.where or "pp_comm")
+
+
 def empty_collectives(wl: Workload, grp: dict) -> EmptyCollectives | None:
     """The communications `wl` declares (per layer and phase) whose group (a row of
     `grp[group]`, `groups`) holds one GPU: none is built (`_Builder.communicate`), as SimAI
@@ -263,6 +276,7 @@ class _Builder:
             raise ScenarioError(where, f"all_gpus: {wl.all_gpus} but the job has {self.n} ranks; give the "
                                        f"workload {wl.all_gpus} GPUs (gpus: {wl.all_gpus})")
         self.grp = groups(wl.parallelism, self.n, wl.mp_size, wl.ep_size, wl.pp, where)
+        check_sizes(wl, platform)
         self.stage_of = np.zeros(self.n, np.int64)
         self.stage_of[self.grp["pp"]] = np.arange(wl.pp)[None, :]
         self.hosts = platform.host_of(ranks)
