@@ -167,6 +167,8 @@ def _check(args) -> int:
         print(scn.sim.platform.describe())
     # notes on stderr: stdout stays what scripts read (the ok line, the platform)
     sys.stdout.flush()
+    for empty in scn.sim.empty_collectives + scn.sim.workload_guard.estimated_empty:
+        print(empty.describe(), file=sys.stderr)
     print(_partition_line(scn.sim), file=sys.stderr)
     note = scn.sim.threads_to_run(scn.threads)[1]
     if note is not None:

@@ -19,7 +19,7 @@ import functools
 from rocesim import lb
 from rocesim.errors import ScenarioError
 from rocesim.settings import (REQUIRED, Boolean, Choice, Custom, Integer, ListOf, Number, Section, Setting, Size,
-                              Text, Time, Word, show)
+                              Text, Time, Word, show, whole_number)
 from rocesim.units import parse_rate, parse_size
 
 DATA_PRIORITIES = (1, 2, 3, 4, 5, 6, 7)   # priority 0 is the strict-priority control queue
@@ -216,9 +216,9 @@ def _threads(v, key):
     """'auto' or a whole number >= 1 (0, 1.5, true and words are refused, never rounded)."""
     if isinstance(v, str) and v == "auto":
         return v
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+    if not whole_number(v) or v < 1:
         raise ScenarioError(key, f"expected 'auto' or a whole number >= 1, got {show(v)}")
-    return v
+    return int(v)
 
 
 THREADS = Setting(Custom("'auto' or a whole number >= 1", _threads), "auto",

@@ -35,6 +35,14 @@ and the result arrays, and a queue pair and a packet if every flow is in flight 
 (a 1024-rank all-to-all of one-packet flows without congestion control: 1 M flows, 386 MB
 peak, 45 MB of it before any flow)."""
 
+MEMORY_PER_SAMPLE = 1024
+"""Per sample of `output.sample_interval` (`rocesim.results.sampling`), whatever it holds: the
+numpy arrays and tuples of one sample of rates and queues (about 950 B measured with
+tracemalloc on a star of 9 hosts)."""
+MEMORY_PER_QUEUE_SAMPLE = 40
+"""Per sampled queue and sample: its time, port and bytes (20 B), kept, then copied into the
+table of queues."""
+
 DEFAULT_MEMORY_LIMIT_FALLBACK = 16 * 10**9
 """The memory limit when the machine's physical memory cannot be read."""
 
@@ -63,6 +71,12 @@ def memory_estimate(n_hosts: int, n_switches: int, n_links: int, n_flows: int = 
         + MEMORY_PER_SWITCH_HOST * switches * hosts
         + MEMORY_PER_FLOW * flows
     )
+
+
+def sample_memory(samples: int, queues: int) -> int:
+    """Bytes `samples` samples of `queues` queues hold at least (rates aside: the flows
+    active at each sample are not known before the run)."""
+    return int(samples) * (MEMORY_PER_SAMPLE + MEMORY_PER_QUEUE_SAMPLE * int(queues))
 
 
 def default_memory_limit() -> int:
@@ -147,11 +161,14 @@ class MemoryLimit:
 
 class WorkloadEstimated(Exception):
     """Raised by `WorkloadGuard.progress` when only an estimate of a workload's size was
-    asked for (`rocesim check`): `nodes` is its projected node count."""
+    asked for (`rocesim check`): `nodes` is its projected node count; a generator may set
+    `empty` to the collectives it declares that move nothing
+    (`rocesim.training.graph.EmptyCollectives`), known before it builds."""
 
     def __init__(self, nodes: int):
         super().__init__(nodes)
         self.nodes = int(nodes)
+        self.empty = None
 
 
 class WorkloadGuard:
@@ -164,12 +181,18 @@ class WorkloadGuard:
 
     ESTIMATE_FROM = 0.02         # fraction of a large workload built before `estimate` stops it
     ESTIMATE_ABOVE = 1_000_000   # nodes a workload must be projected to have for that
+    # a bounded prefix: once a generator has built this many nodes its projection is trusted,
+    # however small a fraction of a long input they are (a million-layer model is sized,
+    # or refused, from its first layers, not from its first percent)
+    PREFIX_NODES = 100_000
+    PREFIX_MARGIN = 2            # ... to refuse a run from it: the projection at least this many times the limit
 
     def __init__(self, memory: MemoryLimit, existing: Callable[[], int]):
         self.memory = memory
         self.existing = existing
         self.estimate = False
         self.estimated_nodes = 0
+        self.estimated_empty: list = []     # the `empty` of the workloads sized, not built
 
     def check(self, what: str, nodes: int) -> None:
         """Refuse a workload of `nodes` flows and compute steps that would not fit."""
@@ -183,23 +206,35 @@ class WorkloadGuard:
     def progress(self, what: str, nodes: int, fraction: float, hint: str = "") -> None:
         """A generator has built `fraction` of its graph (`nodes` so far): refuse it now if
         the projected whole would not fit the memory limit (when not estimating, from a
-        tenth on: a projection from less may overshoot); with `estimate` from the start,
-        and stop a large one (raise `WorkloadEstimated`) once it has built ESTIMATE_FROM of
-        itself."""
-        if fraction < 0.1 and not self.estimate:
+        tenth on, or from a bounded prefix of PREFIX_NODES nodes when the projection is
+        PREFIX_MARGIN times the limit: a projection from less may overshoot); with
+        `estimate` from its first percent or that prefix, and stop a large one (raise
+        `WorkloadEstimated`) once it has built ESTIMATE_FROM of itself or that prefix."""
+        prefix = nodes >= self.PREFIX_NODES
+        if not (prefix or fraction >= (0.01 if self.estimate else 0.1)):
             return
-        projected = int(nodes / max(fraction, 1e-9))
-        self.check(f"{what} (projected from its first {fraction:.0%}{hint})", projected)
-        if self.estimate and fraction >= self.ESTIMATE_FROM and projected > self.ESTIMATE_ABOVE:
+        projected = int(nodes / max(fraction, 1e-12))
+        first = f"{fraction:.0%}" if fraction >= 0.01 else f"{nodes:,} nodes"
+        if self.estimate or fraction >= 0.1 or projected > self.PREFIX_MARGIN * self._room():
+            self.check(f"{what} (projected from its first {first}{hint})", projected)
+        if self.estimate and (fraction >= self.ESTIMATE_FROM or prefix) and projected > self.ESTIMATE_ABOVE:
             raise WorkloadEstimated(projected)
+
+    def _room(self) -> int:
+        """About how many more nodes fit the memory limit beside the topology and the existing ones."""
+        left = self.memory.limit - memory_estimate(*self.memory.shape, self.existing())
+        return max(left, 0) // MEMORY_PER_FLOW
 
     def build(self, make: Callable, *args, **kwargs):
         """`make(*args, **kwargs)` (a generator's graph), or None when the guard stopped it
-        to size it (its projected nodes added to `estimated_nodes`)."""
+        to size it (its projected nodes added to `estimated_nodes`, its empty collectives to
+        `estimated_empty`)."""
         try:
             return make(*args, **kwargs)
         except WorkloadEstimated as e:
             self.estimated_nodes += e.nodes
+            if e.empty is not None:
+                self.estimated_empty.append(e.empty)
             return None
 
 

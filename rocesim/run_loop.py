@@ -26,22 +26,26 @@ def choose_threads(asked, n_parts: int, python_scheme: bool = False) -> tuple[in
     """(threads a run takes, and a one-line note when it takes fewer than a number asked).
 
     `asked` is 'auto' or a whole number >= 1 (checked by `config.THREADS`): at most one
-    thread per part, `MAX_THREADS` of this build, and 1 for a scheme written in Python
-    (its callbacks take the GIL).  'auto' is at most the cores available
-    (`available_cores`), capped the same way without a note (the core then runs on as
-    many of them as pay, measured as it goes); a number above what runs gets the reason."""
-    cap = 1 if python_scheme else min(max(1, n_parts), MAX_THREADS)
+    thread per part, `MAX_THREADS` of this build, the cores this process may use
+    (`available_cores`: more would only wait for each other) and 1 for a scheme written in
+    Python (its callbacks take the GIL).  'auto' is capped the same way without a note (the
+    core then runs on as many of them as pay, measured as it goes); a number above what runs
+    gets the reason."""
+    cores = available_cores()
+    cap = 1 if python_scheme else max(1, min(n_parts, MAX_THREADS, cores))
     if asked == "auto":
-        return max(1, min(available_cores(), cap)), None
+        return cap, None
     if asked <= cap:
         return asked, None
     if python_scheme:
         return 1, "a scheme written in Python runs on 1 thread"
-    if asked > n_parts and n_parts <= MAX_THREADS:
+    if asked > n_parts and n_parts <= min(MAX_THREADS, cores):
         return cap, f"{asked} threads asked, {_parts(n_parts)}: running {cap}"
     if MAX_THREADS == 1:
         return 1, "built without OpenMP: running 1 thread"
-    return cap, f"this build runs at most {MAX_THREADS} threads: running {cap}"
+    if MAX_THREADS <= cores:
+        return cap, f"this build runs at most {MAX_THREADS} threads: running {cap}"
+    return cap, f"{asked:,} threads asked, this process may use {cores} core{'' if cores == 1 else 's'}: running {cap}"
 
 
 def _parts(n: int) -> str:

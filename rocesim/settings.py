@@ -17,6 +17,7 @@ a unit.  Units are those of `rocesim.units`.
 """
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -70,17 +71,24 @@ class Boolean(Type):
         return v
 
 
+def whole_number(v) -> bool:
+    """Whether `v` is a whole number as the API takes one: an int or a numpy integer, not a
+    boolean (True is not 1) nor a float (never rounded)."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
 class Integer(Type):
-    """An integer in [lo, hi] (a float or a boolean is refused, never rounded)."""
+    """An integer in [lo, hi] (a float or a boolean is refused, never rounded; a numpy
+    integer is taken as the int it is)."""
 
     def __init__(self, lo: int = 0, hi: int | None = None, text: str | None = None):
         self.lo, self.hi = lo, hi
         self.text = text or (f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}")
 
     def parse(self, v, key):
-        if isinstance(v, bool) or not isinstance(v, int) or v < self.lo or (self.hi is not None and v > self.hi):
+        if (not whole_number(v)) or v < self.lo or (self.hi is not None and v > self.hi):
             raise ScenarioError(key, f"expected {self.text}, got {show(v)}")
-        return v
+        return int(v)
 
 
 class Number(Type):

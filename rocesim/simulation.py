@@ -22,7 +22,7 @@ import numpy as np
 
 from rocesim import config
 from rocesim.errors import ScenarioError
-from rocesim.memory import MemoryLimit, WorkloadGuard
+from rocesim.memory import MemoryLimit, WorkloadGuard, memory_estimate, sample_memory
 from rocesim.network import faults as faults_mod
 from rocesim.network import partition as partition_mod
 from rocesim.network.platform import Platform
@@ -34,12 +34,12 @@ from rocesim.results.run import CoreReadout
 from rocesim.results.sampling import Sampler
 from rocesim.run_loop import RunLoop, choose_threads
 from rocesim.run_progress import RunProgress
-from rocesim.settings import show
+from rocesim.settings import show, whole_number
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
-from rocesim.training.collectives import Collectives, append_collective
+from rocesim.training.collectives import Collectives, append_collective, flow_count_estimate
 from rocesim.training.graph import Graph, TrainingGraph, TrainingInfo
 from rocesim.training.nccl import PXN_DEFAULT
-from rocesim.units import MAX_TIME_PS, parse_size, parse_time
+from rocesim.units import MAX_TIME_PS, format_time, parse_size, parse_time
 from rocesim.world import core_build
 from rocesim.world.network import Network
 from rocesim.world.nodes import Nodes
@@ -117,9 +117,12 @@ class Simulation:
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self.network = Network.build(self.platform, self.settings, routes)
         self.ports = self.network.ports
-        self._nodes = Nodes(topology, self.ports, self.settings.nic)
+        self._nodes = Nodes(topology, self.ports, self.settings.nic, self.memory)
         self.faults = []             # rocesim.network.faults.Fault, in the order added
         self.collectives = Collectives()     # CollectiveRecord of every collective added (kept in batches)
+        # per workload added that declares collectives on groups of one GPU (none built): its
+        # rocesim.training.graph.EmptyCollectives
+        self.empty_collectives = []
         # what workload generators report to: the memory limit, and `rocesim check`'s sizing
         self.workload_guard = WorkloadGuard(self.memory, lambda: self.n_nodes)
         self.iterations = []         # iteration ids of training workloads
@@ -216,13 +219,18 @@ class Simulation:
         """
         self._not_running("add_collective")
         ranks = self.ranks(ranks, "ranks")
+        algorithm = algorithm or DEFAULT_ALGORITHM.get(op, "ring")
+        size = parse_size(size, "size", bare_ok=True)
+        # refused from its estimate before it is built
+        self.memory.flows("add_collective", f"{op} ({algorithm}) on {ranks.size} ranks", self.n_nodes,
+                          flow_count_estimate(op, algorithm, ranks.size, chunks, size, self.nccl))
         g = Graph()
-        rec = append_collective(g, op, algorithm or DEFAULT_ALGORITHM.get(op, "ring"), ranks,
-                             parse_size(size, "size", bare_ok=True), chunks=chunks, prio=prio, cid=0,
+        rec = append_collective(g, op, algorithm, ranks, size, chunks=chunks, prio=prio, cid=0,
                              start=parse_time(start, "start", bare_ok=True), group_size=group_size,
                              platform=self.platform, pxn=pxn, job=job, nccl=self.nccl)
         rec, = self.add_workload(TrainingGraph(g, [rec], 0, job)).collectives
-        after = np.asarray(list(after), np.int64)
+        after = np.asarray([] if after is None else [after] if isinstance(after, (int, np.integer)) else list(after),
+                           np.int64)
         if after.size:
             self.add_dependencies(np.repeat(rec.start_nodes, after.size), np.tile(after, rec.start_nodes.size))
         return rec
@@ -238,6 +246,8 @@ class Simulation:
         collectives = Collectives(workload.collectives).shifted(offset, first_collective)
         iterations = list(range(first_iteration, first_iteration + workload.iterations))
         self.collectives.extend(collectives.batches())
+        if workload.empty is not None:
+            self.empty_collectives.append(workload.empty)
         self.iterations.extend(iterations)
         self.iteration_jobs.update({i: workload.job for i in iterations})
         return TrainingInfo(iterations, collectives)
@@ -361,12 +371,7 @@ class Simulation:
             # (0 would return from every slice without an event: the run would never end)
             raise ScenarioError("events_per_slice", f"must be a positive whole number of events, "
                                                     f"got {events_per_slice!r}")
-        interval = None
-        if sample_interval is not None:
-            interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
-            if interval <= 0:
-                raise ScenarioError("output.sample_interval", "must be positive")
-            config.refuse_in_flow_mode(self.mode, "output.sample_interval", "sampling is on")
+        interval, queue_ports = self.sampling(sample_interval, queue_ports, stop)
         core = self.build_core()
         n_threads, note = self.threads_to_run(asked)
         if note is not None and progress is not False:
@@ -408,6 +413,41 @@ class Simulation:
                                      "in this exception's `results`")
             raise end.failure
         return res
+
+    def sampling(self, sample_interval, queue_ports=None, stop=None) -> tuple[int | None, np.ndarray | None]:
+        """`run`'s `sample_interval` and `queue_ports` checked before anything runs (the YAML
+        loader checks `output:` with it): (the interval in ps, the port ids whose queues are
+        sampled), or (None, None) without sampling.  Sampling is refused in flow mode, and
+        when its samples over the run would not fit the memory limit beside the topology and
+        the flows (`rocesim.memory.sample_memory`): the run lasts until `stop`, or without
+        one at least until the flows added so far can end (`Nodes.earliest_end`)."""
+        n_ports = len(self.ports.node)
+        if queue_ports is None or (isinstance(queue_ports, str) and queue_ports == "all"):
+            ports = np.flatnonzero(self.ports.node >= self.topology.n_hosts)     # every switch egress port
+        else:
+            ports = np.asarray(queue_ports) if isinstance(queue_ports, (list, tuple, np.ndarray)) else np.zeros(0)
+            if (not ports.size or ports.ndim != 1 or not all(whole_number(p) for p in ports.tolist())
+                    or not ((0 <= ports) & (ports < n_ports)).all()):
+                raise ScenarioError("output.queue_ports", f"expected 'all' or a list of port ids 0..{n_ports - 1} "
+                                                          f"(ports.csv lists them), got {show(queue_ports)}")
+        if sample_interval is None:
+            return None, None
+        interval = parse_time(sample_interval, "output.sample_interval", bare_ok=True)
+        if interval <= 0:
+            raise ScenarioError("output.sample_interval", "must be positive")
+        config.refuse_in_flow_mode(self.mode, "output.sample_interval", "sampling is on")
+        if stop is None:
+            span = self._nodes.earliest_end(int(self.ports.rate_bps.max()) if n_ports else 1)
+            until = f"{format_time(span)} at least (when its flows can end, at the fastest link's rate)"
+        else:
+            span = parse_time(stop, "stop", bare_ok=True)
+            until = f"{format_time(span)} (its stop time)"
+        samples = span // interval
+        self.memory.holds("output.sample_interval",
+                          f"sampling every {format_time(interval)} over a run of {until}: {samples:,} samples of "
+                          f"{ports.size:,} queues", memory_estimate(*self.memory.shape, self.n_nodes)
+                          + sample_memory(samples, ports.size))
+        return interval, ports.astype(np.int32)
 
     def threads_to_run(self, threads="auto") -> tuple[int, str | None]:
         """(the threads a run of this simulation takes for `threads` asked, and a one-line
@@ -470,4 +510,5 @@ class Simulation:
                          fluid_calibration=self.fluid_calibration,
                          delivery=self.nic["delivery"], multipath=self.network.multipath,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
+                         empty_collectives=tuple(self.empty_collectives),
                          node_column=lambda name: self._nodes.column(name, copy=False))

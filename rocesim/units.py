@@ -112,12 +112,18 @@ _QUANTITY_RE = re.compile(
 )
 
 
-def _no_unit(text: str, key: str, q: _Quantity) -> ScenarioError:
-    return ScenarioError(key, f"{text!r} has no unit; write e.g. {text}{q.base} or {q.example}")
+def _no_unit(text: str, key: str, q: _Quantity, amount: Fraction | None, limit: int) -> ScenarioError:
+    """The error for a number without its unit; the number with the base unit is suggested
+    only when that is a valid value, a whole number in 0..`limit` (`amount`: the number,
+    None when it is none: nan, inf)."""
+    if amount is not None and 0 <= amount <= limit and amount.denominator == 1:
+        return ScenarioError(key, f"{text!r} has no unit; write e.g. {text}{q.base} or {q.example}")
+    return ScenarioError(key, f"{text!r} has no unit; write a number with its unit, e.g. {q.example}")
 
 
-def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[Fraction, str]:
-    """Return the exact amount in base units and the text to quote in errors."""
+def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool, limit: int) -> tuple[Fraction, str]:
+    """Return the exact amount in base units and the text to quote in errors (`limit`: the
+    largest valid amount, for the hint of a number without its unit)."""
     if isinstance(value, bool):
         raise ScenarioError(key, f"expected a {q.noun} such as {q.example}, got {value}")
     if isinstance(value, numbers.Integral) and abs(int(value)) > 10**30:
@@ -125,14 +131,16 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
                                  f"{int(value).bit_length()} bits")
     if isinstance(value, numbers.Real):
         text = str(value)
-        if not bare_ok:
-            raise _no_unit(text, key, q)
         if isinstance(value, numbers.Integral):
-            return Fraction(int(value)), text
-        number = float(value)
-        if not math.isfinite(number):
+            amount = Fraction(int(value))
+        else:
+            number = float(value)
+            amount = Fraction(number) if math.isfinite(number) else None
+        if not bare_ok:
+            raise _no_unit(text, key, q, amount, limit)
+        if amount is None:
             raise ScenarioError(key, f"{q.noun} must be a finite number, got {text}")
-        return Fraction(number), text
+        return amount, text
     if not isinstance(value, str):
         raise ScenarioError(
             key,
@@ -154,7 +162,7 @@ def _read_amount(value: object, key: str, q: _Quantity, bare_ok: bool) -> tuple[
     unit = match["unit"]
     if unit is None:
         if not bare_ok:
-            raise _no_unit(value.strip(), key, q)
+            raise _no_unit(value.strip(), key, q, Fraction(match["number"]), limit)
         unit = q.base
     factor = q.units.get(unit)
     if factor is None:
@@ -194,7 +202,7 @@ def _parse(value: object, key: str, q: _Quantity, bare_ok: bool,
     """Parse ``value`` into a non-negative whole number of base units, at most ``limit``."""
     if bare_ok and type(value) is int and 0 <= value <= limit:
         return value                  # already base units (topology builders pass these per link)
-    amount, text = _read_amount(value, key, q, bare_ok)
+    amount, text = _read_amount(value, key, q, bare_ok, limit)
     if amount < 0:
         raise ScenarioError(key, f"{q.noun} must not be negative, got {text!r}")
     if amount > limit:

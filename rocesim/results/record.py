@@ -36,6 +36,9 @@ class RunRecord:
                                      #   ordered receivers the summary says so (multipath_into_ordered)
     collectives: object              # rocesim.training.collectives.Collectives: every collective added
     iteration_jobs: dict             # iteration id -> the job it belongs to
+    # per workload added that declares collectives moving nothing, a
+    # rocesim.training.graph.EmptyCollectives (its `total` and `describe()`)
+    empty_collectives: tuple = ()
     # one column of the nodes (flows and compute steps) by name (rocesim.world.nodes.COLUMNS),
     # read only (views of the arrays the Simulation holds where it can)
     node_column: Callable[[str], np.ndarray] = field(repr=False, default=None)

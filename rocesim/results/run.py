@@ -174,6 +174,10 @@ class Results:
         res.collectives = _collective_table(record.collectives, flows)
         res.iterations = _iteration_table(flows, record.iteration_jobs)
         summary.update(class_summary(flows, res.collectives, res.iterations))
+        if record.empty_collectives:
+            # the collectives workloads declare on groups of one GPU: none was built
+            summary.update(collectives_empty=sum(e.total for e in record.empty_collectives),
+                           collectives_empty_why=[e.describe() for e in record.empty_collectives])
         return res
 
     # --- views -------------------------------------------------------------------------
@@ -349,6 +353,7 @@ def _class_lines(s) -> list[str]:
         lines.append(f"collectives: {s['collectives_completed']}/{s['collectives']} finished"
                      + (f", duration  {_percentiles_text(s, 'collective_duration', '_ns', 1e-6, ' ms', ('p50', 'p99'))}"
                         if s.get("collective_duration_p50_ns") is not None else ""))
+    lines += s.get("collectives_empty_why") or []
     if s.get("iterations"):
         done = s["iterations_completed"]
         text = f"training iterations: {done}/{s['iterations']} finished"

@@ -92,10 +92,11 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
         if not isinstance(f, dict):
             raise ScenarioError(f"faults[{i}]", f"expected a mapping with kind and at, got {show(f)}")
         sim.add_fault(**{str(k): v for k, v in f.items()})
-    output = _output(raw.get("output"), n_ports=len(sim.ports.node))
+    output = _output(raw.get("output"))
     if output["sample_interval"] is not None:
         config.refuse_in_flow_mode(sim.mode, "output.sample_interval", "sampling is on")
     add_traffic(sim, raw["traffic"], top["seed"], base_dir)
+    sim.sampling(output["sample_interval"], output["queue_ports"], top["stop"])    # what `run` would refuse
     return Scenario(sim=sim, stop=top["stop"], output=output, name=top["name"], raw=raw, threads=top["threads"])
 
 
@@ -106,15 +107,12 @@ def load(path, overrides=(), estimate_workloads=False) -> Scenario:
     return build(raw, os.path.dirname(os.path.abspath(path)), estimate_workloads)
 
 
-def _output(d, key="output", n_ports=0) -> dict:
+def _output(d, key="output") -> dict:
+    """The `output:` section resolved (`queue_ports: all` as None; the sampling is checked
+    against the simulation by `Simulation.sampling`)."""
     out = OUTPUT.resolve(d, key)
-    qp = out["queue_ports"]
-    if qp == "all":
+    if out["queue_ports"] == "all":
         out["queue_ports"] = None
-    elif (not isinstance(qp, list) or not qp
-          or not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < n_ports for p in qp)):
-        raise ScenarioError(f"{key}.queue_ports", f"expected 'all' or a list of port ids 0..{n_ports - 1} "
-                                                  "(ports.csv lists them)")
     if out["flows_format"] == "parquet" and importlib.util.find_spec("pyarrow") is None:
         raise ScenarioError(f"{key}.flows_format", "'parquet' needs pyarrow (pip install 'rocesim[parquet]'); "
                                                    "or use csv")

@@ -203,8 +203,8 @@ def _cdf(sim, v, key, rng, base_dir, index, memory):
     # each host offers load x its rate in flows of the distribution's mean size
     memory.flows(f"{key}.duration", "cdf traffic", sim.n_nodes,
                  v["load"] * float(rates.sum()) * v["duration"] / (8 * cdf.mean() * 1e12))
-    sim.add_flows(tr.poisson_cdf(hosts, rates, v["load"], v["duration"], cdf, rng, v["start"], v["prio"]),
-                  tag=index)
+    sim.add_flows(tr.poisson_cdf(hosts, rates, v["load"], v["duration"], cdf, rng, v["start"], v["prio"],
+                                 memory_limit=memory), tag=index)
 
 
 def _hpcc_flow_file(sim, v, key, rng, base_dir, index, memory):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ScenarioError
-from ..units import parse_rate, parse_time
+from ..memory import MemoryLimit, memory_estimate
+from ..units import format_time, parse_rate, parse_time
 from ._args import host_ids, positive_number, priority
 from .distributions import FlowSizeCDF, builtin
 from .flowtable import DEFAULT_FLOW_PRIORITY, FlowTable
@@ -44,6 +45,7 @@ def poisson_cdf(
     rng: np.random.Generator,
     start_ps: int | str = 0,
     prio: int = DEFAULT_FLOW_PRIORITY,
+    memory_limit: int | str | MemoryLimit | None = None,
 ) -> FlowTable:
     """Flows arriving at every host as independent Poisson processes.
 
@@ -57,7 +59,9 @@ def poisson_cdf(
 
     The process is drawn without a per-flow loop: each host's flow count is Poisson with
     mean ``duration / mean_gap``, and given its count the arrival times of a Poisson
-    process are independent and uniform over the window.
+    process are independent and uniform over the window.  Flows expected to exceed
+    ``memory_limit`` (a size or a :class:`rocesim.memory.MemoryLimit`; default: 75% of the
+    machine's memory) are refused before any is drawn.
     """
     ids = host_ids(hosts, "hosts", minimum=2)
     rates = _host_rates(host_rate_bps, ids.size)
@@ -72,7 +76,11 @@ def poisson_cdf(
     priority(prio, "prio")
 
     mean_gap_ps = sizes.mean() * 8.0 / (offered * rates) * _PS_PER_SECOND
-    counts = rng.poisson(duration / mean_gap_ps)
+    expected = duration / mean_gap_ps
+    MemoryLimit.of(memory_limit, 'poisson_cdf(memory_limit="{}")', "memory_limit").holds(
+        "duration", f"{format_time(duration)} of Poisson arrivals (about {expected.sum():,.0f} flows)",
+        memory_estimate(0, 0, 0, int(expected.sum())))
+    counts = rng.poisson(expected)
     total = int(counts.sum())
     src_index = np.repeat(np.arange(ids.size), counts)
     offsets = np.floor(rng.random(total) * duration).astype(np.int64)

@@ -40,9 +40,10 @@ from rocesim.network.platform import Platform
 from rocesim.training.algorithms import Algorithm, Plan, lookup
 from rocesim.training.algorithms.registry import smallest_block
 from rocesim.training.connections import communicator, communicators, rebased
-from rocesim.training.graph import COLUMNS, DTYPES, Graph
+from rocesim.training.graph import COLUMNS, DTYPES, EmptyFlow, Graph
 from rocesim.training.nccl import PXN_DEFAULT, NcclConfig
 from rocesim.training.transfers import Transfers, hosts_platform
+from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time
 
 
 def flow_count_estimate(op, algorithm, ranks, chunks, size=0, nccl=None) -> int:
@@ -215,6 +216,31 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
+def size_limit(platform: Platform) -> tuple[int, int]:
+    """(the most bytes a collective on `platform` may move, the fastest link's rate it
+    comes from): every collective sends at least half its size through one rank's link
+    (an all-reduce's ring 2 (p-1)/p of it, an all-to-all, all-gather or reduce-scatter
+    (p-1)/p, a broadcast or send all of it), so more than twice what the fastest link
+    (scale-up included) carries within the time horizon cannot finish; at most 1e18 B,
+    far from int64 in any byte count made of it."""
+    topo = platform.topology
+    rates = [int(topo.rate_ab.max()), int(topo.rate_ba.max())] if topo.n_links else []
+    if platform.scale_up is not None:
+        rates.append(platform.scale_up.rate_bps)
+    fastest = max(rates, default=0)
+    return (min(2 * MAX_TIME_PS * fastest // (8 * 10**12), 10**18) if fastest else 10**18), fastest
+
+
+def check_size(size: int, platform: Platform, key: str = "size") -> None:
+    """Refuse a collective of `size` bytes that cannot finish within the time horizon
+    (`size_limit`), keyed `key` (a file:line for a foreign file's)."""
+    most, fastest = size_limit(platform)
+    if size > most:
+        raise ScenarioError(key, f"a collective of {format_size(int(size))} cannot finish within the simulator's time "
+                                 f"horizon ({format_time(MAX_TIME_PS)}): it sends at least half of it through one "
+                                 f"rank's link, at most {format_rate(fastest)} here; at most {format_size(most)}")
+
+
 def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, options=None
           ) -> tuple[np.ndarray, Platform, Algorithm, Plan]:
     """A collective's inputs checked and its plan: (ranks, platform (of hosts when None), the
@@ -222,11 +248,16 @@ def _plan(op, algorithm, ranks, size, chunks, group_size, platform, nccl, option
     alg = lookup(op, algorithm)
     ranks = np.asarray(ranks, np.int64)
     p = ranks.size
-    if p < 2 or np.unique(ranks).size != p:
-        raise ScenarioError("ranks", "a collective needs at least two distinct hosts")
+    if p < 2:
+        raise ScenarioError("ranks", f"a collective needs at least two ranks, got {p}")
+    unique, counts = np.unique(ranks, return_counts=True)
+    if unique.size != p:
+        raise ScenarioError("ranks", f"rank {int(unique[counts > 1][0])} is given {int(counts[counts > 1][0])} times; "
+                                     "a collective's ranks are distinct")
     if size <= 0:
         raise ScenarioError("size", "must be positive")
     platform = hosts_platform(ranks) if platform is None else platform
+    check_size(size, platform)
     if alg.pick is not None:                                # as NCCL's tuning model picks
         alg = lookup(op, alg.pick(op, platform, ranks, size))
     if not 1 <= chunks:
@@ -310,7 +341,11 @@ def append_collective(g, op, algorithm, ranks, size, *, chunks=1, prio=DEFAULT_F
         t.mark_first(busy, np.arange(p))            # so that connect() makes done wait for them
         t.mark_final(busy, np.arange(p))
     else:
-        alg.build(t, plan)
+        try:
+            alg.build(t, plan)
+        except EmptyFlow:
+            raise ScenarioError("size", f"{op} of {size} B on {p} ranks by {alg.name} cuts it into more blocks "
+                                        "than it has bytes (a transfer of 0 bytes): give it more bytes") from None
     done_nodes = g.compute(hosts, 0, collective=cid, iteration=iteration, tag=tag)
     flows = t.connect(start_nodes, done_nodes)
     return CollectiveRecord(cid, op, alg.name, ranks, int(size), start_nodes, done_nodes, flows, job)

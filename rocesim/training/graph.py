@@ -12,6 +12,7 @@ import numpy as np
 from dataclasses import dataclass, field
 
 from rocesim.config import DEFAULT_FLOW_PRIORITY, OWN_QP
+from rocesim.errors import ScenarioError
 
 
 # compact columns: a training run can hold millions of nodes
@@ -24,6 +25,14 @@ COLUMNS = tuple(DTYPES)          # a graph's node columns
 # ~100 bytes of its own, more than the 62 bytes of a node's columns (a 1024-GPU Llama 3 70B
 # iteration appends millions of pieces)
 _MERGE = 1024
+
+
+class EmptyFlow(ScenarioError):
+    """A data flow of no bytes added to a graph (a collective cut into more blocks than it
+    has bytes, say): `Graph.flows` refuses it, its caller says why it was empty."""
+
+    def __init__(self, key: str = "size", reason: str = "a data flow needs at least one byte, got 0"):
+        super().__init__(key, reason)
 
 
 class Graph:
@@ -85,7 +94,10 @@ class Graph:
 
         `start` (ps) applies to nodes without parents; the others start `delay` after
         their last parent.  `qp` labels the queue pair each rides (flows of one (src, dst)
-        with the same label ride one; `OWN_QP`: its own; `rocesim.training.connections`)."""
+        with the same label ride one; `OWN_QP`: its own; `rocesim.training.connections`).  A
+        flow of no bytes is refused (`EmptyFlow`)."""
+        if np.size(size) and np.min(size) <= 0:
+            raise EmptyFlow()
         return self._add(src, dst, size, 0, prio, 0, delay, tag, collective, iteration, start, qp)
 
     def compute(self, host, duration_ps, *, delay=0, tag=0, collective=-1, iteration=-1, start=0) -> np.ndarray:
@@ -166,22 +178,58 @@ class Progress:
             self.guard.check(self.what, nodes)
 
     def advance(self, nodes: int, units: int = 1) -> None:
-        before = self.done // self.step
+        """`units` more built, `nodes` in all: reported every `total / steps` units and, before
+        the first such report, at every power of two (so that the guard may size or refuse a
+        long graph from a bounded prefix: `WorkloadGuard.PREFIX_NODES`)."""
+        before = self.done
         self.done += units
-        if self.guard is not None and self.done // self.step != before and self.done < self.total:
+        if self.guard is not None and self.done < self.total and (
+                self.done // self.step != before // self.step
+                or (self.done < self.step and self.done.bit_length() != before.bit_length())):
             self.guard.progress(self.what, nodes, self.done / self.total, self.hint)
+
+
+# a layer workload's communication groups in words (`rocesim.training.workloads.model.GROUPS`)
+GROUP_NAMES = {"dp": "data-parallel", "mp": "model-parallel (TP)", "ep": "expert-parallel",
+               "dp_ep": "expert-data-parallel", "all": "whole-job"}
+
+
+@dataclass(frozen=True)
+class EmptyCollectives:
+    """The collectives a workload declares that move nothing: `counts` of them by (op,
+    group) among the `declared` communications of its layers (per layer and phase), those
+    whose group holds one GPU.  SimAI (and ASTRA-sim) run a collective of one rank as no
+    communication, and so does rocesim: none is built (AICB's DeepSpeed ZeRO-3 files
+    declare `model_parallel_NPU_group: 1`, so their TP all-gathers are such)."""
+
+    workload: str
+    declared: int
+    counts: dict                     # (op, group) -> communications declared on groups of one GPU
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def describe(self) -> str:
+        """One line: how many, of what, and why."""
+        what = ", ".join(f"{op} on {GROUP_NAMES.get(group, group)} groups x{n:,}"
+                         for (op, group), n in sorted(self.counts.items()))
+        return (f"workload {self.workload}: {self.total:,} of its {self.declared:,} declared collectives are "
+                f"on groups of one GPU and move nothing, as in SimAI ({what})")
 
 
 @dataclass
 class TrainingGraph:
     """What a workload adds to a Simulation (`Simulation.add_workload`): its graph, its
     collectives (records with graph-local node ids and ids 0, 1, ...), how many iterations
-    it runs (the graph's iteration ids 0..iterations-1) and its job's name."""
+    it runs (the graph's iteration ids 0..iterations-1), its job's name, and the collectives
+    it declares that move nothing (`EmptyCollectives`, None when there are none)."""
 
     graph: Graph
     collectives: list
     iterations: int
     job: str = ""
+    empty: EmptyCollectives | None = None
 
 
 @dataclass

@@ -14,10 +14,11 @@ import numpy as np
 from rocesim import config
 from rocesim.config import OWN_QP
 from rocesim.errors import ScenarioError
+from rocesim.memory import MemoryLimit, memory_estimate
 from rocesim.network import routing
 from rocesim.network.topology import Topology
 from rocesim.settings import show
-from rocesim.traffic.flowtable import DEFAULT_DPORT
+from rocesim.traffic.flowtable import DEFAULT_DPORT, FlowTable
 from rocesim.units import MAX_TIME_PS, format_rate, format_size, format_time, parse_rate, parse_size, parse_time
 from rocesim.world.connections import user_label
 from rocesim.world.pfc import frame_bytes
@@ -33,10 +34,11 @@ COLUMNS = dict(src=(np.int32, 0), dst=(np.int32, 0), size=(np.int64, 0), duratio
 
 class Nodes:
     """Flows and compute steps added so far, and their dependencies, on `topology` with
-    its `ports`, for NICs set as `nic` (a resolved `config.NIC`)."""
+    its `ports`, for NICs set as `nic` (a resolved `config.NIC`); `memory` (the
+    simulation's limit, None: none) refuses nodes that would not fit beside the topology."""
 
-    def __init__(self, topology: Topology, ports: routing.Ports, nic: dict):
-        self.topology, self.ports, self.nic = topology, ports, nic
+    def __init__(self, topology: Topology, ports: routing.Ports, nic: dict, memory: MemoryLimit | None = None):
+        self.topology, self.ports, self.nic, self.memory = topology, ports, nic, memory
         self.chunks: list[dict] = []
         self.n = 0
         self.edges: list[tuple[np.ndarray, np.ndarray]] = []    # (child ids, parent ids)
@@ -86,12 +88,14 @@ class Nodes:
 
     def add_table(self, table, tag=None) -> np.ndarray:
         """Every flow of a `rocesim.traffic.FlowTable`; returns their ids."""
+        if not isinstance(table, FlowTable):
+            raise ScenarioError("traffic", f"expected a FlowTable (rocesim.traffic makes them), got {show(table)}")
         table.validate(self.topology.n_hosts)
         self.check_sizes(table.size, "traffic", rows=True)
         n = len(table)
-        return self._append(src=table.src, dst=table.dst, size=table.size, start=table.start, prio=table.prio,
-                            tag=table.tag if tag is None else np.full(n, tag, np.int32), dport=table.dport,
-                            qp=table.connection)
+        return self._append("traffic", src=table.src, dst=table.dst, size=table.size, start=table.start,
+                            prio=table.prio, tag=table.tag if tag is None else np.full(n, tag, np.int32),
+                            dport=table.dport, qp=table.connection)
 
     def add_graph(self, graph) -> int:
         """Every node and edge of a `rocesim.training.graph.Graph`; returns the id of its
@@ -116,7 +120,7 @@ class Nodes:
                 raise ScenarioError("graph", f"a node's {name} exceeds the simulator's time horizon "
                                              f"({format_time(MAX_TIME_PS)})")
         offset = self.n
-        self._append(**cols)
+        self._append("graph", **cols)
         children, parents = graph.edges(np.int32)
         if children.size:
             # ids of this graph's own nodes: int32 halves what a million-flow graph keeps
@@ -165,17 +169,22 @@ class Nodes:
         start = parse_time(start, f"{key}.start", bare_ok=True)
         delay = parse_time(delay, f"{key}.delay", bare_ok=True)
         fid = self.n
-        after = [after] if isinstance(after, (int, np.integer)) else list(after)
+        after = [] if after is None else [after] if isinstance(after, (int, np.integer)) else list(after)
         for parent in after:
             if not (isinstance(parent, (int, np.integer)) and 0 <= parent < fid):
                 raise ScenarioError(f"{key}.after", f"{parent!r} is not the id of an earlier flow")
-        self._append(start=[start], delay=[delay], **{k: [v] for k, v in values.items()})
+        self._append(key, start=[start], delay=[delay], **{k: [v] for k, v in values.items()})
         if after:
             self.edges.append((np.full(len(after), fid, np.int64), np.asarray(after, np.int64)))
         return fid
 
-    def _append(self, **cols) -> np.ndarray:
+    def _append(self, key: str, **cols) -> np.ndarray:
+        """Append nodes given as columns, once they fit the memory limit (`key`: what adds them)."""
         count = len(cols["src"])
+        if self.memory is not None:
+            total = self.n + count
+            self.memory.holds(key, f"the topology ({self.topology.n_hosts:,} hosts) with {total:,} flows and compute "
+                                   "steps", memory_estimate(*self.memory.shape, total))
         ids = np.arange(self.n, self.n + count, dtype=np.int64)
         self.chunks.append(cols)
         self.n += count
@@ -219,6 +228,19 @@ class Nodes:
         src, dst = self.column("src").astype(np.int64), self.column("dst").astype(np.int64)
         done = np.where(self.column("compute")[parents] != 0, src[parents], dst[parents])
         return done, src[children]
+
+    def earliest_end(self, rate_bps: int) -> int:
+        """A lower bound of when the last node can be done (ps): the latest start of a node
+        without parents plus its own time (a compute step's duration, a flow's bytes at
+        `rate_bps`, the fastest link); 0 without nodes."""
+        if not self.n:
+            return 0
+        children, _ = self.edge_arrays(copy=False)
+        root = np.ones(self.n, bool)
+        root[children] = False
+        own = np.where(self.column("compute", copy=False) != 0, self.column("duration", copy=False),
+                       self.column("size", copy=False) * (8e12 / rate_bps))
+        return int(min((self.column("start", copy=False) + own)[root].max(initial=0), MAX_TIME_PS))
 
     def core_arrays(self) -> dict:
         """The nodes, their paths and dependencies as the core's arrays (read only, no

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from helpers import ROOT, TINY, same_rocesim_env, write_scenario
-from rocesim import cli
+from rocesim import cli, run_loop
 from rocesim.cc import builtin_schemes
 from rocesim.cli import EXIT_CODES, build_parser, main
 from rocesim.results.run import MACHINE_KEYS
@@ -205,8 +205,9 @@ def test_check_quickstart(capsys):
     assert out.startswith("ok: 32 hosts, 6 switches, ") and out.endswith(" flows, scheme none\n")
 
 
-def test_check_notes_the_parts_a_run_takes(tmp_path, capsys):
+def test_check_notes_the_parts_a_run_takes(tmp_path, capsys, monkeypatch):
     # quickstart: 4 leaves of 8 hosts and 2 spines; 40 links, the 8 leaf-spine ones cut
+    monkeypatch.setattr(run_loop, "available_cores", lambda: 64)    # (threads are capped at the cores too)
     quickstart = str(ROOT / "scenarios" / "quickstart.yaml")
     leaves = "6 parts at the leaf level (4 leaf groups, 2 switches), lookahead 1us, 16/80 ports cut; no dependencies"
 

@@ -1,6 +1,7 @@
 """The Python API (rocesim.Simulation) checks a value at the boundary, as YAML does.
 
 Nothing the API accepts is refused later by the core, and `rocesim check` refuses what `run` would."""
+import numpy as np
 import pytest
 
 from helpers import write_scenario
@@ -76,3 +77,86 @@ def test_a_refused_flow_leaves_nothing_behind():
     with pytest.raises(ScenarioError):
         sim.add_flow(0, 13, 1000, after=[7])
     assert sim.n_nodes == 0
+
+
+def test_queue_ports_are_checked_before_the_run_starts():
+    """A port id out of range was refused by the core's array once the run had begun."""
+    sim = small()
+    for bad in ([10**9], [-1], [0.5], [], "some"):
+        with pytest.raises(ScenarioError) as e:
+            sim.run(sample_interval="10us", queue_ports=bad, progress=False)
+        assert e.value.key == "output.queue_ports" and "port ids 0..5" in e.value.reason
+    res = sim.run(sample_interval="1us", queue_ports=[np.int64(3)], progress=False)
+    assert set(res.samples["queues"]["port"].tolist()) == {3}
+
+
+def test_the_memory_limit_counts_flows_and_collectives_added_through_the_api():
+    """A 100 KB limit took 56,016 flows one by one, and any collective."""
+    sim = Simulation(topology.star(8, "100Gbps", "1us"), memory_limit="100KB")
+    with pytest.raises(ScenarioError) as e:
+        for _ in range(60_000):
+            sim.add_flow(0, 1, 1000)
+    assert e.value.key.startswith("flows[") and "the limit is 100 KB" in e.value.reason
+    assert sim.n_nodes < 1000
+    sim = Simulation(topology.star(8, "100Gbps", "1us"), memory_limit="100KB")
+    with pytest.raises(ScenarioError) as e:
+        sim.add_collective("alltoall", "direct", size="1GB", chunks=64)
+    assert e.value.key == "add_collective" and sim.n_nodes == 0
+    with pytest.raises(ScenarioError) as e:
+        sim.add_flows(traffic.FlowTable(src=np.ones(10_000, np.int64), dst=np.zeros(10_000, np.int64),
+                                        size=np.full(10_000, 1000), start=np.zeros(10_000, np.int64)))
+    assert e.value.key == "traffic" and sim.n_nodes == 0
+
+
+def test_poisson_arrivals_too_many_for_memory_are_refused_before_drawing():
+    """A huge duration raised numpy's MemoryError allocating the arrivals."""
+    with pytest.raises(ScenarioError) as e:
+        traffic.poisson_cdf(np.arange(8), 100 * 10**9, 0.5, "1000000s", "websearch", np.random.default_rng(1))
+    assert e.value.key == "duration" and "flows" in e.value.reason
+    with pytest.raises(ScenarioError, match="the limit is 1.0 MB"):
+        traffic.poisson_cdf(np.arange(8), 100 * 10**9, 0.5, "1s", "websearch", np.random.default_rng(1),
+                            memory_limit="1MB")
+    assert len(traffic.poisson_cdf(np.arange(8), 100 * 10**9, 0.5, "100us", "websearch",
+                                   np.random.default_rng(1))) > 0
+
+
+def test_what_is_not_a_flow_table_or_a_parent_gets_a_clear_answer():
+    sim = small()
+    for bad in (None, [(0, 1, 1000)], {"src": [0]}):
+        with pytest.raises(ScenarioError) as e:              # (None raised AttributeError)
+            sim.add_flows(bad)
+        assert e.value.key == "traffic" and "FlowTable" in e.value.reason
+    # after=None means no parent (it raised TypeError), for flows, compute steps and collectives
+    fid = sim.add_flow(1, 2, 1000, after=None)
+    cid = sim.add_compute(0, "1us", after=None)
+    rec = sim.add_collective("allreduce", "ring", ranks=[0, 1, 2], size="3KB", after=None)
+    parents = set(sim.dependencies()[1].tolist())
+    assert fid not in sim.dependencies()[0] and cid not in sim.dependencies()[0] and not parents & {fid, cid}
+    assert sim.run(progress=False).summary["flows_completed"] == sim.n_nodes and rec.ranks.size == 3
+
+
+def test_numpy_integers_are_whole_numbers_for_seed_and_threads_as_for_flows():
+    seed = Simulation(topology.star(3, "100Gbps", "1us"), seed=np.int64(3))
+    assert seed.run(progress=False).summary["seed"] == 3
+    sim = small()
+    assert sim.threads_to_run(np.int32(1)) == (1, None)
+    assert sim.run(threads=np.int64(1), progress=False).threads == 1
+    for bad in (np.float64(2.0), True):
+        with pytest.raises(ScenarioError):
+            Simulation(topology.star(3, "100Gbps", "1us"), seed=bad)
+
+
+def test_a_collectives_ranks_and_size_are_refused_with_their_reason():
+    sim = Simulation(topology.star(8, "100Gbps", "1us"))
+    with pytest.raises(ScenarioError) as e:              # was "needs at least two distinct hosts"
+        sim.add_collective("allreduce", "ring", ranks=[0, 1, 1, 2], size="1MB")
+    assert e.value.key == "ranks" and "rank 1 is given 2 times" in e.value.reason
+    with pytest.raises(ScenarioError) as e:
+        sim.add_collective("allreduce", "ring", ranks=[3], size="1MB")
+    assert e.value.key == "ranks" and "at least two ranks, got 1" in e.value.reason
+    for op in ("allreduce", "reducescatter", "allgather"):
+        with pytest.raises(ScenarioError) as e:          # a 1-byte ring on 8 hosts was keyed `graph`
+            sim.add_collective(op, "ring", ranks="all", size=1)
+        assert e.value.key == "size" and "more blocks than it has bytes" in e.value.reason
+    assert sim.n_nodes == 0
+    sim.add_collective("allreduce", "ring", ranks="all", size=8)

@@ -151,3 +151,46 @@ def test_a_workload_too_large_is_refused_from_its_projection(tmp_path):
     for estimate in (False, True):
         with pytest.raises(ScenarioError, match="projected from its first"):
             sc.load(write_scenario(tmp_path, raw), estimate_workloads=estimate)
+
+
+def test_sampling_too_fine_for_memory_is_refused_before_anything_runs(tmp_path, capsys):
+    """`sample_interval: 1ps` was accepted and ground (0.67 us simulated in 120 s, 1 GB): its
+    samples over the run (until `stop`, or until its flows can end at the earliest) are
+    counted against the memory limit, in `check` as in `run`."""
+    limits = {"memory": "1GB"}
+    e = scenario_error(small_scenario(limits=limits, stop="1ms", output={"sample_interval": "1ps"}))
+    assert e.key == "output.sample_interval" and "1,000,000,000 samples of 4 queues" in e.reason
+    assert "the limit is 1.0 GB" in e.reason
+    # without a stop time the run lasts at least until its flows can end: 10 KB at 100 Gbps
+    e = scenario_error(small_scenario(limits={"memory": "100MB"}, output={"sample_interval": "1ps"}))
+    assert e.key == "output.sample_interval" and "over a run of 800ns at least" in e.reason
+    path = write_scenario(tmp_path, small_scenario(limits=limits, stop="1ms", output={"sample_interval": "1ps"}))
+    assert "output.sample_interval" in cli_error(capsys, "check", path)
+    sc.build(small_scenario(limits=limits, stop="1ms", output={"sample_interval": "1us"}))     # 1,000 samples
+    sim = Simulation(topo_mod.star(4, LINK["rate"], LINK["delay"]), memory_limit="100MB")
+    sim.add_flow(1, 0, "10KB")
+    for interval in (1, "1ps"):
+        with pytest.raises(ScenarioError) as e:
+            sim.run(sample_interval=interval)          # (the core is never made: `no_core`)
+        assert e.value.key == "output.sample_interval"
+
+
+@pytest.mark.parametrize("model, parallelism", [({"model": "transformer", "params": {"layers": 10**6}}, {}),
+                                                ({"model": "gpt", "params": {"layers": 10**6}}, {"tp": 8, "pp": 1})],
+                         ids=["transformer", "gpt"])
+def test_a_model_of_a_million_layers_is_sized_from_a_bounded_prefix(model, parallelism, tmp_path):
+    """A 1,000,000-layer transformer was still building in `check` after 90 s (2.5 GB): its
+    projection came from "its first 1%", which grows with the input.  It now comes from the
+    first WorkloadGuard.PREFIX_NODES nodes or so, whatever the length."""
+    entry = {"kind": "workload", **model, "iterations": 1, **({"parallelism": parallelism} if parallelism else {})}
+    raw = {"topology": {"kind": "rail_optimized", "servers": 2, "gpus_per_server": 8,
+                        "nic_link": {"rate": "100Gbps", "delay": "1us"}, "scale_up": {"rate": "800Gbps", "delay": "100ns"}},
+           "limits": {"memory": "4GB"}, "traffic": [entry]}
+    for estimate in (False, True):
+        with pytest.raises(ScenarioError) as e:
+            sc.load(write_scenario(tmp_path, raw), estimate_workloads=estimate)
+        first = int(e.value.reason.split("projected from its first ")[1].split(" nodes")[0].replace(",", ""))
+        assert e.value.key == "traffic[0].iterations" and first < 2 * memory.WorkloadGuard.PREFIX_NODES
+    raw["limits"]["memory"] = "1000GB"
+    sim = sc.load(write_scenario(tmp_path, raw), estimate_workloads=True).sim
+    assert sim.n_nodes == 0 and sim.workload_guard.estimated_nodes > 10**8

@@ -93,9 +93,14 @@ def test_auto_threads_are_the_cores_this_process_may_use(monkeypatch):
     (1, 30, 20, False, (1, "built without OpenMP: running 1 thread")),
     (1, 4, 1, False, (1, "4 threads asked, 1 part: running 1")),
     (8, 16, 20, False, (8, "this build runs at most 8 threads: running 8")),
+    # more than the cores this process may use (32 here): capped there, and said
+    (64, 10**6, 2000, False, (32, "1,000,000 threads asked, this process may use 32 cores: running 32")),
+    (64, 40, 20, False, (20, "40 threads asked, 20 parts: running 20")),
+    (64, 10**6, 1, False, (1, "1000000 threads asked, 1 part: running 1")),
 ])
 def test_threads_are_capped_with_the_reason(monkeypatch, max_threads, asked, parts, python, expected):
     monkeypatch.setattr(run_loop, "MAX_THREADS", max_threads)
+    monkeypatch.setattr(run_loop, "available_cores", lambda: 32)
     assert run_loop.choose_threads(asked, parts, python_scheme=python) == expected
 
 

@@ -177,6 +177,17 @@ def test_non_integral_values():
         parse_size(2.5, bare_ok=True)
 
 
+@pytest.mark.parametrize("value, parse", [(float("nan"), parse_size), (-1e9, parse_time), ("-5", parse_size),
+                                          (1.5, parse_size), (float("inf"), parse_rate), (2**70, parse_time)])
+def test_a_number_without_its_unit_is_never_shown_a_wrong_fix(value, parse):
+    """The hint wrote "nanB" and "-1000000000.0ps", values refused in their turn: the
+    number with the base unit is suggested only when that value is valid."""
+    with pytest.raises(ScenarioError) as info:
+        parse(value)
+    assert info.value.reason.endswith("has no unit; write a number with its unit, e.g. " +
+                                      {parse_size: "1MB", parse_time: "1us", parse_rate: "100Gbps"}[parse])
+
+
 def test_non_finite_bare_float():
     with pytest.raises(ScenarioError, match="finite"):
         parse_time(float("inf"), bare_ok=True)

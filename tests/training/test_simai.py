@@ -2,6 +2,7 @@
 (tp, ep, pp, vpp, ga, all_gpus, pp_comm, checkpoints), pipeline stages and their sends,
 SimAI's dependency rule against the overlapping one, errors keyed file:line, and the
 published AICB/SimAI files (validation/reference/simai/workloads)."""
+import json
 import os
 
 import numpy as np
@@ -9,10 +10,12 @@ import pytest
 
 from rocesim import ScenarioError, Simulation
 from rocesim import scenario as sc
+from rocesim.cli import main
 from rocesim.network import platform as pf
 from rocesim.training.workloads.model import Comm, training_graph
 from rocesim.workload_api import add_training
 from rocesim.training.workloads.simai import read_simai
+from helpers import write_scenario
 
 REF = os.path.join(os.path.dirname(__file__), "..", "..", "validation", "reference", "simai")
 WORKLOADS = os.path.join(REF, "workloads")
@@ -311,3 +314,51 @@ def test_fold_dp_must_divide_dp_in_multiples_of_ep(tmp_path):
         _folded_runs(tmp_path, [(False, 3)])
     with pytest.raises(ScenarioError, match="fold_dp"):
         _folded_runs(tmp_path, [(False, 1)], ep=2)
+
+
+def test_collectives_on_groups_of_one_gpu_are_counted_and_said(tmp_path, capsys):
+    """AICB's DeepSpeed ZeRO-3 files declare `model_parallel_NPU_group: 1`: their TP
+    all-gathers run on groups of one GPU, no communication in SimAI as here, but the run
+    said only `collectives: 1/1 finished`. `check`, the terminal and summary.json say how
+    many declared collectives were empty and why."""
+    write(tmp_path, HEAD.format(tp=1, ep=1, pp=1, ga=1, n=8, ppc=0),
+          [row(f"z{i}", fc="ALLGATHER 4096") for i in range(11)] + [row("grads", wc="ALLREDUCE 65536")], "zero3.txt")
+    raw = {"topology": {"kind": "rail_optimized", "servers": 2, "gpus_per_server": 4,
+                        "nic_link": {"rate": "100Gbps", "delay": "1us"},
+                        "scale_up": {"rate": "800Gbps", "delay": "100ns"}},
+           "traffic": [{"kind": "workload", "model": {"simai": "zero3.txt"}, "iterations": 1}]}
+    path = write_scenario(tmp_path, raw)
+    why = ("workload zero3: 11 of its 12 declared collectives are on groups of one GPU and move nothing, "
+           "as in SimAI (allgather on model-parallel (TP) groups x11)")
+    assert main(["check", path]) == 0
+    assert why in capsys.readouterr().err
+    assert main(["run", path, "-o", str(tmp_path / "out"), "--no-plot"]) == 0
+    assert "collectives: 1/1 finished" in (out := capsys.readouterr().out) and why in out
+    with open(tmp_path / "out" / "summary.json") as f:
+        summary = json.load(f)
+    assert (summary["collectives"], summary["collectives_empty"], summary["collectives_empty_why"]) == (1, 11, [why])
+    # a workload whose every group has two GPUs or more declares none empty: no such keys
+    write(tmp_path, HEAD.format(tp=2, ep=1, pp=1, ga=1, n=8, ppc=0), [row("a", fc="ALLGATHER 4096")], "zero3.txt")
+    assert "collectives_empty" not in sc.build(raw, str(tmp_path)).sim.run(progress=False).summary
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(fwd=10**16), "the forward compute time (cycles) 10,000,000,000,000,000 is 10000000s"),
+    (dict(delay=2**63), "the delay after the weight update (cycles) 9,223,372,036,854,775,808 is too large"),
+    (dict(fc="ALLREDUCE 10000000000000000000"), "the forward communication size (bytes) 10,000,000,000,000,000,000 "
+                                                "is too large"),
+    (dict(wc="REDUCESCATTER 4000000000000000000"), "a collective of 4000000TB cannot finish within the simulator's "
+                                                   "time horizon"),
+], ids=["time", "int64", "size", "network"])
+def test_a_files_numbers_are_checked_against_the_horizon_and_the_network_at_its_line(fields, words, tmp_path):
+    """Compute times of 1e16 ns and sizes of 1e19 B ended in an OverflowError without the
+    file and line; a 9.2e18-byte reduce-scatter passed `check` and hung flow mode."""
+    write(tmp_path, HEAD.format(tp=2, ep=1, pp=1, ga=1, n=8, ppc=0), [row("a"), row("b", **fields)], "big.txt")
+    raw = {"topology": {"kind": "rail_optimized", "servers": 2, "gpus_per_server": 4,
+                        "nic_link": {"rate": "100Gbps", "delay": "1us"},
+                        "scale_up": {"rate": "800Gbps", "delay": "100ns"}},
+           "traffic": [{"kind": "workload", "model": {"simai": "big.txt"}, "iterations": 1}]}
+    for mode in ("packet", "flow"):
+        with pytest.raises(ScenarioError) as info:
+            sc.build({**raw, "mode": mode}, str(tmp_path), estimate_workloads=True)
+        assert info.value.key == f"{tmp_path}/big.txt:4" and words in info.value.reason

@@ -67,19 +67,21 @@ def ring_place_bytes(parts: np.ndarray, p: int, steps: int, chunk: int) -> tuple
     """What each place of each channel sends over a whole ring collective: (bytes (nch, p),
     loops, a full loop's block per channel).  Loop by loop the channel's part is cut into p
     blocks; at step s place i sends block (i - s) mod p, so over `steps` steps it sends
-    every block steps // p times and the r = steps % p blocks i, i-1, .., i-r+1 once more."""
-    nch = parts.size
+    every block steps // p times and the r = steps % p blocks i, i-1, .., i-r+1 once more.
+    Every loop of a channel but its last is full (p x chunk bytes) and sends the same: the
+    full loops are counted, not run (a collective of exabytes has billions of loops)."""
     loop_bytes = p * chunk
     loops = int(-(-parts.max() // loop_bytes))
-    out = np.zeros((nch, p), np.int64)
     q, r = divmod(steps, p)
-    for loop in range(loops):
-        this = np.minimum(np.maximum(parts - loop * loop_bytes, 0), loop_bytes)
+
+    def one_loop(this):                     # what each place sends in a loop of `this` bytes per channel
         blocks = split_bytes_each(this, p).T                            # (nch, p)
         ring = np.cumsum(np.concatenate([blocks, blocks], axis=1), axis=1)
         i = np.arange(p) + p
-        once = ring[:, i] - ring[:, i - r]                               # blocks i-r+1 .. i
-        out += q * this[:, None] + once
+        return q * this[:, None] + ring[:, i] - ring[:, i - r]          # blocks i-r+1 .. i once more
+
+    full, rest = np.divmod(np.asarray(parts, np.int64), loop_bytes)
+    out = full[:, None] * one_loop(np.full(parts.size, loop_bytes, np.int64)) + one_loop(rest)
     return out, loops, split_bytes_each(np.minimum(parts, loop_bytes), p).max(axis=0)
 
 

@@ -26,6 +26,9 @@ import os
 from rocesim._textfile import Line, end_of_file_error, read_lines
 from rocesim.errors import ScenarioError
 from rocesim.training.workloads.model import PARALLELISMS, Comm, Layer, Workload
+from rocesim.units import MAX_TIME_PS, format_time
+
+MAX_COUNT = 2**62          # any number of a layer line: far from int64 in whatever is made of it
 
 COMM_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "ALLTOALL": "alltoall",
               "REDUCESCATTER": "reducescatter"}
@@ -68,8 +71,13 @@ def read_layer_lines(path, clock_hz: float):
         raise records[count].error(f"unexpected line after the {count} layers declared on "
                                    f"line {count_line.number}")
 
-    def ps(cycles: int) -> int:
-        return int(round(cycles * 1e12 / clock_hz))
+    def ps(cycles: int, line: Line, what: str) -> int:
+        # (a time beyond the horizon would overflow the core's int64 picoseconds)
+        value = int(round(cycles * 1e12 / clock_hz))
+        if value > MAX_TIME_PS:
+            raise line.error(f"{what} {cycles:,} is {format_time(value)} at {clock_hz:g} Hz, beyond the "
+                             f"simulator's time horizon ({format_time(MAX_TIME_PS)})")
+        return value
 
     return name, lines, records, ps
 
@@ -128,19 +136,26 @@ def parse_layer(line: Line, ps, comm) -> Layer:
         value = line.int_field(index, what)
         if value < 0:
             raise line.error(f"{what} must not be negative, got {value}")
+        if value > MAX_COUNT:
+            raise line.error(f"{what} {value:,} is too large: at most {MAX_COUNT:,} (sizes are checked against "
+                             "what can cross the network, times against the simulator's time horizon)")
         return value
 
     def read_comm(index: int, phase: str) -> Comm | None:
         size = count(index + 1, f"the {phase} communication size (bytes)")
         return comm(line, line.fields[index].upper(), size, phase)
 
+    def time(index: int, what: str) -> int:
+        return ps(count(index, what), line, what)
+
     return Layer(
         name=line.fields[0],
-        fwd_ps=ps(count(2, "the forward compute time (cycles)")),
+        fwd_ps=time(2, "the forward compute time (cycles)"),
         fwd_comm=read_comm(3, "forward"),
-        ig_ps=ps(count(5, "the input-gradient compute time (cycles)")),
+        ig_ps=time(5, "the input-gradient compute time (cycles)"),
         ig_comm=read_comm(6, "input-gradient"),
-        wg_ps=ps(count(8, "the weight-gradient compute time (cycles)")),
+        wg_ps=time(8, "the weight-gradient compute time (cycles)"),
         wg_comm=read_comm(9, "weight-gradient"),
-        update_ps=ps(count(11, "the delay after the weight update (cycles)")),
+        update_ps=time(11, "the delay after the weight update (cycles)"),
+        where=line.where,
     )

@@ -41,6 +41,8 @@ first (Llama 3 405B: 126 layers on 16 stages, Dubey et al. 2024, 3.3.2).
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -58,6 +60,7 @@ from rocesim.training.workloads.gpus import compute_settings, effective_tflops
 from rocesim.training.workloads.presets import Preset, count
 
 BYTES = 2          # bf16
+LAYERS_AT_ONCE = 256    # layers of a stage's pass built between two reports to the guard
 
 
 @dataclass(frozen=True)
@@ -359,8 +362,9 @@ def llm_graph(platform, model: LLM, ranks, iterations: int, par: Parallelism, *,
     b = _Builder(platform, model, ranks, par, _StageCosts.of(model, par, counts),
                  algorithms={**DEFAULT_ALGORITHM, **(algorithms or {})}, chunks=chunks, prio=prio, start=start,
                  tag=tag, job=job, pxn=pxn, nccl=nccl, fold_tp=fold_tp)
+    # progress in layer passes (each micro-batch crosses every layer forward and backward)
     b.passes = Progress(guard, f"{iterations:,} iterations of {model.name} training",
-                        iterations * par.pp * 2 * model.micro_batches,
+                        iterations * 2 * model.micro_batches * model.layers,
                         hint="" if b.tp_form or model.experts or par.tp < 2 else
                         "; the workload key fold_tp shrinks it")
     for it in range(iterations):
@@ -418,7 +422,10 @@ class _StageCosts:
                    mlp_ps={moe: ps(model.forward_flops(moe)[1]) for moe in (False, True)},
                    logits_ps=ps(model.logits_flops()) if model.vocab else 0,
                    moe_of=moe_of,
-                   dense_grad=[sum(map(model.replicated_params, moe_of[s])) + embedding[s] for s in range(par.pp)],
+                   # (a stage's layers are of two kinds: counted, not summed one by one)
+                   dense_grad=[sum(moe_of[s]) * model.replicated_params(True)
+                               + (len(moe_of[s]) - sum(moe_of[s])) * model.replicated_params(False) + embedding[s]
+                               for s in range(par.pp)],
                    expert_grad=[sum(moe_of[s]) * model.expert_params() * (model.experts // par.ep)
                                 if model.experts else 0 for s in range(par.pp)])
 
@@ -498,43 +505,52 @@ class _Builder:
         self.g.depend_rows(join, got[rows])
         self.last[rows] = join[:, None]
 
-    def pass_steps(self, s, backward) -> list[tuple]:
-        """A stage's steps for one micro-batch, in order: ("compute", ps) or (group kind, op,
-        bytes, algorithm or None); the logits on the last stage."""
+    def pass_steps(self, s, backward) -> Iterator[tuple[int, list[tuple]]]:
+        """A stage's steps for one micro-batch, in order, layer by layer: (1, the layer's
+        steps), and (0, [the logits]) on the last stage; a step is ("compute", ps) or (group
+        kind, op, bytes, algorithm or None).  Made as they are taken (a layer's steps depend
+        only on whether it is MoE: two lists, whatever the layer count)."""
         model, par, c = self.model, self.par, self.costs
         logits = c.logits_ps if s == par.pp - 1 else 0
-        out = [("compute", 2 * logits)] if logits and backward else []
+        if logits and backward:
+            yield 0, [("compute", 2 * logits)]
         mult = 2 if backward else 1
         moe_tokens = self.tokens // (par.tp * par.cp) * model.top_k * model.hidden * BYTES
         kv = self.tokens * model.attention.kv_values(model.hidden) * BYTES // par.tp
-        for moe in (c.moe_of[s][::-1] if backward else c.moe_of[s]):
+        layer_steps = {}
+        for moe in (False, True):
             steps = ["attn", "tp", "mlp", "tp"]
             if par.cp > 1:
                 steps.insert(0, "cp")
             if moe:
                 steps[-2:-1] = ["a2a", "mlp", "a2a"]
-            out += [("compute", mult * c.attn_ps) if step == "attn" else
-                    ("compute", mult * c.mlp_ps[moe]) if step == "mlp" else
-                    ("tp", "allreduce", self.act // par.cp, None) if step == "tp" else
-                    ("cp", "reducescatter" if backward else "allgather", kv, None) if step == "cp" else
-                    ("ep", "alltoall", moe_tokens, self.algorithms.get("moe_alltoall"))
-                    for step in (steps[::-1] if backward else steps)]
+            layer_steps[moe] = [("compute", mult * c.attn_ps) if step == "attn" else
+                                ("compute", mult * c.mlp_ps[moe]) if step == "mlp" else
+                                ("tp", "allreduce", self.act // par.cp, None) if step == "tp" else
+                                ("cp", "reducescatter" if backward else "allgather", kv, None) if step == "cp" else
+                                ("ep", "alltoall", moe_tokens, self.algorithms.get("moe_alltoall"))
+                                for step in (steps[::-1] if backward else steps)]
+        for moe in (reversed(c.moe_of[s]) if backward else c.moe_of[s]):
+            yield 1, layer_steps[moe]
         if logits and not backward:
-            out.append(("compute", logits))
-        return out
+            yield 0, [("compute", logits)]
 
     def stage_pass(self, s, it, backward):
-        """A stage's layers for one micro-batch, with the logits on the last stage."""
-        self.passes.advance(self.g.n)
-        steps = self.pass_steps(s, backward)
-        if self.tp_form:
-            self.folded_pass(s, it, steps)
-            return
-        for step in steps:
-            if step[0] == "compute":
-                self.compute(s, step[1], it)
-            else:
-                self.collective(step[0], s, *step[1:3], it, step[3])
+        """A stage's layers for one micro-batch, with the logits on the last stage, at most
+        LAYERS_AT_ONCE layers at a time, each batch reported to the guard first (a model of a
+        million layers is sized or refused from its first layers, not from a stage's pass)."""
+        layers = self.pass_steps(s, backward)
+        while batch := list(itertools.islice(layers, LAYERS_AT_ONCE)):
+            self.passes.advance(self.g.n, sum(units for units, _ in batch))
+            steps = [step for _, layer in batch for step in layer]
+            if self.tp_form:
+                self.folded_pass(s, it, steps)
+                continue
+            for step in steps:
+                if step[0] == "compute":
+                    self.compute(s, step[1], it)
+                else:
+                    self.collective(step[0], s, *step[1:3], it, step[3])
 
     def folded_pass(self, s, it, steps):
         """`stage_pass` with each TP group one stream: its steps (compute, TP all-reduces in

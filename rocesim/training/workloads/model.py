@@ -48,16 +48,18 @@ last micro-batch's forward (in the file's order with gpipe).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
-from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, add_sendrecv,
+from rocesim.training.collectives import (CollectiveBatch, Collectives, Templates, check_size, add_sendrecv,
                                          append_collectives, closed_form_rows, node_rows)
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
-from rocesim.training.graph import Graph, Progress, TrainingGraph
+from rocesim.memory import WorkloadEstimated
+from rocesim.training.graph import EmptyCollectives, Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
 from rocesim.training.parallelism import SCHEDULES, Parallelism, pipeline_order
 
@@ -88,6 +90,8 @@ class Layer:
     wg_ps: int = 0
     wg_comm: Comm | None = None
     update_ps: int = 0
+    # "file:line" of a layer read from a file (keys errors about its numbers; not part of its value)
+    where: str = field(default="", compare=False)
 
 
 @dataclass
@@ -198,28 +202,64 @@ def training_graph(platform, workload: Workload, ranks, iterations: int, *, algo
     b = _Builder(platform, workload, np.asarray(ranks, np.int64), {**DEFAULT_ALGORITHM, **(algorithms or {})},
                  chunks, prio, start, tag, job, dependencies == "simai", nccl, pxn, fold_tp, fold_dp)
     wl = workload
+    empty = empty_collectives(wl, b.grp)
     # progress in layer passes (each stage runs every layer forward and backward)
     b.progress = Progress(guard, f"{iterations:,} iterations of workload {wl.name or 'layers'}",
                           iterations * wl.pp * 2 * len(wl.layers),
                           hint="" if b.fold and fold_dp else "; the workload keys fold_tp and fold_dp shrink it")
-    for it in range(iterations):
-        if it == 1:
-            b.progress.check(b.g.n * iterations)
-        if wl.pp == 1:
-            everyone = np.arange(b.n)
-            order = list(range(len(wl.layers)))
-            carry = b.backward(order[::-1], everyone, it, b.forward(order, everyone, it, ()))
-            if carry:                               # a blocking last communication ends the iteration
-                b.compute(everyone, 0, it, carry)
-        else:
-            b.pipeline_iteration(it, pipeline)
+    try:
+        for it in range(iterations):
+            if it == 1:
+                b.progress.check(b.g.n * iterations)
+            if wl.pp == 1:
+                everyone = np.arange(b.n)
+                order = list(range(len(wl.layers)))
+                carry = b.backward(order[::-1], everyone, it, b.forward(order, everyone, it, ()))
+                if carry:                               # a blocking last communication ends the iteration
+                    b.compute(everyone, 0, it, carry)
+            else:
+                b.pipeline_iteration(it, pipeline)
+    except WorkloadEstimated as sized:                  # (rocesim check: sized, not built)
+        sized.empty = empty
+        raise
     # the last iteration ends when its weight gradients are exchanged
     if b.pending:
         end = b.g.compute(b.hosts, 0, iteration=iterations - 1, tag=tag)
         for done in b.pending.values():
             ok = done >= 0
             b.g.depend(end[ok], done[ok])
-    return TrainingGraph(b.g, b.records, iterations, job)
+    return TrainingGraph(b.g, b.records, iterations, job, empty)
+
+
+def check_sizes(wl: Workload, platform) -> None:
+    """Refuse a workload whose communications could not finish within the time horizon on
+    `platform` (`collectives.check_size`), keyed by the file:line that declares them, before
+    any is built."""
+    for layer in {id(layer): layer for layer in wl.layers}.values():     # (a preset lists the same layers again)
+        for comm in (layer.fwd_comm, layer.ig_comm, layer.wg_comm):
+            if comm is not None:
+                check_size(comm.size, platform, layer.where or wl.where or "size")
+    check_size(wl.pp_comm, platform, wl.where or "pp_comm")
+
+
+def empty_collectives(wl: Workload, grp: dict) -> EmptyCollectives | None:
+    """The communications `wl` declares (per layer and phase) whose group (a row of
+    `grp[group]`, `groups`) holds one GPU: none is built (`_Builder.communicate`), as SimAI
+    runs a collective of one rank as no communication; None when there is none."""
+    if all(grp[group].shape[1] >= 2 for group in GROUPS if group != "auto"):
+        return None
+    declared, counts = 0, {}
+    layers = {id(layer): layer for layer in wl.layers}            # (a preset lists the same layers again)
+    for key, times in Counter(map(id, wl.layers)).items():
+        layer = layers[key]
+        for phase, comm in (("fwd", layer.fwd_comm), ("ig", layer.ig_comm), ("wg", layer.wg_comm)):
+            if comm is None:
+                continue
+            declared += times
+            group = _group_of(comm, phase, wl.parallelism)
+            if grp[group].shape[1] < 2:
+                counts[(comm.op, group)] = counts.get((comm.op, group), 0) + times
+    return EmptyCollectives(wl.name or "layers", declared, counts) if counts else None
 
 
 class _Builder:
@@ -236,6 +276,7 @@ class _Builder:
             raise ScenarioError(where, f"all_gpus: {wl.all_gpus} but the job has {self.n} ranks; give the "
                                        f"workload {wl.all_gpus} GPUs (gpus: {wl.all_gpus})")
         self.grp = groups(wl.parallelism, self.n, wl.mp_size, wl.ep_size, wl.pp, where)
+        check_sizes(wl, platform)
         self.stage_of = np.zeros(self.n, np.int64)
         self.stage_of[self.grp["pp"]] = np.arange(wl.pp)[None, :]
         self.hosts = platform.host_of(ranks)

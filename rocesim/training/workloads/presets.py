@@ -50,13 +50,12 @@ def transformer(layers: int, hidden: int, seq: int, micro_batch: int, tp: int, t
     params = 12 * hidden * hidden // tp * 2
     flops = (24 * micro_batch * seq * hidden ** 2 + 4 * micro_batch * seq ** 2 * hidden) / tp
     half_ps = int(flops / (tflops * 1e12) * 1e12 / 2)          # per block (attention, MLP)
-    out = []
-    for i in range(layers):
-        for block in ("attn", "mlp"):
-            out.append(Layer(f"{block}{i}", fwd_ps=half_ps, fwd_comm=Comm("allreduce", act, "mp"),
-                             ig_ps=half_ps, ig_comm=Comm("allreduce", act, "mp"),
-                             wg_ps=half_ps, wg_comm=Comm("allreduce", params // 2, "dp")))
-    return Workload("transformer", "HYBRID_TRANSFORMER", out, mp_size=tp,
+    # every layer's two blocks are alike: one Layer each, listed `layers` times (a million
+    # layers cost a list, not two million objects)
+    blocks = [Layer(block, fwd_ps=half_ps, fwd_comm=Comm("allreduce", act, "mp"),
+                    ig_ps=half_ps, ig_comm=Comm("allreduce", act, "mp"),
+                    wg_ps=half_ps, wg_comm=Comm("allreduce", params // 2, "dp")) for block in ("attn", "mlp")]
+    return Workload("transformer", "HYBRID_TRANSFORMER", blocks * layers, mp_size=tp,
                     source="Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021), GPT-3 1.3B-like layer")
 
 

@@ -41,7 +41,10 @@ Where rocesim differs from SimAI 1.6, on purpose:
   each with the file's layers, with pp_comm transfers between them (see model.py); `vpp`
   is read and checked but not used (no interleaving).
 
-Every error is one `ScenarioError` keyed ``file:line``.
+Every error is one `ScenarioError` keyed ``file:line``, and so is every number out of range:
+a compute time or delay beyond the simulator's time horizon at the file's clock, any count
+above 2^62, a communication size no collective could move within the horizon on the job's
+fastest link (`rocesim.training.collectives.size_limit`), checked before anything is built.
 """
 from __future__ import annotations
 
