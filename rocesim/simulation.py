@@ -459,5 +459,6 @@ class Simulation:
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
+                         fluid_load_balancing=self.settings.fluid_load_balancing,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))

@@ -397,6 +397,8 @@ cdef struct Stats:
     int64_t nic_drops      # data a stopped NIC could not take (its buffer full: faults.pyx)
     int64_t no_route_drops # packets a switch had no route for
     int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
+    int64_t fluid_split_fallbacks  # flow mode: flows whose equal-cost paths had more links than a
+                           #   fluid flow holds, sent on their one ECMP path instead (fluid.pyx)
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's
