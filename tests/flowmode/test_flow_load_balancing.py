@@ -5,8 +5,9 @@ flowlet stays ECMP per connection; the summary says how the fluid approximated t
 import numpy as np
 import pytest
 
-from helpers import HDR, MTU
+from helpers import HDR, MTU, ROOT
 from rocesim import Simulation, topology
+from rocesim.cli import main
 from rocesim.lb import fluid_approximation, resolve
 
 
@@ -119,3 +120,11 @@ def test_split_only_at_the_tier_that_sprays():
     np.testing.assert_array_equal(np.sort(p["tx_bytes"][up1]), [0, W])
     up2 = np.isin(p["node"], p["peer_node"][up1]) & (tier == 2)
     np.testing.assert_array_equal(np.sort(p["tx_bytes"][up2]), [0, 0, W // 2, W // 2])
+
+
+def test_check_says_how_the_fluid_approximates_the_scheme(capsys):
+    path = str(ROOT / "scenarios" / "load_balancing" / "ecmp_collision.yaml")
+    assert main(["check", path, "--mode", "flow", "--set", "switch.load_balancing.scheme=adaptive"]) == 0
+    assert "load balancing in the fluid: adaptive: each flow split evenly" in capsys.readouterr().err
+    assert main(["check", path, "--mode", "flow"]) == 0
+    assert "load balancing in the fluid" not in capsys.readouterr().err
