@@ -299,6 +299,15 @@ cdef void _request_solve(Sim* s, Fluid* fd) noexcept nogil:
         ev_push(s, s.now, EV_FLUID, 0, FL_SOLVE)
 
 
+cdef inline int _resize(void** arr, size_t size) noexcept nogil:
+    """*arr reallocated to `size` bytes; -1 when out of memory (*arr unchanged)."""
+    cdef void* p = realloc(arr[0], size)
+    if p == NULL:
+        return -1
+    arr[0] = p
+    return 0
+
+
 cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     cdef int32_t sl, cap
     cdef void* p
@@ -314,26 +323,12 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
             memcpy(p, fd.slots, fd.n_slots * sizeof(FluidSlot))
         free(fd.slots)
         fd.slots = <FluidSlot*> p
-        p = realloc(fd.rest, cap * sizeof(FluidSlotRest))
-        if p == NULL:
+        if (_resize(<void**> &fd.rest, cap * sizeof(FluidSlotRest)) < 0
+                or _resize(<void**> &fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0
+                or _resize(<void**> &fd.pos, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0
+                or _resize(<void**> &fd.weight, <size_t> cap * SLOT_LINKS * sizeof(double)) < 0
+                or _resize(<void**> &fd.prev, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0):
             return NIL
-        fd.rest = <FluidSlotRest*> p
-        p = realloc(fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
-        if p == NULL:
-            return NIL
-        fd.links = <int32_t*> p
-        p = realloc(fd.pos, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
-        if p == NULL:
-            return NIL
-        fd.pos = <int32_t*> p
-        p = realloc(fd.weight, <size_t> cap * SLOT_LINKS * sizeof(double))
-        if p == NULL:
-            return NIL
-        fd.weight = <double*> p
-        p = realloc(fd.prev, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
-        if p == NULL:
-            return NIL
-        fd.prev = <int32_t*> p
         fd.cap_slots = cap
     sl = fd.n_slots
     fd.n_slots += 1
