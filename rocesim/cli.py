@@ -175,6 +175,8 @@ def _check(args) -> int:
         print(note, file=sys.stderr)
     if scn.sim.mode == "flow":                # the fluid it runs: bare or a scheme's calibration
         print(calibration.describe(scn.sim.fluid_calibration, scn.sim.scheme.name), file=sys.stderr)
+    if scn.sim.settings.fluid_load_balancing is not None:
+        print(f"load balancing in the fluid: {scn.sim.settings.fluid_load_balancing}", file=sys.stderr)
     if scn.sim.mode == "packet":              # what the run will cost (rocesim.run_cost)
         print(predict(scn.sim).describe() + (" (not counting the workloads sized from their first part)"
                                             if est else "") + ("; if every flow finishes before the stop time"

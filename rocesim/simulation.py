@@ -509,6 +509,7 @@ class Simulation:
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
                          delivery=self.nic["delivery"], multipath=self.network.multipath,
+                         fluid_load_balancing=self.settings.fluid_load_balancing,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          empty_collectives=tuple(self.empty_collectives),
                          node_column=lambda name: self._nodes.column(name, copy=False))

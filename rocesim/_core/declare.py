@@ -86,7 +86,8 @@ LB_QUEUE_LEVELS = (
     ("level_3", ("size",), "27000B", "the last level (20%): above it, a port is as full as any"),
 )
 
-DECLARATION_KEYS = {"name", "doc", "params", "finalize", "needs_int", "needs_cnp", "ecn", "nic_defaults"}
+DECLARATION_KEYS = {"name", "doc", "params", "finalize", "needs_int", "needs_cnp", "ecn", "nic_defaults",
+                    "fluid"}      # fluid: a load-balancing scheme's (rocesim/lb/registry.py FLUID_WAYS)
 
 
 class ParamError(ValueError):

@@ -421,6 +421,8 @@ cdef struct Stats:
     int64_t spurious_bytes # payload bytes that arrived again while their receiver held them
     int64_t ecn_echoes     # ACKs that reached their sender's scheme echoing a CE mark (nic_send.pyx)
     int64_t cnps_received  # CNP packets that reached their sender's scheme
+    int64_t fluid_split_fallbacks  # flow mode: flows whose equal-cost paths had more links than a
+                           #   fluid flow holds, sent on their one ECMP path instead (fluid.pyx)
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's

@@ -33,7 +33,7 @@ from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
-from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
+from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop, fluid_split_at
 from rocesim._core.nic_send cimport nic_on_ack, nic_on_unordered_ack
 
 cnp.import_array()
@@ -655,6 +655,19 @@ cdef class Core:
         declaration); else congestion notifications reach senders as ACKs' ECN echo."""
         return bool(self.w.cc.needs_cnp)
 
+    def split_in_fluid(self, switches):
+        """Flow mode: the fluid splits every flow evenly over the equal-cost ports of these
+        switches (indices 0..n_switches-1), where the load-balancing scheme spreads a flow's
+        packets (a scheme's declared `fluid` way, rocesim.lb)."""
+        cdef int32_t k
+        if self.w.fluid == NULL:
+            raise ValueError("split_in_fluid: the core is not in flow mode")
+        for k in switches:
+            if not 0 <= k < self.w.n_nodes - self.w.n_hosts:
+                raise ValueError(f"split_in_fluid: no switch {k}")
+            if fluid_split_at(self.s, k) < 0:
+                raise MemoryError()
+
     def enable_deadlock_detection(self, int64_t interval_ps, int64_t threshold_ps, bint stop=False):
         """Check for PFC deadlocks every `interval_ps` (deadlock.pyx); before the run starts."""
         if interval_ps <= 0 or threshold_ps < 0:
@@ -1090,7 +1103,8 @@ cdef dict _counters(Sim** parts, int32_t n):
         watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, reordered_packets=st.reordered,
         spurious_retx_bytes=st.spurious_bytes, ecn_echoes=st.ecn_echoes,
-        cnps_received=st.cnps_received, packets_in_use=pool_used,
+        cnps_received=st.cnps_received, fluid_split_fallbacks=st.fluid_split_fallbacks,
+        packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
 

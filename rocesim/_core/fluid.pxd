@@ -9,7 +9,9 @@ cdef struct FluidSlot:     # a data flow in the fluid (between joining and its l
     int32_t loc            # during a solve: its index in Fluid.sf
     int16_t n_fwd          # its links: Fluid.links[slot * SLOT_LINKS ..]: n_fwd forward, then reverse
     int16_t n_links
-    int32_t own_stale      # one of its links went from one entry to more or back: `own` is out of date
+    int16_t own_stale      # one of its links went from one entry to more or back: `own` is out of date
+    int16_t split          # its forward links are a set of equal-cost paths, each carrying its share of
+                           #   the flow (Fluid.weight), each after Fluid.prev; else one path in order
     uint64_t multi         # bit k: its k-th link carries other entries too (the others limit this flow only)
     double own             # the least of its limit and what its links of one entry offer
     double ack_coef        # load on each reverse link per unit of rate (its ACKs)
@@ -42,10 +44,10 @@ cdef struct SolveLink:     # a link with two entries or more
     double load            # during a fill: the unfrozen flows' loads per unit of rate
     double capacity
     double load0           # every flow's load per unit of rate
-    double data0           # its data flows' load per unit of rate (their number)
+    double data0           # its data flows' load per unit of rate (their number, a split flow its share)
     int32_t unfrozen       # during a fill: its entries whose flow is not frozen
     int32_t port
-    int32_t m0             # its entries: Fluid.mem[m0:m1] (flow << 1 | is_ack), in LinkSet.ent's order
+    int32_t m0             # its entries: Fluid.mem[m0:m1] (flow << 2 | tag: fluid.pyx), in LinkSet.ent's order
     int32_t m1
     uint8_t meets          # data flows from two or more links meet here
     uint8_t bound          # it froze flows in pass 1 (it is a bottleneck)
@@ -56,7 +58,7 @@ cdef struct SolveFlow:
     double ack_coef
     int32_t slot
     int32_t frozen
-    int32_t e0             # its SolveLinks: Fluid.fent[e0:e1] (link << 1 | is_ack), in path order
+    int32_t e0             # its SolveLinks: Fluid.fent[e0:e1] (link << 2 | tag: fluid.pyx), in path order
     int32_t e1
 
 cdef struct HeapItem:      # in this order: fluid.pyx's _heap_before reads it as one 128-bit number
@@ -74,6 +76,8 @@ cdef struct Fluid:
     FluidSlotRest* rest
     int32_t* links         # SLOT_LINKS per slot
     int32_t* pos           # SLOT_LINKS per slot: where the entry sits in its link's `ent`
+    double* weight         # SLOT_LINKS per slot, of a split slot's forward links: the share of the flow
+    int32_t* prev          #   each carries, and the link before it on the paths (-2: several)
     int32_t n_slots
     int32_t cap_slots
     int32_t free_slot
@@ -90,17 +94,24 @@ cdef struct Fluid:
     int64_t cap_sf
     int32_t* mem
     int64_t cap_mem
+    double* mem_w          # beside mem and fent: the load per unit of rate of a split flow's entry
+    int64_t cap_mem_w
     int32_t* fent
     int64_t cap_fent
+    double* fent_w
+    int64_t cap_fent_w
     int32_t unfrozen       # during a fill: its flows not yet frozen
     int32_t undecided      # during pass 1: the links where flows meet with data flows not yet frozen
     Heap heap              # during a fill: the links' levels
     Heap owns              # during a fill: the flows' own limits, once a link's level reaches them
     Heap ladder            # during a fill: the links' first levels by octave, before they join `heap`
     int64_t solve_at       # time of the pending FL_SOLVE, or NIL
+    uint8_t* split_at      # per switch: 1 where the fluid splits flows over the equal-cost ports
+                           #   (fluid_split_at; NULL: nowhere)
     double share
     int64_t startup
 
 cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept
+cdef int fluid_split_at(Sim* s, int32_t switch) noexcept
 cdef void fluid_free(Sim* s) noexcept
 cdef int fluid_loop(Sim* s, int64_t until, int64_t max_events) noexcept

@@ -4,7 +4,19 @@
 `fluid_loop` replaces the packet loop (loop.pyx) when a run is in flow mode.  Everything
 else is the packet core's: the flows and their release (start times, the dependency
 graph, compute steps: flows.pyx), the routed paths (the same ECMP draw, `trace_path`
-with the flow's hash) and the event queue.
+with the flow's hash: its queue pair's 5-tuple, so a flow takes the uplinks its packets
+would) and the event queue.
+
+Load balancing that spreads a flow's packets (a switch's scheme that splits: `spray`,
+`adaptive`, marked by `fluid_split_at`; or the sender's entropy, nic.entropy_every) makes the
+flow a split flow: its forward links are the set of links its packets can take, each
+carrying a fixed share of its one rate (a splitting switch gives each equal-cost port an
+even part of what reaches it, an ECMP switch sends all of it where its hash goes; with
+entropy each window of packets has its hash, and past SPLIT_WINDOWS windows every switch
+splits evenly).  The shares are the loads per unit of rate its links take in the max-min
+fill below, as its ACKs take a fraction; nothing else changes.  A flow whose set would hold
+more links than a slot (SLOT_LINKS with its ACKs' path) takes its one ECMP path instead
+(counted: Stats.fluid_split_fallbacks).
 
 A data flow that starts joins the fluid (after `startup` ps, a calibrated start-up cost):
 it has its forward path's links and, for its ACKs, its reverse path's links.  It must
@@ -37,17 +49,18 @@ it comes (its time no longer matches), as EV_TX is in the packet loop.
 Not modelled (the flow mode refuses the features that need them, rocesim.simulation):
 queues, ECN, PFC, losses, priorities (every flow shares every link it crosses).
 """
-from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint16_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** p, size_t alignment, size_t size)
-from libc.math cimport ceil, INFINITY
-from rocesim._core.defs cimport Sim, World, Event, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE, EV_FLUID
+from libc.math cimport ceil, llround, INFINITY
+from rocesim._core.defs cimport (Sim, World, Event, RouteGroup, NIL, ERR_NOMEM, EV_FLOW_START, EV_COMPUTE_DONE,
+                                 EV_FLUID)
 from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.link cimport tx_time
 from rocesim._core.growth cimport room_for_one
-from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off
+from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off, ecmp_index, with_entropy
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
 from rocesim._core.loop cimport STOP_EMPTY, event_due
@@ -57,6 +70,14 @@ cdef enum:
     LADDER = 48            # _fill: octaves of the links' first levels told apart (the last takes the rest)
     MAX_HOPS = 32          # links of one direction of a path (a longer one is treated as none)
     SLOT_LINKS = 2 * MAX_HOPS   # at most 64: FluidSlot.multi has a bit per link
+    SPLIT_ITEMS = 256      # _path_set: the (link, hash) pairs one hop of a split flow's paths may hold
+    SPLIT_WINDOWS = 16     # _path_set: the most entropy windows told apart (more: an even split)
+
+# an entry's tag in Fluid.mem and Fluid.fent (index << 2 | tag): what load per unit of rate it takes
+cdef enum:
+    T_DATA = 0             # a one-path flow's data link: 1
+    T_ACK = 1              # a link of its ACKs: the flow's ack_coef
+    T_SPLIT = 2            # a split flow's data link: its share (beside it in mem_w or fent_w)
 
 # what an EV_FLUID event (target: a flow, or 0 for a solve) means
 cdef enum:
@@ -105,6 +126,19 @@ cdef int fluid_init(Sim* s, double share, int64_t startup_ps) noexcept:
     return 0
 
 
+cdef int fluid_split_at(Sim* s, int32_t switch) noexcept:
+    """The fluid splits flows evenly over the equal-cost ports of `switch` (0..n_switches-1),
+    whose load-balancing scheme spreads packets; -1 when out of memory."""
+    cdef World* w = s.w
+    cdef Fluid* fd = _fd(s)
+    if fd.split_at == NULL:
+        fd.split_at = <uint8_t*> calloc(max(w.n_nodes - w.n_hosts, 1), sizeof(uint8_t))
+        if fd.split_at == NULL:
+            return -1
+    fd.split_at[switch] = 1
+    return 0
+
+
 cdef void fluid_free(Sim* s) noexcept:
     cdef World* w = s.w
     cdef Fluid* fd = _fd(s)
@@ -123,10 +157,15 @@ cdef void fluid_free(Sim* s) noexcept:
     free(fd.rest)
     free(fd.links)
     free(fd.pos)
+    free(fd.weight)
+    free(fd.prev)
     free(fd.sk)
     free(fd.sf)
     free(fd.mem)
+    free(fd.mem_w)
     free(fd.fent)
+    free(fd.fent_w)
+    free(fd.split_at)
     free(fd.heap.a)
     free(fd.owns.a)
     free(fd.ladder.a)
@@ -260,6 +299,15 @@ cdef void _request_solve(Sim* s, Fluid* fd) noexcept nogil:
         ev_push(s, s.now, EV_FLUID, 0, FL_SOLVE)
 
 
+cdef inline int _resize(void** arr, size_t size) noexcept nogil:
+    """*arr reallocated to `size` bytes; -1 when out of memory (*arr unchanged)."""
+    cdef void* p = realloc(arr[0], size)
+    if p == NULL:
+        return -1
+    arr[0] = p
+    return 0
+
+
 cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
     cdef int32_t sl, cap
     cdef void* p
@@ -275,18 +323,12 @@ cdef int32_t _slot_alloc(Fluid* fd) noexcept nogil:
             memcpy(p, fd.slots, fd.n_slots * sizeof(FluidSlot))
         free(fd.slots)
         fd.slots = <FluidSlot*> p
-        p = realloc(fd.rest, cap * sizeof(FluidSlotRest))
-        if p == NULL:
+        if (_resize(<void**> &fd.rest, cap * sizeof(FluidSlotRest)) < 0
+                or _resize(<void**> &fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0
+                or _resize(<void**> &fd.pos, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0
+                or _resize(<void**> &fd.weight, <size_t> cap * SLOT_LINKS * sizeof(double)) < 0
+                or _resize(<void**> &fd.prev, <size_t> cap * SLOT_LINKS * sizeof(int32_t)) < 0):
             return NIL
-        fd.rest = <FluidSlotRest*> p
-        p = realloc(fd.links, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
-        if p == NULL:
-            return NIL
-        fd.links = <int32_t*> p
-        p = realloc(fd.pos, <size_t> cap * SLOT_LINKS * sizeof(int32_t))
-        if p == NULL:
-            return NIL
-        fd.pos = <int32_t*> p
         fd.cap_slots = cap
     sl = fd.n_slots
     fd.n_slots += 1
@@ -349,17 +391,150 @@ cdef inline int64_t _acks(Sim* s, int64_t packets) noexcept nogil:
     return (packets + w.p.ack_every - 1) // w.p.ack_every
 
 
+cdef struct PathItem:      # _path_set: a part of a flow's packets at one hop
+    int32_t port           # the link they take
+    int32_t came           # the link before it (NIL at the first hop; -2: several)
+    uint32_t hash          # the ECMP hash they carry (0 when every switch splits)
+    double share           # of the flow's bytes
+
+
+cdef inline int32_t _item_add(PathItem* items, int32_t n, int32_t port, int32_t came, uint32_t hash,
+                              double share) noexcept nogil:
+    """`share` of the packets of hash `hash` on `port` after `came`, merged with the item of the
+    same link and hash if there is one; the items' number, or -1 when SPLIT_ITEMS are full."""
+    cdef int32_t i
+    for i in range(n):
+        if items[i].port == port and items[i].hash == hash:
+            items[i].share += share
+            if items[i].came != came:
+                items[i].came = -2
+            return n
+    if n == SPLIT_ITEMS:
+        return -1
+    items[n].port = port
+    items[n].came = came
+    items[n].hash = hash
+    items[n].share = share
+    return n + 1
+
+
+cdef int32_t _path_set(Sim* s, Fluid* fd, int32_t f, int64_t packets, int32_t* links, double* weight,
+                       int32_t* prev, int32_t cap, uint32_t* last_hash) noexcept nogil:
+    """Flow f's forward links as its packets spread over them, hop by hop: a switch of
+    Fluid.split_at gives each equal-cost port an even part of what reaches it, any other sends
+    it where ECMP sends its hash; with the sender's entropy each window of entropy_every
+    packets has a hash of its own (past SPLIT_WINDOWS windows every switch splits evenly).
+    Fills `links` with each link's share of the flow (`weight`) and the link before it
+    (`prev`, -2: several), and `last_hash` with the last packet's hash; returns how many
+    links, -1 when a path has no route, -2 when they would be more than `cap`."""
+    cdef World* w = s.w
+    cdef PathItem a[SPLIT_ITEMS]
+    cdef PathItem b[SPLIT_ITEMS]
+    cdef PathItem* cur = a
+    cdef PathItem* nxt = b
+    cdef PathItem* tmp
+    cdef PathItem* it
+    cdef RouteGroup g
+    cdef int32_t n_cur = 0, n_next, n = 0, i, j, c, cnt, hop, node, port, level
+    cdef int32_t dst = w.flows[f].dst, first = w.hosts[w.flows[f].src].port
+    cdef int64_t E = w.p.entropy_every, windows = 1
+    cdef uint32_t hash = flow_hash(w, f)
+    cdef bint even
+    if E > 0:
+        windows = (packets + E - 1) // E
+    even = windows > SPLIT_WINDOWS
+    if even:
+        n_cur = _item_add(cur, 0, first, NIL, 0, 1.0)
+    else:
+        for j in range(windows):            # window j: packets j*E .. (its entropy: nic_send.pyx)
+            n_cur = _item_add(cur, n_cur, first, NIL, with_entropy(hash, <uint16_t> (1 + j % 65535)) if E > 0 else hash,
+                              <double> (min(packets, (j + 1) * E) - j * E) / packets if E > 0 else 1.0)
+    last_hash[0] = cur[n_cur - 1].hash
+    for hop in range(MAX_HOPS):
+        level = n
+        for i in range(n_cur):                 # this hop's links, one entry per link
+            it = &cur[i]
+            for j in range(level, n):
+                if links[j] == it.port:
+                    weight[j] += it.share
+                    if prev[j] != it.came:
+                        prev[j] = -2
+                    break
+            else:
+                if n == cap:
+                    return -2
+                links[n] = it.port
+                weight[n] = it.share
+                prev[n] = it.came
+                n += 1
+        n_next = 0
+        for i in range(n_cur):                 # the next hop's
+            it = &cur[i]
+            node = w.ports[it.port].peer_node
+            if node == dst:
+                continue
+            if node < w.n_hosts:
+                return -1
+            g = w.route_groups[(node - w.n_hosts) * w.n_route_classes + w.route_class[dst]]
+            cnt = g.cnt
+            if cnt == 0:
+                return -1
+            if cnt < 0 or cnt == 1:
+                port = w.route_ports[g.off + (dst if cnt < 0 else 0)]
+                n_next = _item_add(nxt, n_next, port, it.port, it.hash, it.share)
+            elif even or (fd.split_at != NULL and fd.split_at[node - w.n_hosts]):
+                for c in range(cnt):
+                    n_next = _item_add(nxt, n_next, w.route_ports[g.off + c], it.port, it.hash, it.share / cnt)
+                    if n_next < 0:
+                        break
+            else:
+                port = w.route_ports[g.off + ecmp_index(it.hash, w.sw[node - w.n_hosts].seed, cnt)]
+                n_next = _item_add(nxt, n_next, port, it.port, it.hash, it.share)
+            if n_next < 0:
+                return -2
+        if n_next == 0:
+            return n
+        tmp = cur
+        cur = nxt
+        nxt = tmp
+        n_cur = n_next
+    return -1                                  # longer than MAX_HOPS hops: a loop
+
+
+cdef inline bint _one_path(double* weight, int32_t n) noexcept nogil:
+    """Does every link of a path set carry the whole flow (it is one path)?"""
+    cdef int32_t k
+    for k in range(n):
+        if weight[k] < 1 - 1e-9:
+            return 0
+    return 1
+
+
 cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     """Flow f joins the fluid: its paths' links, its bytes, no rate until the next solve."""
     cdef World* w = s.w
     cdef int32_t fwd[MAX_HOPS]
     cdef int32_t rev[MAX_HOPS]
-    cdef int32_t h, hr, k, sl
+    cdef int32_t links[SLOT_LINKS]
+    cdef int32_t prev[SLOT_LINKS]
+    cdef double weight[SLOT_LINKS]
+    cdef int32_t h, hr, k, sl, n_set = 0, path_off = flow_path_off(s, f)
     cdef int64_t packets, W, full, last, lat = 0
+    cdef uint32_t hash = flow_hash(w, f)
     cdef FluidSlot* x
     cdef FluidSlotRest* y
-    h = trace_path(s, w.flows[f].src, w.flows[f].dst, flow_hash(w, f), flow_path_off(s, f), fwd, MAX_HOPS)
+    W = _wire_bytes(s, w.flows[f].size, &packets)
     hr = trace_path(s, w.flows[f].dst, w.flows[f].src, flow_rhash(w, f), NIL, rev, MAX_HOPS)
+    if hr > 0 and path_off == NIL and (fd.split_at != NULL or w.p.entropy_every > 0):
+        n_set = _path_set(s, fd, f, packets, links, weight, prev, SLOT_LINKS - hr, &hash)
+        if n_set == -2:                       # too many links for a slot: its one ECMP path
+            s.st.fluid_split_fallbacks += 1
+            hash = flow_hash(w, f)
+            n_set = 0
+        elif n_set > 0 and _one_path(weight, n_set):
+            n_set = 0                         # one path, the last packet's (`hash`)
+    # the last packet's path: the flow's own, or, split, the one its hash takes (its latency)
+    h = trace_path(s, w.flows[f].src, w.flows[f].dst, hash, path_off, fwd, MAX_HOPS) if n_set >= 0 else -1
     if h <= 0 or hr <= 0:
         s.st.no_route_drops += 1          # it never finishes: the run stalls, as with packets
         return
@@ -371,15 +546,15 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     x = &fd.slots[sl]
     y = &fd.rest[sl]
     y.flow = f
-    x.n_fwd = h
-    x.n_links = h + hr
+    x.split = n_set > 0
+    x.n_fwd = n_set if x.split else h
+    x.n_links = x.n_fwd + hr
     x.stamp = 0
     x.multi = 0
     x.own_stale = 1
     x.rate = 0
     y.t_last = s.now
     y.sent_at = NIL
-    W = _wire_bytes(s, w.flows[f].size, &packets)
     x.remaining = <double> W
     full = w.p.payload + (W - w.flows[f].size) // packets
     x.ack_coef = <double> _ack_wire(s) / <double> (w.p.ack_every * full)    # while it streams
@@ -393,15 +568,33 @@ cdef void _join(Sim* s, Fluid* fd, int32_t f) noexcept:
     for k in range(hr):
         lat += w.ports[rev[k]].delay_ps + tx_time(_ack_wire(s), w.ports[rev[k]].rate_bps)
     y.lat_ack = lat
-    for k in range(h):
-        fd.links[sl * SLOT_LINKS + k] = fwd[k]
+    if x.split:
+        for k in range(n_set):
+            fd.links[sl * SLOT_LINKS + k] = links[k]
+            fd.weight[sl * SLOT_LINKS + k] = weight[k]
+            fd.prev[sl * SLOT_LINKS + k] = prev[k]
+    else:
+        for k in range(h):
+            fd.links[sl * SLOT_LINKS + k] = fwd[k]
     for k in range(hr):
-        fd.links[sl * SLOT_LINKS + h + k] = rev[k]
-    for k in range(h + hr):
+        fd.links[sl * SLOT_LINKS + x.n_fwd + k] = rev[k]
+    for k in range(x.n_links):
         if _link_add(fd, fd.links[sl * SLOT_LINKS + k], sl * SLOT_LINKS + k) < 0:
             s.error = ERR_NOMEM
             return
     _request_solve(s, fd)
+
+
+cdef inline int64_t _split_bytes(Fluid* fd, int32_t e, int64_t W, double* cum) noexcept nogil:
+    """The bytes of a flow's W the split slot's link `e` carries: its share of W, rounded so
+    that the links of one hop (whose shares make 1, in order) carry W exactly (`cum`: the
+    share of the hop's links before it, carried from one call to the next)."""
+    cdef double before = cum[0]
+    cum[0] += fd.weight[e]
+    cdef int64_t b = llround(W * cum[0]) - llround(W * before)
+    if cum[0] >= 1 - 1e-9:
+        cum[0] = 0
+    return b
 
 
 cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
@@ -411,10 +604,14 @@ cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
     cdef FluidSlot* x = &fd.slots[sl]
     cdef int64_t packets, W = _wire_bytes(s, w.flows[f].size, &packets)
     cdef int64_t acks = _acks(s, packets) * _ack_wire(s)
+    cdef double cum = 0
     for k in range(x.n_links):
         port = fd.links[sl * SLOT_LINKS + k]
         _link_remove(fd, port, sl * SLOT_LINKS + k)
-        w.ports[port].tx_bytes += W if k < x.n_fwd else acks
+        if k >= x.n_fwd:
+            w.ports[port].tx_bytes += acks
+        else:
+            w.ports[port].tx_bytes += _split_bytes(fd, sl * SLOT_LINKS + k, W, &cum) if x.split else W
     cdef FluidSlotRest* y = &fd.rest[sl]
     ev_push(s, s.now + y.lat_fwd, EV_FLUID, f, FL_DELIVERED)
     ev_push(s, s.now + y.lat_fwd + y.lat_ack, EV_FLUID, f, FL_ACKED)
@@ -427,13 +624,36 @@ cdef void _sent(Sim* s, Fluid* fd, int32_t f) noexcept:
 
 # --- max-min fair rates --------------------------------------------------------------
 
-cdef inline double _coef(FluidSlot* x, int32_t k) noexcept nogil:
-    return 1.0 if k < x.n_fwd else x.ack_coef
+cdef inline int32_t _tag(FluidSlot* x, int32_t k) noexcept nogil:
+    """The tag (T_*) of slot x's k-th link."""
+    if k >= x.n_fwd:
+        return T_ACK
+    return T_SPLIT if x.split else T_DATA
 
 
-cdef inline double _coef_of(SolveFlow* F, int32_t tagged) noexcept nogil:
-    """The load per unit of rate of an entry tagged `... << 1 | is_ack` (Fluid.mem, fent)."""
-    return F.ack_coef if tagged & 1 else 1.0
+cdef inline double _coef(Fluid* fd, FluidSlot* x, int32_t e) noexcept nogil:
+    """The load per unit of rate of slot x's entry `e` (slot * SLOT_LINKS + k) on its link."""
+    cdef int32_t k = e % SLOT_LINKS
+    if k >= x.n_fwd:
+        return x.ack_coef
+    return fd.weight[e] if x.split else 1.0
+
+
+cdef inline double _coef_of(SolveFlow* F, int32_t tagged, double* shares, int64_t i) noexcept nogil:
+    """The load per unit of rate of an entry tagged `... << 2 | T_*` at index i of Fluid.mem or
+    fent (`shares`: mem_w or fent_w beside it)."""
+    cdef int32_t tag = tagged & 3
+    if tag == T_DATA:
+        return 1.0
+    return F.ack_coef if tag == T_ACK else shares[i]
+
+
+cdef inline int _room_at(void** arr, int64_t i, int64_t* cap, size_t elem) noexcept nogil:
+    """Make *arr (capacity *cap) hold an element at index i; -1 when out of memory."""
+    while i >= cap[0]:
+        if room_for_one(arr, cap[0], cap, elem, 256) < 0:
+            return -1
+    return 0
 
 
 cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
@@ -446,7 +666,7 @@ cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
     for k in range(x.n_links):
         if (x.multi >> k) & 1:
             continue
-        c = _coef(x, k)
+        c = _coef(fd, x, sl * SLOT_LINKS + k)
         capacity = fd.ls[fd.links[sl * SLOT_LINKS + k]].capacity
         if c > 0 and capacity / c < x.own:
             x.own = capacity / c
@@ -455,7 +675,8 @@ cdef void _own(Fluid* fd, int32_t sl) noexcept nogil:
 
 cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexcept nogil:
     """Solve flow `f` keeps `rate`; its links lose its load (their keys grow: _fill).  With
-    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet."""
+    `data_only_meets` (_fill's pass 1) its ACKs weigh nothing where data flows meet (and its
+    data its share there, as the link's load counts data only)."""
     cdef SolveFlow* F = &fd.sf[f]
     cdef SolveLink* K
     cdef int32_t i, e
@@ -465,14 +686,14 @@ cdef void _freeze(Fluid* fd, int32_t f, double rate, bint data_only_meets) noexc
     fd.unfrozen -= 1
     for i in range(F.e0, F.e1):
         e = fd.fent[i]
-        K = &fd.sk[e >> 1]
+        K = &fd.sk[e >> 2]
         if data_only_meets and K.meets:
-            c = 0.0 if e & 1 else 1.0
+            c = 0.0 if e & 3 == T_ACK else _coef_of(F, e, fd.fent_w, i)
             K.load -= c
-            if K.load == 0 and c > 0:                # its last data flow (each counts 1)
-                fd.undecided -= 1
+            if c > 0 and K.load <= K.data0 * 1e-12:     # its last data flow (a whole one counts 1;
+                fd.undecided -= 1                        # shares of a split one may leave a residue)
         else:
-            c = _coef_of(F, e)
+            c = _coef_of(F, e, fd.fent_w, i)
             K.load -= c
         K.rem -= c * rate
         if K.rem < 0:
@@ -562,9 +783,9 @@ cdef inline bint _freeze_at(Fluid* fd, SolveLink* K, double level, int pass_) no
     cdef bint froze = 0
     for i in range(K.m0, K.m1):
         m = fd.mem[i]
-        if not fd.sf[m >> 1].frozen and not (pass_ == 1 and K.meets and m & 1):
+        if not fd.sf[m >> 2].frozen and not (pass_ == 1 and K.meets and m & 3 == T_ACK):
             froze = 1
-            _freeze(fd, m >> 1, level, pass_ == 1)
+            _freeze(fd, m >> 2, level, pass_ == 1)
     return froze
 
 
@@ -657,8 +878,8 @@ cdef bint _overfull(Fluid* fd, int32_t nk) noexcept nogil:
         used = 0
         for i in range(K.m0, K.m1):
             m = fd.mem[i]
-            F = &fd.sf[m >> 1]
-            used += _coef_of(F, m) * F.new_rate
+            F = &fd.sf[m >> 2]
+            used += _coef_of(F, m, fd.mem_w, i) * F.new_rate
         if used > K.capacity:
             return 1
     return 0
@@ -693,7 +914,7 @@ cdef int _meet(Fluid* fd, int32_t sl, int32_t stamp, int32_t* nq, int32_t* nk, i
     cdef FluidSlot* x = &fd.slots[sl]
     cdef SolveFlow* F
     cdef uint64_t m = x.multi
-    cdef int32_t k, q
+    cdef int32_t k, q, tag
     if room_for_one(<void**> &fd.sf, nf[0], &fd.cap_sf, sizeof(SolveFlow), 64) < 0:
         return -1
     x.stamp = stamp
@@ -714,7 +935,12 @@ cdef int _meet(Fluid* fd, int32_t sl, int32_t stamp, int32_t* nq, int32_t* nk, i
         if _visit(fd, q, stamp, nq, nk) < 0 or room_for_one(
                 <void**> &fd.fent, ne[0], &fd.cap_fent, sizeof(int32_t), 256) < 0:
             return -1
-        fd.fent[ne[0]] = fd.ls[q].loc << 1 | (k >= x.n_fwd)
+        tag = _tag(x, k)
+        fd.fent[ne[0]] = fd.ls[q].loc << 2 | tag
+        if tag == T_SPLIT:
+            if _room_at(<void**> &fd.fent_w, ne[0], &fd.cap_fent_w, sizeof(double)) < 0:
+                return -1
+            fd.fent_w[ne[0]] = fd.weight[sl * SLOT_LINKS + k]
         ne[0] += 1
     F.e1 = ne[0]
     return 0
@@ -722,14 +948,14 @@ cdef int _meet(Fluid* fd, int32_t sl, int32_t stamp, int32_t* nq, int32_t* nk, i
 
 cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
     """Max-min fair rates for the flows connected to the links touched since the last solve."""
-    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, sl, k, i, e, came, bound_meets
-    cdef int32_t nm = 0, ne = 0, m0
+    cdef int32_t stamp, nq = 0, qi = 0, nk = 0, nf = 0, port, sl, k, i, e, came, bound_meets, tag
+    cdef int32_t nm = 0, ne = 0, m0, before
     cdef bint acks_meet = 0
     cdef LinkSet* L
     cdef SolveLink* K
     cdef FluidSlot* x
     cdef FluidSlotRest* y
-    cdef double r, load0, data0
+    cdef double r, load0, data0, c
     fd.stamp += 1
     stamp = fd.stamp
     s.st.fluid_solves += 1
@@ -756,14 +982,21 @@ cdef int _solve(Sim* s, Fluid* fd) noexcept nogil:
                     return -1
             if L.n >= 2:                             # its entries, in order
                 k = e - sl * SLOT_LINKS
-                load0 += _coef(x, k)
+                c = _coef(fd, x, e)
+                load0 += c
                 if k < x.n_fwd:
-                    data0 += 1.0
+                    data0 += c
                 if 0 < k < x.n_fwd and came != -2:
-                    came = fd.links[e - 1] if came == NIL or came == fd.links[e - 1] else -2
+                    before = fd.prev[e] if x.split else fd.links[e - 1]
+                    came = before if came == NIL or came == before else -2
                 if room_for_one(<void**> &fd.mem, nm, &fd.cap_mem, sizeof(int32_t), 256) < 0:
                     return -1
-                fd.mem[nm] = x.loc << 1 | (k >= x.n_fwd)
+                tag = _tag(x, k)
+                fd.mem[nm] = x.loc << 2 | tag
+                if tag == T_SPLIT:
+                    if _room_at(<void**> &fd.mem_w, nm, &fd.cap_mem_w, sizeof(double)) < 0:
+                        return -1
+                    fd.mem_w[nm] = c
                 nm += 1
         if L.n >= 2:
             K = &fd.sk[L.loc]                        # (only now: _meet may have moved fd.sk)

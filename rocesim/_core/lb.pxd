@@ -9,7 +9,8 @@ and any table, freed with the world).  A scheme reads only its own switch's stat
 queues, and draws from the part's random stream (`Sim.rng`): a run in parts stays
 deterministic, whatever its threads.  Its parameters, defaults and meaning are its module's
 `DECLARATION` (rocesim/lb/registry.py reads it, as rocesim/cc/registry.py reads the
-congestion-control schemes').
+congestion-control schemes'), with `fluid=(way, note)`: how flow mode approximates the scheme
+(`ecmp` or `split`: fluid.pyx).
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc

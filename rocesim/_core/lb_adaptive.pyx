@@ -85,6 +85,8 @@ with cython.cdivision(False):
         name="adaptive",
         doc="adaptive routing: the equal-cost port with the least queued bytes (quantized), per packet "
             "(gap 0) or per flowlet",
+        fluid=("split", "each flow split evenly over the equal-cost ports (the queues it would steer by "
+                        "are not modelled: an even split, not a split towards the emptier ports)"),
         params=(
             ("gap", ("time",), "0us", "0: every packet chooses; a time: a queue pair keeps its port "
                                       "until a pause longer than this (csg-htsim's -ar_sticky_delta)"),

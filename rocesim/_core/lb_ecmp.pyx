@@ -23,4 +23,5 @@ DECLARATION = dict(
     doc="per 5-tuple hash: every packet of a queue pair takes one path (with the sender's entropy, "
         "every packet of one entropy value)",
     params=(),
+    fluid=("ecmp", "each queue pair on the path its 5-tuple hashes to, as its packets"),
 )

@@ -72,6 +72,8 @@ with cython.cdivision(False):
         name="flowlet",
         doc="per flowlet: a queue pair's packets may move to another port after a pause longer "
             "than `gap` (LetFlow: at random; CONGA-like: the least loaded)",
+        fluid=("ecmp", "each queue pair on its ECMP path: a fluid flow has no gaps, so its flowlets "
+                       "never move"),
         params=(
             ("gap", ("positive_time",), "10us", "a pause longer than this starts a new flowlet "
                                                 "(csg-htsim's -ar_sticky_delta default)"),

@@ -53,6 +53,8 @@ def install(core, switches, params):
 DECLARATION = dict(
     name="spray",
     doc="per packet: each data packet to an equal-cost port of its own, at random or round-robin",
+    fluid=("split", "each flow split evenly over the equal-cost ports (the mean of spraying: no queue "
+                    "from random choices, no reordering)"),
     params=(
         ("order", ("choice", ("random", "round_robin")), "random",
          "random (from the run's random stream) or round_robin (per switch and destination)"),

@@ -3,7 +3,11 @@
 Every core module named `lb_<name>` with a module-level `DECLARATION` is a scheme: adding one
 is adding its file (rocesim/_core/lb.pxd says what it must do), with no table to edit here.
 The declaration is in the vocabulary of the congestion-control schemes'
-(`rocesim._core.declare`); its parameters become Settings with the same parsers.
+(`rocesim._core.declare`); its parameters become Settings with the same parsers.  It also
+says how flow mode approximates it, `fluid=(way, what that means)`: way `ecmp` (a queue pair
+on the path its 5-tuple hashes to, exactly as its packets go under ECMP) or `split` (the
+fluid splits each flow evenly over the equal-cost ports of the switches that run it:
+rocesim/_core/fluid.pyx).
 
     switch:
       load_balancing:
@@ -28,6 +32,9 @@ from rocesim.errors import ScenarioError
 from rocesim.settings import Boolean, Choice, Integer, Section, Setting, show
 
 DEFAULT = "ecmp"
+FLUID_WAYS = ("ecmp", "split")      # how flow mode may approximate a scheme (its DECLARATION's `fluid`)
+ENTROPY_IN_FLUID = ("each window of entropy_every packets on the path of its own entropy value, ECMP's "
+                    "choice for it (past 16 windows a flow is split evenly at every switch)")
 
 # what every scheme's mapping may hold besides the scheme's own parameters
 COMMON = {
@@ -51,6 +58,8 @@ class Balancer:
     module: str
     doc: str
     params: dict = field(default_factory=dict)     # name -> rocesim.settings.Setting
+    fluid: str = DEFAULT                           # how flow mode approximates it (FLUID_WAYS)
+    fluid_note: str = ""                           # what that approximation means, for the user
 
     def load_module(self):
         """The core module with `install(core, switches, params)`."""
@@ -67,9 +76,20 @@ def builtin_balancers() -> dict[str, Balancer]:
             d = getattr(module, "DECLARATION", None)
             if d is not None:
                 declare.check(d)
+                way, note = _fluid_way(d)
                 found[d["name"]] = Balancer(d["name"], module.__name__, d["doc"], {
-                    name: Setting(setting_type(kind), default, doc) for name, kind, default, doc in d["params"]})
+                    name: Setting(setting_type(kind), default, doc) for name, kind, default, doc in d["params"]},
+                    fluid=way, fluid_note=note)
     return dict(sorted(found.items(), key=lambda kv: (kv[0] != DEFAULT, kv[0])))
+
+
+def _fluid_way(declaration: dict) -> tuple[str, str]:
+    """A scheme's declared `fluid` (way, note), checked: every scheme says how flow mode runs it."""
+    way = declaration.get("fluid")
+    if not (isinstance(way, tuple) and len(way) == 2 and way[0] in FLUID_WAYS and isinstance(way[1], str)):
+        raise ValueError(f"load-balancing scheme {declaration['name']!r}: `fluid` must be (way, note) with way "
+                         f"one of {', '.join(FLUID_WAYS)}, got {way!r}")
+    return way
 
 
 def get_balancer(name, key: str = "switch.load_balancing.scheme") -> Balancer:
@@ -123,3 +143,23 @@ def switch_schemes(resolved: dict, levels) -> list[tuple[str, dict, list]]:
         key = (entry["scheme"], tuple(sorted(entry["params"].items())))
         groups.setdefault(key, (entry["scheme"], entry["params"], []))[2].append(k)
     return [group for group in groups.values() if group[0] != DEFAULT]
+
+
+def fluid_approximation(resolved: dict, entropy_every) -> str | None:
+    """How flow mode approximates the resolved `switch.load_balancing` and the sender's entropy
+    (`nic.entropy_every`), in one line for summary.json and `rocesim check`; None when every
+    switch runs ECMP without entropy (then the fluid routes each queue pair as its packets go)."""
+    tiers = resolved["tiers"]
+    entries = [("" if not tiers else " (other tiers)", resolved)]
+    entries += [(f" at tier {tier}", entry) for tier, entry in sorted(tiers.items())]
+    if all(entry["scheme"] == DEFAULT for _, entry in entries) and entropy_every == "none":
+        return None
+    notes = [f"{entry['scheme']}{where}: {get_balancer(entry['scheme']).fluid_note}" for where, entry in entries]
+    if entropy_every != "none":
+        notes.append(f"nic.entropy_every {entropy_every}: {ENTROPY_IN_FLUID}")
+    return "; ".join(notes)
+
+
+def fluid_split_switches(balancers: list) -> list[int]:
+    """Of `balancers` (`switch_schemes`' groups), the switches where the fluid splits flows evenly."""
+    return sorted(k for name, _, switches in balancers if get_balancer(name).fluid == "split" for k in switches)

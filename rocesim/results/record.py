@@ -42,3 +42,6 @@ class RunRecord:
     # one column of the nodes (flows and compute steps) by name (rocesim.world.nodes.COLUMNS),
     # read only (views of the arrays the Simulation holds where it can)
     node_column: Callable[[str], np.ndarray] = field(repr=False, default=None)
+    # flow mode: how the fluid approximated the load balancing (RunSettings.fluid_load_balancing),
+    # None where it routes as the packets go
+    fluid_load_balancing: str | None = None

@@ -161,6 +161,9 @@ class Results:
         summary.update(flow_share=record.fluid_calibration["share"] if fluid else None,
                        flow_startup_ns=record.fluid_calibration["startup"] / PS_PER_NS if fluid else None,
                        flow_calibration=dict(record.fluid_calibration["source"]) if fluid else None)
+        if record.fluid_load_balancing is not None:     # flow mode, other than ECMP without entropy
+            summary.update(flow_load_balancing=record.fluid_load_balancing,
+                           flow_split_fallbacks=st["fluid_split_fallbacks"])
         if fluid:
             _blank(flows, FLOW_MODE_EMPTY_FLOWS)
             _blank(ports, FLOW_MODE_EMPTY_PORTS)
@@ -199,6 +202,10 @@ class Results:
                 f"{s['sim_time_ns'] / 1e3:.1f} us simulated ({s['wall_s']:.2f} s wall, ")
         if s.get("mode") == "flow":            # no packets: no packet counters to show
             lines = [done + f"flow mode, {s['fluid_solves'] or 0:,} rate solves)"]
+            if s.get("flow_load_balancing"):
+                lines.append(f"load balancing in the fluid: {s['flow_load_balancing']}"
+                             + (f" ({s['flow_split_fallbacks']} flows on one ECMP path: too many links to split)"
+                                if s["flow_split_fallbacks"] else ""))
         else:
             lines = [done + f"{s['link_crossings']:,} link crossings, "
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",

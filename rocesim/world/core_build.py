@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 
 from rocesim._core.engine import Core
-from rocesim.lb import get_balancer
+from rocesim.lb import fluid_split_switches, get_balancer
 from rocesim.network import faults as faults_mod
 from rocesim.network.partition import Partition
 from rocesim.world import connections
@@ -53,6 +53,10 @@ def build_core(network: Network, nodes: Nodes, parts: Partition | None, faults: 
     core.install_scheme(scheme.load_module(), scheme.install_params(cc_final), needs_cnp=scheme.cnp_needed(cc_final))
     for name, params, switches in network.balancers:
         get_balancer(name).load_module().install(core, switches, params)
+    if settings.mode == "flow":                 # where the fluid splits flows over equal-cost ports
+        split = fluid_split_switches(network.balancers)
+        if split:
+            core.split_in_fluid(split)
     dl = settings.deadlock
     if dl["enabled"]:
         core.enable_deadlock_detection(dl["interval"], dl["threshold"], dl["stop"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocesim import config
+from rocesim import config, lb
 from rocesim.cc import calibration, get_scheme
 from rocesim.cc.scheme import Scheme
 from rocesim.training.nccl import NcclConfig
@@ -52,6 +52,15 @@ class RunSettings:
         fluid = calibration.resolved(config.FLOW.resolve(flow, "flow"), mode, scheme.name)
         return cls(seed=seed, mode=mode, partition=partition, scheme=scheme, cc_params=cc_params, switch=switch,
                    nic=nic, deadlock=deadlock, nccl=nccl, fluid_calibration=fluid)
+
+    @property
+    def fluid_load_balancing(self) -> str | None:
+        """In flow mode, how the fluid approximates the load-balancing schemes and the sender's
+        entropy (rocesim.lb.fluid_approximation); None when it routes exactly as the packets
+        go (ECMP everywhere, no entropy) and in packet mode."""
+        if self.mode != "flow":
+            return None
+        return lb.fluid_approximation(self.switch["load_balancing"], self.nic["entropy_every"])
 
     @property
     def python_scheme(self) -> bool:
