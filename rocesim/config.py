@@ -308,6 +308,50 @@ NCCL = Section(
 )
 
 
+# What each `transport:` selects, as key paths of the sections it fills (cc, nic, switch):
+# each a default under the scenario's own keys, which win.  One line per part (issue 32);
+# the parts still to come add theirs here as they land, e.g. "nic.rccc": True,
+# "nic.delivery": "unordered", "nic.entropy": "reps", "switch.trimming.enabled": True and
+# "switch.pfc.enabled": False (lossy switches, once trimming recovers what they drop).
+TRANSPORTS = {
+    "roce": {},                          # today's defaults: every setting as declared
+    "uet": {                             # the Ultra Ethernet transport (UET 1.0)
+        "cc.scheme": "nscc",
+    },
+}
+TRANSPORT_SECTIONS = ("cc", "nic", "switch")
+
+TRANSPORT = Setting(Choice(*TRANSPORTS), "roce",
+                    "a set of congestion control, NIC and switch settings chosen together, each a default the "
+                    "scenario's own keys override: 'roce' (the settings as declared) or 'uet' (the Ultra "
+                    "Ethernet transport: " + ", ".join(f"{k}: {v}" for k, v in TRANSPORTS["uet"].items()) + ")")
+
+
+def transport_sections(transport: str, given: dict, key: str = "transport") -> dict:
+    """The sections `given` ({"cc": ..., "nic": ..., "switch": ...}, each a mapping or None as a
+    scenario or `Simulation` gives it) with transport `transport`'s settings (`TRANSPORTS`) filled
+    in where they leave them out; before validation, which then sees one scenario."""
+    name = TRANSPORT.parse(transport, key)
+    out = dict(given)
+    for path, value in TRANSPORTS[name].items():
+        section, *keys = path.split(".")
+        out[section] = _with_default(out.get(section), keys, value)
+    return out
+
+
+def _with_default(node, keys: list, value):
+    """A copy of mapping `node` (None: empty) with `value` at `keys` unless set; a node that is
+    not a mapping is left for validation to refuse."""
+    if node is None:
+        node = {}
+    if not isinstance(node, dict):
+        return node
+    head, rest = keys[0], keys[1:]
+    if not rest:
+        return node if head in node else {**node, head: value}
+    return {**node, head: _with_default(node.get(head), rest, value)}
+
+
 LIMITS = Section("limits checked before anything is built",
                  memory=Setting(Size(1), None, "the most memory the topology and flows may need, estimated before "
                                                "building (default: 75% of this machine's memory)"))
