@@ -147,6 +147,20 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
                              "sender-side entropy (multipath RoCE): a new UDP source port every N data packets "
                              "of a queue pair, so that hashing switches spread them (1: every packet); none: "
                              "the queue pair's own port on every packet"),
+    # receiver credits, UET's RCCC, as uet-htsim models it (htsim/sim/uec.cpp, datacenter/main_uec.cpp)
+    "rccc": Setting(Boolean(), False,
+                    "receiver credits (the Ultra Ethernet transport's RCCC): each receiver grants the flows "
+                    "towards it credit, rccc_credit bytes at a time, round-robin, paced at rccc_pace of its link "
+                    "rate, so each of N senders gets 1/N of it; a sender sends new data only on credit (with a "
+                    "window scheme such as nscc, the smaller of the two limits), starting with rccc_speculative "
+                    "BDPs of its own until its first ACK, NACK or grant; retransmissions need none"),
+    "rccc_credit": Setting(Size(1), "16384B",
+                           "bytes per grant (uet-htsim uec.cpp: 4 x its default 4096 B MSS, whatever the MTU)"),
+    "rccc_pace": Setting(Number(0.0, 1.0), 0.99,
+                         "grants paced at this fraction of the receiver's link rate (uet-htsim main_uec.cpp: 0.99)"),
+    "rccc_speculative": Setting(Number(0.0, 1e6, closed=True), 1.5,
+                                "credit a flow starts with, in BDPs of its path (its idle RTT x its NIC's rate; "
+                                "uet-htsim uec.cpp: its configured max window, 1.5 BDP of the network's RTT)"),
     "serialization": Setting(Choice("exact", "whole_ns"), "exact",
                          "time a frame takes on a wire (every port) and between two packets a NIC "
                          "paces: 'exact' (bytes x 8 / rate, to the ps); 'whole_ns' rounds it down to "
@@ -310,13 +324,14 @@ NCCL = Section(
 
 # What each `transport:` selects, as key paths of the sections it fills (cc, nic, switch):
 # each a default under the scenario's own keys, which win.  One line per part (issue 32);
-# the parts still to come add theirs here as they land, e.g. "nic.rccc": True,
-# "nic.delivery": "unordered", "nic.entropy": "reps", "switch.trimming.enabled": True and
-# "switch.pfc.enabled": False (lossy switches, once trimming recovers what they drop).
+# the parts still to come add theirs here as they land, e.g. "nic.delivery": "unordered",
+# "nic.entropy": "reps", "switch.trimming.enabled": True and "switch.pfc.enabled": False
+# (lossy switches, once trimming recovers what they drop).
 TRANSPORTS = {
     "roce": {},                          # today's defaults: every setting as declared
     "uet": {                             # the Ultra Ethernet transport (UET 1.0)
         "cc.scheme": "nscc",
+        "nic.rccc": True,
     },
 }
 TRANSPORT_SECTIONS = ("cc", "nic", "switch")
