@@ -81,7 +81,7 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
     platform = build_platform(raw["topology"], base_dir, memory=memory)
     sections = config.transport_sections(raw.get("transport", config.TRANSPORT.default),
                                          {k: raw.get(k) for k in config.TRANSPORT_SECTIONS})
-    cc = config.CC.resolve(sections["cc"] or {"scheme": "none"}, "cc")
+    cc = config.CC.resolve({"scheme": "none"} if sections["cc"] is None else sections["cc"], "cc")
     sim = Simulation(platform, switch=sections["switch"], nic=sections["nic"], cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],

@@ -109,6 +109,8 @@ def built(**top):
 def test_transport_uet_selects_what_its_table_lists():
     sim = built(transport="uet")
     assert sim.scheme.name == config.TRANSPORTS["uet"]["cc.scheme"] == "nscc"
+    assert sim.settings.nic["rccc"] is config.TRANSPORTS["uet"]["nic.rccc"] is True
+    assert built(transport="uet", nic={"rccc": False}).settings.nic["rccc"] is False
     assert built().scheme.name == built(transport="roce").scheme.name == "none"
     assert Simulation(topology.star(3, "100Gbps", "1us"), transport="uet").scheme.name == "nscc"
 
