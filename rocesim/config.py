@@ -153,7 +153,8 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
                     "towards it credit, rccc_credit bytes at a time, round-robin, paced at rccc_pace of its link "
                     "rate, so each of N senders gets 1/N of it; a sender sends new data only on credit (with a "
                     "window scheme such as nscc, the smaller of the two limits), starting with rccc_speculative "
-                    "BDPs of its own until its first ACK, NACK or grant; retransmissions need none"),
+                    "BDPs of its own until its first ACK, NACK or grant; retransmissions need none. In flow mode the "
+                    "fluid's max-min shares stand for it (each of N senders 1/N of the receiver's link)"),
     "rccc_credit": Setting(Size(1), "16384B",
                            "bytes per grant (uet-htsim uec.cpp: 4 x its default 4096 B MSS, whatever the MTU)"),
     "rccc_pace": Setting(Number(0.0, 1.0), 0.99,
