@@ -3,10 +3,10 @@
     python plots/gallery.py                 # runs what is missing in out/gallery/, then draws
     python plots/gallery.py --out /tmp/g --docs /tmp/g/figs -j 1
 
-* sweeps/gallery_fct.yaml (36 runs): the quickstart fabric at loads 0.2 / 0.4 / 0.6 under
+* sweeps/gallery_fct.yaml (42 runs): the quickstart fabric at loads 0.2 / 0.4 / 0.6 under
   every scheme, two seeds.  Figures: p99 and p50 slowdown against load, a heatmap of p99
   over scheme x load, and slowdown by flow size of every scheme at load 0.6 (seed 1).
-* sweeps/gallery_training.yaml at seeds 1, 2 and 3 (21 runs): one DLRM iteration on a
+* sweeps/gallery_training.yaml at seeds 1, 2 and 3 (24 runs): one DLRM iteration on a
   16-host 2:1 leaf-spine under every scheme.  Figures: iteration time by scheme (the seeds' mean and
   min-max), and iteration time with where it goes and collective durations.
 * docs/gallery/tables.md: the tables (`rocesim table`) behind the figures.

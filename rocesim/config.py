@@ -161,6 +161,21 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
                              "sender-side entropy (multipath RoCE): a new UDP source port every N data packets "
                              "of a queue pair, so that hashing switches spread them (1: every packet); none: "
                              "the queue pair's own port on every packet"),
+    # receiver credits, UET's RCCC, as uet-htsim models it (htsim/sim/uec.cpp, datacenter/main_uec.cpp)
+    "rccc": Setting(Boolean(), False,
+                    "receiver credits (the Ultra Ethernet transport's RCCC): each receiver grants the flows "
+                    "towards it credit, rccc_credit bytes at a time, round-robin, paced at rccc_pace of its link "
+                    "rate, so each of N senders gets 1/N of it; a sender sends new data only on credit (with a "
+                    "window scheme such as nscc, the smaller of the two limits), starting with rccc_speculative "
+                    "BDPs of its own until its first ACK, NACK or grant; retransmissions need none. In flow mode the "
+                    "fluid's max-min shares stand for it (each of N senders 1/N of the receiver's link)"),
+    "rccc_credit": Setting(Size(1), "16384B",
+                           "bytes per grant (uet-htsim uec.cpp: 4 x its default 4096 B MSS, whatever the MTU)"),
+    "rccc_pace": Setting(Number(0.0, 1.0), 0.99,
+                         "grants paced at this fraction of the receiver's link rate (uet-htsim main_uec.cpp: 0.99)"),
+    "rccc_speculative": Setting(Number(0.0, 1e6, closed=True), 1.5,
+                                "credit a flow starts with, in BDPs of its path (its idle RTT x its NIC's rate; "
+                                "uet-htsim uec.cpp: its configured max window, 1.5 BDP of the network's RTT)"),
     "serialization": Setting(Choice("exact", "whole_ns"), "exact",
                          "time a frame takes on a wire (every port) and between two packets a NIC "
                          "paces: 'exact' (bytes x 8 / rate, to the ps); 'whole_ns' rounds it down to "
@@ -326,6 +341,51 @@ NCCL = Section(
                           "channels of a NIC merge into one and slices and chunks grow (fewer, larger flows: the "
                           "same bytes on the same NICs and rings, a coarser pipeline), so that 1024-GPU jobs fit"),
 )
+
+
+# What each `transport:` selects, as key paths of the sections it fills (cc, nic, switch):
+# each a default under the scenario's own keys, which win.  One line per part (issue 32);
+# the parts still to come add theirs here as they land, e.g. "nic.delivery": "unordered",
+# "nic.entropy": "reps", "switch.trimming.enabled": True and "switch.pfc.enabled": False
+# (lossy switches, once trimming recovers what they drop).
+TRANSPORTS = {
+    "roce": {},                          # today's defaults: every setting as declared
+    "uet": {                             # the Ultra Ethernet transport (UET 1.0)
+        "cc.scheme": "nscc",
+        "nic.rccc": True,
+    },
+}
+TRANSPORT_SECTIONS = ("cc", "nic", "switch")
+
+TRANSPORT = Setting(Choice(*TRANSPORTS), "roce",
+                    "a set of congestion control, NIC and switch settings chosen together, each a default the "
+                    "scenario's own keys override: 'roce' (the settings as declared) or 'uet' (the Ultra "
+                    "Ethernet transport: " + ", ".join(f"{k}: {v}" for k, v in TRANSPORTS["uet"].items()) + ")")
+
+
+def transport_sections(transport: str, given: dict, key: str = "transport") -> dict:
+    """The sections `given` ({"cc": ..., "nic": ..., "switch": ...}, each a mapping or None as a
+    scenario or `Simulation` gives it) with transport `transport`'s settings (`TRANSPORTS`) filled
+    in where they leave them out; before validation, which then sees one scenario."""
+    name = TRANSPORT.parse(transport, key)
+    out = dict(given)
+    for path, value in TRANSPORTS[name].items():
+        section, *keys = path.split(".")
+        out[section] = _with_default(out.get(section), keys, value)
+    return out
+
+
+def _with_default(node, keys: list, value):
+    """A copy of mapping `node` (None: empty) with `value` at `keys` unless set; a node that is
+    not a mapping is left for validation to refuse."""
+    if node is None:
+        node = {}
+    if not isinstance(node, dict):
+        return node
+    head, rest = keys[0], keys[1:]
+    if not rest:
+        return node if head in node else {**node, head: value}
+    return {**node, head: _with_default(node.get(head), rest, value)}
 
 
 LIMITS = Section("limits checked before anything is built",

@@ -63,10 +63,15 @@ class Simulation:
     switch, nic : dict, optional
         Settings as in the YAML `switch:` and `nic:` sections (`rocesim keys` lists
         them with defaults); unit strings such as "32MB" or "50us".
-    cc : str
-        Congestion-control scheme (`rocesim schemes` lists them).
+    cc : str, optional
+        Congestion-control scheme (`rocesim schemes` lists them); default: the transport's
+        (`none` for RoCE).
     cc_params : dict, optional
         The scheme's parameters, by the paper's symbols.
+    transport : str
+        "roce" (default: every setting as declared) or "uet" (the Ultra Ethernet transport):
+        the congestion control, NIC and switch settings it selects (`config.TRANSPORTS`) are
+        defaults under `cc`, `nic` and `switch` as given.
     routes : list of dict, optional
         Per-switch next-hop overrides `{switch: S, dst: D, next: N}`.
     seed : int
@@ -100,7 +105,7 @@ class Simulation:
         `run` uses.
     """
 
-    def __init__(self, topology, *, switch=None, nic=None, cc="none", cc_params=None,
+    def __init__(self, topology, *, switch=None, nic=None, cc=None, cc_params=None, transport="roce",
                  routes=None, seed=1, deadlock=None, memory_limit=None, nccl=None, mode="packet",
                  flow=None, partition="auto"):
         if not isinstance(topology, (Platform, Topology)):
@@ -112,7 +117,11 @@ class Simulation:
         self.memory = MemoryLimit.of(memory_limit, 'Simulation(memory_limit="{}")', "memory_limit")
         self.memory.topology("topology", topology.name, topology.n_hosts, topology.n_switches, topology.n_links)
         self.topology = topology
-        self.settings = RunSettings.resolve(switch=switch, nic=nic, cc=cc, cc_params=cc_params, seed=seed,
+        given_cc = {k: v for k, v in (("scheme", cc), ("params", cc_params)) if v is not None}
+        sections = config.transport_sections(transport, {"cc": given_cc, "nic": nic, "switch": switch})
+        switch, nic, cc = sections["switch"], sections["nic"], sections["cc"]
+        self.settings = RunSettings.resolve(switch=switch, nic=nic, cc=cc.get("scheme", "none"),
+                                            cc_params=cc.get("params"), seed=seed,
                                             deadlock=deadlock, nccl=nccl, mode=mode, flow=flow, partition=partition)
         # the network as arrays, built (and checked) once: routes, PFC and ECN per port
         self.network = Network.build(self.platform, self.settings, routes)

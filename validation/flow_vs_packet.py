@@ -71,6 +71,7 @@ SCHEMES = {
     "timely": {"cc.scheme": "timely"},
     "dctcp": {"cc.scheme": "dctcp"},
     "swift": {"cc.scheme": "swift"},
+    "nscc": {"cc.scheme": "nscc"},
 }
 QUICK_SCHEMES = ("none", "dcqcn", "hpcc")
 

@@ -41,14 +41,16 @@ cdef enum EventKind:
     EV_WATCHDOG = 9        # PFC watchdog poll (watchdog.pyx)
     EV_FLUID = 10          # the flow-level network (fluid.pyx, flow mode only); target = flow,
                            #   arg = what happens to it
+    EV_PULL = 11           # a receiver's credit pacer may grant (rccc.pyx); target = host
 
 cdef enum PacketKind:
     PK_DATA = 0
     PK_ACK = 1
     PK_NACK = 2
     PK_CNP = 3
-    PK_PAUSE = 4
-    PK_LOST = 5            # was on a wire when its link went down: dropped where it arrives
+    PK_PULL = 4            # receiver credits (RCCC, rccc.pyx): seq = the bytes granted so far
+    PK_PAUSE = 5           # (PAUSE and LOST last: the loop takes kinds from PK_PAUSE on apart)
+    PK_LOST = 6            # was on a wire when its link went down: dropped where it arrives
 
 cdef enum SchedState:      # a flow in its host's active set (active_set.pxd)
     SCHED_BLOCKED = 0      # nothing to send or window full
@@ -112,6 +114,7 @@ cdef struct Packet:
     uint8_t acked_pkts     # ACK: in-order data packets it covers (1 .. ack_every <= 255)
     uint8_t in_prio        # priority it entered the current switch with (PFC accounting): differs
                            #   from `prio` when the switch moved a bouncing packet (NetParams.bounce_priority)
+    uint8_t spec           # DATA: sent on the speculative credit a flow starts with (RCCC)
     uint16_t entropy       # DATA: the sender's per-packet entropy (a UDP source port it varies), mixed
                            #   into the switches' hash; 0: none (the queue pair's 5-tuple alone)
 
@@ -209,6 +212,14 @@ cdef struct Host:
     PacedEntry* paced[NPRIO]     # min-heaps by time of the paced flows, per priority
     int32_t n_paced[NPRIO]
     int32_t cap_paced[NPRIO]
+    # receiver credits (RCCC, rccc.pyx): the flows towards this host that still want credit,
+    # granted round-robin by one pacer
+    int32_t* pull_flows
+    int32_t n_pull
+    int32_t pull_rr        # the next to serve
+    int64_t cap_pull
+    uint8_t pull_armed     # an EV_PULL is pending
+    int64_t pull_free      # the pacer may grant again from this time (ps)
 
 cdef union FlowSlot:       # one int32 whose meaning follows the flow's phase
     int32_t deps_left      # FS_WAITING: parents not yet satisfied
@@ -265,7 +276,14 @@ cdef struct Qp:
     int64_t rto_deadline
     uint8_t rto_armed
     uint8_t is_rx          # 1: a receive record (qp.rx_open), not a queue pair
-    uint16_t _pad_qp
+    uint8_t speculating    # sender, RCCC: still on the credit it started with (until the first
+                           #   ACK, NACK or PULL)
+    uint8_t pull_listed    # receiver, RCCC: in its host's pacer (Host.pull_flows)
+    int64_t credit         # sender, RCCC: bytes of new data it may still send (may fall below 0
+                           #   by less than a packet)
+    int64_t credit_seen    # sender, RCCC: bytes granted by the PULLs seen so far
+    int64_t rcv_granted    # receiver, RCCC: bytes granted to the flow so far
+    int64_t rcv_spec       # receiver, RCCC: payload bytes received sent on speculative credit
     # receiver
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)
@@ -382,6 +400,10 @@ cdef struct NetParams:
     int32_t int_enabled
     int64_t tx_quantum     # ps: wire and pacing times rounded down to a multiple of this (0: exact)
     int32_t entropy_every  # a new entropy (UDP source port) every N data packets of a queue pair (0: none)
+    int32_t rccc           # nic.rccc: receivers grant credits, senders send new data only on them
+    int64_t rccc_credit    # nic.rccc_credit: bytes per grant
+    double rccc_pace       # nic.rccc_pace: grants paced at this fraction of the receiver's link rate
+    double rccc_speculative  # nic.rccc_speculative: credit a flow starts with, in its BDPs
     int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off

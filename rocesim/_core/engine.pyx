@@ -123,6 +123,7 @@ cdef void _free_world(World* w) noexcept:
             free(w.hosts[i].ready_sum)
             for k in range(NPRIO):
                 free(w.hosts[i].paced[k])
+            free(w.hosts[i].pull_flows)
     free(w.flow_path_off)
     free(w.flow_rate_limit)
     free(w.flow_hash)

@@ -9,7 +9,7 @@ progress and stop cleanly between slices.
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, World, Event, Packet, Port, NIL, EV_ARRIVE, EV_TX,
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_ACK_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
-                                 EV_FAULT, EV_WATCHDOG, PK_PAUSE, FS_ACTIVE)
+                                 EV_FAULT, EV_WATCHDOG, EV_PULL, PK_PAUSE, FS_ACTIVE)
 from rocesim._core.events cimport ev_push, ev_pop
 from rocesim._core.qp cimport qp_of
 from rocesim._core.link cimport wire_pop, port_set_paused, __builtin_prefetch
@@ -22,6 +22,7 @@ from rocesim._core.flows cimport flows_next_root, flow_compute_done, flow_activa
 from rocesim._core.deadlock cimport deadlock_check
 from rocesim._core.faults cimport fault_apply, fault_lost_arrival, fault_nic_arrival
 from rocesim._core.watchdog cimport watchdog_poll
+from rocesim._core.rccc cimport rccc_pace
 
 
 cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
@@ -105,6 +106,8 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
             fault_apply(s, ev.target)
         elif ev.kind == EV_WATCHDOG:
             watchdog_poll(s)
+        elif ev.kind == EV_PULL:
+            rccc_pace(s, ev.target)
         elif ev.kind == EV_DEADLOCK:
             if deadlock_check(s):
                 status = STOP_DEADLOCK

@@ -41,7 +41,7 @@ be in different parts of a run).
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, World, Packet, Flow, Qp, LossState, LossRec, IntHop, NIL, PK_DATA, PK_ACK,
-                                 PK_NACK, PK_CNP, EV_ACK_TIMER, SELECTIVE_REPEAT, UNORDERED)
+                                 PK_NACK, PK_CNP, PK_PULL, EV_ACK_TIMER, SELECTIVE_REPEAT, UNORDERED)
 from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
@@ -49,6 +49,7 @@ from rocesim._core.flows cimport flow_delivered
 from rocesim._core.qp cimport rx_of, rx_open, rx_close, loss_log
 from rocesim._core.loss cimport bit, set_bit, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_cnp
+from rocesim._core.rccc cimport rccc_on_data, rccc_on_pull
 
 
 cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept nogil:
@@ -181,6 +182,8 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     fl = rx_open(s, f)
     if fl == NULL:
         return False                            # out of memory: the loop stops on s.error
+    if w.p.rccc:
+        rccc_on_data(s, f, fl, i)
     if pk.ecn and w.cc.needs_cnp and (fl.last_cnp == NIL or s.now - fl.last_cnp >= w.p.cnp_interval):
         fl.last_cnp = s.now
         _send_ctrl(s, i, PK_CNP, 1, pk.ecn)
@@ -282,6 +285,8 @@ cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
             return                              # kept until the ACK that covers it
     elif kind == PK_CNP:
         nic_on_cnp(s, i)
+    elif kind == PK_PULL:
+        rccc_on_pull(s, i)
     else:
         s.w.on_ack(s, i)                        # nic_send's, as the delivery mode says
     pkt_free(s, i)

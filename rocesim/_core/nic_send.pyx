@@ -44,6 +44,7 @@ from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
 from rocesim._core.loss cimport bit, set_bit, bits_alloc, loss_of, in_recovery, pkt_bytes, sacked_at_least
+from rocesim._core.credit cimport credit_open, credit_allows, credit_spend, credit_feedback
 
 
 cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
@@ -117,6 +118,13 @@ cdef inline bint _window_open(Qp* fl) noexcept nogil:
     return flight < fl.window
 
 
+cdef inline bint _may_send(World* w, Qp* fl, int64_t seq) noexcept nogil:
+    """Whether the byte at `seq` (from _next_seq) may go as far as the window and credit go:
+    the window is checked before the packet, as the HPCC fork does, and retransmissions in
+    recovery pass it; new data waits for credit when receivers grant it (credit.pxd)."""
+    return seq >= 0 and (seq != fl.snd_nxt or _window_open(fl)) and credit_allows(w, fl, seq)
+
+
 cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept nogil:
     """The rate the NIC paces flow f at: the scheme's rate, capped by the flow's limit (if any)."""
     cdef World* w = s.w
@@ -150,6 +158,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ttl = w.p.ttl
     # sender-side entropy: a new UDP source port every entropy_every packets (0: the QP's own)
     pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
+    credit_spend(w, fl, pk, seq, payload)
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists
@@ -174,8 +183,8 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
 cdef void sched_update(Sim* s, int32_t f) noexcept nogil:
     """Re-decide whether flow f (if in its host's active set) may send now, later (paced)
     or not until something changes (active_set.pxd).  The test is the one a scan of the
-    flows would make: data to send, the window open (checked before the packet, as the
-    HPCC fork does; retransmissions in recovery pass), the pacing time come."""
+    flows would make: data to send, the window open and credit held (_may_send), the pacing
+    time come."""
     cdef World* w = s.w
     cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
@@ -186,7 +195,7 @@ cdef void sched_update(Sim* s, int32_t f) noexcept nogil:
     fl = qp_of(s, f)
     h = &w.hosts[rec.src]
     seq = _next_seq(s, fl, rec.size)
-    if seq < 0 or not (seq != fl.snd_nxt or _window_open(fl)):
+    if not _may_send(w, fl, seq):
         fl.sched = SCHED_BLOCKED
         ready_clear(h, rec.slot.act_pos)
     elif fl.next_send <= s.now:
@@ -226,8 +235,7 @@ cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) 
     if fl == NULL:
         return False                    # out of memory: the loop stops on s.error
     seq = _next_seq(s, fl, rec.size)
-    if (seq < 0 or fl.next_send > s.now
-            or not (seq != fl.snd_nxt or _window_open(fl))):
+    if fl.next_send > s.now or not _may_send(s.w, fl, seq):
         sched_update(s, f)                 # it moved on without telling: re-decide, skip it
         return False
     _send_data(s, port, f, seq)
@@ -343,6 +351,8 @@ cdef Qp* _open(Sim* s, int32_t f) noexcept nogil:
     fl.sched = SCHED_READY
     fl.rto_deadline = s.now + w.p.rto
     fl.rto_armed = _rto_on(s, rec)           # its EV_RTO, armed at the release, is pending
+    if w.p.rccc:
+        credit_open(s, f, fl)
     w.cc.on_start(s, f)
     return fl
 
@@ -432,6 +442,7 @@ cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
+    credit_feedback(fl)
     a.acked = 0
     una = fl.snd_una
     if pk.seq > fl.snd_una:

@@ -29,6 +29,7 @@ SCENARIO = Section(
     "a scenario file (YAML)",
     name=Setting(Text(), "", "a name for the run (default: the file's)"),
     seed=config.SEED,
+    transport=config.TRANSPORT,
     mode=config.MODE,
     partition=config.PARTITION,
     threads=config.THREADS,
@@ -78,8 +79,10 @@ def build(raw: dict, base_dir=".", estimate_workloads=False) -> Scenario:
            for k in ("name", "seed", "stop", "mode", "partition", "threads")}
     memory = MemoryLimit.of(config.LIMITS.resolve(raw.get("limits"), "limits")["memory"])
     platform = build_platform(raw["topology"], base_dir, memory=memory)
-    cc = config.CC.resolve(raw.get("cc", {"scheme": "none"}), "cc")
-    sim = Simulation(platform, switch=raw.get("switch"), nic=raw.get("nic"), cc=cc["scheme"],
+    sections = config.transport_sections(raw.get("transport", config.TRANSPORT.default),
+                                         {k: raw.get(k) for k in config.TRANSPORT_SECTIONS})
+    cc = config.CC.resolve({"scheme": "none"} if sections["cc"] is None else sections["cc"], "cc")
+    sim = Simulation(platform, switch=sections["switch"], nic=sections["nic"], cc=cc["scheme"],
                      cc_params=cc["params"], routes=raw.get("routes"), seed=top["seed"],
                      deadlock=raw.get("deadlock"), memory_limit=memory, nccl=raw.get("nccl"), mode=top["mode"],
                      flow=raw.get("flow"), partition=top["partition"])

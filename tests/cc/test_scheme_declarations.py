@@ -92,6 +92,12 @@ def published(name, rate, variant=""):
         return dict(base_target=25 * US, h=25 * US / 6.55, fs_range=125 * US, fs_min_cwnd=0.1,
                     fs_max_cwnd=100.0, ai=1.0, beta=0.8, max_mdf=0.5, min_cwnd=0.001, max_cwnd=1000.0,
                     retx_reset=5)
+    if name == "nscc":                                  # uet-htsim uec.cpp initNsccParams
+        rtt = rtt_ps(rate, 1048, 60)
+        return dict(network_rtt=rtt, target_delay=round(0.75 * rtt), scale=rtt * rate / 8e12 / 150_000,
+                    prop_gain=4.0, fair_gain=5.0, eta_gain=0.15, fast_gain=0.25, fast_delay=1 * US, gamma=0.8,
+                    md_floor=0.5, delay_ewma=0.0125, qa_gate=3, qa_threshold=4.0, max_window_bdp=1.5,
+                    min_window=1.0, fulfill_packets=8.0)
     raise AssertionError(f"no published defaults for {name}")
 
 
@@ -99,11 +105,11 @@ def published(name, rate, variant=""):
 @pytest.mark.parametrize("name,variant,params", [
     ("none", "", None), ("none", "bdp", {"window": "bdp"}), ("dcqcn", "", None),
     ("dcqcn", "paper", {"preset": "paper"}), ("dctcp", "", None), ("hpcc", "", None),
-    ("timely", "", None), ("swift", "", None)])
+    ("timely", "", None), ("swift", "", None), ("nscc", "", None)])
 def test_finalized_defaults_are_the_published_values(name, variant, params, rate):
     """No fraction of a declaration became C's integer division (1 / 256 -> 0), and the
     per-rate defaults scale with the host rate."""
-    assert set(SCHEMES) == {"none", "dcqcn", "dctcp", "hpcc", "timely", "swift"}   # each one is here
+    assert set(SCHEMES) == {"none", "dcqcn", "dctcp", "hpcc", "timely", "swift", "nscc"}   # each one is here
     want = {k: pytest.approx(v, rel=1e-12) if isinstance(v, float) else v
             for k, v in published(name, rate, variant).items()}
     assert finalized(name, rate, params) == want
@@ -118,6 +124,8 @@ def test_ecn_defaults_are_the_published_thresholds(rate):
     assert SCHEMES["dctcp"].ecn_defaults(rate) == (k, k, 1.0)
     paper = SCHEMES["dcqcn"].ecn_defaults(rate, {"preset": "paper"})            # 5 KB, 200 KB, 1% at 40G
     assert paper == (int(5_000 * rate / 40e9), int(200_000 * rate / 40e9), 0.01)
+    # NSCC: uet-htsim's 9 and 35 packets of 4150 B at 100G (0.2 and 0.8 of its BDP), rising to 1
+    assert SCHEMES["nscc"].ecn_defaults(rate) == (int(37_350 * rate / 100e9), int(145_250 * rate / 100e9), 1.0)
 
 
 # --- the declaration section of a .pyx is compiled with Python's division --------------------

@@ -113,7 +113,7 @@ def test_table_rows_skips_and_groups():
     lines = text.splitlines()
     assert len(lines) == 4 and lines[2].startswith("| big | dcqcn | 100 / 120 (+20.0%)")
     assert lines[2].endswith("| iteration -2.0%: within |")           # the bare fluid's farthest figure
-    assert lines[3].startswith("| big | none, dcqcn_win, hpcc, timely, dctcp, swift | skipped: too long |")
+    assert lines[3].startswith("| big | none, dcqcn_win, hpcc, timely, dctcp, swift, nscc | skipped: too long |")
     assert all(ln.count("|") == lines[0].count("|") for ln in lines)
     groups = FVP.by_collective(res[FVP.key("big", "dcqcn", "packet")], res[FVP.key("big", "dcqcn", "flow")])
     assert [(g[3], g[4]) for g in groups] == [(1 << 20, 3)]

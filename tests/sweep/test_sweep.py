@@ -308,7 +308,7 @@ def test_table_from_index_means_over_seeds(tmp_path, capsys):
 
 
 def test_shipped_sweep_files_expand(tmp_path):
-    for name, n in (("hpcc_paper", 24), ("khan2022", 14)):
+    for name, n in (("hpcc_paper", 28), ("khan2022", 16)):
         sw = sweep.load(os.path.join(ROOT, "sweeps", f"{name}.yaml"))
         assert len(sw.runs) == n
         assert all(os.path.isfile(r.base) for r in sw.runs)
