@@ -25,7 +25,7 @@ PS_PER_NS = 1000.0
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
-                "is_compute")
+                "is_compute", "top_switch")
 
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
@@ -344,7 +344,8 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
-        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
+        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"],
+        top_switch=fa["top_switch"])
 
 
 def _blank(columns: dict, names) -> None:
