@@ -134,8 +134,8 @@ def main(argv=None) -> int:
               markdown(training, ["iteration_mean_ns", "pfc_pauses", "slowdown_p99"]),
               "## NCCL all-reduce across a 2:1 leaf-spine by load balancing and queue pairs "
               "(sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
-              markdown(balancing, ["collective_duration_p50_ns", "uplink_imbalance"],
-                       ["switch.load_balancing.scheme", "nccl.connections"], "nccl.qps_per_connection")]
+              *[markdown(balancing, [metric], ["switch.load_balancing.scheme", "nccl.connections"],
+                         "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")]]
     path = os.path.join(docs, "tables.md")
     with open(path, "w") as f:
         f.write("\n".join(tables))
