@@ -135,7 +135,21 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
                "pause would turn a deadlock into retransmissions), 1ms on lossy ones; a time applies "
                "to every flow; 0 turns it off"),
     "loss_recovery": Setting(Choice("go_back_n", "selective_repeat"), "go_back_n",
-                         "go-back-N (RoCE NICs) or IRN-style selective repeat for lossy RoCE"),
+                         "with ordered delivery: go-back-N (RoCE NICs) or IRN-style selective repeat "
+                         "for lossy RoCE"),
+    "delivery": Setting(Choice("ordered", "unordered"), "ordered",
+                    "'ordered': the receiver takes data in order, as RoCE NICs do (out-of-order data "
+                    "is NACKed as loss_recovery says: spraying a flow's packets over paths makes NACK "
+                    "storms); 'unordered': direct data placement (NVIDIA's adaptive-routing NICs, "
+                    "UET's reliable unordered delivery): a packet is placed on arrival, ACKs carry "
+                    "the cumulative point and SACK what arrived beyond it, the sender retransmits a "
+                    "hole once reorder_threshold packets above it are SACKed, or at the timeout; no "
+                    "NACK (loss_recovery is not used)"),
+    "reorder_threshold": Setting(Integer(0, 2**31 - 1), 3,
+                             "with unordered delivery: a hole is declared lost, and sent again, once "
+                             "this many packets above it were SACKed (TCP's dupthresh, RFC 6675); deeper "
+                             "reordering makes spurious retransmissions (flows.csv spurious_retx_bytes); "
+                             "0 = only the retransmission timeout declares losses"),
     "ttl": Setting(Integer(1, 255), 64, "hop limit of every packet (a routing loop without PFC ends)"),
     "udp_source_port": Setting(Choice("per_qp", "fixed"), "per_qp",
                            "the RoCEv2 UDP source port of a connection's queue pairs, which ECMP hashes: "

@@ -459,5 +459,6 @@ class Simulation:
                          faults=[f.record() for f in self.faults], partition=self.partition_level,
                          parts=self.n_parts, lookahead_ps=self.lookahead_ps,
                          fluid_calibration=self.fluid_calibration,
+                         delivery=self.nic["delivery"], multipath=self.network.multipath,
                          collectives=self.collectives, iteration_jobs=dict(self.iteration_jobs),
                          node_column=lambda name: self._nodes.column(name, copy=False))

@@ -83,16 +83,17 @@ def wire_bytes(size):
     return size + n * HDR
 
 
-def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000):
+def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000, cc="none", switch=None, nic=None):
     """A lossy incast (no PFC, a small buffer), run: n senders on 40G links into one 100G
-    receiver link (2.5G per sender over), one flow each, staggered so that drops interleave."""
+    receiver link (2.5G per sender over), one flow each, staggered so that drops interleave;
+    `switch` and `nic` add settings."""
     t = topology.Topology(n + 1)
     s = t.add_switch()
     t.add_link(0, s, "100Gbps", "1us")
     for h in range(1, n + 1):
         t.add_link(h, s, "40Gbps", "1us")
-    sim = Simulation(t, switch={"buffer": buffer, "pfc": {"enabled": False}},
-                     nic={"loss_recovery": loss_recovery, "rto": "100us"})
+    sim = Simulation(t, cc=cc, switch={"buffer": buffer, "pfc": {"enabled": False}, **(switch or {})},
+                     nic={"loss_recovery": loss_recovery, "rto": "100us", **(nic or {})})
     for h in range(1, n + 1):
         sim.add_flow(h, 0, size, start=h * 17_123)    # staggered: drops interleave
     return sim.run()

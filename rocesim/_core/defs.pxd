@@ -91,7 +91,7 @@ cdef struct Packet:
     # One 64-byte cache line (the pool is 64-byte aligned): everything a hop touches, and
     # the sequence number and timestamp the ends read.  Rarely used fields live beside the
     # pool, indexed like it: INT records (Sim.int_hops, only when INT is on) and the SACK
-    # of selective-repeat NACKs (Sim.pkt_sack).  A data packet's payload is its size less
+    # of ACKs and NACKs (Sim.pkt_sack).  A data packet's payload is its size less
     # the headers (pkt_payload in pool.pxd).
     int64_t time           # while on a wire: arrival time at the far end
     int64_t next_time      # on a wire: arrival time of the packet behind it (saves a miss)
@@ -278,25 +278,36 @@ cdef struct Qp:
     int64_t last_cnp       # NIL: none sent yet
     LossState* loss        # allocated on the flow's first loss (loss.pxd), else NULL
 
-cdef struct LossRec:       # a flow that retransmitted: its counts outlive its queue pair
-    int32_t flow
-    int32_t n_timeouts
+cdef struct LossRec:       # a flow's loss counts, kept past its queue pair (qp.pxd): its sender's
+    int32_t flow           #   (at qp_close) or its receiver's (at its last byte, and for each late
+    int32_t n_timeouts     #   duplicate after it); the readback sums a flow's records
     int64_t retx_bytes
+    int64_t reordered      # receiver: data packets that arrived with a gap below them
+    int64_t spurious_bytes # receiver: payload bytes that arrived again, already held
 
 cdef struct LossState:
     # What a flow needs only once it has lost a packet (both ends), allocated then: flows
     # that never lose one pay one NULL pointer for it.  Bitmaps: one bit per packet.
-    uint8_t* rx_bits       # receiver, selective repeat: packets received beyond rcv_nxt
-    int64_t rx_bits_len
-    uint8_t* sack_bits     # sender, selective repeat: packets the receiver reported out of order
+    uint8_t* rx_bits       # receiver, selective repeat or unordered delivery: packets received
+    int64_t rx_bits_len    #   beyond rcv_nxt
+    uint8_t* sack_bits     # sender, selective repeat or unordered delivery: packets the receiver
+                           #   reported out of order (SACKed)
     int64_t sack_bits_len
     int64_t sack_high      # sender: one past the highest SACKed byte
-    int64_t retx_nxt       # sender: next hole to retransmit in recovery
-    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not)
+    int64_t retx_nxt       # sender: next hole to retransmit in recovery (unordered delivery: every
+                           #   hole below it was sent again since the last timeout)
+    int64_t recovery_end   # sender: in recovery until snd_una reaches this (NIL: not); unordered
+                           #   delivery: set by a timeout, every unSACKed byte below it is lost
     int64_t last_nack      # receiver, go-back-N: when it last NACKed (NIL: never) ...
     int64_t last_nack_seq  #   ... and for which rcv_nxt
     int64_t retx_bytes     # sender: payload bytes sent more than once
     int32_t n_timeouts     # sender: retransmission timeouts
+    int32_t _pad_loss
+    int64_t sacked         # sender, unordered delivery: bytes SACKed at or above snd_una (not in flight)
+    int64_t loss_told      # sender, unordered delivery: holes below it were told to the scheme as
+                           #   losses (on_nack once per hole the threshold declares; a timeout: on_timeout)
+    int64_t reordered      # receiver: data packets that arrived with a gap below them
+    int64_t spurious_bytes # receiver: payload bytes that arrived again while held (or after the last byte)
 
 cdef struct AckInfo:
     int64_t acked          # bytes newly acknowledged
@@ -330,6 +341,10 @@ cdef enum LossRecovery:   # NetParams.loss_recovery: nic.loss_recovery (params.L
     GO_BACK_N = 0
     SELECTIVE_REPEAT = 1
 
+cdef enum Delivery:       # NetParams.delivery: nic.delivery (params.DELIVERY, in this order)
+    ORDERED = 0            # in order: go-back-N or selective repeat, as loss_recovery says
+    UNORDERED = 1          # placed on arrival, SACKed; the sender declares holes lost (nic_recv.pyx)
+
 cdef struct NetParams:
     # The network's parameters, one field per row of params.NET (params.py: the setting each
     # comes from, its conversion, its range); Core fills it from the dict params.core_params
@@ -345,7 +360,12 @@ cdef struct NetParams:
     int64_t ack_timeout    # ps an ACK may be owed (ack_every > 1): > 0 that time; -1 auto (ack_every
                            #   full packets at the receiver's link rate); 0 never (the HPCC fork)
     int32_t ack_high_priority  # ACK/NACK/CNP in priority 0 (strict high priority), else the flow's
-    int32_t loss_recovery  # LossRecovery
+    int32_t loss_recovery  # LossRecovery (ordered delivery only)
+    int32_t delivery       # Delivery
+    int32_t reorder_threshold  # unordered delivery: a hole is lost once this many packets above it
+                           #   were SACKed (0: only the timeout declares losses)
+    int32_t sack_carried   # ACKs and NACKs carry a SACK beside them (Sim.pkt_sack): selective repeat
+                           #   or unordered delivery
     int32_t ttl
     int64_t cnp_interval
     int64_t nack_interval
@@ -397,6 +417,8 @@ cdef struct Stats:
     int64_t nic_drops      # data a stopped NIC could not take (its buffer full: faults.pyx)
     int64_t no_route_drops # packets a switch had no route for
     int64_t fluid_solves   # flow mode: rate recomputations (fluid.pyx)
+    int64_t reordered      # data packets that arrived with a gap below them
+    int64_t spurious_bytes # payload bytes that arrived again while their receiver held them
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's
@@ -407,7 +429,7 @@ cdef struct Handoff:
     # capacity from window to window.
     Packet* pk
     IntHop* hops           # MAX_INT_HOPS per packet (INT on), else NULL
-    int64_t* sack          # per packet (selective repeat), else NULL
+    int64_t* sack          # per packet (NetParams.sack_carried), else NULL
     int32_t n
     int32_t cap
     int32_t wire_head      # the receiving part's packets on the wire, in arrival order
@@ -421,6 +443,8 @@ cdef struct DepMsg:
     int64_t time
     int32_t child
     int32_t _pad
+
+ctypedef void (*ack_fn)(Sim* s, int32_t i) noexcept nogil   # World.on_ack
 
 cdef struct World:
     # What every part of a run shares (issue 20), built once and owned by the Core
@@ -456,6 +480,8 @@ cdef struct World:
     int32_t* child_idx     # the dependency graph's children, flow by flow (Flow.child_off)
     NetParams p
     CCOps cc
+    ack_fn on_ack          # what an ACK or NACK does at its sender, chosen with the parameters (engine.pyx):
+                           #   nic_send.nic_on_ack, or with unordered delivery nic_on_unordered_ack
     void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
     void* faults           # scheduled faults (faults.pxd), NULL when none
     void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off
@@ -490,8 +516,8 @@ cdef struct Sim:
     # packet pool
     Packet* pkts
     IntHop* int_hops       # MAX_INT_HOPS records per packet of the pool (NULL: INT off)
-    int64_t* pkt_sack      # per packet of the pool, selective repeat only (else NULL): a NACK's
-                           #   SACK, the seq of the out-of-order packet
+    int64_t* pkt_sack      # per packet of the pool when ACKs carry a SACK (NetParams.sack_carried,
+                           #   else NULL): the seq of the data packet the ACK or NACK answers
     int32_t pool_cap
     int32_t pool_free      # the last freed packet (a chain through Packet.next), or NIL
     int32_t pool_fresh     # the first slot never used (pool.pxd)

@@ -15,8 +15,9 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
 from posix.stdlib cimport posix_memalign
 from cpython.pycapsule cimport PyCapsule_New
-from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, RouteGroup, NetParams, Handoff,
-                                 NIL, NPRIO, ERR_NONE, ERR_CALLBACK, ERR_NOMEM, FS_WAITING, FS_DONE)
+from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, LossState, LossRec,
+                                 RouteGroup, NetParams, Handoff, NIL, UNORDERED, NPRIO, ERR_NONE, ERR_CALLBACK,
+                                 ERR_NOMEM, FS_WAITING, FS_DONE)
 from rocesim._core.pool cimport pool_init, pool_release_array
 from rocesim._core.events cimport (ev_init, ev_free, ev_bytes, ev_bucket_shift, PART_WIDER,
                                    ev_calendar_size, CAL_N, CAL_MIN)
@@ -33,6 +34,7 @@ from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_f
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop
+from rocesim._core.nic_send cimport nic_on_ack, nic_on_unordered_ack
 
 cnp.import_array()
 if core_params.NPRIO != NPRIO:
@@ -492,6 +494,7 @@ cdef class Core:
         core_params.check(params)
         self.w.p = params
         core_params.check_fields(self.w.p)
+        self.w.on_ack = nic_on_unordered_ack if self.w.p.delivery == UNORDERED else nic_on_ack
 
     cdef _init_flows(self, dict c):
         """The flow records and per-flow arrays, and part 0's roots, from the checked columns
@@ -850,15 +853,18 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] rx_finish = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] ideal = np.empty(F, np.int64)
         cdef cnp.ndarray[int64_t] delivered = np.empty(F, np.int64)
-        cdef cnp.ndarray[int64_t] retx = np.empty(F, np.int64)
+        cdef cnp.ndarray[int64_t] retx = np.zeros(F, np.int64)
         cdef cnp.ndarray[int32_t] timeouts = np.zeros(F, np.int32)
+        cdef cnp.ndarray[int64_t] reordered = np.zeros(F, np.int64)
+        cdef cnp.ndarray[int64_t] spurious = np.zeros(F, np.int64)
+        cdef LossState* lo
+        cdef LossRec* r
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
         cdef cnp.ndarray[int32_t] top = np.empty(F, np.int32)
         cdef Qp* qp
         cdef Sim* part
         cdef int64_t k
         cdef int32_t j, q
-        retx[:] = 0
         cdef cnp.ndarray[cnp.uint8_t] has_parents = np.zeros(F, np.uint8)
         for k in range(w.flows[F].child_off):
             has_parents[w.child_idx[k]] = 1
@@ -874,18 +880,24 @@ cdef class Core:
             delivered[i] = _delivered(self._rx_part(i), i)
         for j in range(self.w.n_parts):
             part = self.w.parts[j]
-            for q in range(part.qp_cap):     # the flows in flight: their queue pairs
+            for q in range(part.qp_cap):     # the flows in flight: queue pairs and receive records
                 qp = qp_at(part, q)
-                if qp.flow != NIL and not qp.is_rx:
-                    if qp.loss != NULL:
-                        retx[qp.flow] = qp.loss.retx_bytes
-                        timeouts[qp.flow] = qp.loss.n_timeouts
-            for k in range(part.n_losses):   # flows done with retransmissions (qp.pxd)
-                retx[part.losses[k].flow] = part.losses[k].retx_bytes
-                timeouts[part.losses[k].flow] = part.losses[k].n_timeouts
+                if qp.flow != NIL and qp.loss != NULL:
+                    lo = qp.loss
+                    retx[qp.flow] += lo.retx_bytes
+                    timeouts[qp.flow] += lo.n_timeouts
+                    reordered[qp.flow] += lo.reordered
+                    spurious[qp.flow] += lo.spurious_bytes
+            for k in range(part.n_losses):   # counts kept past them (qp.pxd): a flow's add up
+                r = &part.losses[k]
+                retx[r.flow] += r.retx_bytes
+                timeouts[r.flow] += r.n_timeouts
+                reordered[r.flow] += r.reordered
+                spurious[r.flow] += r.spurious_bytes
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
-                    timeouts=timeouts, state=state, top_switch=top)
+                    timeouts=timeouts, reordered_packets=reordered, spurious_retx_bytes=spurious,
+                    state=state, top_switch=top)
 
     def port_arrays(self):
         """Per-port counters and state (numpy arrays; pause time in ps per priority)."""
@@ -1061,7 +1073,8 @@ cdef dict _counters(Sim** parts, int32_t n):
         data_bytes_delivered=st.data_bytes_delivered, flows_done=st.flows_done,
         time_errors=st.time_errors, link_drops=st.link_drops,
         watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
-        no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, packets_in_use=pool_used,
+        no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, reordered_packets=st.reordered,
+        spurious_retx_bytes=st.spurious_bytes, packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,
         pending_events=n_events, event_queue_bytes=ev_mem, sim_time_ps=now, last_activity_ps=last_work)
 

@@ -20,7 +20,7 @@ from libc.stdint cimport int64_t, int32_t, uint32_t
 from libc.stdlib cimport realloc
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, World, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
-                                 MAX_INT_HOPS, SELECTIVE_REPEAT)
+                                 MAX_INT_HOPS)
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_free, pkt_alloc
 from rocesim._core.timeline cimport timeline_add
@@ -149,7 +149,7 @@ cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
         if grown == NULL:
             return -1
         h.hops = <IntHop*> grown
-    if w.p.loss_recovery == SELECTIVE_REPEAT:
+    if w.p.sack_carried:
         grown = realloc(h.sack, <size_t> cap * sizeof(int64_t))
         if grown == NULL:
             return -1
@@ -169,7 +169,7 @@ cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
         if w.p.int_enabled and s.pkts[i].nhops:
             memcpy(&h.hops[<int64_t> h.n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
                    s.pkts[i].nhops * sizeof(IntHop))
-        if w.p.loss_recovery == SELECTIVE_REPEAT:
+        if w.p.sack_carried:
             h.sack[h.n] = s.pkt_sack[i]
         h.n += 1
     pkt_free(s, i)
@@ -189,7 +189,7 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
         if w.p.int_enabled and h.pk[j].nhops:
             memcpy(&s.int_hops[<int64_t> i * MAX_INT_HOPS], &h.hops[<int64_t> j * MAX_INT_HOPS],
                    h.pk[j].nhops * sizeof(IntHop))
-        if w.p.loss_recovery == SELECTIVE_REPEAT:
+        if w.p.sack_carried:
             s.pkt_sack[i] = h.sack[j]
         _wire_append(s, h.port, &h.wire_head, &h.wire_tail, i)
     h.n = 0

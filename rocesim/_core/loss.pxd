@@ -1,13 +1,17 @@
 # cython: language_level=3
-"""Loss-recovery state: one `LossState` per flow, allocated on the flow's first loss (a
-NACK sent or received, a timeout).
+"""Loss-recovery state: one `LossState` per flow, allocated on the flow's first loss or
+reordering (a packet out of order or again at its receiver, a NACK or a SACK at its sender,
+a timeout).
 
 It holds the go-back-N receiver's NACK pacing, the sender's recovery point and its counts
-of bytes sent again and timeouts, and for selective repeat the bitmaps: the receiver marks
-packets it holds beyond rcv_nxt (`rx_bits`), the sender packets the receiver reported out
-of order (`sack_bits`), with its recovery cursor (`retx_nxt`) and highest SACK
-(`sack_high`).  Flows that never lose a packet allocate nothing (`Qp.loss` stays NULL);
-bitmaps are allocated on first use.
+of bytes sent again and timeouts, the receiver's counts of reordered packets and of bytes
+that arrived again (spurious retransmissions), and for selective repeat and unordered
+delivery the bitmaps: the receiver marks packets it holds beyond rcv_nxt (`rx_bits`), the
+sender packets the receiver reported out of order (`sack_bits`), with its recovery cursor
+(`retx_nxt`) and highest SACK (`sack_high`), and with unordered delivery the bytes SACKed
+above snd_una (`sacked`: delivered, not in flight).  Flows that never lose or reorder a
+packet allocate nothing (`Qp.loss` stays NULL); bitmaps are allocated on first use, one bit
+per packet of the flow (a receiver holds at most the flow).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.stdlib cimport calloc, free
@@ -64,3 +68,26 @@ cdef inline bint bits_alloc(Sim* s, uint8_t** bits, int64_t* len, int64_t size) 
 cdef inline void set_bit(Sim* s, uint8_t** bits, int64_t* len, int64_t size, int64_t k) noexcept nogil:
     if bits_alloc(s, bits, len, size) and k < len[0] * 8:
         bits[0][k >> 3] |= <uint8_t> (1 << (k & 7))
+
+
+cdef inline int64_t pkt_bytes(int64_t size, int64_t payload, int64_t k) noexcept nogil:
+    """Payload bytes of packet k of a flow of `size` bytes (the last one may be short)."""
+    cdef int64_t left = size - k * payload
+    return payload if left > payload else left
+
+
+cdef inline bint sacked_at_least(LossState* sk, int64_t k, int64_t hi, int32_t need) noexcept nogil:
+    """At least `need` of the packets k+1 .. hi-1 are SACKed (unordered delivery's test of
+    hole k: RFC 6675's IsLost, counting packets).  Stops at the `need`-th."""
+    cdef int64_t n = 0
+    k += 1
+    while k < hi:
+        if (k & 7) == 0 and (k >> 3) < sk.sack_bits_len and sk.sack_bits[k >> 3] == 0:
+            k += 8                          # eight holes at once
+            continue
+        if bit(sk.sack_bits, sk.sack_bits_len, k):
+            n += 1
+            if n >= need:
+                return True
+        k += 1
+    return False

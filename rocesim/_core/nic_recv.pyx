@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The NIC's receiver: in-order delivery, ACKs, NACKs and CNPs; the dispatch of arrivals.
+"""The NIC's receiver: in-order or unordered delivery, ACKs, NACKs and CNPs; the dispatch of arrivals.
 
 In-order data advances rcv_nxt and is ACKed every `ack_every` packets, always at the last
 byte, and, when ACKs are coalesced (ack_every > 1), at the latest `ack_timeout` after the
@@ -16,12 +16,23 @@ is built from the newest packet it covers, kept (`Qp.ack_held`) until then: the 
 echoed timestamp and INT records included, that the next packet would have triggered.
 With ack_every = 1 nothing is ever owed and the timer never runs.
 
-Go-back-N (default): out-of-order data is discarded and answered by a NACK carrying
-rcv_nxt, at most once per `nack_interval` for the same rcv_nxt (the HPCC fork's rule,
-500 us).  Selective repeat (IRN-style, for lossy RoCE): the receiver keeps out-of-order
-packets and NACKs each one with its sequence (a SACK).  Duplicates are ACKed (so a lost
-final ACK is recovered by the timeout).  ECN-marked data makes the receiver send a CNP, at
-most once per `cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
+Ordered delivery (`nic.delivery: ordered`, default), go-back-N (default): out-of-order
+data is discarded and answered by a NACK carrying rcv_nxt, at most once per
+`nack_interval` for the same rcv_nxt (the HPCC fork's rule, 500 us).  Selective repeat
+(IRN-style, for lossy RoCE): the receiver keeps out-of-order packets and NACKs each one
+with its sequence (a SACK).  Unordered delivery (`nic.delivery: unordered`: direct data
+placement, as NVIDIA's adaptive-routing NICs and UET's reliable unordered delivery): a
+packet is placed on arrival and marked in the record's bitmap (one bit per packet of the
+flow); what arrives beyond rcv_nxt is ACKed at once, the ACK carrying rcv_nxt and the
+packet's sequence (its SACK; RFC 5681's immediate ACK of out-of-order data: the sender
+learns of every packet held, each once, with no bitmap on the wire), covering the in-order
+packets owed; a packet that fills a gap is ACKed at once too; nothing is NACKed.  The
+sender decides what is lost (nic_send.pyx).  Duplicates are ACKed (so a lost final ACK is
+recovered by the timeout).  Per flow the receiver counts packets that arrived with a gap
+below them (`reordered`) and bytes that arrived again while held (`spurious_bytes`:
+go-back-N holds nothing beyond rcv_nxt), kept past its record (qp.rx_close,
+_late_duplicate).  ECN-marked data makes the receiver send a CNP, at most once per
+`cnp_interval` per flow, when the scheme asks for CNPs (DCQCN).  Data of a
 flow whose last byte is already in (a late duplicate) is answered by an ACK of the whole
 flow and nothing else: the receiver's state ends with the last byte (qp.rx_of), whatever
 its sender is doing, so a receiver never reads its sender's state (issue 20: the two may
@@ -29,15 +40,15 @@ be in different parts of a run).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
-from rocesim._core.defs cimport (Sim, World, Packet, Flow, Qp, LossState, IntHop, NIL, PK_DATA, PK_ACK, PK_NACK, PK_CNP,
-                                 EV_ACK_TIMER, SELECTIVE_REPEAT)
+from rocesim._core.defs cimport (Sim, World, Packet, Flow, Qp, LossState, LossRec, IntHop, NIL, PK_DATA, PK_ACK,
+                                 PK_NACK, PK_CNP, EV_ACK_TIMER, SELECTIVE_REPEAT, UNORDERED)
 from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
 from rocesim._core.flows cimport flow_delivered
-from rocesim._core.qp cimport rx_of, rx_open, rx_close
+from rocesim._core.qp cimport rx_of, rx_open, rx_close, loss_log
 from rocesim._core.loss cimport bit, set_bit, loss_of
-from rocesim._core.nic_send cimport nic_kick, nic_on_ack, nic_on_cnp
+from rocesim._core.nic_send cimport nic_kick, nic_on_cnp
 
 
 cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept nogil:
@@ -63,8 +74,9 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.ttl = w.p.ttl
     rx = rx_of(s, d.flow)
     pk.seq = rx.rcv_nxt if rx != NULL else fl.size
-    if w.p.loss_recovery == SELECTIVE_REPEAT:
-        s.pkt_sack[i] = d.seq            # the SACK of a NACK (nic_send reads it)
+    if w.p.sack_carried:
+        s.pkt_sack[i] = d.seq            # the SACK (nic_send reads it: of a NACK, or of an ACK
+                                         #   when it is at or above the ACK's cumulative point)
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
@@ -163,6 +175,7 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
     cdef int64_t before
     cdef LossState* sk
     if rec.rx_finish != NIL:
+        _late_duplicate(s, f, pkt_payload(s, pk))
         _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # a late duplicate: ACK the whole flow
         return False
     fl = rx_open(s, f)
@@ -191,22 +204,74 @@ cdef inline bint _on_data(Sim* s, int32_t i) noexcept nogil:
             flow_delivered(s, f)
         elif fl.unacked >= w.p.ack_every:
             _ack_unacked(s, i, fl)
+        elif w.p.delivery == UNORDERED and fl.rcv_nxt - before > pkt_payload(s, pk):
+            _ack_unacked(s, i, fl)              # it filled a gap: the sender learns at once
         else:
             return _owe_ack(s, f, fl, i)        # (never with ack_every = 1)
     elif pk.seq > fl.rcv_nxt:
-        sk = loss_of(s, fl)
-        if sk == NULL:
-            return False                        # out of memory: the loop stops on s.error
-        if w.p.loss_recovery == SELECTIVE_REPEAT:
-            set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, pk.seq // payload)
-            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
-        elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
-            sk.last_nack_seq = fl.rcv_nxt
-            sk.last_nack = s.now
-            _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+        _ahead(s, i, fl, size)
     else:
-        _send_ctrl(s, i, PK_ACK, 1, pk.ecn)     # duplicate: re-ACK what we have
+        _duplicate(s, i, fl)
     return False
+
+
+cdef void _ahead(Sim* s, int32_t i, Qp* fl, int64_t size) noexcept nogil:
+    """Data packet i arrived beyond rcv_nxt (of a flow of `size` bytes), with a gap below it:
+    counted (reordered, or spurious if held already), then NACKed (ordered delivery) or
+    placed and ACKed at once with its SACK (unordered)."""
+    cdef World* w = s.w
+    cdef Packet* pk = &s.pkts[i]
+    cdef int64_t k = pk.seq // w.p.payload
+    cdef LossState* sk = loss_of(s, fl)
+    if sk == NULL:
+        return                                  # out of memory: the loop stops on s.error
+    if bit(sk.rx_bits, sk.rx_bits_len, k):
+        sk.spurious_bytes += pkt_payload(s, pk)     # held already (not go-back-N)
+        s.st.spurious_bytes += pkt_payload(s, pk)
+        if w.p.delivery == UNORDERED:
+            _send_ctrl(s, i, PK_ACK, 1, pk.ecn)
+            return
+    else:
+        sk.reordered += 1
+        s.st.reordered += 1
+    if w.p.delivery == UNORDERED:
+        # placed: ACKed at once with its SACK, covering the in-order packets owed
+        set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
+        fl.unacked += 1
+        fl.unacked_marked += pk.ecn
+        _ack_unacked(s, i, fl)
+    elif w.p.loss_recovery == SELECTIVE_REPEAT:
+        set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
+        _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+    elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
+        sk.last_nack_seq = fl.rcv_nxt
+        sk.last_nack = s.now
+        _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+
+
+cdef void _duplicate(Sim* s, int32_t i, Qp* fl) noexcept nogil:
+    """Data packet i arrived below rcv_nxt, held already: counted spurious, re-ACKed."""
+    cdef LossState* sk = loss_of(s, fl)
+    if sk == NULL:
+        return                                  # out of memory: the loop stops on s.error
+    sk.spurious_bytes += pkt_payload(s, &s.pkts[i])
+    s.st.spurious_bytes += pkt_payload(s, &s.pkts[i])
+    _send_ctrl(s, i, PK_ACK, 1, s.pkts[i].ecn)
+
+
+cdef void _late_duplicate(Sim* s, int32_t f, int64_t payload) noexcept nogil:
+    """Data of flow f arrived after its last byte (the receiver has no record left): its
+    bytes count as a spurious retransmission, in a record of the receiver's part (merged
+    into the last one when it is f's)."""
+    cdef LossRec* r
+    s.st.spurious_bytes += payload
+    if s.n_losses > 0 and s.losses[s.n_losses - 1].flow == f:
+        r = &s.losses[s.n_losses - 1]
+    else:
+        r = loss_log(s, f)
+        if r == NULL:
+            return                              # out of memory: the loop stops on s.error
+    r.spurious_bytes += payload
 
 
 cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
@@ -218,5 +283,5 @@ cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
     elif kind == PK_CNP:
         nic_on_cnp(s, i)
     else:
-        nic_on_ack(s, i)
+        s.w.on_ack(s, i)                        # nic_send's, as the delivery mode says
     pkt_free(s, i)

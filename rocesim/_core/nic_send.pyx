@@ -13,11 +13,29 @@ wakes at the earliest pacing time.
 An ACK advances snd_una and calls the scheme's on_ack; a NACK rewinds snd_nxt to the
 receiver's rcv_nxt (go-back-N) or, under selective repeat, records the SACKed packet
 and starts recovery (the holes below the highest SACK go first).
+
+Unordered delivery: an ACK's SACK (the packet it answers, when at or above its cumulative
+point) marks the packet delivered in the sender's scoreboard.  A hole (a packet sent and
+not SACKed, at or above snd_una) is declared lost once `reorder_threshold` packets above it
+are SACKed (RFC 6675's IsLost, counting packets: TCP's dupthresh 3 by default; 0: only the
+timeout), and sent again, holes in order, each once until a timeout starts over (which
+declares every packet not SACKed lost).  No reorder timer (RACK) is modelled: a hole with
+too few packets above it waits for the timeout.  What the scheme sees: each ACK as with
+ordered delivery, but an ACK that SACKs counts its packet as delivered: `acked` is the
+bytes the ACK reports delivered for the first time (the cumulative advance, less what was
+SACKed before, plus the packet it SACKs: each byte once), `packets` the data packets it
+reports received, in order or SACKed (each once: the receiver ACKs an out-of-order packet
+at once, nic_recv.pyx), with their ECN marks, and the ACK's RTT and INT; the window counts
+SACKed bytes as arrived, not in flight (RFC 6675's pipe), so that reordering does not
+close it; each hole the threshold declares lost is an on_nack (a NACK's signal with
+ordered delivery), a timeout an on_timeout.  The sender's handler of ACKs is chosen with
+the parameters (World.on_ack: nic_on_ack or nic_on_unordered_ack, one code with the mode a
+constant of each), so that ordered delivery runs the same code as before.
 """
 from libc.stdint cimport int64_t, int32_t, uint16_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
                                  PK_DATA, PK_ACK, EV_RTO,
-                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT)
+                                 SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT, UNORDERED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
 from rocesim._core.events cimport ev_push
@@ -25,7 +43,7 @@ from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
-from rocesim._core.loss cimport bit, set_bit, loss_of, in_recovery
+from rocesim._core.loss cimport bit, set_bit, bits_alloc, loss_of, in_recovery, pkt_bytes, sacked_at_least
 
 
 cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
@@ -39,18 +57,45 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
         port_kick(s, port, s.now)
 
 
+cdef inline void _cursor_past_sacked(Qp* fl, LossState* sk, int64_t payload) noexcept nogil:
+    """The recovery cursor to the first packet at or above snd_una that the receiver has not
+    SACKed (or to the highest SACK)."""
+    if sk.retx_nxt < fl.snd_una:
+        sk.retx_nxt = fl.snd_una
+    while sk.retx_nxt < sk.sack_high and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload):
+        sk.retx_nxt += payload
+
+
+cdef inline int64_t _lost_hole(Sim* s, Qp* fl, LossState* sk) noexcept nogil:
+    """Unordered delivery: the first hole (a packet sent, not SACKed, at or above snd_una)
+    not yet sent again, if it is lost: below a timeout's recovery point, or with at least
+    reorder_threshold SACKed packets above it; else -1.  Holes are sent again in order, each
+    once (the cursor retx_nxt moves past it), until a timeout starts over."""
+    cdef World* w = s.w
+    cdef int64_t payload = w.p.payload
+    _cursor_past_sacked(fl, sk, payload)
+    if sk.recovery_end != NIL and sk.retx_nxt < sk.recovery_end:
+        return sk.retx_nxt
+    if (w.p.reorder_threshold > 0 and sk.retx_nxt < sk.sack_high
+            and sacked_at_least(sk, sk.retx_nxt // payload, (sk.sack_high + payload - 1) // payload,
+                                w.p.reorder_threshold)):
+        return sk.retx_nxt
+    return -1
+
+
 cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     """The byte offset the flow (of `size` bytes) would send next, or -1 if it has nothing
     to send."""
     cdef int64_t payload = s.w.p.payload
     cdef LossState* sk = fl.loss
+    cdef int64_t hole
     if sk != NULL and sk.sack_bits != NULL:
-        if sk.recovery_end != NIL:
-            if sk.retx_nxt < fl.snd_una:
-                sk.retx_nxt = fl.snd_una
-            while (sk.retx_nxt < sk.sack_high
-                   and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload)):
-                sk.retx_nxt += payload
+        if s.w.p.delivery == UNORDERED:
+            hole = _lost_hole(s, fl, sk)
+            if hole >= 0:
+                return hole
+        elif sk.recovery_end != NIL:
+            _cursor_past_sacked(fl, sk, payload)
             if sk.retx_nxt < sk.sack_high:
                 return sk.retx_nxt
         while fl.snd_nxt < size and bit(sk.sack_bits, sk.sack_bits_len, fl.snd_nxt // payload):
@@ -58,6 +103,18 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     if fl.snd_nxt < size:
         return fl.snd_nxt
     return -1
+
+
+cdef inline bint _window_open(Qp* fl) noexcept nogil:
+    """The flow may send new data: no window, or the bytes in flight below it (with
+    unordered delivery, bytes SACKed above snd_una have arrived: not in flight)."""
+    cdef int64_t flight
+    if fl.window == 0:
+        return True
+    flight = fl.snd_nxt - fl.snd_una
+    if fl.loss != NULL:
+        flight -= fl.loss.sacked
+    return flight < fl.window
 
 
 cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept nogil:
@@ -129,7 +186,7 @@ cdef void sched_update(Sim* s, int32_t f) noexcept nogil:
     fl = qp_of(s, f)
     h = &w.hosts[rec.src]
     seq = _next_seq(s, fl, rec.size)
-    if seq < 0 or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window):
+    if seq < 0 or not (seq != fl.snd_nxt or _window_open(fl)):
         fl.sched = SCHED_BLOCKED
         ready_clear(h, rec.slot.act_pos)
     elif fl.next_send <= s.now:
@@ -170,7 +227,7 @@ cdef inline bint _try_send(Sim* s, int32_t port, Port* p, Host* h, int32_t idx) 
         return False                    # out of memory: the loop stops on s.error
     seq = _next_seq(s, fl, rec.size)
     if (seq < 0 or fl.next_send > s.now
-            or not (seq != fl.snd_nxt or fl.window == 0 or fl.snd_nxt - fl.snd_una < fl.window)):
+            or not (seq != fl.snd_nxt or _window_open(fl))):
         sched_update(s, f)                 # it moved on without telling: re-decide, skip it
         return False
     _send_data(s, port, f, seq)
@@ -295,20 +352,88 @@ cdef inline void _complete(Sim* s, int32_t f) noexcept nogil:
     flow_finish(s, f)
 
 
+cdef inline int64_t _on_sack(Sim* s, int32_t f, Qp* fl, int64_t una, int64_t sack) noexcept nogil:
+    """Unordered delivery: an ACK moved snd_una from `una` and SACKs the packet at `sack`
+    (when at or above the cumulative point): the scoreboard takes it, and the bytes SACKed
+    above snd_una (not in flight: the window's count) lose those the cumulative point passed.
+    Returns what the scheme's `acked` gets besides the cumulative advance: the bytes newly
+    SACKed less those SACKed before that the cumulative point passed (each byte counts once,
+    when first reported).  A newly SACKed packet may make a hole lost: the flow is listed
+    again if it has something to send.  Out of memory: s.error set."""
+    cdef World* w = s.w
+    cdef int64_t payload = w.p.payload, size = w.flows[f].size
+    cdef int64_t k, n, credit = 0
+    cdef LossState* sk = fl.loss
+    if sk != NULL and sk.sacked > 0:
+        k = una // payload                      # SACKed packets the cumulative point passed
+        while k * payload < fl.snd_una and sk.sacked > 0:
+            if bit(sk.sack_bits, sk.sack_bits_len, k):
+                n = pkt_bytes(size, payload, k)
+                sk.sacked -= n
+                credit -= n
+            k += 1
+    if sack < fl.snd_una or sack >= size:
+        return credit                           # nothing beyond the cumulative point
+    sk = loss_of(s, fl)
+    if sk == NULL or not bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, size):
+        return credit
+    k = sack // payload
+    if bit(sk.sack_bits, sk.sack_bits_len, k):
+        return credit                           # SACKed before (a duplicate's ACK)
+    set_bit(s, &sk.sack_bits, &sk.sack_bits_len, size, k)
+    n = pkt_bytes(size, payload, k)
+    sk.sacked += n
+    if sack + n > sk.sack_high:
+        sk.sack_high = sack + n
+    if w.flows[f].slot.act_pos == NIL and _next_seq(s, fl, size) >= 0:
+        active_add(s, f)                        # a hole is lost: it has something to send again
+    return credit + n
+
+
+cdef inline bint _loss_declared(Sim* s, Qp* fl) noexcept nogil:
+    """Unordered delivery: the reorder threshold has just declared a hole lost that the
+    scheme was not told of (each such hole once: LossState.loss_told)."""
+    cdef LossState* sk = fl.loss
+    cdef int64_t hole
+    if sk == NULL or sk.sack_bits == NULL:
+        return False
+    hole = _lost_hole(s, fl, sk)
+    if hole < sk.loss_told:                     # none (-1), or told already
+        return False
+    sk.loss_told = hole + s.w.p.payload
+    return True
+
+
 cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
-    """ACK or NACK packet i reached the sender of its flow."""
+    """ACK or NACK packet i reached the sender of its flow (ordered delivery)."""
+    _take_ack(s, i, False)
+
+
+cdef void nic_on_unordered_ack(Sim* s, int32_t i) noexcept nogil:
+    """ACK packet i reached the sender of its flow (unordered delivery: with its SACK)."""
+    _take_ack(s, i, True)
+
+
+cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
+    """ACK or NACK packet i reached the sender of its flow: the cumulative point moves and
+    the scheme's on_ack runs, or a NACK rewinds as loss_recovery says.  With unordered
+    delivery (`sacks`, a constant of each caller) the SACK goes into the scoreboard, the
+    scheme's `acked` counts the bytes the ACK reports delivered for the first time (the
+    cumulative advance, less what was SACKed before, plus the packet it SACKs), and a hole
+    the threshold has just declared lost is an on_nack."""
     cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
     cdef int32_t f = pk.flow
     cdef Flow* rec = &w.flows[f]
     cdef Qp* fl
     cdef AckInfo a
-    cdef int64_t k, rate, sack
+    cdef int64_t k, rate, sack, una
     cdef LossState* sk
     if rec.qp == NIL:
         return                          # done (or a stray packet of a flow not yet served)
     fl = qp_of(s, f)
     a.acked = 0
+    una = fl.snd_una
     if pk.seq > fl.snd_una:
         a.acked = pk.seq - fl.snd_una
         fl.snd_una = pk.seq
@@ -317,6 +442,10 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
             fl.snd_nxt = fl.snd_una
         if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
             fl.loss.recovery_end = NIL
+    if sacks:
+        a.acked += _on_sack(s, f, fl, una, s.pkt_sack[i])
+        if s.error:
+            return                              # out of memory: the loop stops on s.error
     if pk.kind == PK_ACK:
         a.seq = pk.seq
         a.rtt = s.now - pk.ts
@@ -328,6 +457,10 @@ cdef void nic_on_ack(Sim* s, int32_t i) noexcept nogil:
         rate = fl.rate_bps
         w.cc.on_ack(s, f, &a)
         nic_rate_changed(s, f, rate)
+        if sacks and _loss_declared(s, fl):
+            rate = fl.rate_bps
+            w.cc.on_nack(s, f)                  # the scheme hears of a declared loss as of a NACK
+            nic_rate_changed(s, f, rate)
     else:
         sk = loss_of(s, fl)
         if sk == NULL:

@@ -2,13 +2,14 @@
 """The NIC's retransmission timeout.
 
 If a flow's cumulative ACK does not move for `rto`, the sender goes back to snd_una
-(go-back-N) or retransmits every unSACKed packet (selective repeat).  The HPCC fork has
+(go-back-N) or retransmits every unSACKed packet (selective repeat, unordered delivery).  The HPCC fork has
 no timeout; it matters only when packets are lost, and by default (`nic.rto: auto`) only
 flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flow is armed
 at a time; ACKs only move the deadline, and the event re-arms itself for it.
 """
 from libc.stdint cimport int64_t, int32_t
-from rocesim._core.defs cimport Sim, World, Qp, LossState, NIL, FS_ACTIVE, EV_RTO, SELECTIVE_REPEAT
+from rocesim._core.defs cimport (Sim, World, Qp, LossState, NIL, FS_ACTIVE, EV_RTO, SELECTIVE_REPEAT,
+                                 UNORDERED)
 from rocesim._core.qp cimport qp_of
 from rocesim._core.events cimport ev_push
 from rocesim._core.active_set cimport active_add
@@ -35,7 +36,13 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
             return                              # out of memory: the loop stops on s.error
         s.st.timeouts += 1
         sk.n_timeouts += 1
-        if w.p.loss_recovery == SELECTIVE_REPEAT:
+        if w.p.delivery == UNORDERED:
+            # every packet not SACKed up to snd_max is lost, and sent again once more
+            sk.recovery_end = fl.snd_max
+            sk.retx_nxt = fl.snd_una
+            sk.loss_told = fl.snd_max             # the scheme hears of these by on_timeout
+            bits_alloc(s, &sk.sack_bits, &sk.sack_bits_len, w.flows[f].size)
+        elif w.p.loss_recovery == SELECTIVE_REPEAT:
             # retransmit every packet the receiver has not reported, up to snd_max
             sk.recovery_end = fl.snd_max
             sk.sack_high = fl.snd_max

@@ -24,6 +24,7 @@ AUTO_RTO = 10**9             # nic.rto 'auto', on lossy priorities: 1 ms (ps)
 WHOLE_NS = 1000              # nic.serialization 'whole_ns': wire and pacing times in whole ns (ps)
 LOSS_RECOVERY = ("go_back_n", "selective_repeat")   # nic.loss_recovery as C takes it: the index
                                                     # (defs.pxd's LossRecovery enum, in this order)
+DELIVERY = ("ordered", "unordered")                 # nic.delivery, likewise (defs.pxd's Delivery enum)
 
 
 class Range(NamedTuple):
@@ -85,6 +86,12 @@ def _rto_mask(rto, sections) -> int:
     return 0xFF & ~lossless
 
 
+def _sack_carried(delivery, sections) -> int:
+    """ACKs and NACKs carry the seq of the data packet they answer (a SACK) when receivers
+    keep what arrives out of order: unordered delivery, or selective repeat."""
+    return int(delivery == "unordered" or _setting(sections, "nic.loss_recovery") == "selective_repeat")
+
+
 def _bounce_priority(v, sections) -> int:
     return {"none": 0, "next": -1}.get(v, v)
 
@@ -103,6 +110,9 @@ NET = (
           Range(-1, None, "-1 (auto), 0 (none) or a positive number of ps")),
     Param("ack_high_priority", "nic.ack_high_priority", _as_int),
     Param("loss_recovery", "nic.loss_recovery", lambda v, sections: LOSS_RECOVERY.index(v)),
+    Param("delivery", "nic.delivery", lambda v, sections: DELIVERY.index(v)),
+    Param("reorder_threshold", "nic.reorder_threshold", None, Range(0, 2**31 - 1, "0 (off) or a number of packets")),
+    Param("sack_carried", "nic.delivery", _sack_carried),
     Param("ttl", "nic.ttl", None, Range(1, 255, "1..255")),
     Param("cnp_interval", "nic.cnp_interval"),
     Param("nack_interval", "nic.nack_interval"),

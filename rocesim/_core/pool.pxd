@@ -11,7 +11,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from posix.mman cimport madvise, MADV_HUGEPAGE
-from rocesim._core.defs cimport Sim, World, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS, SELECTIVE_REPEAT
+from rocesim._core.defs cimport Sim, World, Packet, IntHop, NIL, ERR_NOMEM, MAX_INT_HOPS
 
 
 cdef inline Packet* pool_array(int32_t cap) noexcept nogil:
@@ -101,7 +101,7 @@ cdef inline int pool_side_arrays(Sim* s, int32_t cap) noexcept nogil:
     cdef World* w = s.w
     cdef IntHop* hops
     cdef int64_t* sack
-    if w.p.loss_recovery == SELECTIVE_REPEAT:
+    if w.p.sack_carried:
         sack = <int64_t*> realloc(s.pkt_sack, <size_t> cap * sizeof(int64_t))
         if sack == NULL:
             return -1

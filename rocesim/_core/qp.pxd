@@ -23,7 +23,7 @@ later is a duplicate of a finished flow, ACKed with its size (nic_recv.pyx).
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
-from rocesim._core.defs cimport Sim, World, Qp, LossRec, NIL, ERR_NOMEM
+from rocesim._core.defs cimport Sim, World, Qp, LossRec, LossState, NIL, ERR_NOMEM
 from rocesim._core.loss cimport loss_free
 from rocesim._core.pool cimport pkt_free
 from rocesim._core.growth cimport room_for_one
@@ -122,15 +122,45 @@ cdef inline Qp* qp_open(Sim* s, int32_t f) noexcept nogil:
     return qp_at(s, q)
 
 
-cdef inline void _log_losses(Sim* s, int32_t f, Qp* qp) noexcept nogil:
-    """Keep a flow's retransmission counts past its queue pair (few flows have any)."""
+cdef inline LossRec* loss_log(Sim* s, int32_t f) noexcept nogil:
+    """A zeroed record of flow f's loss counts, to keep them past its queue pair or receive
+    record (few flows have any; the readback sums a flow's records); NULL and s.error set
+    when out of memory."""
+    cdef LossRec* r
     if room_for_one(<void**> &s.losses, s.n_losses, &s.cap_losses, sizeof(LossRec), 16) < 0:
         s.error = ERR_NOMEM
-        return
-    s.losses[s.n_losses].flow = f
-    s.losses[s.n_losses].n_timeouts = qp.loss.n_timeouts
-    s.losses[s.n_losses].retx_bytes = qp.loss.retx_bytes
+        return NULL
+    r = &s.losses[s.n_losses]
+    memset(r, 0, sizeof(LossRec))
+    r.flow = f
     s.n_losses += 1
+    return r
+
+
+cdef inline void _log_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil:
+    """Keep the counts of LossState `lo` (flow f's) past it, and zero them."""
+    cdef LossRec* r
+    if not (lo.retx_bytes or lo.n_timeouts or lo.reordered or lo.spurious_bytes):
+        return
+    r = loss_log(s, f)
+    if r == NULL:
+        return
+    r.n_timeouts = lo.n_timeouts
+    r.retx_bytes = lo.retx_bytes
+    r.reordered = lo.reordered
+    r.spurious_bytes = lo.spurious_bytes
+    lo.n_timeouts = 0
+    lo.retx_bytes = lo.reordered = lo.spurious_bytes = 0
+
+
+cdef inline void _log_rx_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil:
+    """Keep the receiver's counts of LossState `lo` (flow f's) past it, and zero them."""
+    cdef LossRec* r = loss_log(s, f)
+    if r == NULL:
+        return
+    r.reordered = lo.reordered
+    r.spurious_bytes = lo.spurious_bytes
+    lo.reordered = lo.spurious_bytes = 0
 
 
 cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
@@ -141,8 +171,8 @@ cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
     if q == NIL:
         return
     qp = qp_at(s, q)
-    if qp.loss != NULL and (qp.loss.retx_bytes or qp.loss.n_timeouts):
-        _log_losses(s, f, qp)
+    if qp.loss != NULL:
+        _log_losses(s, f, qp.loss)
     _slot_give(s, q)
     s.qp_used -= 1
     w.flows[f].qp = NIL
@@ -180,13 +210,19 @@ cdef inline Qp* rx_open(Sim* s, int32_t f) noexcept nogil:
 
 
 cdef inline void rx_close(Sim* s, int32_t f) noexcept nogil:
-    """Flow f's last byte is in: its receive record, if it has one of its own, goes back to
-    the pool (with one record per flow the sender closes it, qp_close)."""
+    """Flow f's last byte is in: the receiver's loss counts are kept (in its part), and its
+    receive record, if it has one of its own, goes back to the pool (with one record per
+    flow the sender closes it, qp_close)."""
     cdef World* w = s.w
-    cdef int32_t q
-    if w.flow_rx == NULL or w.flow_rx[f] == NIL:
+    cdef int32_t q = w.flows[f].qp if w.flow_rx == NULL else w.flow_rx[f]
+    cdef Qp* rx
+    if q == NIL:
         return
-    q = w.flow_rx[f]
+    rx = qp_at(s, q)
+    if rx.loss != NULL and (rx.loss.reordered or rx.loss.spurious_bytes):
+        _log_rx_losses(s, f, rx.loss)
+    if w.flow_rx == NULL:
+        return
     _slot_give(s, q)
     w.flow_rx[f] = NIL
     s.rx_used -= 1

@@ -30,6 +30,10 @@ class RunRecord:
     parts: int
     lookahead_ps: int                # 0 in one part
     fluid_calibration: dict          # the flow mode's calibration {share, startup (ps), source}
+    delivery: str                    # how receivers take data: nic.delivery ("ordered" or "unordered")
+    multipath: bool                  # the switches may send one connection's packets over several paths
+                                     #   (per-packet or flowlet load balancing, sender entropy): with
+                                     #   ordered receivers the summary says so (multipath_into_ordered)
     collectives: object              # rocesim.training.collectives.Collectives: every collective added
     iteration_jobs: dict             # iteration id -> the job it belongs to
     # one column of the nodes (flows and compute steps) by name (rocesim.world.nodes.COLUMNS),

@@ -24,19 +24,20 @@ from rocesim.run_progress import short_time
 PS_PER_NS = 1000.0
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
-                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "collective", "iteration",
-                "is_compute", "top_switch")
+                "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "reordered_packets",
+                "spurious_retx_bytes", "collective", "iteration", "is_compute", "top_switch")
 
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
-FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts")
+FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts", "reordered_packets", "spurious_retx_bytes")
 FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
                          "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
 # summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals)
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
-    "data_packets_sent", "retx_bytes", "link_crossings_per_cpu_s", "packets_in_use_at_end", "packets_peak",
+    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s",
+    "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
 
@@ -105,7 +106,12 @@ class Results:
             ttl_drops=st["ttl_drops"], pfc_pauses=st["pfc_pauses"], pfc_resumes=st["pfc_resumes"],
             cnps=st["cnps"], nacks=st["nacks"], acks=st["acks"], timeouts=st["timeouts"],
             data_packets_sent=st["data_packets_sent"],
-            retx_bytes=st["retx_bytes"], flows_total=len(flows["fct_ns"]),
+            retx_bytes=st["retx_bytes"],
+            # receivers: how they take data, what arrived out of order and what arrived again
+            delivery=record.delivery, reordered_packets=st["reordered_packets"],
+            spurious_retx_bytes=st["spurious_retx_bytes"],
+            multipath_into_ordered=record.multipath and record.delivery == "ordered",
+            flows_total=len(flows["fct_ns"]),
             flows_completed=int((~np.isnan(flows["fct_ns"])).sum()),
             data_flows=int((~flows["is_compute"]).sum()), data_bytes_delivered=st["data_bytes_delivered"],
             sim_time_ns=end_ps / PS_PER_NS,
@@ -174,6 +180,10 @@ class Results:
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
                      f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
                      f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
+            if s.get("multipath_into_ordered"):
+                lines.append(f"ordered receivers under multipath load balancing: {s['reordered_packets']:,} packets "
+                             f"out of order, {s['nacks']:,} NACKs, {s['retx_bytes']:,} bytes sent again "
+                             f"(nic.delivery: unordered places packets on arrival)")
         lines += _class_lines(s)
         for c in s.get("deadlock_cycles", []):
             lines.append(f"deadlock at priority {c['priority']}, formed at {c['formed_ns'] / 1e3:.1f} us: "
@@ -343,7 +353,8 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         fct_ns=fct, ideal_fct_ns=ideal, slowdown=slowdown, rx_fct_ns=rx,
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
-        retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"],
+        retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"], reordered_packets=fa["reordered_packets"],
+        spurious_retx_bytes=fa["spurious_retx_bytes"],
         is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"],
         top_switch=fa["top_switch"])
 

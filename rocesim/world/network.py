@@ -63,6 +63,12 @@ class Network:
                    overrides=overrides, balancers=balancers, port_tier=np.where(up, levels[ports.node], 0),
                    farthest_host=tables.farthest, arrays=arrays, params=params)
 
+    @property
+    def multipath(self) -> bool:
+        """One connection's packets may take several paths: a switch balances by flowlet or
+        per packet (a scheme other than ECMP), or senders vary their entropy (nic.entropy_every)."""
+        return bool(self.balancers) or self.settings.nic["entropy_every"] != "none"
+
     def headroom_needed(self) -> np.ndarray:
         """Per port: the most bytes that can still arrive on one lossless priority after the
         switch decides XOFF for it (`pfc.headroom_needed`)."""

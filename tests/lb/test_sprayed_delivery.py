@@ -1,0 +1,148 @@
+"""Per-packet load balancing into receivers that take packets out of order (issue 31 item
+4): a permutation and an all-to-all across a 1:1 leaf-spine fabric, sprayed or adaptively
+routed per packet.  `unordered` receivers place what arrives and SACK it, so the fabric's
+uplinks load evenly (ECMP on the same seed does not), every byte arrives once, and nothing
+is sent again while the reordering stays within `nic.reorder_threshold`; `ordered`
+receivers under the same spraying NACK each gap (go-back-N's storm); lossy, each dropped
+packet is sent again once; and the run is the same on 1 and 2 threads.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from helpers import MTU
+from rocesim import Simulation, topology, traffic
+
+SEED = 3
+DEEP = 1000            # a reorder threshold deeper than any reordering here
+BALANCED = 1.2         # uplink_imbalance per-packet balancing stays under (ECMP's is above)
+SPRAY = {"scheme": "spray"}
+ADAPTIVE = {"scheme": "adaptive", "gap": "0us"}
+PATTERNS = ("permutation", "all_to_all")
+LOSSY = {"buffer": "150KB", "pfc": {"enabled": False}}
+
+
+def fabric_run(pattern, balancing, nic, switch=None, threads=1, partition="none"):
+    """`pattern` across 4 leaves x 4 hosts and 4 spines at 100 Gb/s (a 400 KB buffer, so that
+    PFC pauses), run to the end: `permutation` is each host's 1 MB to the host one leaf on
+    (every flow crosses the fabric, every leaf sends alike), `all_to_all` each host's 66,666
+    bytes to each other host."""
+    t = topology.leaf_spine(4, 4, 4, "100Gbps", "1us")
+    sim = Simulation(t, seed=SEED, nic=nic, partition=partition,
+                     switch={"buffer": "400KB", "load_balancing": balancing, **(switch or {})})
+    hosts = np.arange(t.n_hosts)
+    if pattern == "permutation":
+        src, dst, size = hosts, (hosts + 4) % t.n_hosts, 1_000_000
+    else:
+        src, dst = (a.ravel() for a in np.meshgrid(hosts, hosts, indexing="ij"))
+        src, dst, size = src[src != dst], dst[src != dst], 66_666
+    sim.add_flows(traffic.FlowTable(src, dst, np.full(src.size, size), np.zeros(src.size)))
+    return sim.run(progress=False, threads=threads)
+
+
+def assert_every_byte_arrived(res):
+    s, f = res.summary, res.flows
+    assert s["flows_completed"] == s["flows_total"]
+    assert list(f["delivered_bytes"]) == list(f["size_bytes"])
+    assert s["data_bytes_delivered"] == f["size_bytes"].sum()
+    assert s["packets_in_use_at_end"] == 0
+
+
+@pytest.mark.parametrize("pattern, balancing", [("permutation", SPRAY), ("permutation", ADAPTIVE),
+                                                ("all_to_all", SPRAY)],
+                         ids=["permutation-spray", "permutation-adaptive", "all_to_all-spray"])
+def test_per_packet_balancing_into_unordered_receivers_loads_the_uplinks_evenly(pattern, balancing):
+    """Lossless (PFC pauses, nothing dropped), every packet placed: packets overtake each
+    other, yet none is NACKed or sent again; the busiest uplink carries less than 1.2 times
+    its tier's mean, where ECMP's connections collide above that.  (Adaptive routing's
+    ties go by the hash: in the all-to-all its queues stay below its first level and it
+    hashes as ECMP does, so it is left out there.)"""
+    res = fabric_run(pattern, balancing, {"delivery": "unordered", "reorder_threshold": DEEP})
+    s, f = res.summary, res.flows
+    assert_every_byte_arrived(res)
+    assert s["drops"] == 0 and s["pfc_pauses"] > 0
+    assert s["reordered_packets"] > 0 and s["reordered_packets"] == f["reordered_packets"].sum()
+    assert s["spurious_retx_bytes"] == s["retx_bytes"] == s["nacks"] == s["timeouts"] == 0
+    assert s["delivery"] == "unordered" and s["multipath_into_ordered"] is False
+    assert s["uplink_imbalance"] < BALANCED
+    ecmp = fabric_run(pattern, {"scheme": "ecmp"}, {}).summary
+    assert ecmp["uplink_imbalance"] > BALANCED and ecmp["reordered_packets"] == 0
+    assert ecmp["multipath_into_ordered"] is False
+
+
+def test_a_shallow_reorder_threshold_resends_what_was_only_late():
+    """TCP's threshold of 3 packets under random spraying: a packet overtaken by 3 is
+    declared lost and sent again although it arrives; what was resent is exactly what
+    arrived twice (nothing was lost)."""
+    s = fabric_run("permutation", SPRAY, {"delivery": "unordered", "reorder_threshold": 3}).summary
+    assert s["drops"] == 0 and s["nacks"] == 0
+    assert s["spurious_retx_bytes"] == s["retx_bytes"] > 100 * MTU
+
+
+def test_spraying_into_ordered_receivers_makes_go_back_n_storms():
+    """The same spraying into go-back-N receivers: each reordered packet is a gap, NACKed,
+    and the sender resends from it, much of it already held; the flows finish many times
+    later than with unordered receivers, and the summary says why."""
+    unordered = fabric_run("permutation", SPRAY, {"delivery": "unordered", "reorder_threshold": DEEP})
+    ordered = fabric_run("permutation", SPRAY, {"delivery": "ordered"})
+    s = ordered.summary
+    assert_every_byte_arrived(ordered)
+    assert s["drops"] == 0 and s["nacks"] > 1000
+    assert s["retx_bytes"] > 10 * ordered.flows["size_bytes"].sum()
+    assert s["spurious_retx_bytes"] > 0
+    assert s["delivery"] == "ordered" and s["multipath_into_ordered"] is True
+    assert "ordered receivers under multipath load balancing" in ordered.describe()
+    assert np.nanmax(ordered.flows["fct_ns"]) > 5 * np.nanmax(unordered.flows["fct_ns"])
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_lossy_spraying_resends_each_dropped_packet_once(pattern):
+    """No PFC and a small buffer (ACKs in the strict high priority, so that only data is
+    dropped): every flow completes without a NACK, and the bytes resent less those that
+    arrived twice are the packets dropped."""
+    res = fabric_run(pattern, SPRAY, {"delivery": "unordered", "ack_high_priority": True}, switch=LOSSY)
+    s = res.summary
+    assert_every_byte_arrived(res)
+    assert s["nacks"] == 0 and s["pfc_pauses"] == 0
+    assert s["retx_bytes"] - s["spurious_retx_bytes"] == MTU * s["drops"]
+    if pattern == "permutation":
+        assert s["drops"] > 100
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_a_sprayed_unordered_run_in_parts_is_the_same_on_1_and_2_threads(pattern, tmp_path):
+    """Random spraying draws from each part's own random stream, the receive records and
+    their SACKs cross the cut links: every output is byte for byte the same (summary.json
+    without its timing keys), spurious resends included."""
+    outs = []
+    for threads in (1, 2):
+        res = fabric_run(pattern, SPRAY, {"delivery": "unordered"}, threads=threads, partition="leaves")
+        assert res.threads == threads and res.summary["parts"] > 1
+        folder = tmp_path / str(threads)
+        res.write(folder)
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix == ".csv"}
+        summary = json.loads((folder / "summary.json").read_text())
+        for k in ("wall_s", "cpu_s", "link_crossings_per_cpu_s"):
+            summary.pop(k)
+        outs.append((files, summary))
+    assert outs[0] == outs[1]
+    assert outs[0][1]["reordered_packets"] > 0
+    if pattern == "permutation":
+        assert outs[0][1]["spurious_retx_bytes"] > 0
+
+
+@pytest.mark.parametrize("balancing, nic, multipath", [
+    ({}, {}, False),
+    ({"scheme": "ecmp", "tiers": {1: {"scheme": "flowlet"}}}, {}, True),
+    (ADAPTIVE, {}, True),
+    ({}, {"entropy_every": 8}, True),
+    (SPRAY, {"delivery": "unordered"}, False),
+])
+def test_the_summary_flags_multipath_balancing_into_ordered_receivers(balancing, nic, multipath):
+    """A scheme other than ECMP at any tier, or the senders' own entropy, may send one
+    connection over several paths: with ordered receivers the summary says so."""
+    t = topology.leaf_spine(2, 2, 1, "100Gbps", "1us")
+    sim = Simulation(t, nic=nic, switch={"load_balancing": balancing})
+    sim.add_flow(0, 1, 10_000)
+    assert sim.run(progress=False).summary["multipath_into_ordered"] is multipath
