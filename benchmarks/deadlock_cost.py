@@ -8,11 +8,12 @@ processes (the machine is shared and noisy), and prints link crossings per CPU-s
 for each.  Any OTHER_TREE (a source tree with the core built in place, e.g. the commit
 before the detector) is measured in the same rounds as a baseline.
 """
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+import interleaved
+from interleaved import child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = os.path.dirname(HERE)
@@ -30,22 +31,16 @@ print(json.dumps(dict(crossings=s["link_crossings"], cpu_s=s["cpu_s"], events=s[
 """
 
 
-def run(tree, mode):
-    out = subprocess.run([sys.executable, "-c", CHILD.format(mode=mode)], check=True, capture_output=True,
-                         text=True, cwd=tree, env=dict(os.environ, PYTHONPATH=tree)).stdout
-    return json.loads(out.strip().splitlines()[-1])
+def run(what):
+    tree, mode = what
+    return child(tree, CHILD.format(mode=mode))
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     cases = [(f"base {t}", t, "base") for t in sys.argv[2:]] + [("off", TREE, "off"), ("on", TREE, "on")]
-    rates = {name: [] for name, _, _ in cases}
-    for r in range(rounds):
-        for name, tree, mode in cases:
-            s = run(tree, mode)
-            rates[name].append(s["crossings"] / s["cpu_s"])
-            print(f"round {r} {name:>24}: {s['crossings']} crossings, {s['events']} events, "
-                  f"{s['cpu_s']:.3f} CPU s, {s['crossings'] / s['cpu_s'] / 1e6:.3f} M/CPU-s", flush=True)
+    rates = interleaved.rates([(name, (tree, mode)) for name, tree, mode in cases], rounds, run,
+                              lambda s: f"{s['crossings']} crossings, {s['events']} events")
     for name, v in rates.items():
         print(f"{name:>24}: median {statistics.median(v) / 1e6:.3f}  best {max(v) / 1e6:.3f} M crossings/CPU-s")
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])

@@ -1,4 +1,4 @@
-"""The README's gallery: two small sweeps of shipped scenarios, drawn into docs/gallery/.
+"""The README's gallery: three small sweeps of shipped scenarios, drawn into docs/gallery/.
 
     python plots/gallery.py                 # runs what is missing in out/gallery/, then draws
     python plots/gallery.py --out /tmp/g --docs /tmp/g/figs -j 1
@@ -9,6 +9,11 @@
 * sweeps/gallery_training.yaml at seeds 1, 2 and 3 (24 runs): one DLRM iteration on a
   16-host 2:1 leaf-spine under every scheme.  Figures: iteration time by scheme (the seeds' mean and
   min-max), and iteration time with where it goes and collective durations.
+* sweeps/gallery_load_balancing.yaml (60 runs, about 4 CPU-minutes): NCCL's ring all-reduce
+  across a 2:1 leaf-spine under DCQCN by load balancing (ECMP with a new hash per flow, ECMP
+  per connection, flowlet switching, adaptive routing per flowlet and per packet) x queue
+  pairs per connection (1, 2, 4), four seeds.  Figure: all-reduce time against queue pairs,
+  a line per way with the seeds' min-max band.
 * docs/gallery/tables.md: the tables (`rocesim table`) behind the figures.
 
 The sweeps resume (`rocesim sweep`): a rerun draws again from what is done; runs made from
@@ -31,6 +36,43 @@ ROOT = os.path.dirname(HERE)
 # validation/flow_vs_packet.py takes its runs as they are there)
 TRAINING_SEEDS = [1, 2, 3]
 
+# the load-balancing sweep's ways (its `zip` rows), by the swept values that tell them apart
+LB_WAYS = {"ECMP, a new hash per flow": {"switch.load_balancing.scheme": "ecmp", "nccl.connections": "per_flow"},
+           "ECMP per connection": {"switch.load_balancing.scheme": "ecmp", "nccl.connections": "persistent"},
+           "flowlet (LetFlow, 10 us)": {"switch.load_balancing.scheme": "flowlet"},
+           "adaptive (per flowlet, 10 us)": {"switch.load_balancing.scheme": "adaptive",
+                                             "switch.load_balancing.gap": "10us"},
+           "adaptive (per packet), unordered receivers": {"switch.load_balancing.scheme": "adaptive",
+                                                          "switch.load_balancing.gap": "0us"}}
+
+
+def plot_load_balancing(root, out_path, title) -> str:
+    """All-reduce time against queue pairs per connection in sweep folder `root`, a line per
+    way of LB_WAYS with the min-max band of its seeds."""
+    from rocesim.results.axes import plt
+    from rocesim.sweep.index import read_done
+    from rocesim.sweep.plot import LINESTYLES, MARKERS, mark_truncated, series_with_range
+    rows, _ = read_done(root)
+    x, metric = "nccl.qps_per_connection", "collective_duration_p50_ns"
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    for k, (label, way) in enumerate(LB_WAYS.items()):
+        sel = [r for r in rows if all(r[key] == v for key, v in way.items())]
+        xs, lines, spread = series_with_range(sel, metric, x)
+        at = [int(v) for v in xs]
+        color = f"C{k}"
+        ax.plot(at, lines[None], LINESTYLES[k % 4], marker=MARKERS[k], color=color, label=label)
+        ax.fill_between(at, *spread[None], color=color, alpha=0.15, lw=0)
+        ax.set_xticks(at, xs)
+    ax.set_xlabel("queue pairs per connection (nccl.qps_per_connection)")
+    ax.set_ylabel("all-reduce time (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    mark_truncated(ax)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,13 +87,15 @@ def main(argv=None) -> int:
     from rocesim.sweep.table import markdown
     os.makedirs(args.docs, exist_ok=True)
     fct, training = os.path.join(args.out, "fct"), os.path.join(args.out, "training")
+    balancing = os.path.join(args.out, "load_balancing")
     training_file = os.path.join(ROOT, "sweeps", "gallery_training.yaml")
     with open(training_file) as f:
         training_raw = yaml.safe_load(f)
     sweeps = {"gallery_fct": sweep.load(os.path.join(ROOT, "sweeps", "gallery_fct.yaml")),
               "gallery_training": sweep.expand({**training_raw, "seeds": TRAINING_SEEDS},
-                                               os.path.dirname(training_file), training_file)}
-    for name, out in (("gallery_fct", fct), ("gallery_training", training)):
+                                               os.path.dirname(training_file), training_file),
+              "gallery_load_balancing": sweep.load(os.path.join(ROOT, "sweeps", "gallery_load_balancing.yaml"))}
+    for name, out in (("gallery_fct", fct), ("gallery_training", training), ("gallery_load_balancing", balancing)):
         try:
             rep = sweep.run_runs(sweeps[name], out, processes=args.jobs, rerun_stale=args.rerun_stale)
         except sweep.StaleRuns as e:
@@ -80,6 +124,9 @@ def main(argv=None) -> int:
                                    read_csv(os.path.join(training, r.name, "iterations.csv")),
                                    read_csv(os.path.join(training, r.name, "collectives.csv"))) for r in runs],
                                  os.path.join(docs, "training.png"), title="DLRM, 16 hosts, 2:1 leaf-spine, 100G"))
+    written.append(plot_load_balancing(balancing, os.path.join(docs, "load_balancing.png"),
+                                       "NCCL ring all-reduce, 256 MiB on 64 GPUs, 100G NICs,\n2:1 leaf-spine, DCQCN "
+                                       "(lines: mean of 4 seeds; bands: min-max)"))
     tables = ["# Gallery tables", "",
               "Regenerated by `python plots/gallery.py` from `out/gallery/*/index.csv` (means over seeds).", "",
               "## FCT slowdown p99, quickstart fabric (sweeps/gallery_fct.yaml)", "",
@@ -87,7 +134,12 @@ def main(argv=None) -> int:
               "## FCT slowdown p50", "",
               markdown(fct, ["slowdown_p50"], ["cc.scheme"], "traffic[0].load"),
               "## DLRM iteration on 16 hosts (sweeps/gallery_training.yaml, seeds 1, 2 and 3)", "",
-              markdown(training, ["iteration_mean_ns", "pfc_pauses", "slowdown_p99"])]
+              markdown(training, ["iteration_mean_ns", "pfc_pauses", "slowdown_p99"]),
+              "## NCCL all-reduce across a 2:1 leaf-spine by load balancing and queue pairs "
+              "(sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
+              *[markdown(balancing, [metric], ["switch.load_balancing.scheme", "switch.load_balancing.gap",
+                                                 "nccl.connections"],
+                         "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")]]
     path = os.path.join(docs, "tables.md")
     with open(path, "w") as f:
         f.write("\n".join(tables))

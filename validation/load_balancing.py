@@ -1,7 +1,7 @@
 """Load balancing measured (issue 31): ECMP collisions that last as long as their connection,
 and an NCCL all-reduce's bus bandwidth by queue pairs per connection.
 
-    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 10 CPU-minutes
+    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 11 CPU-minutes
     python validation/load_balancing.py --seeds 2                          # fewer seeds, printed
 
 1. The collision (scenarios/load_balancing/ecmp_collision.yaml: leaf-spine, 2 leaves of 8
@@ -19,6 +19,9 @@ and an NCCL all-reduce's bus bandwidth by queue pairs per connection.
    boundary NICs send, so any imbalance slows the ring; more queue pairs per connection
    spread each hop over more draws (Meta, SIGCOMM'24).
 
+3. Against csg-htsim: validation/htsim_lb.py's section (k=8 fat-tree permutations under
+   ECMP and adaptive routing, beside htsim's own runs), which it also writes alone.
+
 Every run is packet level, on one thread.  `CASES` is the table's rows: a load-balancing
 scheme is one more row of settings (`switch.load_balancing...`).
 """
@@ -35,6 +38,7 @@ sys.path.insert(0, ROOT)
 
 
 
+import htsim_lb  # noqa: E402  (beside this file)
 from rocesim import Simulation, scenario  # noqa: E402
 from rocesim.scenario import yaml_file  # noqa: E402
 from rocesim.scenario.topology_kinds import build_platform  # noqa: E402
@@ -159,6 +163,8 @@ def main(argv=None) -> int:
         f"servers x 8 GPUs (100G NICs: at most 800 Gbps), over seeds 1..{max(seeds // 2, 1)}:",
         "",
         *scaling_section(max(seeds // 2, 1)),
+        "",
+        *htsim_lb.section(),
         "",
     ])
     if args.output:

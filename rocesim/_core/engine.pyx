@@ -26,7 +26,7 @@ from rocesim._core.routing cimport key_hash, key_rhash
 from rocesim._core.cc cimport cc_ops_clear
 from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
-from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_base_rtt, pair_base_rtt
+from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_top_switch, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_run, windows_next,
                                    windows_idle, windows_max_threads)
@@ -891,6 +891,7 @@ cdef class Core:
         cdef LossState* lo
         cdef LossRec* r
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
+        cdef cnp.ndarray[int32_t] top = np.empty(F, np.int32)
         cdef Qp* qp
         cdef Sim* part
         cdef int64_t k
@@ -905,6 +906,7 @@ cdef class Core:
             finish[i] = fl.finish
             rx_finish[i] = fl.rx_finish
             ideal[i] = flow_ideal_fct(s, i)
+            top[i] = flow_top_switch(s, i)
             state[i] = fl.state
             delivered[i] = _delivered(self._rx_part(i), i)
         for j in range(self.w.n_parts):
@@ -926,7 +928,7 @@ cdef class Core:
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
                     timeouts=timeouts, reordered_packets=reordered, spurious_retx_bytes=spurious,
-                    state=state)
+                    state=state, top_switch=top)
 
     def port_arrays(self):
         """Per-port counters and state (numpy arrays; pause time in ps per priority)."""

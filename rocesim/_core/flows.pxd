@@ -11,4 +11,5 @@ cdef void flow_compute_done(Sim* s, int32_t f) noexcept nogil
 cdef int32_t trace_path(Sim* s, int32_t src, int32_t dst, uint32_t hash, int32_t path_off,
                         int32_t* out, int32_t cap) noexcept nogil
 cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil
+cdef int32_t flow_top_switch(Sim* s, int32_t f) noexcept nogil
 cdef int64_t pair_base_rtt(Sim* s, int32_t src, int32_t dst) noexcept nogil

@@ -25,7 +25,7 @@ quantity: base RTT + bytes / bottleneck rate.)  A flow with a rate limit is pace
 NIC (packet j leaves no earlier than j x S x 8 / limit), which `_paced` adds.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
-from rocesim._core.defs cimport (Sim, World, Flow, DepMsg, NIL, FS_ACTIVE, FS_DONE, ERR_NOMEM,
+from rocesim._core.defs cimport (Sim, World, Flow, Switch, DepMsg, NIL, FS_ACTIVE, FS_DONE, ERR_NOMEM,
                                  EV_FLOW_START, EV_COMPUTE_DONE)
 from rocesim._core.growth cimport room_for_one
 from rocesim._core.events cimport ev_push
@@ -233,6 +233,31 @@ cdef int64_t _paced(int32_t h, int64_t* full, int64_t* last, int64_t k, int64_t 
         best = v
     v = k * gap + _pipeline(h, full, last, 0)
     return v if v > best else best
+
+
+cdef int32_t flow_top_switch(Sim* s, int32_t f) noexcept nogil:
+    """The switch at the top of flow f's one path, the middle of the switches it crosses (a
+    leaf-spine's spine, a fat tree's core, or its aggregation within a pod; the ToR of a
+    flow under one ToR), as routed now: what its ECMP draw picked.  -1 for a compute step,
+    a flow with no path, and one whose packets may part ways: the sender varies its entropy
+    (nic.entropy_every), or a switch on the way chooses among equal-cost ports by a
+    load-balancing scheme of its own (flowlet, spray, adaptive)."""
+    cdef World* w = s.w
+    cdef Flow* fl = &w.flows[f]
+    cdef int32_t fwd[MAX_PATH]
+    cdef int32_t h, i, path_off = flow_path_off(s, f)
+    cdef Switch* sw
+    if fl.is_compute or (path_off == NIL and w.p.entropy_every > 0):
+        return -1
+    h = trace_path(s, fl.src, fl.dst, flow_hash(w, f), path_off, fwd, MAX_PATH)
+    if h < 2:
+        return -1
+    for i in range(h - 1):
+        sw = &w.sw[w.ports[fwd[i]].peer_node - w.n_hosts]
+        if path_off == NIL and sw.lb_pick != NULL and \
+                w.route_groups[(sw.node - w.n_hosts) * w.n_route_classes + w.route_class[fl.dst]].cnt > 1:
+            return -1
+    return w.ports[fwd[(h - 2) // 2]].peer_node
 
 
 cdef int64_t flow_ideal_fct(Sim* s, int32_t f) noexcept nogil:

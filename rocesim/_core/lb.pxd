@@ -20,6 +20,10 @@ from rocesim._core.rng cimport mix64, rng_next
 from rocesim._core.routing cimport ecmp_index
 
 
+cdef enum:
+    LB_LEVELS_KEPT = 64    # least_loaded keeps this many ports' levels on the stack (more: read twice)
+
+
 cdef struct Flowlet:       # a flowlet table's entry (LetFlow, CONGA; csg-htsim's adaptive routing)
     int64_t last           # ps: when a packet of a flow hashed here last left this switch
     int32_t index          # the equal-cost port it took (an index into its route group)
@@ -67,15 +71,20 @@ cdef inline int32_t least_loaded(Sim* s, Switch* sw, int32_t off, int32_t cnt, i
     with even queues the choice is ECMP's), or a random one."""
     cdef World* w = s.w
     cdef int32_t k, level, best = 1 << 30, n_best = 0, pick
+    cdef int32_t levels[LB_LEVELS_KEPT]    # the first ports' levels, read once (every packet comes here)
     for k in range(cnt):
         level = queue_level(port_queued(&w.ports[w.route_ports[off + k]]), thresholds, n)
+        if k < LB_LEVELS_KEPT:
+            levels[k] = level
         if level < best:
             best, n_best = level, 1
         elif level == best:
             n_best += 1
     pick = <int32_t> (rng_next(&s.rng) % <uint64_t> n_best) if random_ties else ecmp_index(hash, sw.seed, n_best)
     for k in range(cnt):
-        if queue_level(port_queued(&w.ports[w.route_ports[off + k]]), thresholds, n) == best:
+        level = levels[k] if k < LB_LEVELS_KEPT else \
+            queue_level(port_queued(&w.ports[w.route_ports[off + k]]), thresholds, n)
+        if level == best:
             if pick == 0:
                 return k
             pick -= 1

@@ -5,12 +5,14 @@ levels of queue occupancy), ties broken by the packet's hash (or at random, as c
 With `gap: 0` every packet chooses (per-packet adaptive routing, as InfiniBand's and
 NVIDIA Spectrum-X's switches route, whose NICs place packets on arrival); with a gap, a
 queue pair keeps its port until a pause longer than the gap, and then moves only to a port
-that is strictly less full (csg-htsim's sticky flowlets, `-ar_sticky_delta`; it also tosses a
-coin before it re-evaluates, which this does not).  Only the switch's own queues are read.
+that is strictly less full (csg-htsim's sticky flowlets, `-ar_sticky_delta`), with the
+chance `recheck` (csg-htsim tosses a fair coin before it re-evaluates: 0.5; the default 1
+always re-evaluates and draws nothing).  Only the switch's own queues are read.
 """
 cimport cython
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport Sim, World, Switch, Packet, NIL
+from rocesim._core.rng cimport rng_uniform
 from rocesim._core.lb cimport (Flowlet, lb_sim_of, lb_state_at, least_loaded, flowlet_of, port_queued,
                                queue_level)
 from rocesim._core.declare import LB_QUEUE_LEVELS, check_fields, declared_values
@@ -24,6 +26,7 @@ cdef struct AdaptiveParams:  # DECLARATION's parameters, by the same names
     int64_t gap
     int32_t ties
     int32_t table_size
+    double recheck
     int64_t level_1
     int64_t level_2
     int64_t level_3
@@ -52,7 +55,7 @@ cdef int32_t _pick(Sim* s, Switch* sw, int32_t off, int32_t cnt, int32_t cls, ui
     e = flowlet_of(st.table, st.mask, hash, cls)
     if e.last == NIL or e.index >= cnt:
         e.index = least_loaded(s, sw, off, cnt, st.levels, 3, hash, random_ties)
-    elif s.now - e.last > st.p.gap:
+    elif s.now - e.last > st.p.gap and (st.p.recheck >= 1.0 or rng_uniform(&s.rng) < st.p.recheck):
         best = least_loaded(s, sw, off, cnt, st.levels, 3, hash, random_ties)
         if _level(s, st, off, best) < _level(s, st, off, e.index):
             e.index = best               # a new flowlet, and a strictly emptier port
@@ -94,6 +97,9 @@ with cython.cdivision(False):
              "among equally empty ports: the packet's hash picks (a queue pair stays put while the "
              "queues are even) or a random draw (csg-htsim)"),
             ("table_size", ("integer", 1, 1 << 24), 4096, "with a gap: flowlet table entries per switch"),
+            ("recheck", ("number", 0.0, 1.0), 1.0,
+             "with a gap: the chance that a queue pair back from a pause longer than the gap looks for "
+             "an emptier port (csg-htsim tosses a fair coin: 0.5)"),
             *LB_QUEUE_LEVELS,
         ),
     )

@@ -27,7 +27,7 @@ _CARRIERS = {"cnp": "CNP packets", "ack": "ECN echoes on ACKs"}
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "reordered_packets",
-                "spurious_retx_bytes", "collective", "iteration", "is_compute")
+                "spurious_retx_bytes", "collective", "iteration", "is_compute", "top_switch")
 
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
@@ -394,7 +394,8 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"], reordered_packets=fa["reordered_packets"],
         spurious_retx_bytes=fa["spurious_retx_bytes"],
-        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"])
+        is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"],
+        top_switch=fa["top_switch"])
 
 
 def _blank(columns: dict, names) -> None:

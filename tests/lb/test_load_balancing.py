@@ -134,3 +134,27 @@ def test_uplink_imbalance_is_the_busiest_uplink_over_its_tiers_mean():
         assert s["uplink_imbalance"] == pytest.approx(up.max() / up.mean(), abs=1e-4)
         assert s["uplink_imbalance_by_tier"] == {1: s["uplink_imbalance"]}
         assert s["uplink_imbalance"] > 1.0
+
+
+def test_top_switch_names_the_spine_that_carried_each_flow():
+    """Under ECMP, the bytes each uplink of leaf 0 sent are those of the flows whose
+    `top_switch` is the spine at its other end; a flow under one leaf tops at the leaf, and
+    under spraying no flow has one path (-1), a compute step never."""
+    t, sim = leaf_spine(spines=4)
+    sizes = [10_000 * (k + 1) for k in range(12)]
+    for k, size in enumerate(sizes):
+        sim.add_flow(k % 4, 4 + k % 4, size)
+    sim.add_flow(0, 1, 5_000)
+    sim.add_compute(2, "1us")
+    res = sim.run(progress=False)
+    top = res.flows["top_switch"]
+    leaf = t.n_hosts
+    assert top[12] == leaf and top[13] == -1
+    ports = sim.ports
+    for port in np.flatnonzero((ports.node == leaf) & (ports.peer_node > leaf + 1)):
+        carried = sum(size * 1048 // 1000 for size, s in zip(sizes, top) if s == ports.peer_node[port])
+        assert res.ports["tx_bytes"][port] == carried
+    assert len(set(top[:12])) > 1
+    _, sprayed = leaf_spine(spines=4, switch={"load_balancing": {"scheme": "spray"}})
+    sprayed.add_flow(0, 4, 10_000)
+    assert sprayed.run(progress=False).flows["top_switch"][0] == -1
