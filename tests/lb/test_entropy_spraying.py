@@ -8,12 +8,12 @@ a quarter of its packets on it; both are deterministic and the same on 1 and 2 t
 import numpy as np
 import pytest
 
+from helpers import assert_every_byte_once, written_outputs
 from rocesim import Simulation, topology, traffic
 from rocesim.errors import ScenarioError
 
 SEED = 3
 UNORDERED = {"delivery": "unordered", "reorder_threshold": 1000}   # deeper than any reordering here
-TIMING = ("wall_s", "cpu_s", "link_crossings_per_cpu_s")
 
 
 def permutation(entropy, threads=1, partition="none"):
@@ -47,12 +47,12 @@ def hot_spine(entropy):
 
 def test_oblivious_entropy_sprays_a_permutation_evenly_over_ecmp():
     fixed, obl = permutation("fixed").summary, permutation("oblivious")
-    s, f = obl.summary, obl.flows
+    s = obl.summary
     assert fixed["uplink_imbalance"] > 1.5 and fixed["reordered_packets"] == 0
     assert s["uplink_imbalance"] < 1.25                 # 64 values per queue pair over 4 spines
     assert s["reordered_packets"] > 0 and s["multipath_into_ordered"] is False
     assert s["retx_bytes"] == s["nacks"] == s["drops"] == 0
-    assert list(f["delivered_bytes"]) == list(f["size_bytes"]) and s["flows_completed"] == 16
+    assert_every_byte_once(obl)
 
 
 def test_reps_leaves_the_congested_spine_where_oblivious_stays():
@@ -67,19 +67,13 @@ def test_reps_leaves_the_congested_spine_where_oblivious_stays():
     assert fct["reps"] < 0.9 * fct["oblivious"]
 
 
-def test_reps_is_deterministic_and_the_same_on_one_and_two_threads():
+def test_reps_is_deterministic_and_the_same_on_one_and_two_threads(tmp_path):
     one = permutation("reps", threads=1, partition="leaves")
-    again = permutation("reps", threads=1, partition="leaves")
-    two = permutation("reps", threads=2, partition="leaves")
     assert one.summary["parts"] > 1 and one.summary["reordered_packets"] > 0
-    assert list(one.flows["delivered_bytes"]) == list(one.flows["size_bytes"])
-    for other in (again, two):
-        assert {k: v for k, v in one.summary.items() if k not in TIMING} == \
-               {k: v for k, v in other.summary.items() if k not in TIMING}
-        for table in ("flows", "ports"):
-            a, b = getattr(one, table), getattr(other, table)
-            for k in a:
-                assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), (table, k)
+    assert_every_byte_once(one)
+    outputs = written_outputs(one, tmp_path / "one")
+    assert written_outputs(permutation("reps", threads=1, partition="leaves"), tmp_path / "again") == outputs
+    assert written_outputs(permutation("reps", threads=2, partition="leaves"), tmp_path / "two") == outputs
 
 
 @pytest.mark.parametrize("entropy", ["fixed", "oblivious", "reps"])
