@@ -181,7 +181,8 @@ class Results:
             lines = [done + f"{s['link_crossings']:,} link crossings, "
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
                      f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  CNPs {s['cnps']}  "
-                     f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
+                     f"NACKs {s['nacks']}  timeouts {s['timeouts']}"
+                     + (f"  trimmed {s['trimmed']}" if s.get("trimmed") else "")]
             if s.get("multipath_into_ordered"):
                 lines.append(f"ordered receivers under multipath load balancing: {s['reordered_packets']:,} packets "
                              f"out of order, {s['nacks']:,} NACKs, {s['retx_bytes']:,} bytes sent again "
