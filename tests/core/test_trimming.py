@@ -4,7 +4,8 @@ control priority; its receiver NACKs it at once and its sender sends that packet
 An 8-to-1 incast that drops and times out without trimming loses nothing with it: no drop,
 no timeout, every trimmed packet sent again exactly once, every byte delivered once; the
 counts agree per port, per flow and in the summary; PFC's lossless priorities are never
-trimmed; and the run is the same on 1 and 2 threads."""
+trimmed (flow mode refuses trimming: tests/flowmode/test_flow_mode.py); and the run is the
+same on 1 and 2 threads."""
 import numpy as np
 import pytest
 
@@ -98,12 +99,6 @@ def test_lossless_priorities_are_never_trimmed():
     assert lossy.summary["trimmed"] > 0 and lossy.summary["drops"] == 0
     with pytest.raises(ScenarioError, match="switch.trimming.enabled.*lossy"):
         Simulation(topology.star(2, "100Gbps", "1us"), switch={"trimming": {"enabled": True}})
-
-
-def test_flow_mode_refuses_trimming():
-    with pytest.raises(ScenarioError, match="switch.trimming.enabled.*mode: flow"):
-        Simulation(topology.star(2, "100Gbps", "1us"), mode="flow",
-                   switch={"pfc": {"enabled": False}, "trimming": {"enabled": True}})
 
 
 def test_trimming_across_a_fabric_is_the_same_on_one_and_two_threads(tmp_path):
