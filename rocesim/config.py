@@ -103,7 +103,33 @@ SWITCH = Section.of("a switch's shared buffer, PFC, ECN and lossy queues (every 
         "dynamic": Setting(Boolean(), True, "without PFC: drop when the egress queue exceeds alpha x free buffer"),
         "alpha": Setting(Number(0.0, 1e6, closed=True), 1.0, "dynamic-threshold alpha for lossy queues"),
     },
+    # packet trimming as uet-htsim's switch queue does it (compositequeue.cpp), rocesim/_core/trim.pxd
+    "trimming": {
+        "enabled": Setting(Boolean(), False,
+                           "packet trimming (Ultra Ethernet): a data packet of a lossy priority that the buffer "
+                           "would drop, or that would take its egress queue above `threshold`, goes on as its "
+                           "header at `priority`; its receiver NACKs it at once and the sender sends it again "
+                           "(ports.csv and flows.csv `trimmed`). For lossy fabrics: it acts on the priorities "
+                           "PFC does not cover, and is refused when PFC covers every data priority"),
+        "threshold": Setting(Word("auto") | Size(1), "auto",
+                             "egress queue bytes (of the packet's priority) above which a data packet is "
+                             "trimmed instead of queued; 'auto' = only where the buffer would drop it "
+                             "(uet-htsim's trigger, compositequeue.cpp:162, whose port queue holds 1 BDP "
+                             "with trimming on)"),
+        "size": Setting(Size(1), "64B", "bytes of a trimmed header on the wire (uet-htsim's UEC header, "
+                                        "its -trimsize default: uec.cpp:28, main_uec.cpp:81)"),
+        "priority": Setting(Integer(0, 7), 0,
+                            "the priority trimmed headers travel at: 0 = the strict-priority control queue "
+                            "(uet-htsim serves its header queue first: compositequeue.cpp:17-18)"),
+    },
 })
+
+
+def _power_of_two(v, key):
+    value = Integer(1, 1 << 15).parse(v, key)
+    if value & (value - 1):
+        raise ScenarioError(key, f"expected a power of two (1, 2, 4, ... 32768), got {show(v)}")
+    return value
 
 NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "payload": Setting(Size(1, 65536), "1000B",
@@ -176,6 +202,17 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "rccc_speculative": Setting(Number(0.0, 1e6, closed=True), 1.5,
                                 "credit a flow starts with, in BDPs of its path (its idle RTT x its NIC's rate; "
                                 "uet-htsim uec.cpp: its configured max window, 1.5 BDP of the network's RTT)"),
+    "entropy": Setting(Choice("fixed", "oblivious", "reps"), "fixed",
+                       "the entropy (UDP source port) each data packet carries for ECMP switches to hash: "
+                       "'fixed' = the queue pair's own (with entropy_every's changes); 'oblivious' = each "
+                       "packet the next of a block of entropy_values values in a random order, so ECMP "
+                       "sprays (uet-htsim's oblivious, uec_mp.cpp:30-44); 'reps' = REPS: values whose "
+                       "packets' ACKs came back without ECN are reused, each once, from a ring of 8, marked "
+                       "or trimmed ones dropped, random ones otherwise (uet-htsim's UecMpReps and "
+                       "CircularBufferREPS: uec_mp.cpp:137-196, buffer_reps.cpp:5-8)"),
+    "entropy_values": Setting(Custom("a power of two, 1 to 32768", _power_of_two), 64,
+                              "with entropy oblivious or reps: the values a queue pair draws from (uet-htsim's "
+                              "-paths, 64 by default: main_uec.cpp:75)"),
     "serialization": Setting(Choice("exact", "whole_ns"), "exact",
                          "time a frame takes on a wire (every port) and between two packets a NIC "
                          "paces: 'exact' (bytes x 8 / rate, to the ps); 'whole_ns' rounds it down to "
@@ -260,7 +297,23 @@ FLOW_MODE_REFUSES = {
               "flow mode has no packets and keeps every flow on its path",
     "output.sample_interval": "sampling reads switch queues and senders' packet rates, and flow "
                               "mode has no queues",
+    "switch.trimming.enabled": "trimming cuts packets in switch queues, and flow mode has neither; its "
+                               "fluid would lose nothing where trimming retransmits",
 }
+
+
+def check_nic_switch(nic: dict, switch: dict) -> None:
+    """What the resolved `nic` and `switch` sections refuse together: trimming with no lossy
+    data priority to act on, and entropy_every beside an entropy other than fixed."""
+    pfc = switch["pfc"]
+    if switch["trimming"]["enabled"] and pfc["enabled"] and set(DATA_PRIORITIES) <= set(pfc["priorities"]):
+        raise ScenarioError("switch.trimming.enabled",
+                            "trimming is for lossy fabrics, and PFC makes every data priority lossless "
+                            "(nothing is ever dropped, so nothing would be trimmed): set switch.pfc.enabled: "
+                            "false, or leave the flows' priorities out of switch.pfc.priorities")
+    if nic["entropy"] != "fixed" and nic["entropy_every"] != "none":
+        raise ScenarioError("nic.entropy_every", f"changes the entropy of nic.entropy: fixed only, and "
+                                                 f"nic.entropy is {nic['entropy']!r}")
 
 MODE = Setting(Choice("packet", "flow"), "packet",
                "packet: every data packet, ACK, CNP and PFC frame is simulated (queues, ECN, PFC, "

@@ -1,4 +1,5 @@
 """Set-up shared by the test folders: paths, small topologies and scenarios, closed forms."""
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from rocesim import scenario as sc
 from rocesim.cli import main
 from rocesim.errors import ScenarioError
 from rocesim.network import topology
+from rocesim.results.run import MACHINE_KEYS
 
 TESTS = Path(__file__).resolve().parent      # this folder: helpers.py, pyschemes.py, chakra_writer.py
 ROOT = TESTS.parent                          # the repository
@@ -81,6 +83,27 @@ def wire_bytes(size):
     """Bytes on the wire for a flow of `size` payload bytes (default MTU and headers)."""
     n = -(-size // MTU)
     return size + n * HDR
+
+
+def assert_every_byte_once(res):
+    """Every flow of run `res` finished with each of its bytes delivered once, and no packet
+    is left in the pools."""
+    s, f = res.summary, res.flows
+    assert s["flows_completed"] == s["flows_total"]
+    assert list(f["delivered_bytes"]) == list(f["size_bytes"])
+    assert s["data_bytes_delivered"] == f["size_bytes"].sum()
+    assert s["packets_in_use_at_end"] == 0
+
+
+def written_outputs(res, folder):
+    """What run `res` writes into `folder`: its CSV files' bytes, and summary.json without
+    the machine's keys (time, speed and the threads that ran: they differ between reruns)."""
+    res.write(folder)
+    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix == ".csv"}
+    summary = json.loads((folder / "summary.json").read_text())
+    for k in MACHINE_KEYS:
+        summary.pop(k)
+    return files, summary
 
 
 def lossy_incast(n, loss_recovery, buffer="100KB", size=1_000_000, cc="none", switch=None, nic=None):

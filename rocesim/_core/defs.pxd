@@ -49,8 +49,11 @@ cdef enum PacketKind:
     PK_NACK = 2
     PK_CNP = 3
     PK_PULL = 4            # receiver credits (RCCC, rccc.pyx): seq = the bytes granted so far
-    PK_PAUSE = 5           # (PAUSE and LOST last: the loop takes kinds from PK_PAUSE on apart)
-    PK_LOST = 6            # was on a wire when its link went down: dropped where it arrives
+    PK_TRIMMED = 5         # a data packet a switch cut to its header (trim.pxd): routed as data, at
+                           #   the trimming priority; its receiver answers with a PK_TRIM_NACK
+    PK_TRIM_NACK = 6       # the receiver's answer to a trimmed header: resend that packet (nic_send.pyx)
+    PK_PAUSE = 7           # (PAUSE and LOST last: kinds from PK_PAUSE on end at the wire's far end: loop.pyx)
+    PK_LOST = 8            # was on a wire when its link went down: dropped where it arrives
 
 cdef enum SchedState:      # a flow in its host's active set (active_set.pxd)
     SCHED_BLOCKED = 0      # nothing to send or window full
@@ -173,7 +176,8 @@ cdef struct Port:
     int32_t wd_restorations
     int32_t handoff              # a cut port: its record in World.handoff (NIL: not cut)
     int32_t _pad32
-    int64_t _pad[1]              # 576 bytes: every port starts a cache line (64-byte aligned array)
+    int64_t trimmed              # data packets trimmed to their header at this egress port (trim.pxd);
+                                 #   576 bytes: every port starts a cache line (64-byte aligned array)
 
 cdef struct Switch  # forward declaration: lb_pick_fn takes one
 
@@ -302,6 +306,7 @@ cdef struct LossRec:       # a flow's loss counts, kept past its queue pair (qp.
     int64_t retx_bytes
     int64_t reordered      # receiver: data packets that arrived with a gap below them
     int64_t spurious_bytes # receiver: payload bytes that arrived again, already held
+    int64_t trimmed        # receiver: trimmed headers of the flow that arrived
 
 cdef struct LossState:
     # What a flow needs only once it has lost a packet (both ends), allocated then: flows
@@ -326,6 +331,16 @@ cdef struct LossState:
                            #   losses (on_nack once per hole the threshold declares; a timeout: on_timeout)
     int64_t reordered      # receiver: data packets that arrived with a gap below them
     int64_t spurious_bytes # receiver: payload bytes that arrived again while held (or after the last byte)
+    int64_t trimmed        # receiver: trimmed headers of the flow that arrived
+    # sender, selective repeat or unordered delivery: packets the receiver NACKed as trimmed (loss.pxd's
+    # trim_*): to send again (`trim_todo`, `trims_todo` of them, none below `trim_lo`), and every one
+    # NACKed since the last timeout (`trim_bits`: the recovery cursor leaves them to their NACK)
+    uint8_t* trim_todo
+    int64_t trim_todo_len
+    uint8_t* trim_bits
+    int64_t trim_bits_len
+    int64_t trims_todo
+    int64_t trim_lo
 
 cdef struct AckInfo:
     int64_t acked          # bytes newly acknowledged
@@ -358,6 +373,11 @@ cdef struct CCOps:
 cdef enum LossRecovery:   # NetParams.loss_recovery: nic.loss_recovery (params.LOSS_RECOVERY, in this order)
     GO_BACK_N = 0
     SELECTIVE_REPEAT = 1
+
+cdef enum EntropyMode:    # NetParams.entropy: nic.entropy (params.ENTROPY, in this order; entropy.pxd)
+    ENTROPY_FIXED = 0      # the queue pair's 5-tuple (and nic.entropy_every's port changes)
+    ENTROPY_OBLIVIOUS = 1  # each packet the next of a block of values, in a random order
+    ENTROPY_REPS = 2       # values whose packets came back unmarked are reused (REPS)
 
 cdef enum Delivery:       # NetParams.delivery: nic.delivery (params.DELIVERY, in this order)
     ORDERED = 0            # in order: go-back-N or selective repeat, as loss_recovery says
@@ -404,6 +424,15 @@ cdef struct NetParams:
     int64_t rccc_credit    # nic.rccc_credit: bytes per grant
     double rccc_pace       # nic.rccc_pace: grants paced at this fraction of the receiver's link rate
     double rccc_speculative  # nic.rccc_speculative: credit a flow starts with, in its BDPs
+    int32_t entropy        # EntropyMode: how a sender picks each data packet's entropy (entropy.pxd)
+    int32_t entropy_values # oblivious and REPS: the values a queue pair draws from (a power of two)
+    uint64_t entropy_seed  # the run's seed: each queue pair's entropy draws are its own stream of it
+    uint32_t trim_mask     # priorities whose data packets a switch trims instead of dropping (trim.pxd;
+                           #   switch.trimming, the lossy priorities), 0: trimming off
+    int32_t trim_size      # bytes of a trimmed header on the wire
+    int64_t trim_threshold # egress queue bytes (of the packet's priority) above which data is trimmed;
+                           #   0: only what the buffer would drop
+    int32_t trim_priority  # the priority trimmed headers travel at (0: the strict-priority control queue)
     int32_t bounce_priority  # deadlock avoidance: a data packet entering a switch from an uplink and
                            #   leaving by an uplink (a bounce, against up-down routing) moves to
                            #   this priority; -1: next priority up (Tagger-style); 0: off
@@ -445,6 +474,7 @@ cdef struct Stats:
     int64_t cnps_received  # CNP packets that reached their sender's scheme
     int64_t fluid_split_fallbacks  # flow mode: flows whose equal-cost paths had more links than a
                            #   fluid flow holds, sent on their one ECMP path instead (fluid.pyx)
+    int64_t trimmed        # data packets switches trimmed to their header
 
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's
@@ -508,6 +538,8 @@ cdef struct World:
     CCOps cc
     ack_fn on_ack          # what an ACK or NACK does at its sender, chosen with the parameters (engine.pyx):
                            #   nic_send.nic_on_ack, or with unordered delivery nic_on_unordered_ack
+    int32_t entropy_state_size  # bytes of each queue pair's entropy state, after the scheme's in its
+                           #   pool slot (entropy.pxd; 0 with fixed entropy)
     void* deadlock         # the deadlock detector's state (deadlock.pxd), NULL when off
     void* faults           # scheduled faults (faults.pxd), NULL when none
     void* watchdog         # the PFC watchdog's state (watchdog.pxd), NULL when off

@@ -35,6 +35,7 @@ from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
 from rocesim._core.fluid cimport fluid_init, fluid_free, fluid_loop, fluid_split_at
 from rocesim._core.nic_send cimport nic_on_ack, nic_on_unordered_ack
+from rocesim._core.entropy cimport entropy_state_size
 
 cnp.import_array()
 if core_params.NPRIO != NPRIO:
@@ -496,6 +497,7 @@ cdef class Core:
         self.w.p = params
         core_params.check_fields(self.w.p)
         self.w.on_ack = nic_on_unordered_ack if self.w.p.delivery == UNORDERED else nic_on_ack
+        self.w.entropy_state_size = entropy_state_size(self.w.p.entropy)
 
     cdef _init_flows(self, dict c):
         """The flow records and per-flow arrays, and part 0's roots, from the checked columns
@@ -888,6 +890,7 @@ cdef class Core:
         cdef cnp.ndarray[int32_t] timeouts = np.zeros(F, np.int32)
         cdef cnp.ndarray[int64_t] reordered = np.zeros(F, np.int64)
         cdef cnp.ndarray[int64_t] spurious = np.zeros(F, np.int64)
+        cdef cnp.ndarray[int64_t] trimmed = np.zeros(F, np.int64)
         cdef LossState* lo
         cdef LossRec* r
         cdef cnp.ndarray[int32_t] state = np.empty(F, np.int32)
@@ -919,15 +922,17 @@ cdef class Core:
                     timeouts[qp.flow] += lo.n_timeouts
                     reordered[qp.flow] += lo.reordered
                     spurious[qp.flow] += lo.spurious_bytes
+                    trimmed[qp.flow] += lo.trimmed
             for k in range(part.n_losses):   # counts kept past them (qp.pxd): a flow's add up
                 r = &part.losses[k]
                 retx[r.flow] += r.retx_bytes
                 timeouts[r.flow] += r.n_timeouts
                 reordered[r.flow] += r.reordered
                 spurious[r.flow] += r.spurious_bytes
+                trimmed[r.flow] += r.trimmed
         return dict(start_ps=start, finish_ps=finish, rx_finish_ps=rx_finish,
                     ideal_fct_ps=ideal, delivered_bytes=delivered, retx_bytes=retx,
-                    timeouts=timeouts, reordered_packets=reordered, spurious_retx_bytes=spurious,
+                    timeouts=timeouts, reordered_packets=reordered, spurious_retx_bytes=spurious, trimmed=trimmed,
                     state=state, top_switch=top)
 
     def port_arrays(self):
@@ -945,6 +950,7 @@ cdef class Core:
         cdef cnp.ndarray[int64_t] wd_det = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] wd_res = np.empty(P, np.int64)
         cdef cnp.ndarray[int64_t] wd_drop = np.empty(P, np.int64)
+        cdef cnp.ndarray[int64_t] trimmed = np.empty(P, np.int64)
         cdef int64_t now = self.now_ps
         for i in range(P):
             p = &w.ports[i]
@@ -957,6 +963,7 @@ cdef class Core:
             wd_det[i] = p.wd_detections
             wd_res[i] = p.wd_restorations
             wd_drop[i] = p.wd_dropped
+            trimmed[i] = p.trimmed
             for k in range(NPRIO):
                 paused_ps[i, k] = p.paused_ps[k]
                 if (p.paused_mask >> k) & 1:
@@ -964,7 +971,7 @@ cdef class Core:
                 queue_bytes[i, k] = p.q_bytes[k]
         return dict(tx_bytes=tx_bytes, tx_packets=tx_pkts, buffer_drops=drops, pauses_sent=pauses, ecn_marks=marks,
                     paused_ps=paused_ps, queue_bytes=queue_bytes, paused_mask=paused_mask,
-                    watchdog_detections=wd_det, watchdog_restorations=wd_res, watchdog_drops=wd_drop)
+                    watchdog_detections=wd_det, watchdog_restorations=wd_res, watchdog_drops=wd_drop, trimmed=trimmed)
 
     def pause_timeline(self):
         """Every pause interval so far: (port, prio, start_ps, end_ps) arrays, end -1 for a
@@ -1105,7 +1112,7 @@ cdef dict _counters(Sim** parts, int32_t n):
         time_errors=st.time_errors, link_drops=st.link_drops,
         watchdog_drops=st.watchdog_drops, nic_drops=st.nic_drops,
         no_route_drops=st.no_route_drops, fluid_solves=st.fluid_solves, reordered_packets=st.reordered,
-        spurious_retx_bytes=st.spurious_bytes, ecn_echoes=st.ecn_echoes,
+        spurious_retx_bytes=st.spurious_bytes, trimmed=st.trimmed, ecn_echoes=st.ecn_echoes,
         cnps_received=st.cnps_received, fluid_split_fallbacks=st.fluid_split_fallbacks,
         packets_in_use=pool_used,
         packets_peak=pool_peak, queue_pairs_in_use=qp_used, queue_pairs_peak=qp_peak,

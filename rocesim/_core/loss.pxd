@@ -9,12 +9,16 @@ that arrived again (spurious retransmissions), and for selective repeat and unor
 delivery the bitmaps: the receiver marks packets it holds beyond rcv_nxt (`rx_bits`), the
 sender packets the receiver reported out of order (`sack_bits`), with its recovery cursor
 (`retx_nxt`) and highest SACK (`sack_high`), and with unordered delivery the bytes SACKed
-above snd_una (`sacked`: delivered, not in flight).  Flows that never lose or reorder a
+above snd_una (`sacked`: delivered, not in flight).  Packets a switch trimmed (trim.pxd) and
+the receiver NACKed are sent again at once, each once per NACK (`trim_todo`), ahead of the
+holes the recovery cursor finds, which passes over them (`trim_bits`) until a timeout starts
+over (selective repeat and unordered delivery; go-back-N rewinds as for any NACK).  Flows that never lose or reorder a
 packet allocate nothing (`Qp.loss` stays NULL); bitmaps are allocated on first use, one bit
 per packet of the flow (a receiver holds at most the flow).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 from rocesim._core.defs cimport Sim, World, Qp, LossState, NIL, ERR_NOMEM
 
 
@@ -47,6 +51,8 @@ cdef inline void loss_free(Qp* qp) noexcept nogil:
     if qp.loss != NULL:
         free(qp.loss.rx_bits)
         free(qp.loss.sack_bits)
+        free(qp.loss.trim_todo)
+        free(qp.loss.trim_bits)
         free(qp.loss)
         qp.loss = NULL
 
@@ -91,3 +97,52 @@ cdef inline bint sacked_at_least(LossState* sk, int64_t k, int64_t hi, int32_t n
                 return True
         k += 1
     return False
+
+
+cdef inline void trim_nacked(Sim* s, LossState* sk, int64_t size, int64_t k) noexcept nogil:
+    """Packet k (of a flow of `size` bytes) was trimmed: the receiver NACKed it; it goes
+    again once, before any other (trim_next), and the recovery cursor passes over it."""
+    if bit(sk.trim_todo, sk.trim_todo_len, k):
+        return
+    set_bit(s, &sk.trim_todo, &sk.trim_todo_len, size, k)
+    set_bit(s, &sk.trim_bits, &sk.trim_bits_len, size, k)
+    if sk.trims_todo == 0 or k < sk.trim_lo:
+        sk.trim_lo = k
+    sk.trims_todo += 1
+
+
+cdef inline int64_t trim_next(LossState* sk, int64_t una_k) noexcept nogil:
+    """The lowest trimmed packet still to send again, or -1; those the receiver has since
+    got (below packet una_k, or SACKed) are struck off on the way."""
+    cdef int64_t k = sk.trim_lo, n = sk.trim_todo_len * 8
+    while sk.trims_todo > 0 and k < n:
+        if (k & 7) == 0 and sk.trim_todo[k >> 3] == 0:
+            k += 8
+            continue
+        if bit(sk.trim_todo, sk.trim_todo_len, k):
+            if k >= una_k and not bit(sk.sack_bits, sk.sack_bits_len, k):
+                sk.trim_lo = k
+                return k
+            sk.trim_todo[k >> 3] &= <uint8_t> ~(1 << (k & 7))
+            sk.trims_todo -= 1
+        k += 1
+    sk.trims_todo = 0
+    return -1
+
+
+cdef inline bint trim_take(LossState* sk, int64_t k) noexcept nogil:
+    """Packet k goes again: if it was a trimmed one to send, it is struck off (True)."""
+    if not bit(sk.trim_todo, sk.trim_todo_len, k):
+        return False
+    sk.trim_todo[k >> 3] &= <uint8_t> ~(1 << (k & 7))
+    sk.trims_todo -= 1
+    return True
+
+
+cdef inline void trims_forget(LossState* sk) noexcept nogil:
+    """A timeout: every packet not SACKed goes again by the recovery cursor, trimmed ones too."""
+    if sk.trim_todo != NULL:
+        memset(sk.trim_todo, 0, sk.trim_todo_len)
+    if sk.trim_bits != NULL:
+        memset(sk.trim_bits, 0, sk.trim_bits_len)
+    sk.trims_todo = 0

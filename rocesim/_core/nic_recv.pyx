@@ -37,11 +37,20 @@ flow whose last byte is already in (a late duplicate) is answered by an ACK of t
 flow and nothing else: the receiver's state ends with the last byte (qp.rx_of), whatever
 its sender is doing, so a receiver never reads its sender's state (issue 20: the two may
 be in different parts of a run).
+
+A trimmed header (a data packet a switch cut, trim.pxd) is counted (flows.csv `trimmed`)
+and NACKed at once (PK_TRIM_NACK, carrying its sequence as the SACK field does: the sender
+sends that packet again) with unordered delivery or selective repeat; under go-back-N the
+NACK carries rcv_nxt, at once when the trimmed packet is the one expected, else paced as an
+out-of-order packet's.  A header of a packet already held is ACKed (uet-htsim's receiver,
+uec.cpp:2741-2793, NACKs or ACKs the same way).  ACKs and NACKs echo the entropy of the
+packet they answer (REPS at the sender: entropy.pxd).
 """
 from libc.stdint cimport int64_t, int32_t, uint8_t
 from libc.string cimport memcpy
 from rocesim._core.defs cimport (Sim, World, Packet, Flow, Qp, LossState, LossRec, IntHop, NIL, PK_DATA, PK_ACK,
-                                 PK_NACK, PK_CNP, PK_PULL, EV_ACK_TIMER, SELECTIVE_REPEAT, UNORDERED)
+                                 PK_NACK, PK_CNP, PK_PULL, PK_TRIMMED, PK_TRIM_NACK, EV_ACK_TIMER,
+                                 SELECTIVE_REPEAT, UNORDERED)
 from rocesim._core.link cimport q_push, wire_time
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops, pkt_payload
@@ -81,15 +90,16 @@ cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered,
     pk.ts = d.ts
     pk.ecn = <uint8_t> marked
     pk.acked_pkts = <uint8_t> covered
+    pk.entropy = d.entropy                  # echoed (REPS); control packets are routed without it
     if kind == PK_CNP:
         pk.size = w.p.cnp_size
         s.st.cnps += 1
     else:
         pk.size = w.p.ack_size
-        if kind == PK_NACK:
-            s.st.nacks += 1
-        else:
+        if kind == PK_ACK:
             s.st.acks += 1
+        else:
+            s.st.nacks += 1
         if w.p.int_enabled:
             pk.size = w.p.ack_int_size
             pk.nhops = d.nhops
@@ -246,10 +256,45 @@ cdef void _ahead(Sim* s, int32_t i, Qp* fl, int64_t size) noexcept nogil:
     elif w.p.loss_recovery == SELECTIVE_REPEAT:
         set_bit(s, &sk.rx_bits, &sk.rx_bits_len, size, k)
         _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
-    elif sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= w.p.nack_interval:
+    else:
+        _go_back_n_nack(s, i, fl, sk, PK_NACK, False)
+
+
+cdef inline void _go_back_n_nack(Sim* s, int32_t i, Qp* fl, LossState* sk, int32_t kind, bint now) noexcept nogil:
+    """Go-back-N: NACK rcv_nxt for packet i (`kind`: PK_NACK, or PK_TRIM_NACK for a trimmed
+    header), at most once per nack_interval for the same rcv_nxt unless `now`."""
+    if now or sk.last_nack_seq != fl.rcv_nxt or s.now - sk.last_nack >= s.w.p.nack_interval:
         sk.last_nack_seq = fl.rcv_nxt
         sk.last_nack = s.now
-        _send_ctrl(s, i, PK_NACK, 1, pk.ecn)
+        _send_ctrl(s, i, kind, 1 if kind == PK_NACK else 0, s.pkts[i].ecn)
+
+
+cdef void _on_trimmed(Sim* s, int32_t i) noexcept nogil:
+    """Trimmed header i (a data packet a switch cut) reached its receiver: counted, and NACKed
+    (or ACKed if the packet is held already)."""
+    cdef World* w = s.w
+    cdef Packet* pk = &s.pkts[i]
+    cdef int32_t f = pk.flow
+    cdef Qp* fl
+    cdef LossState* sk
+    cdef LossRec* r
+    if w.flows[f].rx_finish != NIL:
+        r = _late_record(s, f)                  # the flow is in: ACK it whole
+        if r != NULL:
+            r.trimmed += 1
+        _send_ctrl(s, i, PK_ACK, 0, 0)
+        return
+    fl = rx_open(s, f)
+    sk = loss_of(s, fl) if fl != NULL else NULL
+    if sk == NULL:
+        return                                  # out of memory: the loop stops on s.error
+    sk.trimmed += 1
+    if pk.seq < fl.rcv_nxt or bit(sk.rx_bits, sk.rx_bits_len, pk.seq // w.p.payload):
+        _send_ctrl(s, i, PK_ACK, 0, 0)          # held already (another copy arrived)
+    elif w.p.delivery == UNORDERED or w.p.loss_recovery == SELECTIVE_REPEAT:
+        _send_ctrl(s, i, PK_TRIM_NACK, 0, pk.ecn)
+    else:
+        _go_back_n_nack(s, i, fl, sk, PK_TRIM_NACK, pk.seq == fl.rcv_nxt)
 
 
 cdef void _duplicate(Sim* s, int32_t i, Qp* fl) noexcept nogil:
@@ -264,17 +309,19 @@ cdef void _duplicate(Sim* s, int32_t i, Qp* fl) noexcept nogil:
 
 cdef void _late_duplicate(Sim* s, int32_t f, int64_t payload) noexcept nogil:
     """Data of flow f arrived after its last byte (the receiver has no record left): its
-    bytes count as a spurious retransmission, in a record of the receiver's part (merged
-    into the last one when it is f's)."""
-    cdef LossRec* r
+    bytes count as a spurious retransmission."""
+    cdef LossRec* r = _late_record(s, f)
     s.st.spurious_bytes += payload
+    if r != NULL:
+        r.spurious_bytes += payload
+
+
+cdef inline LossRec* _late_record(Sim* s, int32_t f) noexcept nogil:
+    """Where the receiver counts what arrives of flow f after its last byte: a loss record of
+    the receiver's part (the last one when it is f's); NULL and s.error when out of memory."""
     if s.n_losses > 0 and s.losses[s.n_losses - 1].flow == f:
-        r = &s.losses[s.n_losses - 1]
-    else:
-        r = loss_log(s, f)
-        if r == NULL:
-            return                              # out of memory: the loop stops on s.error
-    r.spurious_bytes += payload
+        return &s.losses[s.n_losses - 1]
+    return loss_log(s, f)
 
 
 cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
@@ -287,6 +334,8 @@ cdef void nic_receive(Sim* s, int32_t host, int32_t i) noexcept nogil:
         nic_on_cnp(s, i)
     elif kind == PK_PULL:
         rccc_on_pull(s, i)
+    elif kind == PK_TRIMMED:
+        _on_trimmed(s, i)
     else:
         s.w.on_ack(s, i)                        # nic_send's, as the delivery mode says
     pkt_free(s, i)

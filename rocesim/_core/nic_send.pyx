@@ -31,10 +31,16 @@ close it; each hole the threshold declares lost is an on_nack (a NACK's signal w
 ordered delivery), a timeout an on_timeout.  The sender's handler of ACKs is chosen with
 the parameters (World.on_ack: nic_on_ack or nic_on_unordered_ack, one code with the mode a
 constant of each), so that ordered delivery runs the same code as before.
+
+Trimming (trim.pxd): a NACK of a trimmed packet (PK_TRIM_NACK) makes the sender send that
+packet again at once, ahead of holes and new data, each once per NACK (loss.pxd's trim_*),
+and tells the scheme (on_nack); under go-back-N it rewinds as any NACK.  Each data packet's
+entropy is the sender's choice (entropy.pxd): fixed, oblivious or REPS, which hears of each
+ACK's echoed value and whether it came back marked.
 """
 from libc.stdint cimport int64_t, int32_t, uint16_t, uint32_t, INT64_MAX
 from rocesim._core.defs cimport (Sim, World, Port, Packet, Flow, Qp, Host, AckInfo, LossState, NIL, NPRIO,
-                                 PK_DATA, PK_ACK, EV_RTO,
+                                 PK_DATA, PK_ACK, PK_TRIM_NACK, EV_RTO, ENTROPY_FIXED, ENTROPY_REPS,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED, SELECTIVE_REPEAT, UNORDERED)
 from rocesim._core.link cimport q_pop, port_kick, port_transmit, wire_time
 from rocesim._core.pool cimport pkt_alloc, pkt_hops
@@ -43,7 +49,9 @@ from rocesim._core.flows cimport flow_activate, flow_finish
 from rocesim._core.qp cimport qp_of, qp_open
 from rocesim._core.active_set cimport (active_add, active_remove, active_remove_at, ready_set, ready_clear,
                                        ready_next, paced_push, paced_pop, paced_valid, paced_top)
-from rocesim._core.loss cimport bit, set_bit, bits_alloc, loss_of, in_recovery, pkt_bytes, sacked_at_least
+from rocesim._core.loss cimport (bit, set_bit, bits_alloc, loss_of, in_recovery, pkt_bytes, sacked_at_least,
+                                 trim_nacked, trim_next, trim_take)
+from rocesim._core.entropy cimport entropy_open, entropy_next, entropy_feedback
 from rocesim._core.credit cimport credit_open, credit_allows, credit_spend, credit_feedback
 
 
@@ -60,10 +68,11 @@ cdef void nic_kick(Sim* s, int32_t host) noexcept nogil:
 
 cdef inline void _cursor_past_sacked(Qp* fl, LossState* sk, int64_t payload) noexcept nogil:
     """The recovery cursor to the first packet at or above snd_una that the receiver has not
-    SACKed (or to the highest SACK)."""
+    SACKed nor NACKed as trimmed (those go again by their NACK), or to the highest SACK."""
     if sk.retx_nxt < fl.snd_una:
         sk.retx_nxt = fl.snd_una
-    while sk.retx_nxt < sk.sack_high and bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload):
+    while sk.retx_nxt < sk.sack_high and (bit(sk.sack_bits, sk.sack_bits_len, sk.retx_nxt // payload)
+                                          or bit(sk.trim_bits, sk.trim_bits_len, sk.retx_nxt // payload)):
         sk.retx_nxt += payload
 
 
@@ -90,6 +99,10 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     cdef int64_t payload = s.w.p.payload
     cdef LossState* sk = fl.loss
     cdef int64_t hole
+    if sk != NULL and sk.trims_todo > 0:
+        hole = trim_next(sk, fl.snd_una // payload)     # a trimmed packet first
+        if hole >= 0:
+            return hole * payload
     if sk != NULL and sk.sack_bits != NULL:
         if s.w.p.delivery == UNORDERED:
             hole = _lost_hole(s, fl, sk)
@@ -156,8 +169,11 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     pk.ts = s.now
     pk.size = <int32_t> payload + w.p.header + (w.p.int_header if w.p.int_enabled else 0)
     pk.ttl = w.p.ttl
-    # sender-side entropy: a new UDP source port every entropy_every packets (0: the QP's own)
-    pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
+    if w.p.entropy == ENTROPY_FIXED:
+        # a new UDP source port every entropy_every packets (0: the QP's own)
+        pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
+    else:
+        pk.entropy = entropy_next(s, fl)
     credit_spend(w, fl, pk, seq, payload)
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
@@ -165,7 +181,9 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         if fl.loss != NULL:
             fl.loss.retx_bytes += payload
         s.st.retx_bytes += payload
-    if seq == fl.snd_nxt:
+    if fl.loss != NULL and fl.loss.trims_todo > 0 and trim_take(fl.loss, seq // w.p.payload):
+        pass                         # a trimmed packet again (its NACK's): the cursors stay
+    elif seq == fl.snd_nxt:
         fl.snd_nxt = end
     else:
         fl.loss.retx_nxt = end       # a selective-repeat retransmission (seq came from _next_seq's
@@ -353,6 +371,7 @@ cdef Qp* _open(Sim* s, int32_t f) noexcept nogil:
     fl.rto_armed = _rto_on(s, rec)           # its EV_RTO, armed at the release, is pending
     if w.p.rccc:
         credit_open(s, f, fl)
+    entropy_open(s, f, fl)
     w.cc.on_start(s, f)
     return fl
 
@@ -453,10 +472,12 @@ cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
             fl.snd_nxt = fl.snd_una
         if in_recovery(fl) and fl.snd_una >= fl.loss.recovery_end:
             fl.loss.recovery_end = NIL
-    if sacks:
-        a.acked += _on_sack(s, f, fl, una, s.pkt_sack[i])
+    if sacks:                                   # (a trimmed packet's NACK SACKs nothing)
+        a.acked += _on_sack(s, f, fl, una, s.pkt_sack[i] if pk.kind != PK_TRIM_NACK else -1)
         if s.error:
             return                              # out of memory: the loop stops on s.error
+    if w.p.entropy == ENTROPY_REPS:
+        entropy_feedback(s, fl, pk.entropy, pk.kind != PK_TRIM_NACK and pk.ecn == 0)
     if pk.kind == PK_ACK:
         a.seq = pk.seq
         a.rtt = s.now - pk.ts
@@ -477,7 +498,10 @@ cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
         sk = loss_of(s, fl)
         if sk == NULL:
             return                              # out of memory: the loop stops on s.error
-        if w.p.loss_recovery == SELECTIVE_REPEAT:
+        if pk.kind == PK_TRIM_NACK and s.w.p.sack_carried:
+            if s.pkt_sack[i] >= fl.snd_una:     # (not: it arrived since, by another copy)
+                trim_nacked(s, sk, rec.size, s.pkt_sack[i] // w.p.payload)
+        elif w.p.loss_recovery == SELECTIVE_REPEAT:
             sack = s.pkt_sack[i]
             k = sack // w.p.payload
             set_bit(s, &sk.sack_bits, &sk.sack_bits_len, rec.size, k)

@@ -5,15 +5,18 @@ If a flow's cumulative ACK does not move for `rto`, the sender goes back to snd_
 (go-back-N) or retransmits every unSACKed packet (selective repeat, unordered delivery).  The HPCC fork has
 no timeout; it matters only when packets are lost, and by default (`nic.rto: auto`) only
 flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flow is armed
-at a time; ACKs only move the deadline, and the event re-arms itself for it.
+at a time; ACKs only move the deadline, and the event re-arms itself for it.  A timeout
+also forgets the trimmed packets waiting to go again (the recovery sends them with the rest)
+and freezes REPS's ring (entropy.pxd).
 """
 from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, World, Qp, LossState, NIL, FS_ACTIVE, EV_RTO, SELECTIVE_REPEAT,
-                                 UNORDERED)
+                                 UNORDERED, ENTROPY_REPS)
 from rocesim._core.qp cimport qp_of
 from rocesim._core.events cimport ev_push
 from rocesim._core.active_set cimport active_add
-from rocesim._core.loss cimport bits_alloc, loss_of
+from rocesim._core.loss cimport bits_alloc, loss_of, trims_forget
+from rocesim._core.entropy cimport entropy_timeout
 from rocesim._core.nic_send cimport nic_kick, nic_rate_changed, sched_update
 
 
@@ -36,6 +39,9 @@ cdef void nic_rto(Sim* s, int32_t f) noexcept nogil:
             return                              # out of memory: the loop stops on s.error
         s.st.timeouts += 1
         sk.n_timeouts += 1
+        trims_forget(sk)                          # trimmed packets too go again by the cursor
+        if w.p.entropy == ENTROPY_REPS:
+            entropy_timeout(s, fl)
         if w.p.delivery == UNORDERED:
             # every packet not SACKed up to snd_max is lost, and sent again once more
             sk.recovery_end = fl.snd_max

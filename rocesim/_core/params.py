@@ -25,6 +25,8 @@ WHOLE_NS = 1000              # nic.serialization 'whole_ns': wire and pacing tim
 LOSS_RECOVERY = ("go_back_n", "selective_repeat")   # nic.loss_recovery as C takes it: the index
                                                     # (defs.pxd's LossRecovery enum, in this order)
 DELIVERY = ("ordered", "unordered")                 # nic.delivery, likewise (defs.pxd's Delivery enum)
+ENTROPY = ("fixed", "oblivious", "reps")            # nic.entropy, likewise (defs.pxd's EntropyMode enum)
+DATA_PRIORITIES = 0xFE                              # priorities 1..7 (0 is the control queue)
 
 
 class Range(NamedTuple):
@@ -92,6 +94,15 @@ def _sack_carried(delivery, sections) -> int:
     return int(delivery == "unordered" or _setting(sections, "nic.loss_recovery") == "selective_repeat")
 
 
+def _trim_mask(enabled, sections) -> int:
+    """Priorities whose data switches trim (switch.trimming on): the data priorities PFC does
+    not make lossless."""
+    if not enabled:
+        return 0
+    pfc = _setting(sections, "switch.pfc")
+    return DATA_PRIORITIES & ~(_mask(pfc["priorities"]) if pfc["enabled"] else 0)
+
+
 def _bounce_priority(v, sections) -> int:
     return {"none": 0, "next": -1}.get(v, v)
 
@@ -120,6 +131,9 @@ NET = (
     Param("rto_mask", "nic.rto", _rto_mask),
     Param("entropy_every", "nic.entropy_every", lambda v, sections: 0 if v == "none" else v,
           Range(0, 1 << 30, "0 (none) or a number of packets")),
+    Param("entropy", "nic.entropy", lambda v, sections: ENTROPY.index(v)),
+    Param("entropy_values", "nic.entropy_values", None, Range(1, 1 << 15, "a power of two up to 32768")),
+    Param("entropy_seed", "seed", None, Range(0, 2**64 - 1, "0 .. 2**64-1")),
     Param("tx_quantum", "nic.serialization", lambda v, sections: WHOLE_NS if v == "whole_ns" else 0,
           Range(0, None, "0 (exact) or a positive number of ps")),
     Param("rccc", "nic.rccc", _as_int),
@@ -136,6 +150,10 @@ NET = (
     Param("ecn_mask", "switch.ecn.priorities", _mask_if("switch.ecn.enabled")),
     Param("lossy_dynamic", "switch.lossy.dynamic", _as_int),
     Param("lossy_alpha", "switch.lossy.alpha"),
+    Param("trim_mask", "switch.trimming.enabled", _trim_mask),
+    Param("trim_threshold", "switch.trimming.threshold", _auto(0), Range(0, None, "0 (auto) or a size in bytes")),
+    Param("trim_size", "switch.trimming.size", None, Range(1, 2**31 - 1, "a positive size in bytes")),
+    Param("trim_priority", "switch.trimming.priority", None, Range(0, NPRIO - 1, "0..7")),
     Param("int_enabled", "scheme.needs_int", _as_int),
 )
 

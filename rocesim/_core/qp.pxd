@@ -5,7 +5,7 @@ flow, returned when it is done.
 A flow's `Flow` record (64 B) lives as long as the simulation; its `Qp` (sequence numbers,
 rates, timers, loss recovery) and the scheme's per-flow state (CCOps.flow_state_size
 bytes right after it) exist only from the NIC's first packet of the flow to the ACK of
-its last byte.  A released flow waits in its host's round-robin without one (it may
+its last byte (and, when senders spray, its entropy state after that: entropy.pxd).  A released flow waits in its host's round-robin without one (it may
 always send its first packet), so the pool follows the flows in flight: an all-to-all
 that releases a million flows at once holds only as many queue pairs as have packets
 out.  Slots live in chunks of QP_CHUNK that never move (a `Qp*` stays valid while its
@@ -48,9 +48,16 @@ cdef inline void* cc_flow_state(Sim* s, int32_t f) noexcept nogil:
     return <void*> ((<char*> qp_of(s, f)) + sizeof(Qp))
 
 
-cdef inline int64_t qp_stride_for(int32_t flow_state_size) noexcept nogil:
-    """Bytes per pool slot: a Qp and the scheme's state, rounded up to 8."""
-    return (<int64_t> sizeof(Qp) + flow_state_size + 7) // 8 * 8
+cdef inline int64_t qp_stride_for(int32_t flow_state_size, int32_t entropy_state_size) noexcept nogil:
+    """Bytes per pool slot: a Qp, the scheme's state and the sender's entropy state (none
+    with fixed entropy), each rounded up to 8."""
+    return (<int64_t> sizeof(Qp) + (flow_state_size + 7) // 8 * 8 + entropy_state_size + 7) // 8 * 8
+
+
+cdef inline void* qp_entropy_state(Sim* s, Qp* qp) noexcept nogil:
+    """The sender's entropy state of queue pair `qp` (World.entropy_state_size bytes after
+    the scheme's state; entropy.pxd)."""
+    return <void*> ((<char*> qp) + sizeof(Qp) + (s.w.cc.flow_state_size + 7) // 8 * 8)
 
 
 cdef inline int _qp_grow(Sim* s) noexcept nogil:
@@ -61,7 +68,7 @@ cdef inline int _qp_grow(Sim* s) noexcept nogil:
     if chunks == NULL:
         return -1
     if s.n_qp_chunks == 0:     # the slot size, from the scheme installed (before the first flow)
-        s.qp_stride = qp_stride_for(s.w.cc.flow_state_size)
+        s.qp_stride = qp_stride_for(s.w.cc.flow_state_size, s.w.entropy_state_size)
     s.qp_chunks = chunks
     chunks[s.n_qp_chunks] = <char*> malloc(QP_CHUNK * s.qp_stride)
     if chunks[s.n_qp_chunks] == NULL:
@@ -140,7 +147,7 @@ cdef inline LossRec* loss_log(Sim* s, int32_t f) noexcept nogil:
 cdef inline void _log_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil:
     """Keep the counts of LossState `lo` (flow f's) past it, and zero them."""
     cdef LossRec* r
-    if not (lo.retx_bytes or lo.n_timeouts or lo.reordered or lo.spurious_bytes):
+    if not (lo.retx_bytes or lo.n_timeouts or lo.reordered or lo.spurious_bytes or lo.trimmed):
         return
     r = loss_log(s, f)
     if r == NULL:
@@ -149,8 +156,9 @@ cdef inline void _log_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil:
     r.retx_bytes = lo.retx_bytes
     r.reordered = lo.reordered
     r.spurious_bytes = lo.spurious_bytes
+    r.trimmed = lo.trimmed
     lo.n_timeouts = 0
-    lo.retx_bytes = lo.reordered = lo.spurious_bytes = 0
+    lo.retx_bytes = lo.reordered = lo.spurious_bytes = lo.trimmed = 0
 
 
 cdef inline void _log_rx_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil:
@@ -160,7 +168,8 @@ cdef inline void _log_rx_losses(Sim* s, int32_t f, LossState* lo) noexcept nogil
         return
     r.reordered = lo.reordered
     r.spurious_bytes = lo.spurious_bytes
-    lo.reordered = lo.spurious_bytes = 0
+    r.trimmed = lo.trimmed
+    lo.reordered = lo.spurious_bytes = lo.trimmed = 0
 
 
 cdef inline void qp_close(Sim* s, int32_t f) noexcept nogil:
@@ -219,7 +228,7 @@ cdef inline void rx_close(Sim* s, int32_t f) noexcept nogil:
     if q == NIL:
         return
     rx = qp_at(s, q)
-    if rx.loss != NULL and (rx.loss.reordered or rx.loss.spurious_bytes):
+    if rx.loss != NULL and (rx.loss.reordered or rx.loss.spurious_bytes or rx.loss.trimmed):
         _log_rx_losses(s, f, rx.loss)
     if w.flow_rx == NULL:
         return

@@ -4,15 +4,17 @@
 Scheduling at an egress port, in order: a pending PFC frame; queue 0 (control) by
 strict priority; then the data queues 1..7 round-robin, skipping those the peer
 paused.  ECN marking and INT stamping happen at dequeue, when the packet starts
-its transmission, as in the HPCC ns-3 fork.
+its transmission, as in the HPCC ns-3 fork.  With trimming on (trim.pxd), a data packet
+the buffer would refuse, or above the trimming threshold, goes on as its header.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 from rocesim._core.defs cimport (Sim, World, Switch, Port, Packet, IntHop, NIL, NPRIO,
-                                 MAX_INT_HOPS, PK_DATA, PK_PAUSE)
+                                 MAX_INT_HOPS, PK_DATA, PK_TRIMMED, PK_PAUSE)
 from rocesim._core.link cimport q_push, q_pop, port_kick, port_transmit
 from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off, with_entropy
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
+from rocesim._core.trim cimport trim_over, trim, trim_refused
 
 
 cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
@@ -33,7 +35,7 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         pkt_free(s, i)
         return
     pk.ttl -= 1
-    if pk.kind == PK_DATA:
+    if pk.kind == PK_DATA or pk.kind == PK_TRIMMED:     # a trimmed header keeps its packet's way
         out = route_lookup(s, sw, pk.dst, with_entropy(flow_hash(w, pk.flow), pk.entropy),
                            flow_path_off(s, pk.flow), pk.hop, pk)
     else:
@@ -55,7 +57,9 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
             s.st.no_route_drops += 1             # no route (a link down, or off an explicit path)
             pkt_free(s, i)
         return
-    if not mmu_admit(s, sw, in_port, out, pk.in_prio, pk.prio, pk.size):
+    if w.p.trim_mask and trim_over(s, out, pk):
+        trim(s, out, pk)
+    if not mmu_admit(s, sw, in_port, out, pk.in_prio, pk.prio, pk.size) and not trim_refused(s, sw, in_port, out, pk):
         _drop(s, in_port, i)
         return
     pk.in_port = in_port

@@ -27,19 +27,19 @@ _CARRIERS = {"cnp": "CNP packets", "ack": "ECN echoes on ACKs"}
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "rx_fct_ns", "prio", "tag", "retx_bytes", "timeouts", "reordered_packets",
-                "spurious_retx_bytes", "collective", "iteration", "is_compute", "top_switch")
+                "spurious_retx_bytes", "trimmed", "collective", "iteration", "is_compute", "top_switch")
 
 # what has no meaning without packets, left empty in flow mode (NaN in the arrays and
 # files, null in summary.json): OUTPUTS.md marks each "empty in flow mode"
-FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts", "reordered_packets", "spurious_retx_bytes")
+FLOW_MODE_EMPTY_FLOWS = ("retx_bytes", "timeouts", "reordered_packets", "spurious_retx_bytes", "trimmed")
 FLOW_MODE_EMPTY_PORTS = ("tx_packets", "buffer_drops", "pauses_sent", "ecn_marks", "paused_ns", "queue_bytes",
-                         "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops")
+                         "paused_now", "watchdog_detections", "watchdog_restorations", "watchdog_drops", "trimmed")
 # summary.json's `drops` is their sum (`buffer_drops`: a switch buffer's refusals)
 DROP_CAUSES = ("buffer_drops", "ttl_drops", "link_drops", "watchdog_drops", "nic_drops", "no_route_drops")
 FLOW_MODE_EMPTY_SUMMARY = (
     "link_crossings", "drops", "buffer_drops", "ttl_drops", "pfc_pauses", "pfc_resumes", "cnps", "nacks", "acks", "timeouts",
     "ecn_echoes", "congestion_notifications", "notification_carrier",
-    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "link_crossings_per_cpu_s",
+    "data_packets_sent", "retx_bytes", "reordered_packets", "spurious_retx_bytes", "trimmed", "link_crossings_per_cpu_s",
     "packets_in_use_at_end", "packets_peak",
     "queue_pairs_in_use_at_end", "queue_pairs_peak", "link_drops", "watchdog_drops", "nic_drops",
     "watchdog_detections", "pfc_timeline_lost")
@@ -107,7 +107,8 @@ class Results:
                      ecn_marks=pa["ecn_marks"],
                      paused_ns=pa["paused_ps"] / PS_PER_NS, queue_bytes=pa["queue_bytes"],
                      paused_now=pa["paused_mask"], watchdog_detections=pa["watchdog_detections"],
-                     watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"])
+                     watchdog_restorations=pa["watchdog_restorations"], watchdog_drops=pa["watchdog_drops"],
+                     trimmed=pa["trimmed"])
         summary = dict(
             scheme=record.scheme, mode=record.mode, seed=record.seed, hosts=record.hosts,
             switches=record.switches, topology=record.topology,
@@ -126,6 +127,7 @@ class Results:
             # receivers: how they take data, what arrived out of order and what arrived again
             delivery=record.delivery, reordered_packets=st["reordered_packets"],
             spurious_retx_bytes=st["spurious_retx_bytes"],
+            trimmed=st["trimmed"],                  # data packets switches cut to their header
             multipath_into_ordered=record.multipath and record.delivery == "ordered",
             flows_total=len(flows["fct_ns"]),
             flows_completed=int((~np.isnan(flows["fct_ns"])).sum()),
@@ -211,7 +213,8 @@ class Results:
                             f"{(s['link_crossings_per_cpu_s'] or 0) / 1e6:.2f} M/CPU-s)",
                      f"drops {s['drops']}  PFC pauses {s['pfc_pauses']}  congestion notifications "
                      f"{s['congestion_notifications']} ({_CARRIERS[s['notification_carrier']]})  CNPs {s['cnps']}  "
-                     f"NACKs {s['nacks']}  timeouts {s['timeouts']}"]
+                     f"NACKs {s['nacks']}  timeouts {s['timeouts']}"
+                     + (f"  trimmed {s['trimmed']}" if s.get("trimmed") else "")]
             if s.get("multipath_into_ordered"):
                 lines.append(f"ordered receivers under multipath load balancing: {s['reordered_packets']:,} packets "
                              f"out of order, {s['nacks']:,} NACKs, {s['retx_bytes']:,} bytes sent again "
@@ -296,7 +299,7 @@ class Results:
         p = self.ports
         cols = {k: p[k] for k in ("node", "peer_node", "rate_bps", "tx_bytes", "tx_packets",
                                   "buffer_drops", "pauses_sent", "ecn_marks", "watchdog_detections",
-                                  "watchdog_restorations", "watchdog_drops")}
+                                  "watchdog_restorations", "watchdog_drops", "trimmed")}
         cols["paused_ns"] = p["paused_ns"].sum(axis=1)
         cols = {"port": np.arange(len(p["node"])), **cols}
         write_csv(path, cols)
@@ -393,7 +396,7 @@ def _flow_columns(record: RunRecord, fa, end_ps) -> dict:
         prio=column("prio"), tag=column("tag"), dport=column("dport"),
         collective=column("collective"), iteration=column("iteration"),
         retx_bytes=fa["retx_bytes"], timeouts=fa["timeouts"], reordered_packets=fa["reordered_packets"],
-        spurious_retx_bytes=fa["spurious_retx_bytes"],
+        spurious_retx_bytes=fa["spurious_retx_bytes"], trimmed=fa["trimmed"],
         is_compute=column("compute").astype(bool), delivered_bytes=fa["delivered_bytes"],
         top_switch=fa["top_switch"])
 

@@ -66,8 +66,10 @@ class Network:
     @property
     def multipath(self) -> bool:
         """One connection's packets may take several paths: a switch balances by flowlet or
-        per packet (a scheme other than ECMP), or senders vary their entropy (nic.entropy_every)."""
-        return bool(self.balancers) or self.settings.nic["entropy_every"] != "none"
+        per packet (a scheme other than ECMP), or senders vary their entropy (nic.entropy_every,
+        nic.entropy)."""
+        nic = self.settings.nic
+        return bool(self.balancers) or nic["entropy_every"] != "none" or nic["entropy"] != "fixed"
 
     def headroom_needed(self) -> np.ndarray:
         """Per port: the most bytes that can still arrive on one lossless priority after the

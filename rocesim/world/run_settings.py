@@ -49,6 +49,9 @@ class RunSettings:
             config.refuse_in_flow_mode(mode, "deadlock", "deadlock detection is on")
         if switch["pfc"]["watchdog"]["enabled"]:
             config.refuse_in_flow_mode(mode, "switch.pfc.watchdog.enabled", "the PFC watchdog is on")
+        if switch["trimming"]["enabled"]:
+            config.refuse_in_flow_mode(mode, "switch.trimming.enabled", "packet trimming is on")
+        config.check_nic_switch(nic, switch)
         fluid = calibration.resolved(config.FLOW.resolve(flow, "flow"), mode, scheme.name)
         return cls(seed=seed, mode=mode, partition=partition, scheme=scheme, cc_params=cc_params, switch=switch,
                    nic=nic, deadlock=deadlock, nccl=nccl, fluid_calibration=fluid)

@@ -88,6 +88,7 @@ REFUSED = {
     "switch.pfc.watchdog.enabled": {"switch": {"pfc": {"watchdog": {"enabled": True}}}},
     "faults[0]": {"faults": [{"kind": "link_rate", "link": [0, 4], "at": "1us", "rate": "50Gbps"}]},
     "output.sample_interval": {"output": {"sample_interval": "1us"}},
+    "switch.trimming.enabled": {"switch": {"pfc": {"enabled": False}, "trimming": {"enabled": True}}},
 }
 
 
@@ -136,7 +137,7 @@ def test_the_api_refuses_the_same_at_its_boundary():
 
 def test_packet_settings_without_effect_are_accepted_so_one_base_runs_in_both_modes():
     """Switch, NIC and built-in scheme settings have nothing to act on in flow mode: accepted."""
-    raw = small_scenario(mode="flow", cc={"scheme": "hpcc"}, nic={"ack_every": 4, "payload": "4000B"},
+    raw = small_scenario(mode="flow", cc={"scheme": "hpcc"}, nic={"ack_every": 4, "payload": "4000B", "entropy": "reps"},
                          switch={"buffer": "1MB", "pfc": {"enabled": False}, "ecn": {"kmin": "10KB", "kmax": "20KB"}},
                          deadlock=False)
     assert sc.build(raw).sim.mode == "flow"

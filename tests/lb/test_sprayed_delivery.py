@@ -6,12 +6,10 @@ is sent again while the reordering stays within `nic.reorder_threshold`; `ordere
 receivers under the same spraying NACK each gap (go-back-N's storm); lossy, each dropped
 packet is sent again once; and the run is the same on 1 and 2 threads.
 """
-import json
-
 import numpy as np
 import pytest
 
-from helpers import MTU
+from helpers import MTU, assert_every_byte_once, written_outputs
 from rocesim import Simulation, topology, traffic
 from rocesim.results.run import MACHINE_KEYS
 
@@ -42,14 +40,6 @@ def fabric_run(pattern, balancing, nic, switch=None, threads=1, partition="none"
     return sim.run(progress=False, threads=threads)
 
 
-def assert_every_byte_arrived(res):
-    s, f = res.summary, res.flows
-    assert s["flows_completed"] == s["flows_total"]
-    assert list(f["delivered_bytes"]) == list(f["size_bytes"])
-    assert s["data_bytes_delivered"] == f["size_bytes"].sum()
-    assert s["packets_in_use_at_end"] == 0
-
-
 @pytest.mark.parametrize("pattern, balancing", [("permutation", SPRAY), ("permutation", ADAPTIVE),
                                                 ("all_to_all", SPRAY)],
                          ids=["permutation-spray", "permutation-adaptive", "all_to_all-spray"])
@@ -61,7 +51,7 @@ def test_per_packet_balancing_into_unordered_receivers_loads_the_uplinks_evenly(
     hashes as ECMP does, so it is left out there.)"""
     res = fabric_run(pattern, balancing, {"delivery": "unordered", "reorder_threshold": DEEP})
     s, f = res.summary, res.flows
-    assert_every_byte_arrived(res)
+    assert_every_byte_once(res)
     assert s["drops"] == 0 and s["pfc_pauses"] > 0
     assert s["reordered_packets"] > 0 and s["reordered_packets"] == f["reordered_packets"].sum()
     assert s["spurious_retx_bytes"] == s["retx_bytes"] == s["nacks"] == s["timeouts"] == 0
@@ -88,7 +78,7 @@ def test_spraying_into_ordered_receivers_makes_go_back_n_storms():
     unordered = fabric_run("permutation", SPRAY, {"delivery": "unordered", "reorder_threshold": DEEP})
     ordered = fabric_run("permutation", SPRAY, {"delivery": "ordered"})
     s = ordered.summary
-    assert_every_byte_arrived(ordered)
+    assert_every_byte_once(ordered)
     assert s["drops"] == 0 and s["nacks"] > 1000
     assert s["retx_bytes"] > 10 * ordered.flows["size_bytes"].sum()
     assert s["spurious_retx_bytes"] > 0
@@ -104,7 +94,7 @@ def test_lossy_spraying_resends_each_dropped_packet_once(pattern):
     arrived twice are the packets dropped."""
     res = fabric_run(pattern, SPRAY, {"delivery": "unordered", "ack_high_priority": True}, switch=LOSSY)
     s = res.summary
-    assert_every_byte_arrived(res)
+    assert_every_byte_once(res)
     assert s["nacks"] == 0 and s["pfc_pauses"] == 0
     assert s["retx_bytes"] - s["spurious_retx_bytes"] == MTU * s["drops"]
     if pattern == "permutation":
@@ -120,13 +110,7 @@ def test_a_sprayed_unordered_run_in_parts_is_the_same_on_1_and_2_threads(pattern
     for threads in (1, 2):
         res = fabric_run(pattern, SPRAY, {"delivery": "unordered"}, threads=threads, partition="leaves")
         assert res.threads == threads and res.summary["parts"] > 1
-        folder = tmp_path / str(threads)
-        res.write(folder)
-        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix == ".csv"}
-        summary = json.loads((folder / "summary.json").read_text())
-        for k in MACHINE_KEYS:                  # (time, speed and the threads that ran)
-            summary.pop(k)
-        outs.append((files, summary))
+        outs.append(written_outputs(res, tmp_path / str(threads)))
     assert outs[0] == outs[1]
     assert outs[0][1]["reordered_packets"] > 0
     if pattern == "permutation":
