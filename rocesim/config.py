@@ -406,6 +406,12 @@ TRANSPORTS = {
     "uet": {                             # the Ultra Ethernet transport (UET 1.0)
         "cc.scheme": "nscc",
         "nic.rccc": True,
+        "nic.entropy": "reps",               # packets sprayed over entropies, REPS recycling them
+        "nic.delivery": "unordered",         # reliable unordered delivery: each packet placed on arrival
+        "nic.reorder_threshold": 0,          # loss known by trims and timeouts only, not by reordering
+        "nic.ack_high_priority": True,       # ACKs ahead of data (a lossy fabric would drop them)
+        "switch.pfc.enabled": False,         # a lossy fabric ...
+        "switch.trimming.enabled": True,     # ... whose switches trim what they would drop
     },
 }
 TRANSPORT_SECTIONS = ("cc", "nic", "switch")
