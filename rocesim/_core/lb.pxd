@@ -91,6 +91,21 @@ cdef inline int32_t least_loaded(Sim* s, Switch* sw, int32_t off, int32_t cnt, i
     return 0
 
 
+cdef inline int32_t flowlet_slots(int64_t table_size) noexcept nogil:
+    """A flowlet table's entries: `table_size` rounded up to a power of two (indexed by a mask)."""
+    cdef int32_t n = 1
+    while n < table_size:
+        n <<= 1
+    return n
+
+
+cdef inline void flowlets_clear(Flowlet* table, int32_t n) noexcept nogil:
+    """Every entry of a new flowlet table empty (no packet seen yet)."""
+    cdef int32_t i
+    for i in range(n):
+        table[i].last = NIL
+
+
 cdef inline Flowlet* flowlet_of(Flowlet* table, uint32_t mask, uint32_t hash, int32_t cls) noexcept nogil:
     """The flowlet table's entry of a packet of 5-tuple hash `hash` towards class `cls` (a
     bounded table indexed by hash, as switches keep it: two flows may share an entry)."""

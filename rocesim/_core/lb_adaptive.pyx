@@ -13,8 +13,8 @@ cimport cython
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from rocesim._core.defs cimport Sim, World, Switch, Packet, NIL
 from rocesim._core.rng cimport rng_uniform
-from rocesim._core.lb cimport (Flowlet, lb_sim_of, lb_state_at, least_loaded, flowlet_of, port_queued,
-                               queue_level)
+from rocesim._core.lb cimport (Flowlet, flowlet_slots, flowlets_clear, lb_sim_of, lb_state_at, least_loaded,
+                               flowlet_of, port_queued, queue_level)
 from rocesim._core.declare import LB_QUEUE_LEVELS, check_fields, declared_values
 
 cdef enum:
@@ -69,17 +69,13 @@ def install(core, switches, params):
     cdef AdaptiveParams p = declared_values(DECLARATION, params)
     check_fields(DECLARATION, p)
     cdef AdaptiveState* st
-    cdef int32_t k, i, n = 1
-    if p.gap > 0:
-        while n < p.table_size:
-            n <<= 1
+    cdef int32_t k, n = flowlet_slots(p.table_size) if p.gap > 0 else 1
     for k in switches:
         st = <AdaptiveState*> lb_state_at(s, k, sizeof(AdaptiveState) + n * sizeof(Flowlet))
         st.p = p
         st.levels[0], st.levels[1], st.levels[2] = p.level_1, p.level_2, p.level_3
         st.mask = n - 1
-        for i in range(n):
-            st.table[i].last = NIL
+        flowlets_clear(st.table, n)
         s.w.sw[k].lb_pick = _pick
 
 
