@@ -14,6 +14,11 @@
   per connection, flowlet switching, adaptive routing per flowlet and per packet) x queue
   pairs per connection (1, 2, 4), four seeds.  Figure: all-reduce time against queue pairs,
   a line per way with the seeds' min-max band.
+* sweeps/gallery_transports.yaml (36 runs, about 1 CPU-minute): the four scenarios of
+  scenarios/ultra_ethernet/ (an incast, a permutation, NCCL's ring all-reduce, an MoE
+  all-to-all on one 2-tier fabric) as RoCE (DCQCN + ECMP), RoCE with adaptive routing per
+  packet and as the Ultra Ethernet transport, three seeds.  Figure: completion time and p99
+  FCT slowdown by scenario and transport, the seeds' mean and min-max.
 * docs/gallery/tables.md: the tables (`rocesim table`) behind the figures.
 
 The sweeps resume (`rocesim sweep`): a rerun draws again from what is done; runs made from
@@ -74,6 +79,62 @@ def plot_load_balancing(root, out_path, title) -> str:
     return out_path
 
 
+# the transport sweep's transports (its `zip` rows), by the swept values that tell them apart
+TRANSPORT_WAYS = {"RoCE: DCQCN + ECMP": {"transport": "roce", "switch.load_balancing.scheme": "ecmp"},
+                  "RoCE: DCQCN + adaptive routing per packet,\nunordered receivers":
+                      {"transport": "roce", "switch.load_balancing.scheme": "adaptive"},
+                  "UET: NSCC + receiver credits + REPS\nspraying, trimming, lossy": {"transport": "uet"}}
+# a scenario's completion time: its collective's duration, else the time its last flow ends
+# (the run stops then: its simulated time)
+COMPLETION = {"allreduce": "collective_duration_p50_ns", "alltoall_moe": "collective_duration_p50_ns"}
+
+
+def plot_transports(root, out_path, title) -> str:
+    """Completion time and p99 FCT slowdown by scenario in sweep folder `root`, a bar per
+    transport of TRANSPORT_WAYS: the seeds' mean, with their min-max."""
+    from rocesim.results.axes import plain_axis, plt
+    from rocesim.sweep.index import read_done
+    from rocesim.sweep.plot import series_with_range
+    rows, _ = read_done(root)
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    width = 0.8 / len(TRANSPORT_WAYS)
+    for ax, ylabel, metric_of in ((axes[0], "completion time (ms, log scale)", lambda sc: COMPLETION.get(sc, "sim_time_ns")),
+                                  (axes[1], "FCT slowdown p99", lambda sc: "slowdown_p99")):
+        for k, (label, way) in enumerate(TRANSPORT_WAYS.items()):
+            mean, lo, hi = [], [], []
+            for sc in scenarios:
+                sel = [r for r in rows if r["scenario"] == sc and all(r[key] == v for key, v in way.items())]
+                _, lines, spread = series_with_range(sel, metric_of(sc), "scenario")
+                mean.append(lines[None][0])
+                lo.append(spread[None][0][0])
+                hi.append(spread[None][1][0])
+            at = [i + (k - (len(TRANSPORT_WAYS) - 1) / 2) * width for i in range(len(scenarios))]
+            ax.bar(at, mean, width, color=f"C{k}", label=label,
+                   yerr=[[m - a for m, a in zip(mean, lo)], [b - m for m, b in zip(mean, hi)]], capsize=3)
+        ax.set_xticks(range(len(scenarios)), scenarios)
+        ax.set_ylabel(ylabel)
+    axes[0].set_yscale("log")
+    plain_axis(axes[0].yaxis, log=True)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(TRANSPORT_WAYS), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
+
+def transport_tables(root) -> list[str]:
+    """The tables.md section of the transport sweep in folder `root`: by scenario, each metric
+    of its figure (and the PFC pauses) by transport."""
+    from rocesim.sweep.table import markdown
+    ways = ["transport", "cc.scheme", "switch.load_balancing.scheme", "nic.delivery"]
+    return ["## RoCE and the Ultra Ethernet transport on a 2-tier fabric (sweeps/gallery_transports.yaml, "
+            "seeds 1 to 3)", "",
+            *[markdown(root, [metric], ways, "scenario")
+              for metric in ("collective_duration_p50_ns", "sim_time_ns", "slowdown_p99", "pfc_pauses")]]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=os.path.join(ROOT, "out", "gallery"), help="sweep output folder")
@@ -88,14 +149,17 @@ def main(argv=None) -> int:
     os.makedirs(args.docs, exist_ok=True)
     fct, training = os.path.join(args.out, "fct"), os.path.join(args.out, "training")
     balancing = os.path.join(args.out, "load_balancing")
+    transports = os.path.join(args.out, "transports")
     training_file = os.path.join(ROOT, "sweeps", "gallery_training.yaml")
     with open(training_file) as f:
         training_raw = yaml.safe_load(f)
     sweeps = {"gallery_fct": sweep.load(os.path.join(ROOT, "sweeps", "gallery_fct.yaml")),
               "gallery_training": sweep.expand({**training_raw, "seeds": TRAINING_SEEDS},
                                                os.path.dirname(training_file), training_file),
-              "gallery_load_balancing": sweep.load(os.path.join(ROOT, "sweeps", "gallery_load_balancing.yaml"))}
-    for name, out in (("gallery_fct", fct), ("gallery_training", training), ("gallery_load_balancing", balancing)):
+              "gallery_load_balancing": sweep.load(os.path.join(ROOT, "sweeps", "gallery_load_balancing.yaml")),
+              "gallery_transports": sweep.load(os.path.join(ROOT, "sweeps", "gallery_transports.yaml"))}
+    for name, out in (("gallery_fct", fct), ("gallery_training", training), ("gallery_load_balancing", balancing),
+                      ("gallery_transports", transports)):
         try:
             rep = sweep.run_runs(sweeps[name], out, processes=args.jobs, rerun_stale=args.rerun_stale)
         except sweep.StaleRuns as e:
@@ -127,6 +191,9 @@ def main(argv=None) -> int:
     written.append(plot_load_balancing(balancing, os.path.join(docs, "load_balancing.png"),
                                        "NCCL ring all-reduce, 256 MiB on 64 GPUs, 100G NICs,\n2:1 leaf-spine, DCQCN "
                                        "(lines: mean of 4 seeds; bands: min-max)"))
+    written.append(plot_transports(transports, os.path.join(docs, "transports.png"),
+                                   "RoCE and the Ultra Ethernet transport on one 2-tier fabric: 32 hosts or GPUs, 100G, "
+                                   "1:1 leaf-spine\n(bars: mean of 3 seeds; whiskers: min-max)"))
     tables = ["# Gallery tables", "",
               "Regenerated by `python plots/gallery.py` from `out/gallery/*/index.csv` (means over seeds).", "",
               "## FCT slowdown p99, quickstart fabric (sweeps/gallery_fct.yaml)", "",
@@ -139,7 +206,8 @@ def main(argv=None) -> int:
               "(sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
               *[markdown(balancing, [metric], ["switch.load_balancing.scheme", "switch.load_balancing.gap",
                                                  "nccl.connections"],
-                         "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")]]
+                         "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")],
+              *transport_tables(transports)]
     path = os.path.join(docs, "tables.md")
     with open(path, "w") as f:
         f.write("\n".join(tables))
