@@ -43,21 +43,23 @@ sys.path.insert(0, os.path.dirname(HERE))
 from rocesim import Simulation, topology  # noqa: E402
 
 # uet-htsim, 5 seeds pooled: p50, p90, p99, max (us); trimmed packets (NACKs) per run
-HTSIM = {
-    "perm2MB_nscc_oblivious": (202.9, 213.2, 239.2, 268.1, 233),
-    "perm2MB_nscc_reps": (199.6, 206.6, 213.4, 229.4, 32),
-    "perm2MB_both_reps": (200.4, 208.1, 212.6, 215.1, 18),
-    "perm2MB_nscc_single": (367.6, 577.5, 742.9, 881.8, 2900),
-    "perm200KB_nscc_oblivious": (34.3, 35.7, 37.3, 37.9, 0),
-    "perm200KB_nscc_reps": (35.0, 37.3, 39.8, 41.0, 0),
-    "perm200KB_nscc_single": (49.3, 75.6, 92.4, 134.3, 1154),
-    "incast2MB_nscc_oblivious": (4860.7, 5186.8, 5249.6, 5258.6, 2255),
-    "incast2MB_rccc_oblivious": (5250.7, 5261.9, 5263.0, 5263.2, 1685),
-    "incast2MB_both_oblivious": (5247.6, 5261.7, 5263.6, 5264.3, 1685),
-    "incast200KB_nscc_oblivious": (471.0, 540.3, 564.7, 571.6, 1971),
-    "incast200KB_rccc_oblivious": (521.7, 538.9, 541.4, 542.0, 1461),
-    "incast200KB_both_oblivious": (515.3, 537.5, 542.1, 542.6, 1448),
-}
+HTSIM_TABLE = """
+perm2MB_nscc_oblivious       202.9  213.2  239.2  268.1  233
+perm2MB_nscc_reps            199.6  206.6  213.4  229.4  32
+perm2MB_both_reps            200.4  208.1  212.6  215.1  18
+perm2MB_nscc_single          367.6  577.5  742.9  881.8  2900
+perm200KB_nscc_oblivious     34.3  35.7  37.3  37.9  0
+perm200KB_nscc_reps          35.0  37.3  39.8  41.0  0
+perm200KB_nscc_single        49.3  75.6  92.4  134.3  1154
+incast2MB_nscc_oblivious     4860.7  5186.8  5249.6  5258.6  2255
+incast2MB_rccc_oblivious     5250.7  5261.9  5263.0  5263.2  1685
+incast2MB_both_oblivious     5247.6  5261.7  5263.6  5264.3  1685
+incast200KB_nscc_oblivious   471.0  540.3  564.7  571.6  1971
+incast200KB_rccc_oblivious   521.7  538.9  541.4  542.0  1461
+incast200KB_both_oblivious   515.3  537.5  542.1  542.6  1448
+"""
+HTSIM = {case: (*map(float, values[:4]), int(values[4]))
+         for case, *values in (line.split() for line in HTSIM_TABLE.strip().splitlines())}
 # each case's rocesim settings: the scheme and receiver credits, then the entropy
 SIDES = {"nscc": ("nscc", False), "rccc": ("none", True), "both": ("nscc", True)}
 ENTROPY = {"oblivious": "oblivious", "reps": "reps", "single": "fixed"}
