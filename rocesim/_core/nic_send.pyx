@@ -510,9 +510,8 @@ cdef inline void _take_ack(Sim* s, int32_t i, bint sacks) noexcept nogil:
             if sk.recovery_end == NIL:
                 sk.recovery_end = fl.snd_max
                 sk.retx_nxt = fl.snd_una
-        elif fl.snd_nxt > pk.seq >= fl.snd_una:
-            fl.snd_nxt = pk.seq                 # go-back-N (a NACK below snd_una is stale: it
-                                                #   crossed a later ACK on another path)
+        elif fl.snd_nxt > pk.seq:
+            fl.snd_nxt = pk.seq                 # go-back-N
         rate = fl.rate_bps
         w.cc.on_nack(s, f)
         nic_rate_changed(s, f, rate)
