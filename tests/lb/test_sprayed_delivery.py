@@ -77,8 +77,9 @@ def test_per_packet_balancing_brings_a_permutation_to_line_rate(cc, switch):
     """Issue 31, Measured: across the 1:1 fabric, each host's 4 MB to the host one leaf on
     reaches 95% of line rate under per-packet adaptive routing and round-robin spraying
     (the ACKs balanced as data is, per-packet ties at random: lb_adaptive.pyx); random
-    spraying (its queues a random walk at full load) stays below, above ECMP's collisions.
-    DCQCN, with a buffer deep enough for its ECN thresholds, sees no mark."""
+    spraying beats ECMP's collisions, but in the 400 KB buffer its queues (a random walk
+    at full load) trip PFC, which holds it below.  DCQCN, with a buffer deep enough for
+    its ECN thresholds, sees no mark.  (validation/lb_line_rate.py has the whole table.)"""
     def run(balancing, nic):
         return fabric_run("permutation", balancing, nic, switch=switch, size=4_000_000, cc=cc)
     unordered = {"delivery": "unordered", "reorder_threshold": DEEP}
@@ -88,7 +89,9 @@ def test_per_packet_balancing_brings_a_permutation_to_line_rate(cc, switch):
         assert res.summary["ecn_echoes"] == 0 and res.summary["retx_bytes"] == 0
     spray = goodput_of_line_rate(run(SPRAY, unordered))
     ecmp = goodput_of_line_rate(run({"scheme": "ecmp"}, {}))
-    assert ecmp < 0.6 < spray < 0.95 if cc is None else ecmp < spray
+    assert ecmp < 0.6 < spray
+    if switch is None:
+        assert spray < 0.92
 
 
 def test_a_shallow_reorder_threshold_resends_what_was_only_late():
