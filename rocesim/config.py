@@ -158,8 +158,11 @@ NIC = Section.of("every NIC: packets, ACKs, loss recovery", {
     "rto": Setting(Word("auto") | Time(), "auto",
                "retransmission timeout: no ACK progress for this long; 'auto' = none for flows on "
                "lossless (PFC) priorities, as the HPCC fork has none (a timeout firing during a long "
-               "pause would turn a deadlock into retransmissions), 1ms on lossy ones; a time applies "
-               "to every flow; 0 turns it off"),
+               "pause would turn a deadlock into retransmissions), 1ms on lossy ones, and 1ms on every "
+               "priority when load balancing or the senders' entropy spreads a connection over several "
+               "paths into ordered receivers (go-back-N discards reordered packets: without a timeout "
+               "a flow whose last NACK the receiver held back waits for good); a time applies to every "
+               "flow; 0 turns it off"),
     "loss_recovery": Setting(Choice("go_back_n", "selective_repeat"), "go_back_n",
                          "with ordered delivery: go-back-N (RoCE NICs) or IRN-style selective repeat "
                          "for lossy RoCE"),

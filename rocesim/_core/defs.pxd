@@ -182,8 +182,10 @@ cdef struct Port:
 cdef struct Switch  # forward declaration: lb_pick_fn takes one
 
 # Load balancing (lb_*.pyx, one scheme per file): a switch's choice among the `cnt` equal-cost
-# egress ports route_ports[off ..] towards destination class `cls` for data packet `pk`, whose
-# 5-tuple hash (entropy mixed in) is `hash`; returns the index 0..cnt-1.  NULL: ECMP on the hash.
+# egress ports route_ports[off ..] towards destination class `cls` for packet `pk` (data, or an
+# ACK, NACK or CNP: a switch cannot tell them apart), whose 5-tuple hash (a data packet's with
+# its entropy mixed in, a control packet's reverse one) is `hash`; returns the index 0..cnt-1.
+# NULL: ECMP on the hash.
 ctypedef int32_t (*lb_pick_fn)(Sim* s, Switch* sw, int32_t off, int32_t cnt, int32_t cls, uint32_t hash,
                                Packet* pk) noexcept nogil
 

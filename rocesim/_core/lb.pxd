@@ -1,9 +1,10 @@
 # cython: language_level=3
 """Helpers shared by the load-balancing schemes (one scheme per file: lb_*.pyx).
 
-A scheme chooses, at a switch, among the equal-cost egress ports of a data packet's route
-group (routing.route_lookup calls its `lb_pick_fn`, defs.pxd; control packets and a scheme
-of NULL take ECMP).  Its module's `install(core, switches, params)` gives each switch of
+A scheme chooses, at a switch, among the equal-cost egress ports of a packet's route group
+(routing.route_lookup calls its `lb_pick_fn`, defs.pxd; a scheme of NULL takes ECMP).  Control
+packets (ACKs, NACKs, CNPs) are balanced as data is, on their reverse 5-tuple's hash: a
+switch's load balancing does not read the transport header that would tell them apart.  Its module's `install(core, switches, params)` gives each switch of
 `switches` its choice function and one block of state (`Switch.lb_state`: the parameters
 and any table, freed with the world).  A scheme reads only its own switch's state and egress
 queues, and draws from the part's random stream (`Sim.rng`): a run in parts stays

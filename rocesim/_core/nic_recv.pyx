@@ -18,7 +18,9 @@ With ack_every = 1 nothing is ever owed and the timer never runs.
 
 Ordered delivery (`nic.delivery: ordered`, default), go-back-N (default): out-of-order
 data is discarded and answered by a NACK carrying rcv_nxt, at most once per
-`nack_interval` for the same rcv_nxt (the HPCC fork's rule, 500 us).  Selective repeat
+`nack_interval` for the same rcv_nxt (the HPCC fork's rule, 500 us), and only when data
+arrives: a gap whose NACK was held back and after which nothing arrives is recovered by the
+sender's timeout (armed on every priority when load balancing may reorder: nic_timeout.pyx).  Selective repeat
 (IRN-style, for lossy RoCE): the receiver keeps out-of-order packets and NACKs each one
 with its sequence (a SACK).  Unordered delivery (`nic.delivery: unordered`: direct data
 placement, as NVIDIA's adaptive-routing NICs and UET's reliable unordered delivery): a

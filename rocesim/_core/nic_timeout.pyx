@@ -4,7 +4,10 @@
 If a flow's cumulative ACK does not move for `rto`, the sender goes back to snd_una
 (go-back-N) or retransmits every unSACKed packet (selective repeat, unordered delivery).  The HPCC fork has
 no timeout; it matters only when packets are lost, and by default (`nic.rto: auto`) only
-flows on lossy priorities arm it (NetParams.rto_mask).  One EV_RTO event per flow is armed
+flows on lossy priorities arm it (NetParams.rto_mask), and flows on every priority when a
+connection may take several paths into ordered receivers (go-back-N discards reordered
+packets, and a gap whose NACK the receiver holds back is asked for by nothing else:
+params.py `_rto_mask`).  One EV_RTO event per flow is armed
 at a time; ACKs only move the deadline, and the event re-arms itself for it.  A timeout
 also forgets the trimmed packets waiting to go again (the recovery sends them with the rest)
 and freezes REPS's ring (entropy.pxd).

@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple
 
 NPRIO = 8                    # priorities per port (defs.pxd's NPRIO; engine.pyx checks they agree)
 ACK_HEADERS = 46             # bytes of headers of an ACK: one echoing INT carries these and the INT header
-AUTO_RTO = 10**9             # nic.rto 'auto', on lossy priorities: 1 ms (ps)
+AUTO_RTO = 10**9             # nic.rto 'auto', where packets can be lost (_rto_mask): 1 ms (ps)
 WHOLE_NS = 1000              # nic.serialization 'whole_ns': wire and pacing times in whole ns (ps)
 LOSS_RECOVERY = ("go_back_n", "selective_repeat")   # nic.loss_recovery as C takes it: the index
                                                     # (defs.pxd's LossRecovery enum, in this order)
@@ -79,9 +79,16 @@ def _ack_int_size(ack_size, sections) -> int:
 
 
 def _rto_mask(rto, sections) -> int:
-    """Priorities whose flows arm the retransmission timeout: with `nic.rto: auto`, the
-    lossy ones (the HPCC fork has no timeout; under PFC nothing is lost to buffers)."""
-    if rto != "auto":
+    """Priorities whose flows arm the retransmission timeout: with `nic.rto: auto`, those on
+    which a packet can be lost.  The lossy ones (the HPCC fork has no timeout; under PFC
+    nothing is lost to buffers), and all of them when a connection's packets may take
+    several paths into ordered receivers: go-back-N discards what arrives out of order and
+    NACKs a gap once per nack_interval, so that a last packet that overtakes its
+    predecessor twice (its first NACK's retransmission reordered again) is never asked for
+    again, and without a timeout the flow waits for good.  A RoCE requester recovers it
+    with its transport timer (the local ACK timeout, 4.096 us x 2**timeout, which every
+    reliable-connected queue pair arms): so does this one (issue 31)."""
+    if rto != "auto" or sections["multipath_into_ordered"]:
         return 0xFF
     pfc = _setting(sections, "switch.pfc")
     lossless = _mask(pfc["priorities"]) if pfc["enabled"] else 0
@@ -173,11 +180,14 @@ def _setting(sections: dict, path: str):
     return value
 
 
-def core_params(*, seed: int, nic: dict, switch: dict, needs_int: bool, mode: str, flow: dict) -> dict:
+def core_params(*, seed: int, nic: dict, switch: dict, needs_int: bool, mode: str, flow: dict,
+                multipath_into_ordered: bool) -> dict:
     """The core's parameters from the resolved settings: `nic` and `switch` (config.NIC,
-    config.SWITCH), whether the scheme needs INT, the mode ('packet' or 'flow') and the
-    flow mode's calibration ({share, startup}); one key per row of NET and RUN."""
-    sections = dict(seed=seed, nic=nic, switch=switch, scheme={"needs_int": needs_int}, mode=mode, flow=flow)
+    config.SWITCH), whether the scheme needs INT, the mode ('packet' or 'flow'), the flow
+    mode's calibration ({share, startup}) and whether switches or senders may spread a
+    connection over several paths into ordered receivers; one key per row of NET and RUN."""
+    sections = dict(seed=seed, nic=nic, switch=switch, scheme={"needs_int": needs_int}, mode=mode, flow=flow,
+                    multipath_into_ordered=multipath_into_ordered)
     out = {}
     for row in NET + RUN:
         value = _setting(sections, row.setting)

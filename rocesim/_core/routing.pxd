@@ -9,7 +9,7 @@ itself (rocesim.network.routing.RouteTables).  ECMP picks one by a hash of the
 flow's 5-tuple mixed with the switch's seed, so a flow keeps one path and two
 switches do not make correlated choices (as the HPCC fork hashes with a
 per-switch seed).  Data packets of a flow with an explicit path follow it; its
-ACKs, NACKs and CNPs use the table.
+ACKs, NACKs and CNPs use the table (balanced by the switch's scheme, on their reverse hash).
 """
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from rocesim._core.defs cimport Sim, World, Switch, RouteGroup, Packet, NIL
@@ -31,9 +31,9 @@ cdef inline uint32_t with_entropy(uint32_t hash, uint16_t entropy) noexcept nogi
 
 cdef inline int32_t route_lookup(Sim* s, Switch* sw, int32_t dst, uint32_t flow_hash,
                                  int32_t path_off, int32_t hop, Packet* pk) noexcept nogil:
-    """Egress port at switch `sw` towards host `dst`, or NIL if there is none; data packet
-    `pk` (NULL for control packets and path tracing) goes where the switch's load-balancing
-    scheme puts it, the others by ECMP."""
+    """Egress port at switch `sw` towards host `dst`, or NIL if there is none; packet `pk`
+    (data or control; NULL for path tracing) goes where the switch's load-balancing scheme
+    puts it, path tracing by ECMP."""
     cdef World* w = s.w
     cdef int32_t base, cnt, cls
     if path_off != NIL:

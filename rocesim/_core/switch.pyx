@@ -39,7 +39,11 @@ cdef void switch_receive(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
         out = route_lookup(s, sw, pk.dst, with_entropy(flow_hash(w, pk.flow), pk.entropy),
                            flow_path_off(s, pk.flow), pk.hop, pk)
     else:
-        out = route_lookup(s, sw, pk.dst, flow_rhash(w, pk.flow), NIL, 0, NULL)
+        # ACKs, NACKs and CNPs are balanced as data is: a switch cannot tell them from data
+        # (RoCEv2 UDP to port 4791 alike; csg-htsim's FatTreeSwitch::getNextHop routes every
+        # packet by its strategy).  Hashed while data sprays, they collide on some uplinks of
+        # a fully loaded fabric and hold its permutations to 90% (issue 31, Measured).
+        out = route_lookup(s, sw, pk.dst, flow_rhash(w, pk.flow), NIL, 0, pk)
     pk.hop += 1
     pk.in_prio = pk.prio
     if w.p.bounce_priority and pk.kind == PK_DATA and out != NIL and w.ports[in_port].uplink \

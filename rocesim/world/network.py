@@ -54,10 +54,12 @@ class Network:
         arrays.update(pfc.port_arrays(ports, settings.switch, settings.nic, settings.scheme.needs_int,
                                       topology.n_hosts, topology.n_switches))
         arrays.update(ecn.port_arrays(ports, settings.switch["ecn"], settings.scheme, settings.cc_params))
-        params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
-                             needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration)
         levels = topology.host_levels()
         balancers = switch_schemes(settings.switch["load_balancing"], levels[topology.n_hosts:])
+        reorders = multipath(balancers, settings.nic) and settings.nic["delivery"] == "ordered"
+        params = core_params(seed=settings.seed, nic=settings.nic, switch=settings.switch,
+                             needs_int=settings.scheme.needs_int, mode=settings.mode, flow=settings.fluid_calibration,
+                             multipath_into_ordered=reorders)
         up = (ports.node >= topology.n_hosts) & (levels[ports.peer_node] > levels[ports.node])
         return cls(topology=topology, settings=settings, partition_level=level, parts=parts, ports=ports,
                    overrides=overrides, balancers=balancers, port_tier=np.where(up, levels[ports.node], 0),
@@ -65,11 +67,8 @@ class Network:
 
     @property
     def multipath(self) -> bool:
-        """One connection's packets may take several paths: a switch balances by flowlet or
-        per packet (a scheme other than ECMP), or senders vary their entropy (nic.entropy_every,
-        nic.entropy)."""
-        nic = self.settings.nic
-        return bool(self.balancers) or nic["entropy_every"] != "none" or nic["entropy"] != "fixed"
+        """One connection's packets may take several paths (`multipath`)."""
+        return multipath(self.balancers, self.settings.nic)
 
     def headroom_needed(self) -> np.ndarray:
         """Per port: the most bytes that can still arrive on one lossless priority after the
@@ -92,3 +91,10 @@ class Network:
         max_rtt = int(max(core.base_rtt_between(src, self.farthest_host).max(initial=0),
                           core.base_rtt_ps().max(initial=0)))
         return Context(host_rate_bps=host_rate, max_base_rtt_ps=max_rtt, max_bdp_bytes=int(max_rtt * host_rate / 8e12))
+
+
+def multipath(balancers: list, nic: dict) -> bool:
+    """One connection's packets may take several paths: a switch balances by flowlet or per
+    packet (`balancers`: a scheme other than ECMP), or senders vary their entropy
+    (nic.entropy_every, nic.entropy)."""
+    return bool(balancers) or nic["entropy_every"] != "none" or nic["entropy"] != "fixed"

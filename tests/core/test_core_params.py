@@ -10,7 +10,8 @@ from rocesim._core import params
 def resolved(nic=None, switch=None, needs_int=False, mode="packet", flow=None):
     """The core's parameters for the given settings (the defaults elsewhere)."""
     return params.core_params(seed=1, nic=config.NIC.resolve(nic, "nic"), switch=config.SWITCH.resolve(switch, "switch"),
-                              needs_int=needs_int, mode=mode, flow=flow or {"share": 1.0, "startup": 0})
+                              needs_int=needs_int, mode=mode, flow=flow or {"share": 1.0, "startup": 0},
+                              multipath_into_ordered=False)
 
 
 def test_a_setting_keeps_its_name_down_to_c():

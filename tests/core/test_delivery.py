@@ -40,9 +40,14 @@ def reordered_run(nic, *, slow="1100ns", senders=(0,), size=1_000_000, cc="none"
                   switch=None, partition="none", threads=1):
     """One flow of `size` bytes from each sender to host 1, sprayed over the two routes
     (round-robin with one sender: its packets alternate, the odd ones on route B; at random
-    with more), run to the end; (the Simulation, its core)."""
+    with more), run to the end; (the Simulation, its core).  The ACKs, NACKs and CNPs come
+    back by route A alone (an override at s3: switches balance them as they balance data,
+    and the reordering studied here is the data's)."""
     order = "round_robin" if len(senders) == 1 else "random"
-    sim = Simulation(two_routes(slow, senders), cc=cc, cc_params=cc_params, nic=nic, partition=partition,
+    t = two_routes(slow, senders)
+    s3, a = t.n_hosts + 3, t.n_hosts + 1
+    sim = Simulation(t, cc=cc, cc_params=cc_params, nic=nic, partition=partition,
+                     routes=[{"switch": s3, "dst": h, "next": a} for h in senders],
                      switch={"load_balancing": {"scheme": "spray", "order": order}, **(switch or {})})
     for h in senders:
         sim.add_flow(h, 1, size)

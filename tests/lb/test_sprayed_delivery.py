@@ -22,17 +22,17 @@ PATTERNS = ("permutation", "all_to_all")
 LOSSY = {"buffer": "150KB", "pfc": {"enabled": False}}
 
 
-def fabric_run(pattern, balancing, nic, switch=None, threads=1, partition="none"):
+def fabric_run(pattern, balancing, nic, switch=None, threads=1, partition="none", size=1_000_000, cc=None):
     """`pattern` across 4 leaves x 4 hosts and 4 spines at 100 Gb/s (a 400 KB buffer, so that
-    PFC pauses), run to the end: `permutation` is each host's 1 MB to the host one leaf on
-    (every flow crosses the fabric, every leaf sends alike), `all_to_all` each host's 66,666
-    bytes to each other host."""
+    PFC pauses), run to the end: `permutation` is each host's `size` bytes (1 MB) to the host
+    one leaf on (every flow crosses the fabric, every leaf sends alike), `all_to_all` each
+    host's 66,666 bytes to each other host."""
     t = topology.leaf_spine(4, 4, 4, "100Gbps", "1us")
-    sim = Simulation(t, seed=SEED, nic=nic, partition=partition,
+    sim = Simulation(t, seed=SEED, nic=nic, partition=partition, cc=cc,
                      switch={"buffer": "400KB", "load_balancing": balancing, **(switch or {})})
     hosts = np.arange(t.n_hosts)
     if pattern == "permutation":
-        src, dst, size = hosts, (hosts + 4) % t.n_hosts, 1_000_000
+        src, dst = hosts, (hosts + 4) % t.n_hosts
     else:
         src, dst = (a.ravel() for a in np.meshgrid(hosts, hosts, indexing="ij"))
         src, dst, size = src[src != dst], dst[src != dst], 66_666
@@ -41,18 +41,19 @@ def fabric_run(pattern, balancing, nic, switch=None, threads=1, partition="none"
 
 
 @pytest.mark.parametrize("pattern, balancing", [("permutation", SPRAY), ("permutation", ADAPTIVE),
-                                                ("all_to_all", SPRAY)],
-                         ids=["permutation-spray", "permutation-adaptive", "all_to_all-spray"])
+                                                ("all_to_all", SPRAY), ("all_to_all", ADAPTIVE)],
+                         ids=["permutation-spray", "permutation-adaptive", "all_to_all-spray",
+                              "all_to_all-adaptive"])
 def test_per_packet_balancing_into_unordered_receivers_loads_the_uplinks_evenly(pattern, balancing):
-    """Lossless (PFC pauses, nothing dropped), every packet placed: packets overtake each
-    other, yet none is NACKed or sent again; the busiest uplink carries less than 1.2 times
-    its tier's mean, where ECMP's connections collide above that.  (Adaptive routing's
-    ties go by the hash: in the all-to-all its queues stay below its first level and it
-    hashes as ECMP does, so it is left out there.)"""
+    """Lossless (nothing dropped; random spraying's queues make PFC pause), every packet
+    placed: packets overtake each other, yet none is NACKed or sent again; the busiest uplink carries less than 1.2 times
+    its tier's mean, where ECMP's connections collide above that (adaptive routing too in
+    the all-to-all, whose queues stay below its first level: per packet, its ties go at
+    random, not by the hash that would make it ECMP there)."""
     res = fabric_run(pattern, balancing, {"delivery": "unordered", "reorder_threshold": DEEP})
     s, f = res.summary, res.flows
     assert_every_byte_once(res)
-    assert s["drops"] == 0 and s["pfc_pauses"] > 0
+    assert s["drops"] == 0 and (s["pfc_pauses"] > 0 or balancing is not SPRAY)
     assert s["reordered_packets"] > 0 and s["reordered_packets"] == f["reordered_packets"].sum()
     assert s["spurious_retx_bytes"] == s["retx_bytes"] == s["nacks"] == s["timeouts"] == 0
     assert s["delivery"] == "unordered" and s["multipath_into_ordered"] is False
@@ -60,6 +61,37 @@ def test_per_packet_balancing_into_unordered_receivers_loads_the_uplinks_evenly(
     ecmp = fabric_run(pattern, {"scheme": "ecmp"}, {}).summary
     assert ecmp["uplink_imbalance"] > BALANCED and ecmp["reordered_packets"] == 0
     assert ecmp["multipath_into_ordered"] is False
+
+
+def goodput_of_line_rate(res):
+    """A permutation's goodput per host (bytes over the last finish) as a fraction of what a
+    100 Gb/s host link carries of payload while it also carries the ACKs of the data it
+    receives (one 60 B ACK per 1000 B payload + 48 B header: 90.25 Gb/s)."""
+    f = res.flows
+    line = 100 * 1000 / (1000 + 48 + 60)
+    return f["size_bytes"][0] * 8 / np.max(f["start_ns"] + f["fct_ns"]) / line
+
+
+@pytest.mark.parametrize("cc, switch", [(None, None), ("dcqcn", {"buffer": "32MB"})], ids=["none", "dcqcn"])
+def test_per_packet_balancing_brings_a_permutation_to_line_rate(cc, switch):
+    """Issue 31, Measured: across the 1:1 fabric, each host's 4 MB to the host one leaf on
+    reaches 95% of line rate under per-packet adaptive routing and round-robin spraying
+    (the ACKs balanced as data is, per-packet ties at random: lb_adaptive.pyx); random
+    spraying beats ECMP's collisions, but in the 400 KB buffer its queues (a random walk
+    at full load) trip PFC, which holds it below.  DCQCN, with a buffer deep enough for
+    its ECN thresholds, sees no mark.  (validation/lb_line_rate.py has the whole table.)"""
+    def run(balancing, nic):
+        return fabric_run("permutation", balancing, nic, switch=switch, size=4_000_000, cc=cc)
+    unordered = {"delivery": "unordered", "reorder_threshold": DEEP}
+    for balancing in (ADAPTIVE, {"scheme": "spray", "order": "round_robin"}):
+        res = run(balancing, unordered)
+        assert goodput_of_line_rate(res) >= 0.95
+        assert res.summary["ecn_echoes"] == 0 and res.summary["retx_bytes"] == 0
+    spray = goodput_of_line_rate(run(SPRAY, unordered))
+    ecmp = goodput_of_line_rate(run({"scheme": "ecmp"}, {}))
+    assert ecmp < 0.6 < spray
+    if switch is None:
+        assert spray < 0.92
 
 
 def test_a_shallow_reorder_threshold_resends_what_was_only_late():
@@ -98,7 +130,7 @@ def test_lossy_spraying_resends_each_dropped_packet_once(pattern):
     assert s["nacks"] == 0 and s["pfc_pauses"] == 0
     assert s["retx_bytes"] - s["spurious_retx_bytes"] == MTU * s["drops"]
     if pattern == "permutation":
-        assert s["drops"] > 100
+        assert s["drops"] > 50
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
