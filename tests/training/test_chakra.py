@@ -10,7 +10,8 @@ import pytest
 import chakra_writer as w
 from rocesim import ScenarioError, Simulation, topology
 from rocesim import scenario as sc
-from rocesim.training.workloads.chakra import COMP_NODE, read_chakra
+from rocesim.training.workloads.chakra import (COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, ChakraNode, ChakraTrace,
+                                               read_chakra)
 from rocesim.workload_api import add_chakra
 
 US = 10**6          # ps
@@ -433,6 +434,17 @@ def test_a_traces_numbers_are_checked_against_the_horizon_and_the_network_at_the
     w.write_trace(tmp_path / "ok", [[w.node(1, duration_us=10**12), w.coll(2, w.ALL_GATHER, 10**9, data_deps=[1])],
                                     [w.coll(2, w.ALL_GATHER, 10**9)]])
     assert add_chakra(Simulation(topology.star(2, *STAR)), read_chakra(tmp_path / "ok"), [0, 1]) is not None
+
+
+def test_a_trace_made_in_code_has_its_numbers_checked_too():
+    """A ChakraTrace built of ChakraNodes (not read from files) with numbers beyond int64
+    ended in an OverflowError traceback; it is refused keyed by rank and node."""
+    for rank0, words in (([ChakraNode(1, type=COMP_NODE, duration_ps=2**70)], "COMP_NODE lasts"),
+                         ([ChakraNode(3, type=COMM_SEND_NODE, comm_dst=1, comm_size=2**70)], "comm_size")):
+        trace = ChakraTrace([rank0, [ChakraNode(3, type=COMM_RECV_NODE, comm_src=0)]])
+        with pytest.raises(ScenarioError) as info:
+            add_chakra(Simulation(topology.star(2, *STAR)), trace, [0, 1])
+        assert info.value.key == f"rank 0:node {rank0[0].id}" and words in info.value.reason
 
 
 # --- traces as Chakra's PyTorch converter writes them: CPU launches and GPU collectives ------------

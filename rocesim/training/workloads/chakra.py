@@ -649,6 +649,10 @@ def _plan(trace: ChakraTrace) -> _Plan:
                 steps.append(u)
                 durations.append(0 if node.type in (MEM_LOAD_NODE, MEM_STORE_NODE) else _duration(trace, r, node))
                 continue
+            try:                                 # (a file's are checked as read; a trace made in code here)
+                _check_comm_attrs(node)
+            except _BadNode as e:
+                raise ScenarioError(trace.where(r, node.id), f"{node.type_name} {e.reason}") from None
             if node.type == COMM_COLL_NODE and n > 1:
                 colls.append(u)
                 continue
