@@ -41,8 +41,9 @@ __all__ = ["nccl_ring", "nccl_ring_stream", "ring_place_bytes", "nccl_estimate",
 
 
 # From this loop on a ring's full loops are the same slices with the same waits, moved by a
-# loop's nodes: what a slice waits for is at most two steps back on its connection (the
-# receiver's window, `_Ring.window_slices` <= 2 slices per step), so at most two loops back.
+# loop's nodes: a slice waits for what came at most two steps before it (the receiver's window
+# holds at most two steps' slices: WINDOW x S x NCCL's chunk / 2 / a chunk at least NCCL's;
+# the GPU's port and the ring's data, one step), so for nothing before the loop two back.
 STEADY_LOOP = 2
 
 
