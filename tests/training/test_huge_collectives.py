@@ -10,7 +10,7 @@ from rocesim.network.platform import ScaleUp
 from rocesim.network.topology import star
 from rocesim.training import collectives
 from rocesim.training.algorithms import nccl_ring
-from rocesim.training.chunks import split_bytes_each
+from rocesim.training.chunks import split_bytes, split_bytes_each
 from rocesim.training.graph import COLUMNS, Graph
 
 
@@ -85,3 +85,18 @@ def test_nvls_rings_are_cut_into_max_transfers_slices_together():
     sim = Simulation(_rail(nvls=True), nccl={"max_transfers": 64_000})
     sim.add_collective("allreduce", "nccl_nvls", size="9000TB")
     assert 10_000 < sim.n_nodes <= 2 * 64_000 + 10_000
+
+
+@pytest.mark.parametrize("total, parts", [(9 * 10**15, 1101), (10**18, 4096), (2**62 + 12345, 999_983), (10, 4)])
+def test_sizes_are_split_without_overflow(total, parts):
+    """floor(total x i / parts) overflowed int64 for 9000TB cut into a thousand parts (an
+    ASTRA-sim ring's streams): negative parts, a collective refused as 'more blocks than
+    it has bytes'."""
+    got = split_bytes(total, parts)
+    reference = [total * (i + 1) // parts - total * i // parts for i in range(parts)]
+    assert got.tolist() == reference
+    assert (split_bytes_each(np.array([total, 7]), parts)[:, 0] == got).all()
+    if parts == 1101:                                  # the ring's streams: 9000TB in 1101
+        sim = Simulation(star(2, "100Gbps", "1us"))
+        sim.add_collective("allreduce", "astra_ring", size=total, chunks=parts)
+        assert sim.n_nodes >= parts * 2
