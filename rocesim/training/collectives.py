@@ -216,6 +216,11 @@ def add_sendrecv(g, src, dst, size, *, platform=None, prio=DEFAULT_FLOW_PRIORITY
     return CollectiveRecord(cid, "sendrecv", "direct", ranks, int(size), start_nodes, done_nodes, flows, job)
 
 
+# the largest count (bytes, cycles, ...) a foreign file's number may hold before it is checked
+# against the network and the time horizon: far from int64 in whatever is made of it
+MAX_COUNT = 2**62
+
+
 def size_limit(platform: Platform) -> tuple[int, int]:
     """(the most bytes a collective on `platform` may move, the fastest link's rate it
     comes from): every collective sends at least half its size through one rank's link
@@ -231,13 +236,15 @@ def size_limit(platform: Platform) -> tuple[int, int]:
     return (min(2 * MAX_TIME_PS * fastest // (8 * 10**12), 10**18) if fastest else 10**18), fastest
 
 
-def check_size(size: int, platform: Platform, key: str = "size") -> None:
+def check_size(size: int, platform: Platform, key: str = "size", *, send: bool = False) -> None:
     """Refuse a collective of `size` bytes that cannot finish within the time horizon
-    (`size_limit`), keyed `key` (a file:line for a foreign file's)."""
+    (`size_limit`), keyed `key` (a file:line for a foreign file's); with `send`, a
+    point-to-point transfer, all of which crosses one link (half the bound)."""
     most, fastest = size_limit(platform)
+    most, what, share = (most // 2, "a transfer", "all") if send else (most, "a collective", "at least half")
     if size > most:
-        raise ScenarioError(key, f"a collective of {format_size(int(size))} cannot finish within the simulator's time "
-                                 f"horizon ({format_time(MAX_TIME_PS)}): it sends at least half of it through one "
+        raise ScenarioError(key, f"{what} of {format_size(int(size))} cannot finish within the simulator's time "
+                                 f"horizon ({format_time(MAX_TIME_PS)}): it sends {share} of it through one "
                                  f"rank's link, at most {format_rate(fastest)} here; at most {format_size(most)}")
 
 

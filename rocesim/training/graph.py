@@ -88,6 +88,26 @@ class Graph:
             self.depend(c, p)
         return first
 
+    @property
+    def n_edges(self) -> int:
+        """How many edges the graph holds."""
+        return sum(c.size for c, _ in self._edges)
+
+    def repeat(self, first: int, first_edge: int, times: int) -> None:
+        """Append `times` copies of a pattern: the nodes from id `first` on and the edges
+        from the `first_edge`-th on (a ring collective's loops, each the same slices).  Copy
+        j's edges have both ends moved by (j + 1) x the pattern's node count, ends before
+        `first` included: the pattern's waits on the nodes before it move as it does."""
+        k = self.n - first
+        if times <= 0 or k <= 0:
+            return
+        cols = {name: np.tile(_tail(parts, self.n - first), times) for name, parts in self._cols.items()}
+        children = _tail([c for c, _ in self._edges], self.n_edges - first_edge).astype(np.int64)
+        parents = _tail([p for _, p in self._edges], self.n_edges - first_edge).astype(np.int64)
+        shift = np.arange(1, times + 1, dtype=np.int64)[:, None] * k
+        self._append_columns(cols, k * times)
+        self._add_edges((children + shift).ravel().astype(np.int32), (parents + shift).ravel().astype(np.int32))
+
     def flows(self, src, dst, size, *, prio=DEFAULT_FLOW_PRIORITY, delay=0, tag=0, collective=-1,
               iteration=-1, start=0, qp=OWN_QP) -> np.ndarray:
         """Add data flows (arrays or scalars, broadcast); returns their ids.
@@ -159,6 +179,18 @@ class Graph:
             return np.zeros(0, dtype), np.zeros(0, dtype)
         return (np.concatenate([c for c, _ in self._edges]).astype(dtype, copy=False),
                 np.concatenate([p for _, p in self._edges]).astype(dtype, copy=False))
+
+
+def _tail(parts: list, k: int) -> np.ndarray:
+    """The last `k` entries of the arrays `parts` laid end to end."""
+    taken, size = [], 0
+    for part in reversed(parts):
+        if size >= k:
+            break
+        taken.append(part)
+        size += part.size
+    whole = np.concatenate(taken[::-1]) if taken else np.zeros(0, np.int64)
+    return whole[whole.size - k:]
 
 
 class Progress:

@@ -212,7 +212,10 @@ class Transfers:
         if su.any():
             su_up = pf.scale_up
             aa, bb = a[su], b[su]
-            busy = np.stack([su_up.port_time_ps(aa, bb, sizes[c, su], pf.gpus_per_server) for c in range(C)])
+            # each distinct row of piece sizes once: a transfer's pieces differ by a byte at most,
+            # so there are few, however many pieces (NCCL's tree has thousands)
+            rows, row_of = np.unique(sizes[:, su], axis=0, return_inverse=True)
+            busy = np.stack([su_up.port_time_ps(aa, bb, row, pf.gpus_per_server) for row in rows])[row_of.reshape(-1)]
             busy *= self._lanes
             lat = su_up.delay_ps * su_up.hops(pf.local[aa], pf.local[bb], pf.gpus_per_server)
             wire = g.compute(np.tile(pf.host[aa], C), np.maximum(busy, 0).ravel(), delay=self._step_delay,

@@ -2,8 +2,6 @@
 import _thread
 import gzip
 import struct
-import threading
-import time
 import tracemalloc
 
 import numpy as np
@@ -12,7 +10,8 @@ import pytest
 import chakra_writer as w
 from rocesim import ScenarioError, Simulation, topology
 from rocesim import scenario as sc
-from rocesim.training.workloads.chakra import COMP_NODE, read_chakra
+from rocesim.training.workloads.chakra import (COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, ChakraNode, ChakraTrace,
+                                               read_chakra)
 from rocesim.workload_api import add_chakra
 
 US = 10**6          # ps
@@ -372,25 +371,80 @@ def test_a_gzip_bomb_is_refused_by_the_memory_limit_as_it_is_read(tmp_path, kind
     assert sc.build(bomb_scenario(tmp_path / "ok", "8MB"), str(tmp_path)).sim.n_nodes == 1
 
 
-def test_reading_a_gzip_bomb_stops_at_ctrl_c(tmp_path):
+def test_reading_a_gzip_bomb_stops_at_ctrl_c(tmp_path, monkeypatch):
     """Ctrl-C while a 1 GiB expansion is read: the reader decompresses a piece at a time,
-    so the interrupt lands at once."""
+    so the interrupt lands within a piece of where it was sent, long before the whole is
+    decompressed.  Measured in bytes decompressed, not in wall time (a loaded machine
+    stretches that): the Ctrl-C is sent once 8 MiB have come out."""
     write_bomb(tmp_path / "bomb.0.et", w.stream([w.metadata()]) + w.varint(1024 * MiB), 1024)
-    sent = []
+    out, sent = [], []
 
-    def interrupt():
-        sent.append(time.monotonic())
-        _thread.interrupt_main()
+    class Decompressing(gzip.GzipFile):
+        """The reader's gzip stream, counting what comes out and sending Ctrl-C at 8 MiB."""
 
-    timer = threading.Timer(0.2, interrupt)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            read_chakra(tmp_path / "bomb")
-        stopped = time.monotonic()
-    finally:
-        timer.cancel()
-    assert sent and stopped - sent[0] < 0.5
+        def read(self, size=-1):
+            piece = super().read(size)
+            out.append(len(piece))
+            if not sent and sum(out) >= 8 * MiB:
+                sent.append(sum(out))
+                _thread.interrupt_main()
+            return piece
+
+    monkeypatch.setattr(gzip, "GzipFile", Decompressing)
+    with pytest.raises(KeyboardInterrupt):
+        read_chakra(tmp_path / "bomb")
+    assert sent and sent[0] < 10 * MiB                  # pieces of a MiB or so, not the whole at once
+    assert sum(out) <= sent[0] + 2 * MiB                # stopped within a piece or two, of 1 GiB
+
+
+# --- numbers out of range: refused at their file and node, before anything is built ------------
+
+U64 = 2**64 - 1
+
+
+@pytest.mark.parametrize("rank0, rank1, node, words", [
+    ([w.node(1, duration_us=5), w.node(7, duration_us=U64, data_deps=[1])], [w.node(1)], 7,
+     "COMP_NODE duration_micros 18,446,744,073,709,551,615 is"),
+    ([w.node(3, w.COLL, duration_us=10**13, attrs={"is_cpu_op": True})], [w.node(1)], 3,
+     "COMM_COLL_NODE duration_micros 10,000,000,000,000 is 10000000s, beyond the simulator's time horizon"),
+    ([w.coll(2, w.ALL_REDUCE, 2**63 - 1)], [w.coll(2, w.ALL_REDUCE, 2**63 - 1)], 2,
+     "comm_size 9,223,372,036,854,775,807 is too large"),
+    ([w.send(4, 1, U64 >> 1)], [w.recv(1, 0, U64 >> 1)], 4, "comm_size 9,223,372,036,854,775,807 is too large"),
+    ([w.coll(2, w.REDUCE_SCATTER, 10**18)], [w.coll(2, w.REDUCE_SCATTER, 10**18)], 2,
+     "a collective of 1000000TB cannot finish within the simulator's time horizon"),
+    ([w.coll(5, w.ALL_GATHER, 2 * 10**17)], [w.coll(5, w.ALL_GATHER, 2 * 10**17)], 5,    # x 2 ranks: its output
+     "a collective of 400000TB cannot finish"),
+    ([w.node(1), w.send(6, 1, 2 * 10**16, data_deps=[1])], [w.recv(1, 0, 2 * 10**16)], 6,
+     "a transfer of 20000TB cannot finish within the simulator's time horizon (1000000s): it sends all of it"),
+], ids=["compute", "cpu_op", "int64_collective", "int64_send", "collective", "allgather_output", "send"])
+def test_a_traces_numbers_are_checked_against_the_horizon_and_the_network_at_their_node(
+        tmp_path, rank0, rank1, node, words):
+    """Durations of 2^64 us ended in an OverflowError traceback, and sizes the network cannot
+    carry within the time horizon were refused keyed `size` or `graph`, not by the trace's
+    file and node; a send of 20,000 TB at 100 Gbps passed the reading."""
+    w.write_trace(tmp_path / "big", [rank0, rank1])
+    for build in (lambda: add_chakra(Simulation(topology.star(2, *STAR)), read_chakra(tmp_path / "big"), [0, 1]),
+                  lambda: sc.build({"topology": {"kind": "star", "hosts": 2,
+                                                 "link": {"rate": "100Gbps", "delay": "1us"}},
+                                    "traffic": [{"kind": "workload", "model": {"chakra": "big"}}]}, str(tmp_path))):
+        with pytest.raises(ScenarioError) as info:
+            build()
+        assert info.value.key.endswith(f"{tmp_path}/big.0.et:node {node}") and words in info.value.reason
+    # within range, the same trace shapes are read and built
+    w.write_trace(tmp_path / "ok", [[w.node(1, duration_us=10**12), w.coll(2, w.ALL_GATHER, 10**9, data_deps=[1])],
+                                    [w.coll(2, w.ALL_GATHER, 10**9)]])
+    assert add_chakra(Simulation(topology.star(2, *STAR)), read_chakra(tmp_path / "ok"), [0, 1]) is not None
+
+
+def test_a_trace_made_in_code_has_its_numbers_checked_too():
+    """A ChakraTrace built of ChakraNodes (not read from files) with numbers beyond int64
+    ended in an OverflowError traceback; it is refused keyed by rank and node."""
+    for rank0, words in (([ChakraNode(1, type=COMP_NODE, duration_ps=2**70)], "COMP_NODE lasts"),
+                         ([ChakraNode(3, type=COMM_SEND_NODE, comm_dst=1, comm_size=2**70)], "comm_size")):
+        trace = ChakraTrace([rank0, [ChakraNode(3, type=COMM_RECV_NODE, comm_src=0)]])
+        with pytest.raises(ScenarioError) as info:
+            add_chakra(Simulation(topology.star(2, *STAR)), trace, [0, 1])
+        assert info.value.key == f"rank 0:node {rank0[0].id}" and words in info.value.reason
 
 
 # --- traces as Chakra's PyTorch converter writes them: CPU launches and GPU collectives ------------

@@ -7,6 +7,8 @@ Where NCCL's tuning has them (`nvls_available`) and their tuned times are NCCL's
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from rocesim.errors import ScenarioError
@@ -185,9 +187,12 @@ def _across_servers(t: Transfers, hosts, groups, in_server, m: int, reduced, cfg
     if across == "tree":
         _nvls_trees(t, groups, m, reduced, gathered, cfg)
     else:
+        # the collective's rings together (one per piece and rail) are cut into at most
+        # `max_transfers` slices, as one ring is (`nccl.ring_plan`), not each of them
+        ring_cfg = replace(cfg, max_transfers=max(1, cfg.max_transfers // (NVLS_PIECES * groups.shape[1])))
         for col in groups.T:                                              # rail by rail across servers
             sub = t.subset(col)
-            nccl_ring(sub, "allreduce", m, cfg)
+            nccl_ring(sub, "allreduce", m, ring_cfg)
             for ids, src in sub.starts():
                 t.graph.depend(ids, reduced[in_server[col[src]]])
             for ids, dst in sub.finals():

@@ -24,6 +24,7 @@ and SimAI's analytical formula); tests/training/test_nccl.py checks it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -39,27 +40,49 @@ from rocesim.training.transfers import Transfers
 __all__ = ["nccl_ring", "nccl_ring_stream", "ring_place_bytes", "nccl_estimate", "NCCL_RING"]
 
 
+# From this loop on a ring's full loops are the same slices with the same waits, moved by a
+# loop's nodes: a slice waits for what came at most two steps before it (the receiver's window
+# holds at most two steps' slices: WINDOW x S x NCCL's chunk / 2 / a chunk at least NCCL's;
+# the GPU's port and the ring's data, one step), so for nothing before the loop two back.
+STEADY_LOOP = 2
+
+
 def nccl_ring(t: Transfers, op: str, m: int, cfg: NcclConfig) -> None:
     """NCCL's ring `op` (allreduce, reducescatter, allgather) of `m` bytes (nccl-tests'
     size) on the ranks of `t`: adds every slice's nodes and their dependencies, marking the
-    first and final ones."""
+    first and final ones.  The loops that are full on every channel are the same slices:
+    from `STEADY_LOOP` on, once built for one period of the queue pairs' rotation
+    (`_Ring.period`), they are copied (`Graph.repeat`), not built loop by loop: a collective
+    of terabytes has hundreds of thousands of loops."""
     p = t.ranks.size
     nch, S, chunk = ring_plan(t.platform, t.ranks, op, m, cfg)
     ring = _Ring(t, ring_layout(t.platform, t.ranks, nch), S, cfg,
                  max(1, WINDOW * S * cfg.chunk // ((CHUNKSTEPS // SLICESTEPS) * chunk)))
     parts = split_bytes(m, nch)                          # each channel's contiguous part
     loop_bytes = p * chunk
-    for loop in range(int(-(-parts.max() // loop_bytes))):
+    steps = RING_STEPS[op](p)
+    loops, full = int(-(-parts.max() // loop_bytes)), int(parts.min() // loop_bytes)
+    period = ring.period(steps)
+    loop, pattern = 0, None
+    while loop < loops:
+        if loop == STEADY_LOOP:
+            pattern = ring.mark()
+        elif pattern is not None and loop == STEADY_LOOP + period and full - loop >= period:
+            times = (full - loop) // period
+            ring.repeat(pattern, times)
+            loop += times * period
+            continue
         this = np.minimum(np.maximum(parts - loop * loop_bytes, 0), loop_bytes)   # the loop's bytes per channel
         if not this.any():
             break
         blocks = np.stack([split_bytes(int(x), p) for x in this])   # (nch, p): block j of each channel
         arrived = None
-        for s in range(RING_STEPS[op](p)):
+        for s in range(steps):
             # place i of channel c sends block (i - s) mod p of its ring (all-reduce runs the
             # reduce-scatter steps straight into the all-gather ones)
             j = (np.arange(p)[None, :] - s) % p
             arrived = ring.step(np.take_along_axis(blocks, j, axis=1).ravel(), arrived, first_step=s == 0)
+        loop += 1
     ring.finish()
 
 
@@ -177,6 +200,39 @@ class _Ring:
         self.sent = np.zeros(nch * p, np.int64)           # per place: slices sent (round robin over queue pairs)
         self.final = np.full((slices, nch * p), -1, np.int64)   # per place: its last step's arrivals
         self.nodes, self.first, self.src = [], [], []
+
+    def period(self, steps: int) -> int:
+        """After how many full loops of `steps` steps the slices ride the same queue pairs
+        again: 1, or with `qp_spread: round_robin` the loops the rotation over the queue
+        pairs takes to come back (each loop sends S x steps slices per connection)."""
+        if self.cfg.qp_spread == "split":
+            return 1
+        q = self.cfg.qps_per_connection
+        return q // math.gcd(q, self.S * steps)
+
+    def mark(self) -> tuple:
+        """Where the next loop starts: (the graph's nodes, its edges, the loops' first
+        slices marked so far, the slices each place has sent), for `repeat`."""
+        g = self.t.graph
+        return g.n, g.n_edges, len(self.first), self.sent.copy()
+
+    def repeat(self, mark: tuple, times: int) -> None:
+        """Add `times` more copies of the loops built since `mark` (full loops whose waits
+        all lie within the two loops before each: `STEADY_LOOP`), as if built one by one:
+        the same nodes, edges and queue pairs, every id moved by the copies before."""
+        g = self.t.graph
+        n0, e0, f0, sent0 = mark
+        k = g.n - n0                              # the pattern's nodes
+        g.repeat(n0, e0, times)
+        moves = np.arange(1, times + 1, dtype=np.int64)[:, None] * k
+        self.nodes.append(np.arange(g.n - times * k, g.n, dtype=np.int64))
+        self.first.append((np.concatenate(self.first[f0:])[None, :] + moves).ravel())
+        self.src.append(np.tile(np.concatenate(self.src[f0:]), times))
+        moved = lambda ids: np.where(ids >= 0, ids + times * k, ids)
+        self.final = moved(self.final)
+        self.port_last = moved(self.port_last)
+        self.window = [moved(w) for w in self.window]
+        self.sent += times * (self.sent - sent0)
 
     def step(self, nbytes, arrived, first_step: bool):
         """One ring step: place i sends `nbytes[i]` in slices, slice k after slice k of the

@@ -25,10 +25,9 @@ import os
 
 from rocesim._textfile import Line, end_of_file_error, read_lines
 from rocesim.errors import ScenarioError
+from rocesim.training.collectives import MAX_COUNT
 from rocesim.training.workloads.model import PARALLELISMS, Comm, Layer, Workload
 from rocesim.units import MAX_TIME_PS, format_time
-
-MAX_COUNT = 2**62          # any number of a layer line: far from int64 in whatever is made of it
 
 COMM_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "ALLTOALL": "alltoall",
               "REDUCESCATTER": "reducescatter"}

@@ -27,6 +27,13 @@ mlcommons/chakra repository (the copy in astra-sim/chakra has the same numbers).
 As in proto3, a field that is absent reads as its default (id 0, type INVALID, no
 dependencies); an attribute without a value reads as 0.
 
+Every number is checked, keyed by its file and node: a duration beyond the simulator's time
+horizon and a comm_size above 2^62 as the node is read; each collective's size and the
+largest send against what the job's fastest link carries within the horizon
+(`rocesim.training.collectives.check_size`), before anything is built; comm_src and
+comm_dst against the ranks.  Ids and tags are names (any uint64 or int64, as the schema has
+them), only compared.
+
 Semantics (`chakra_graph`), ASTRA-sim 2.0's (astra-sim/workload/Workload.cc, `issue`, as of
 its releases with Chakra's feeder v2; its feeder reads an absent ``is_cpu_op`` as false): a
 node starts when all its data dependencies are done (its control dependencies, the call
@@ -61,13 +68,15 @@ import numpy as np
 
 from rocesim._textfile import note_read
 from rocesim.training.algorithms import DEFAULT_ALGORITHM
-from rocesim.training.collectives import append_collective, point_to_point
+from rocesim.training.collectives import MAX_COUNT, append_collective, check_size, point_to_point
 from rocesim.config import DEFAULT_FLOW_PRIORITY
 from rocesim.errors import ScenarioError
 from rocesim.memory import MEMORY_PER_FLOW, MemoryLimit, WorkloadGuard
 from rocesim.training.graph import Graph, Progress, TrainingGraph
 from rocesim.training.nccl import PXN_DEFAULT
+from rocesim.training.transfers import hosts_platform
 from rocesim.training.workloads import _protowire as pw
+from rocesim.units import MAX_TIME_PS, format_time
 
 INVALID_NODE, METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, \
     COMM_COLL_NODE = range(8)
@@ -400,6 +409,9 @@ def _node(buf, span) -> ChakraNode:
     node = ChakraNode(id=raw["id"], name=raw["name"], type=raw["type"],
                       duration_ps=raw["duration_micros"] * PS_PER_US,
                       data_deps=tuple(deps["data_deps"]), ctrl_deps=tuple(deps["ctrl_deps"]), attrs=attrs)
+    if node.duration_ps > MAX_TIME_PS:       # (it would overflow the core's int64 picoseconds)
+        raise _BadNode(node, f"duration_micros {raw['duration_micros']:,} is {format_time(node.duration_ps)}, beyond "
+                             f"the simulator's time horizon ({format_time(MAX_TIME_PS)})")
     for key in ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag"):
         setattr(node, key, _int_attr(node, attrs, key))
     node.is_cpu_op = bool(_int_attr(node, attrs, "is_cpu_op"))
@@ -430,6 +442,9 @@ def _check_comm_attrs(node: ChakraNode) -> None:
         v = getattr(node, key)
         if v is not None and v < 0:
             raise _BadNode(node, f"{key} must not be negative, got {v}")
+    if node.comm_size is not None and node.comm_size > MAX_COUNT:
+        raise _BadNode(node, f"comm_size {node.comm_size:,} is too large: at most {MAX_COUNT:,} bytes (and what "
+                             "can cross the network within the simulator's time horizon)")
 
 
 def _checked(path, nodes: list[ChakraNode]) -> list[ChakraNode]:
@@ -560,6 +575,7 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     algos = {**DEFAULT_ALGORITHM, **(algorithms or {})}
     plan = _plan(trace)
     _check_deadlock(trace, plan)
+    _check_sizes(trace, plan, hosts_platform(ranks) if platform is None else platform)
     g = Graph()
     records = []
     busy = np.flatnonzero(np.diff(plan.base) > 0)          # ranks with nodes
@@ -600,6 +616,19 @@ def chakra_graph(trace: ChakraTrace, ranks, iterations: int = 1, *, algorithms=N
     return TrainingGraph(g, records, int(iterations), job)
 
 
+def _check_sizes(trace: ChakraTrace, plan: _Plan, platform) -> None:
+    """Refuse, keyed by its file and node, a collective or send whose bytes cannot cross the
+    network of `platform` within the time horizon (`collectives.check_size`), before
+    anything is built."""
+    for coll in plan.collectives:
+        r, node = plan.node(trace, int(coll.nodes[0]))
+        check_size(coll.size, platform, trace.where(r, node.id))
+    if plan.flow_nodes.size:                                      # the largest send
+        k = int(np.argmax(plan.flow_size))
+        r, node = plan.node(trace, int(plan.flow_nodes[k]))
+        check_size(int(plan.flow_size[k]), platform, trace.where(r, node.id), send=True)
+
+
 def _plan(trace: ChakraTrace) -> _Plan:
     """Sort the nodes into compute steps, collectives and flows, and match them across ranks."""
     n = trace.n_ranks
@@ -618,8 +647,12 @@ def _plan(trace: ChakraTrace) -> _Plan:
                 parents.append(index[d])
             if node.is_cpu_op:               # CPU time, communication or not (ASTRA-sim's issue)
                 steps.append(u)
-                durations.append(0 if node.type in (MEM_LOAD_NODE, MEM_STORE_NODE) else node.duration_ps)
+                durations.append(0 if node.type in (MEM_LOAD_NODE, MEM_STORE_NODE) else _duration(trace, r, node))
                 continue
+            try:                                 # (a file's are checked as read; a trace made in code here)
+                _check_comm_attrs(node)
+            except _BadNode as e:
+                raise ScenarioError(trace.where(r, node.id), f"{node.type_name} {e.reason}") from None
             if node.type == COMM_COLL_NODE and n > 1:
                 colls.append(u)
                 continue
@@ -638,7 +671,7 @@ def _plan(trace: ChakraTrace) -> _Plan:
                                                                  f"expected another rank in 0..{n - 1}")
                 recvs.setdefault((src, r, node.comm_tag or 0), []).append(u)
             steps.append(u)
-            durations.append(node.duration_ps if node.type == COMP_NODE else 0)
+            durations.append(_duration(trace, r, node) if node.type == COMP_NODE else 0)
         coll_nodes.append(colls)
     total = int(base[-1])
     children = np.asarray(children, np.int64)
@@ -654,6 +687,16 @@ def _plan(trace: ChakraTrace) -> _Plan:
         plan.collectives = _match_collectives(trace, plan, coll_nodes)
     _match_p2p(trace, plan, sends, recvs)
     return plan
+
+
+def _duration(trace: ChakraTrace, r: int, node: ChakraNode) -> int:
+    """The node's duration in ps, within the time horizon (a file's are checked as they are
+    read; a trace made in code is checked here)."""
+    if not 0 <= node.duration_ps <= MAX_TIME_PS:
+        raise ScenarioError(trace.where(r, node.id), f"{node.type_name} lasts {node.duration_ps:,} ps; expected 0 to "
+                                                     f"{MAX_TIME_PS:,} (the simulator's time horizon, "
+                                                     f"{format_time(MAX_TIME_PS)})")
+    return node.duration_ps
 
 
 def _match_collectives(trace: ChakraTrace, plan: _Plan, coll_nodes: list[list[int]]) -> list[_Collective]:
