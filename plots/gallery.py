@@ -9,11 +9,13 @@
 * sweeps/gallery_training.yaml at seeds 1, 2 and 3 (24 runs): one DLRM iteration on a
   16-host 2:1 leaf-spine under every scheme.  Figures: iteration time by scheme (the seeds' mean and
   min-max), and iteration time with where it goes and collective durations.
-* sweeps/gallery_load_balancing.yaml (60 runs, about 4 CPU-minutes): NCCL's ring all-reduce
-  across a 2:1 leaf-spine under DCQCN by load balancing (ECMP with a new hash per flow, ECMP
-  per connection, flowlet switching, adaptive routing per flowlet and per packet) x queue
-  pairs per connection (1, 2, 4), four seeds.  Figure: all-reduce time against queue pairs,
-  a line per way with the seeds' min-max band.
+* sweeps/gallery_load_balancing.yaml (144 runs, about 7 CPU-minutes): NCCL's ring all-reduce
+  across a 2:1 leaf-spine under DCQCN and HPCC by load balancing (ECMP with a new hash
+  per flow, ECMP per connection, flowlet switching, adaptive routing per flowlet, adaptive
+  routing and random spraying per packet into unordered receivers) x queue pairs per
+  connection (1, 2, 4), four seeds.  Figures: bus bandwidth against queue pairs, a panel per
+  congestion control, a line per way with each seed and their min-max; and the bytes on each
+  leaf uplink (ports.csv) of one seed's ECMP draw against adaptive routing.
 * docs/gallery/tables.md: the tables (`rocesim table`) behind the figures.
 
 The sweeps resume (`rocesim sweep`): a rerun draws again from what is done; runs made from
@@ -25,7 +27,12 @@ import argparse
 import os
 import sys
 
+import numpy as np
 import yaml
+
+from rocesim.results import read_csv
+from rocesim.sweep.index import read_done
+from rocesim.sweep.provenance import resolve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -43,31 +50,80 @@ LB_WAYS = {"ECMP, a new hash per flow": {"switch.load_balancing.scheme": "ecmp",
            "adaptive (per flowlet, 10 us)": {"switch.load_balancing.scheme": "adaptive",
                                              "switch.load_balancing.gap": "10us"},
            "adaptive (per packet), unordered receivers": {"switch.load_balancing.scheme": "adaptive",
-                                                          "switch.load_balancing.gap": "0us"}}
+                                                          "switch.load_balancing.gap": "0us"},
+           "spray (per packet, random), unordered receivers": {"switch.load_balancing.scheme": "spray"}}
+# the runs the uplink-load figure sets side by side: one seed's ECMP draw against adaptive
+# routing, at one queue pair per connection under DCQCN
+UPLINK_AT = {"cc.scheme": "dcqcn", "nccl.qps_per_connection": "1", "seed": "1"}
+UPLINK_RUNS = {label: {**LB_WAYS[label], **UPLINK_AT}
+               for label in ("ECMP per connection", "adaptive (per packet), unordered receivers")}
+
+
+def _matches(params: dict, way: dict) -> bool:
+    """Whether a run's parameters (index.csv's strings, or a spec.Run's values) are `way`'s."""
+    return all(str(params.get(k)) == v for k, v in way.items())
 
 
 def plot_load_balancing(root, out_path, title) -> str:
-    """All-reduce time against queue pairs per connection in sweep folder `root`, a line per
-    way of LB_WAYS with the min-max band of its seeds."""
+    """Bus bandwidth against queue pairs per connection in sweep folder `root`, a panel per
+    congestion-control scheme, a line per way of LB_WAYS through its seeds' mean, with
+    min-max error bars and every seed a dot (each run's first collective, collectives.csv's
+    `busbw_gbps`)."""
     from rocesim.results.axes import plt
-    from rocesim.sweep.index import read_done
-    from rocesim.sweep.plot import LINESTYLES, MARKERS, mark_truncated, series_with_range
+    from rocesim.sweep.plot import LINESTYLES, MARKERS
     rows, _ = read_done(root)
-    x, metric = "nccl.qps_per_connection", "collective_duration_p50_ns"
-    fig, ax = plt.subplots(figsize=(8.5, 4.5))
-    for k, (label, way) in enumerate(LB_WAYS.items()):
-        sel = [r for r in rows if all(r[key] == v for key, v in way.items())]
-        xs, lines, spread = series_with_range(sel, metric, x)
-        at = [int(v) for v in xs]
-        color = f"C{k}"
-        ax.plot(at, lines[None], LINESTYLES[k % 4], marker=MARKERS[k], color=color, label=label)
-        ax.fill_between(at, *spread[None], color=color, alpha=0.15, lw=0)
-        ax.set_xticks(at, xs)
-    ax.set_xlabel("queue pairs per connection (nccl.qps_per_connection)")
-    ax.set_ylabel("all-reduce time (ms)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    mark_truncated(ax)
+    bus = {r["run"]: float(read_csv(os.path.join(root, r["run"], "collectives.csv"))["busbw_gbps"][0]) for r in rows}
+    schemes = list(dict.fromkeys(r["cc.scheme"] for r in rows))
+    x = "nccl.qps_per_connection"
+    qps = sorted({r[x] for r in rows}, key=int)
+    fig, axes = plt.subplots(1, len(schemes), figsize=(3.6 * len(schemes) + 3.2, 4.6), sharey=True, squeeze=False)
+    for ax, cc in zip(axes[0], schemes):
+        for k, (label, way) in enumerate(LB_WAYS.items()):
+            runs = [[bus[r["run"]] for r in rows if r["cc.scheme"] == cc and r[x] == q and _matches(r, way)]
+                    for q in qps]
+            at = np.arange(len(qps)) + (k - (len(LB_WAYS) - 1) / 2) * 0.07      # side by side at each x
+            mean = np.array([np.mean(v) for v in runs])
+            lo_hi = np.array([[m - min(v), max(v) - m] for m, v in zip(mean, runs)]).T
+            color = f"C{k}"
+            ax.errorbar(at, mean, yerr=lo_hi, fmt=LINESTYLES[k % 4], marker=MARKERS[k], ms=4, color=color,
+                        capsize=2, lw=1.2, label=label)
+            for a, v in zip(at, runs):
+                ax.plot([a] * len(v), v, ".", color=color, ms=3, alpha=0.5)
+        ax.set_xticks(range(len(qps)), qps)
+        ax.set_xlabel("queue pairs per connection")
+        ax.set_title(cc.upper(), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("bus bandwidth (Gb/s)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return out_path
+
+
+def plot_uplink_load(root, runs, out_path, title) -> str:
+    """Bytes sent on each fabric uplink (ports.csv's `tx_bytes`), a panel per tier, for
+    each {label: spec.Run} of `runs`, done in sweep folder `root`, side by side; a port's
+    tier is the scenario's (Simulation.network.port_tier: 1 a ToR's uplinks, 2 an
+    aggregation's ...), and the legend gives each tier's busiest uplink over its mean."""
+    from rocesim.results.axes import plt
+    sent = {label: read_csv(os.path.join(root, run.name, "ports.csv"))["tx_bytes"] for label, run in runs.items()}
+    tier = resolve(next(iter(runs.values())))[0].sim.network.port_tier
+    tiers = [int(t) for t in np.unique(tier[tier > 0])]
+    fig, axes = plt.subplots(len(tiers), 1, figsize=(9, 3.2 * len(tiers) + 0.6), squeeze=False)
+    for ax, t in zip(axes[:, 0], tiers):
+        up = np.flatnonzero(tier == t)
+        width = 0.8 / len(sent)
+        for k, (label, tx) in enumerate(sent.items()):
+            mb = tx[up] / 1e6
+            ax.bar(np.arange(up.size) + (k - (len(sent) - 1) / 2) * width, mb, width, color=f"C{k}",
+                   label=f"{label}: busiest {mb.max() / mb.mean():.2f} x mean")
+        ax.set_xlim(-0.6, up.size - 0.4)
+        ax.set_xlabel(f"tier {t} uplink (port order: switch by switch)")
+        ax.set_ylabel("bytes sent (MB)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    axes[0, 0].set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
@@ -105,7 +161,6 @@ def main(argv=None) -> int:
             print(f"{name}: {rep.failed} failed, interrupted={bool(rep.interrupted)}; not drawing", file=sys.stderr)
             return 1
     from rocesim.results.plot import configuration_label, folder_marks, plot_slowdown, plot_training
-    from rocesim.results import read_csv
     from rocesim.sweep.plot import plot_heatmap, plot_sweep
     docs = args.docs
     written = [
@@ -125,8 +180,13 @@ def main(argv=None) -> int:
                                    read_csv(os.path.join(training, r.name, "collectives.csv"))) for r in runs],
                                  os.path.join(docs, "training.png"), title="DLRM, 16 hosts, 2:1 leaf-spine, 100G"))
     written.append(plot_load_balancing(balancing, os.path.join(docs, "load_balancing.png"),
-                                       "NCCL ring all-reduce, 256 MiB on 64 GPUs, 100G NICs,\n2:1 leaf-spine, DCQCN "
-                                       "(lines: mean of 4 seeds; bands: min-max)"))
+                                       "NCCL ring all-reduce, 256 MiB on 64 GPUs, 100G NICs, 2:1 leaf-spine "
+                                       "(lines: mean of 4 seeds; bars: min-max; dots: each seed)"))
+    uplink_runs = {label: next(r for r in sweeps["gallery_load_balancing"].runs if _matches(r.params, way))
+                   for label, way in UPLINK_RUNS.items()}
+    written.append(plot_uplink_load(balancing, uplink_runs, os.path.join(docs, "uplink_load.png"),
+                                    "the all-reduce above, DCQCN, 1 queue pair per connection, seed 1: "
+                                    "bytes per leaf uplink"))
     tables = ["# Gallery tables", "",
               "Regenerated by `python plots/gallery.py` from `out/gallery/*/index.csv` (means over seeds).", "",
               "## FCT slowdown p99, quickstart fabric (sweeps/gallery_fct.yaml)", "",
@@ -135,10 +195,10 @@ def main(argv=None) -> int:
               markdown(fct, ["slowdown_p50"], ["cc.scheme"], "traffic[0].load"),
               "## DLRM iteration on 16 hosts (sweeps/gallery_training.yaml, seeds 1, 2 and 3)", "",
               markdown(training, ["iteration_mean_ns", "pfc_pauses", "slowdown_p99"]),
-              "## NCCL all-reduce across a 2:1 leaf-spine by load balancing and queue pairs "
-              "(sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
-              *[markdown(balancing, [metric], ["switch.load_balancing.scheme", "switch.load_balancing.gap",
-                                                 "nccl.connections"],
+              "## NCCL all-reduce across a 2:1 leaf-spine by congestion control, load balancing and queue "
+              "pairs (sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
+              *[markdown(balancing, [metric], ["cc.scheme", "switch.load_balancing.scheme",
+                                                 "switch.load_balancing.gap", "nccl.connections"],
                          "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")]]
     path = os.path.join(docs, "tables.md")
     with open(path, "w") as f:
