@@ -64,23 +64,49 @@ def _matches(params: dict, way: dict) -> bool:
     return all(str(params.get(k)) == v for k, v in way.items())
 
 
+def bus_bandwidths(root) -> tuple[list, list, dict]:
+    """(congestion-control schemes, queue pairs, {(scheme, way of LB_WAYS, queue pairs): bus
+    bandwidths of its seeds, Gb/s}) of the load-balancing sweep folder `root`: each run's
+    first collective, collectives.csv's `busbw_gbps`."""
+    rows, _ = read_done(root)
+    x = "nccl.qps_per_connection"
+    schemes = list(dict.fromkeys(r["cc.scheme"] for r in rows))
+    qps = sorted({r[x] for r in rows}, key=int)
+    got = {(cc, label, q): [] for cc in schemes for label in LB_WAYS for q in qps}
+    for r in rows:
+        label = next(label for label, way in LB_WAYS.items() if _matches(r, way))
+        busbw = read_csv(os.path.join(root, r["run"], "collectives.csv"))["busbw_gbps"][0]
+        got[r["cc.scheme"], label, r[x]].append(float(busbw))
+    return schemes, qps, got
+
+
+def bus_bandwidth_table(root) -> str:
+    """bus_bandwidths(root) as markdown: a row per scheme and way, a column per queue-pair
+    count, the seeds' mean (min-max)."""
+    schemes, qps, got = bus_bandwidths(root)
+    lines = ["| congestion control | load balancing | " + " | ".join(f"bus bandwidth (Gb/s), {q} QP{'s' * (q != '1')} "
+                                                                    "per connection" for q in qps) + " |",
+             "|---|---|" + "---|" * len(qps)]
+    for cc in schemes:
+        for label in LB_WAYS:
+            cells = [got[cc, label, q] for q in qps]
+            lines.append(f"| {cc} | {label} | " + " | ".join(f"{np.mean(v):.0f} ({min(v):.0f}-{max(v):.0f})"
+                                                             for v in cells) + " |")
+    return "\n".join(lines + ["", "Cells: mean over seeds (min-max).", ""])
+
+
 def plot_load_balancing(root, out_path, title) -> str:
     """Bus bandwidth against queue pairs per connection in sweep folder `root`, a panel per
     congestion-control scheme, a line per way of LB_WAYS through its seeds' mean, with
     min-max error bars and every seed a dot (each run's first collective, collectives.csv's
     `busbw_gbps`)."""
     from rocesim.results.axes import plt
-    from rocesim.sweep.plot import LINESTYLES, MARKERS
-    rows, _ = read_done(root)
-    bus = {r["run"]: float(read_csv(os.path.join(root, r["run"], "collectives.csv"))["busbw_gbps"][0]) for r in rows}
-    schemes = list(dict.fromkeys(r["cc.scheme"] for r in rows))
-    x = "nccl.qps_per_connection"
-    qps = sorted({r[x] for r in rows}, key=int)
+    from rocesim.sweep.plot import LINESTYLES, MARKERS, mark_truncated
+    schemes, qps, got = bus_bandwidths(root)
     fig, axes = plt.subplots(1, len(schemes), figsize=(3.6 * len(schemes) + 3.2, 4.6), sharey=True, squeeze=False)
     for ax, cc in zip(axes[0], schemes):
-        for k, (label, way) in enumerate(LB_WAYS.items()):
-            runs = [[bus[r["run"]] for r in rows if r["cc.scheme"] == cc and r[x] == q and _matches(r, way)]
-                    for q in qps]
+        for k, label in enumerate(LB_WAYS):
+            runs = [got[cc, label, q] for q in qps]
             at = np.arange(len(qps)) + (k - (len(LB_WAYS) - 1) / 2) * 0.07      # side by side at each x
             mean = np.array([np.mean(v) for v in runs])
             lo_hi = np.array([[m - min(v), max(v) - m] for m, v in zip(mean, runs)]).T
@@ -93,6 +119,7 @@ def plot_load_balancing(root, out_path, title) -> str:
         ax.set_xlabel("queue pairs per connection")
         ax.set_title(cc.upper(), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
+        mark_truncated(ax)
     axes[0][0].set_ylabel("bus bandwidth (Gb/s)")
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
     fig.suptitle(title, fontsize=10)
@@ -103,27 +130,34 @@ def plot_load_balancing(root, out_path, title) -> str:
 
 
 def plot_uplink_load(root, runs, out_path, title) -> str:
-    """Bytes sent on each fabric uplink (ports.csv's `tx_bytes`), a panel per tier, for
-    each {label: spec.Run} of `runs`, done in sweep folder `root`, side by side; a port's
-    tier is the scenario's (Simulation.network.port_tier: 1 a ToR's uplinks, 2 an
+    """Bytes sent on each fabric uplink (ports.csv's `tx_bytes`), a panel per tier, switch by
+    switch, for each {label: spec.Run} of `runs`, done in sweep folder `root`, side by side; a
+    port's tier is the scenario's (Simulation.network.port_tier: 1 a ToR's uplinks, 2 an
     aggregation's ...), and the legend gives each tier's busiest uplink over its mean."""
     from rocesim.results.axes import plt
-    sent = {label: read_csv(os.path.join(root, run.name, "ports.csv"))["tx_bytes"] for label, run in runs.items()}
+    ports = {label: read_csv(os.path.join(root, run.name, "ports.csv")) for label, run in runs.items()}
     tier = resolve(next(iter(runs.values())))[0].sim.network.port_tier
+    node = next(iter(ports.values()))["node"].astype(int)
     tiers = [int(t) for t in np.unique(tier[tier > 0])]
-    fig, axes = plt.subplots(len(tiers), 1, figsize=(9, 3.2 * len(tiers) + 0.6), squeeze=False)
+    fig, axes = plt.subplots(len(tiers), 1, figsize=(10, 3.4 * len(tiers) + 0.8), squeeze=False)
     for ax, t in zip(axes[:, 0], tiers):
         up = np.flatnonzero(tier == t)
-        width = 0.8 / len(sent)
-        for k, (label, tx) in enumerate(sent.items()):
-            mb = tx[up] / 1e6
-            ax.bar(np.arange(up.size) + (k - (len(sent) - 1) / 2) * width, mb, width, color=f"C{k}",
+        up = up[np.argsort(node[up], kind="stable")]
+        width = 0.8 / len(ports)
+        for k, (label, p) in enumerate(ports.items()):
+            mb = p["tx_bytes"][up] / 1e6
+            ax.bar(np.arange(up.size) + (k - (len(ports) - 1) / 2) * width, mb, width, color=f"C{k}",
                    label=f"{label}: busiest {mb.max() / mb.mean():.2f} x mean")
+        switches, first = np.unique(node[up], return_index=True)
+        for f in first[1:]:
+            ax.axvline(f - 0.5, color="0.6", lw=0.8)
+        ends = np.append(first[1:], up.size)
+        ax.set_xticks((first + ends - 1) / 2, [f"switch {n}" for n in switches], fontsize=8)
         ax.set_xlim(-0.6, up.size - 0.4)
-        ax.set_xlabel(f"tier {t} uplink (port order: switch by switch)")
+        ax.set_xlabel(f"tier {t} uplinks, switch by switch")
         ax.set_ylabel("bytes sent (MB)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    axes[0, 0].set_title(title, fontsize=10)
+        ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=len(ports), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
@@ -185,8 +219,8 @@ def main(argv=None) -> int:
     uplink_runs = {label: next(r for r in sweeps["gallery_load_balancing"].runs if _matches(r.params, way))
                    for label, way in UPLINK_RUNS.items()}
     written.append(plot_uplink_load(balancing, uplink_runs, os.path.join(docs, "uplink_load.png"),
-                                    "the all-reduce above, DCQCN, 1 queue pair per connection, seed 1: "
-                                    "bytes per leaf uplink"))
+                                    "NCCL ring all-reduce of load_balancing.png, DCQCN, 1 queue pair per "
+                                    "connection, seed 1: bytes per leaf uplink"))
     tables = ["# Gallery tables", "",
               "Regenerated by `python plots/gallery.py` from `out/gallery/*/index.csv` (means over seeds).", "",
               "## FCT slowdown p99, quickstart fabric (sweeps/gallery_fct.yaml)", "",
@@ -197,6 +231,7 @@ def main(argv=None) -> int:
               markdown(training, ["iteration_mean_ns", "pfc_pauses", "slowdown_p99"]),
               "## NCCL all-reduce across a 2:1 leaf-spine by congestion control, load balancing and queue "
               "pairs (sweeps/gallery_load_balancing.yaml, seeds 1 to 4)", "",
+              bus_bandwidth_table(balancing),
               *[markdown(balancing, [metric], ["cc.scheme", "switch.load_balancing.scheme",
                                                  "switch.load_balancing.gap", "nccl.connections"],
                          "nccl.qps_per_connection") for metric in ("collective_duration_p50_ns", "uplink_imbalance")]]

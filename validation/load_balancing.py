@@ -1,7 +1,9 @@
 """Load balancing measured (issue 31): ECMP collisions that last as long as their connection,
-and an NCCL all-reduce's bus bandwidth by queue pairs per connection.
+the same pairs under each scheme, an NCCL all-reduce's bus bandwidth by queue pairs per
+connection and scheme, and an all-to-all's by scheme.
 
-    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 11 CPU-minutes
+    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 5 CPU-minutes
+    python validation/load_balancing.py -o validation/LOAD_BALANCING.md --htsim   # its section too: 1 more
     python validation/load_balancing.py --seeds 2                          # fewer seeds, printed
 
 1. The collision (scenarios/load_balancing/ecmp_collision.yaml: leaf-spine, 2 leaves of 8
@@ -11,16 +13,22 @@ and an NCCL all-reduce's bus bandwidth by queue pairs per connection.
    connection (a QP's messages: one path); the same 64 flows each its own queue pair (a new
    hash per message: rocesim before issue 31).  Per seed: when the last byte is ACKed, and
    the busiest uplink of leaf 0 over the mean of its uplinks (bytes sent).
-2. QP scaling (scenarios/load_balancing/allreduce_2tier_{1to1,2to1}.yaml: NCCL's ring
+2. The collision's pairs (a permutation across a 1:1 fabric) under ECMP and each scheme of
+   `PER_PACKET` (adaptive routing, random and round-robin spraying, into receivers that
+   place packets on arrival): when the last byte is ACKed, against line rate.
+3. QP scaling (scenarios/load_balancing/allreduce_2tier_{1to1,2to1}.yaml: NCCL's ring
    all-reduce of 256 MiB on 8 servers x 8 GPUs, two servers per leaf, at 1:1 and 2:1), per
    `CASES` row (settings over the scenario's) and seed: bus bandwidth as nccl-tests counts
    it, 2 (n-1)/n x size / duration.  Every ring hop between leaves leaves its leaf on the
    uplink its connection's hash picks: at 2:1 the uplinks carry exactly what the leaf's
    boundary NICs send, so any imbalance slows the ring; more queue pairs per connection
-   spread each hop over more draws (Meta, SIGCOMM'24).
-
-3. Against csg-htsim: validation/htsim_lb.py's section (k=8 fat-tree permutations under
-   ECMP and adaptive routing, beside htsim's own runs), which it also writes alone.
+   spread each hop over more draws (Meta, SIGCOMM'24).  The schemes of `PER_PACKET` join
+   with one queue pair.
+4. The all-to-all (scenarios/load_balancing/alltoall_2tier_1to1.yaml, 64 MiB per rank on the
+   same 64 GPUs, at 1:1 and 2:1): bus bandwidth by `ALLTOALL_CASES`.
+5. Against csg-htsim: validation/htsim_lb.py's section (k=8 fat-tree permutations under
+   ECMP and adaptive routing, beside htsim's own runs), which it also writes alone; kept
+   from the output file as it is unless `--htsim`.
 
 Every run is packet level, on one thread.  `CASES` is the table's rows: a load-balancing
 scheme is one more row of settings (`switch.load_balancing...`).
@@ -168,18 +176,32 @@ def scaling_section(seeds: int) -> list[str]:
 def alltoall_section(seeds: int) -> list[str]:
     lines = ["| fabric | load balancing | connections | bus bandwidth, Gbps: median [min, max] | median / 112.5 Gbps |",
              "|---|---|---|---|---|"]
+    median = {}
     for fabric, over in ALLTOALL_FABRICS.items():
         for scheme, label, settings in ALLTOALL_CASES:
             bw = [collective_run(ALLTOALL, [*over, *settings], s) for s in range(1, seeds + 1)]
-            lines.append(f"| {fabric} | {scheme} | {label} | {_spread(bw)} | {statistics.median(bw) / 112.5:.0%} |")
+            median[fabric, label] = statistics.median(bw)
+            lines.append(f"| {fabric} | {scheme} | {label} | {_spread(bw)} | {median[fabric, label] / 112.5:.0%} |")
             print(lines[-1], file=sys.stderr)
-    return lines + ["", (
+    return lines + ["", alltoall_note(median)]
+
+
+def alltoall_note(median: dict) -> str:
+    """What the all-to-all table shows, from its medians {(fabric, label): Gbps}."""
+    ecmp, ar, rand, rr = "per connection", *(label for _, label, _ in PER_PACKET)
+    bound = 800 * 64 / (16 * 48) * 63 / 64       # a leaf's 800 Gb/s of uplinks, 16 ranks, 48 of 64 peers away
+    return (
         "nccl-tests counts an all-to-all's bus bandwidth as size x (n-1)/n over its time; with PXN the 8 of "
-        "every 64 bytes a GPU sends inside its server cross NVLink, the other 56 its 100G NIC, so a NIC "
-        "at line rate gives 100 x 63/56 = 112.5 Gbps. Every NIC talks to many peers at once, each pair on "
-        "its connection, so per-connection ECMP throws many of them onto each uplink and averages part "
-        "of the collision away; what it leaves is what per-packet balancing gains at 1:1. At 2:1 the "
-        "uplinks carry half of what the leaves' NICs could send and bound the all-to-all whatever the scheme.")]
+        "every 64 bytes a GPU sends inside its server cross NVLink, the other 56 its 100G NIC, so NICs at line "
+        "rate give 100 x 63/56 = 112.5 Gbps. Every NIC talks to many peers at once, each pair on its "
+        "connection, so per-connection ECMP throws many of them onto each uplink and averages part of the "
+        f"collision away: at 1:1 it reaches {median['1:1', ecmp] / 112.5:.0%} of that, per-packet adaptive "
+        f"routing {median['1:1', ar] / 112.5:.0%}, spraying {median['1:1', rand] / 112.5:.0%} (random) and "
+        f"{median['1:1', rr] / 112.5:.0%} (round robin). At 2:1 a leaf's 800 Gb/s of uplinks carry what its 16 "
+        f"ranks send to the 48 ranks of other leaves: at most {bound:.1f} Gbps, of which per-connection ECMP "
+        f"reaches {median['2:1', ecmp] / bound:.0%}, adaptive routing per packet {median['2:1', ar] / bound:.0%} "
+        f"(no more than ECMP; not traced), spraying {median['2:1', rand] / bound:.0%} and "
+        f"{median['2:1', rr] / bound:.0%}.")
 
 
 def permutation_section(seeds: int) -> list[str]:
@@ -192,8 +214,10 @@ def permutation_section(seeds: int) -> list[str]:
         print(lines[-1], file=sys.stderr)
     return lines + ["", (
         "Line rate: the largest ideal FCT (flows.csv's `ideal_fct_ns`). Per-packet schemes move each packet, "
-        "so no pair keeps a collided uplink; what keeps them from line rate is in how their queues build "
-        "(the issue asks at least 95% of line rate of adaptive routing and round-robin spraying).")]
+        "so no pair keeps a collided uplink; what keeps them from line rate is how their queues build: "
+        "random spraying throws each packet at a port at random, so at full load some uplinks' queues grow "
+        "while others idle (the issue asks at least 95% of line rate of adaptive routing and round-robin "
+        "spraying).")]
 
 
 def kept_section(path: str, title: str) -> list[str]:
