@@ -2,7 +2,7 @@
 the same pairs under each scheme, an NCCL all-reduce's bus bandwidth by queue pairs per
 connection and scheme, and an all-to-all's by scheme.
 
-    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 5 CPU-minutes
+    python validation/load_balancing.py -o validation/LOAD_BALANCING.md   # about 4 CPU-minutes
     python validation/load_balancing.py -o validation/LOAD_BALANCING.md --htsim   # its section too: 1 more
     python validation/load_balancing.py --seeds 2                          # fewer seeds, printed
 
