@@ -154,32 +154,33 @@ def section() -> list[str]:
 # what the table says, and what differs that could be traced (the figures quoted are those
 # of the run that wrote validation/LOAD_BALANCING.md)
 READING = [
-    "* **ECMP per flow, and adaptive placement without re-routing**: p50, p90 and the mean within 3%; "
-    "p99 within 3% at 2 MB and 10% at 200 KB; the max (one flow of 1152) within 17%. Both sides throw "
+    "* **ECMP per flow, and adaptive placement without re-routing**: p50, p90 and the mean within 3% (adaptive's "
+    "first-packet p50 at 2 MB within 7%); p99 within 3% at 2 MB and 10% at 200 KB; the max (one flow of 1152) within 17%. Both sides throw "
     "balls into bins with different hash functions, so the distributions agree and the draws differ (htsim's "
     "own p99 ranges 695-1026 us over its 9 runs of ECMP at 2 MB).",
-    "* **Adaptive routing per flowlet (htsim's default)**: at 2 MB rocesim is within 10% (p50 +10%, mean +9%, "
-    "p90 and p99 within 4%) and sends again about as much (309 MB per run against 285 MB rewound). Both show "
+    "* **Adaptive routing per flowlet (htsim's default)**: at 2 MB rocesim is within 10% (p50 +7%, mean +7%, "
+    "p90 and p99 within 2%) and sends again about as much (306 MB per run against 285 MB rewound). Both show "
     "the same NACK storm: a flow that PFC pauses for more than 10 us moves to an emptier port while its older "
     "packets still wait in the paused queue, they arrive out of order and go-back-N sends them again, so "
     "re-routing loses to plain ECMP. htsim re-evaluates only on a fair coin (`recheck: 0.5` here); without "
-    "it (recheck 1, rocesim's default) flows move twice as often and the p50 is 830 us. At 200 KB flows "
+    "it (recheck 1, rocesim's default) flows move twice as often and the p50 is 831 us. At 200 KB flows "
     "rarely pause 10 us, and both sides equal the no-re-route case.",
-    "* **Every packet a candidate (htsim `-ar_sticky_delta 0`)**: rocesim's FCTs are 18-20% below htsim's at "
-    "2 MB (p50 1501 against 1826 us) and its p50 20% below at 200 KB. Not traced. What the models still do "
+    "* **Every packet a candidate (htsim `-ar_sticky_delta 0`)**: rocesim's FCTs are 17-24% below htsim's at "
+    "2 MB (p50 1520 against 1826 us); at 200 KB its p50 is 17% below and its tail above (p99 +38%). Not "
+    "traced. Both sides route ACKs as data (a switch cannot tell them apart). What the models still do "
     "differently there: htsim sends a PAUSE out of band 1 us after the threshold is crossed, rocesim's PAUSE "
     "is a frame on the link; htsim refreshes its quantized "
     "queue levels at most every 0.1 us; htsim keeps a flowlet entry per flow id, rocesim a table of 4096 "
     "entries indexed by hash.",
     "* **rocesim's per-packet adaptive routing (gap 0) into in-order receivers**, which htsim cannot run: "
-    "the worst of all (p50 2.6 ms at 2 MB, 3.5 GB sent again per run, 13 times the payload): consecutive "
+    "the worst of all (p50 2.7 ms at 2 MB, 3.6 GB sent again per run, 14 times the payload): consecutive "
     "packets of a flow take different ports. Per-packet routing pays only with receivers that place packets "
     "on arrival (`nic.delivery: unordered`, issue 31's receiver).",
-    "* **Two NIC settings differ from rocesim's defaults**, to match htsim: `nack_interval: 0us` (htsim NACKs "
+    "* **Two NIC settings pinned to match htsim**: `nack_interval: 0us` (htsim NACKs "
     "every out-of-order packet; rocesim's default sends one per 500 us per gap, the HPCC fork's) and "
-    "`rto: 1ms` (htsim's minimum RTO; rocesim's default has none on lossless priorities, as the HPCC fork). "
-    "With both defaults, adaptive routing that re-routes left flows unfinished (a flow's last NACK suppressed "
-    "and nothing else to recover it): re-routing into go-back-N receivers needs a timeout.",
+    "`rto: 1ms` (htsim's minimum RTO; rocesim's default, `auto`, is the same 1 ms here: it arms the timeout "
+    "on lossless priorities too when load balancing can spread a connection into go-back-N receivers, since "
+    "a flow's last NACK suppressed leaves nothing else to recover it; single-path runs keep the HPCC fork's none).",
 ]
 
 

@@ -177,8 +177,9 @@ def scaling_section(seeds: int) -> list[str]:
         "do. Per-packet schemes into receivers that place packets on arrival leave no collision: with one "
         f"queue pair adaptive routing reaches {median['2:1', ar] / 800:.0%} of the bound at 2:1 and "
         f"{median['1:1', ar] / 800:.0%} at 1:1, random spraying {median['2:1', spray] / 800:.0%} and "
-        f"{median['1:1', spray] / 800:.0%}; what holds them back at 2:1 is what the reorder threshold resends "
-        "although it had arrived, which four queue pairs avoid (docs/gallery/load_balancing.png). Rows of "
+        f"{median['1:1', spray] / 800:.0%}; what holds random spraying back at 2:1 is what the reorder threshold "
+        "resends although it had arrived (its random queues reorder deeper than 3 packets), which four queue "
+        "pairs avoid (docs/gallery/load_balancing.png). Rows of "
         "other load-balancing schemes join this table (the script's `CASES`).")]
 
 
@@ -203,7 +204,7 @@ def alltoall_note(median: dict) -> str:
         f"{median['1:1', rr] / 112.5:.0%} (round robin). At 2:1 a leaf's 800 Gb/s of uplinks carry what its 16 "
         f"ranks send to the 48 ranks of other leaves: at most {bound:.1f} Gbps, of which per-connection ECMP "
         f"reaches {median['2:1', ecmp] / bound:.0%}, adaptive routing per packet {median['2:1', ar] / bound:.0%} "
-        f"(no more than ECMP; not traced), spraying {median['2:1', rand] / bound:.0%} and "
+        f"(the uplinks, full, bound every scheme), spraying {median['2:1', rand] / bound:.0%} and "
         f"{median['2:1', rr] / bound:.0%}.")
 
 
