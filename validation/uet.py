@@ -68,29 +68,18 @@ SWITCH = {"trimming": {"threshold": "178450B"}}     # uet-htsim's port queue: 43
 HOSTS = 128
 NOTES = """## Where the two differ, and why
 
-* The sprayed and single-path permutations agree within 8% at p50 and p99 but for one tail:
-  the single-path 200 KB permutation's p99 is 14% shorter in rocesim (as before trimming was
-  built, then -15%).  Its tail is which flows share an uplink, and the ECMP draws differ (each
-  simulator's own hash and per-switch salt per seed); rocesim trims 969 packets a run to
-  uet-htsim's 1154.  REPS at 2 MB is 5% faster in rocesim and trims nothing where uet-htsim
-  trims 18-32 packets a run: untraced (REPS's first draws and its recycling order are
-  uet-htsim's in kind, not draw for draw).
-* The incasts differ beyond 10% (p50 +14% to +98%), with 20 to 560 times uet-htsim's trims:
-  traced to how a trimmed packet is sent again.  rocesim's sender resends it at once, ahead of
-  new data, outside the window and without credit (nic_send.pyx `_may_send`: retransmissions
-  pass the window; credit.pxd `credit_allows`: a retransmission never waits for credit), and
-  the NACKed packet stays counted in flight.  uet-htsim takes a NACKed packet out of flight but
-  sends it again only when the window has room for it (uec.cpp:1130-1135) and credit is
-  positive (uec.cpp:1125-1128), and its pull requests count the resends (uec.cpp:1859-1904).
-  So in rocesim's 32-to-1 incast every trimmed packet comes straight back, at line rate, into
-  the full last-hop port and is trimmed again: 43,080 trims a run for the 1,568 packets of the
-  200 KB incast under RCCC (27 a packet; uet-htsim 1,461), 942,704 under RCCC alone at 2 MB,
-  whose 64 B headers (60 MB) then share the receiver's link with the 65 MB of data: twice the
-  time.  With NSCC the window (cut by quick adapt on NACKs) slows the new data, so the 2 MB
-  incasts under NSCC stay within 14% and under both within 8%; at 200 KB nothing slows the
-  resends and the flows end 55-77% later.  The fix (not made here: it belongs to trimming and
-  credits) is uet-htsim's rule: a trimmed packet leaves flight on its NACK and its resend waits
-  for window and credit, the receiver granting credit for it.
+* Every case agrees within 8% at p50 and p99, the incasts within 3%.  The sprayed 2 MB
+  permutations are 5-7% faster in rocesim, and REPS there trims nothing where uet-htsim trims
+  18-32 packets a run: untraced (REPS's first draws and its recycling order are uet-htsim's
+  in kind, not draw for draw).  The single-path permutations' tails are which flows share an
+  uplink, and the ECMP draws differ (each simulator's own hash and per-switch salt per seed).
+* The incasts were 14% to 98% slower, with 20 to 560 times uet-htsim's trims, until a trimmed
+  packet's resend waited for window and credit as uet-htsim's does (uec.cpp sendIfPermitted,
+  can_send_NSCC; processNack takes the NACKed packet out of flight), its receiver granting
+  its bytes again: rocesim's sender had sent it again at once, outside window and credit, into
+  the full last-hop port, where it was trimmed again (43,080 trims a run for the 1,568 packets
+  of the 200 KB incast under RCCC; 942,704 under RCCC at 2 MB, whose headers then shared the
+  receiver's link with the data).  Now rocesim trims 0.8-1.5 times what uet-htsim does.
 """
 
 

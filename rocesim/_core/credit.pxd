@@ -7,8 +7,10 @@ with `rccc_speculative` BDPs of its own path (its idle RTT x its NIC's rate; at 
 packet) and its packets say they were sent on it; its first ACK, NACK or PULL ends that
 speculation and what is left of it goes (uet-htsim discards a positive rest; here any rest,
 so that the bytes the receiver grants, the flow's size less what came speculatively, are
-exactly what the sender still needs).  Retransmissions need no credit: the receiver's grants
-cover each byte once (a simplification: uet-htsim's senders ask for them again).
+exactly what the sender still needs).  A trimmed packet's resend waits for credit and
+spends it as new data does (uet-htsim's sendIfPermitted, uec.cpp: any packet needs credit
+above zero); its receiver grants its bytes again (rccc.pyx).  Other retransmissions (after a
+timeout or a declared loss) need no credit: the grants cover each byte once otherwise.
 With a window scheme (nscc) both limits hold: the window is the smaller of the two.
 Header-only: nic_send.pyx reads it per packet."""
 from libc.stdint cimport int64_t, int32_t
@@ -26,17 +28,19 @@ cdef inline void credit_open(Sim* s, int32_t f, Qp* fl) noexcept nogil:
         fl.credit = 1
 
 
-cdef inline bint credit_allows(World* w, Qp* fl, int64_t seq) noexcept nogil:
-    """Whether the byte at `seq` may go now as far as credit goes: new data waits for credit
-    (RCCC on), a retransmission never does."""
-    return not w.p.rccc or fl.credit > 0 or seq < fl.snd_max
+cdef inline bint credit_allows(World* w, Qp* fl, int64_t seq, bint trimmed) noexcept nogil:
+    """Whether the byte at `seq` may go now as far as credit goes: new data and a trimmed
+    packet's resend (`trimmed`) wait for credit (RCCC on), other retransmissions never do."""
+    return not w.p.rccc or fl.credit > 0 or (seq < fl.snd_max and not trimmed)
 
 
-cdef inline void credit_spend(World* w, Qp* fl, Packet* pk, int64_t seq, int64_t payload) noexcept nogil:
-    """Data packet pk (`payload` bytes from `seq`) goes: new data spends its payload of credit
-    and says whether it went on speculative credit."""
+cdef inline void credit_spend(World* w, Qp* fl, Packet* pk, int64_t seq, int64_t payload,
+                              bint trimmed) noexcept nogil:
+    """Data packet pk (`payload` bytes from `seq`) goes: new data and a trimmed packet's
+    resend (`trimmed`) spend its payload of credit and say whether it went on speculative
+    credit."""
     pk.spec = 0
-    if w.p.rccc and seq >= fl.snd_max:
+    if w.p.rccc and (seq >= fl.snd_max or trimmed):
         fl.credit -= payload
         pk.spec = fl.speculating
 

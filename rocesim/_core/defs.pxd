@@ -290,6 +290,8 @@ cdef struct Qp:
     int64_t credit_seen    # sender, RCCC: bytes granted by the PULLs seen so far
     int64_t rcv_granted    # receiver, RCCC: bytes granted to the flow so far
     int64_t rcv_spec       # receiver, RCCC: payload bytes received sent on speculative credit
+    int64_t rcv_regrant    # receiver, RCCC: payload bytes of credited packets trimmed on the way,
+                           #   to grant again for their resends
     # receiver
     int32_t unacked        # data packets received since the last ACK
     int32_t unacked_marked # ... of which CE-marked (echoed by the ACK that covers them)

@@ -60,7 +60,7 @@ from rocesim._core.flows cimport flow_delivered
 from rocesim._core.qp cimport rx_of, rx_open, rx_close, loss_log
 from rocesim._core.loss cimport bit, set_bit, loss_of
 from rocesim._core.nic_send cimport nic_kick, nic_on_cnp
-from rocesim._core.rccc cimport rccc_on_data, rccc_on_pull
+from rocesim._core.rccc cimport rccc_on_data, rccc_on_trimmed, rccc_on_pull
 
 
 cdef inline void _send_ctrl(Sim* s, int32_t data, int32_t kind, int32_t covered, int32_t marked) noexcept nogil:
@@ -294,6 +294,8 @@ cdef void _on_trimmed(Sim* s, int32_t i) noexcept nogil:
     if pk.seq < fl.rcv_nxt or bit(sk.rx_bits, sk.rx_bits_len, pk.seq // w.p.payload):
         _send_ctrl(s, i, PK_ACK, 0, 0)          # held already (another copy arrived)
     elif w.p.delivery == UNORDERED or w.p.loss_recovery == SELECTIVE_REPEAT:
+        if w.p.rccc:
+            rccc_on_trimmed(s, f, fl, i)        # its resend will need credit: granted again
         _send_ctrl(s, i, PK_TRIM_NACK, 0, pk.ecn)
     else:
         _go_back_n_nack(s, i, fl, sk, PK_TRIM_NACK, pk.seq == fl.rcv_nxt)

@@ -119,23 +119,38 @@ cdef inline int64_t _next_seq(Sim* s, Qp* fl, int64_t size) noexcept nogil:
     return -1
 
 
-cdef inline bint _window_open(Qp* fl) noexcept nogil:
+cdef inline bint _window_open(World* w, Qp* fl) noexcept nogil:
     """The flow may send new data: no window, or the bytes in flight below it (with
-    unordered delivery, bytes SACKed above snd_una have arrived: not in flight)."""
+    unordered delivery, bytes SACKed above snd_una have arrived: not in flight; nor have
+    trimmed packets NACKed and not yet sent again, as uet-htsim's processNack takes them out
+    of flight, uec.cpp; counted as whole packets)."""
     cdef int64_t flight
     if fl.window == 0:
         return True
     flight = fl.snd_nxt - fl.snd_una
     if fl.loss != NULL:
-        flight -= fl.loss.sacked
+        flight -= fl.loss.sacked + fl.loss.trims_todo * w.p.payload
     return flight < fl.window
+
+
+cdef inline bint _trimmed_resend(World* w, Qp* fl, int64_t seq) noexcept nogil:
+    """The byte at `seq` starts a trimmed packet NACKed and still to send again."""
+    cdef LossState* sk = fl.loss
+    return sk != NULL and sk.trims_todo > 0 and bit(sk.trim_todo, sk.trim_todo_len, seq // w.p.payload)
 
 
 cdef inline bint _may_send(World* w, Qp* fl, int64_t seq) noexcept nogil:
     """Whether the byte at `seq` (from _next_seq) may go as far as the window and credit go:
     the window is checked before the packet, as the HPCC fork does, and retransmissions in
-    recovery pass it; new data waits for credit when receivers grant it (credit.pxd)."""
-    return seq >= 0 and (seq != fl.snd_nxt or _window_open(fl)) and credit_allows(w, fl, seq)
+    recovery pass it; new data waits for credit when receivers grant it (credit.pxd).  A
+    trimmed packet's resend waits for window and credit as new data does (uet-htsim's
+    sendIfPermitted and can_send_NSCC, uec.cpp: outside loss recovery a retransmission needs
+    room in the window); it goes before new data (_next_seq)."""
+    cdef bint trimmed
+    if seq < 0:
+        return False
+    trimmed = _trimmed_resend(w, fl, seq)
+    return ((seq != fl.snd_nxt and not trimmed) or _window_open(w, fl)) and credit_allows(w, fl, seq, trimmed)
 
 
 cdef inline int64_t _pace_rate(Sim* s, int32_t f, int64_t rate) noexcept nogil:
@@ -154,6 +169,7 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
     cdef int32_t i = pkt_alloc(s)
     cdef Packet* pk
     cdef int64_t payload, end, rate
+    cdef bint trimmed
     if i == NIL:
         return
     pk = &s.pkts[i]
@@ -174,14 +190,15 @@ cdef inline void _send_data(Sim* s, int32_t port, int32_t f, int64_t seq) noexce
         pk.entropy = 0 if w.p.entropy_every == 0 else <uint16_t> (1 + (seq // w.p.payload // w.p.entropy_every) % 65535)
     else:
         pk.entropy = entropy_next(s, fl)
-    credit_spend(w, fl, pk, seq, payload)
+    trimmed = fl.loss != NULL and fl.loss.trims_todo > 0 and trim_take(fl.loss, seq // w.p.payload)
+    credit_spend(w, fl, pk, seq, payload, trimmed)
     if fl.snd_una >= fl.snd_max:
         fl.rto_deadline = s.now + w.p.rto    # nothing was outstanding: the timeout starts now
     if seq < fl.snd_max:             # sent again: after a NACK or a timeout, so fl.loss exists
         if fl.loss != NULL:
             fl.loss.retx_bytes += payload
         s.st.retx_bytes += payload
-    if fl.loss != NULL and fl.loss.trims_todo > 0 and trim_take(fl.loss, seq // w.p.payload):
+    if trimmed:
         pass                         # a trimmed packet again (its NACK's): the cursors stay
     elif seq == fl.snd_nxt:
         fl.snd_nxt = end

@@ -5,7 +5,11 @@ as uet-htsim models it: htsim/sim/uec.cpp's pull pacer; credit.pxd is the sender
 With `nic.rccc` on, each receiving host runs one pacer for every flow towards it.  A flow is
 listed with it from its first data on, while it still wants credit: its size less the bytes
 it sent on the speculative credit it started with (its packets say so) less what was
-granted to it (payload bytes, as the sender spends them).  The pacer serves the listed
+granted to it (payload bytes, as the sender spends them), plus the payload of its credited
+packets that reached it trimmed: their resends wait for credit as new data does
+(uet-htsim's sender counts its retransmission backlog in the demand it states, uec.cpp
+computePullTarget; a trimmed speculative packet was never counted as arrived, so its bytes
+are in the demand already).  The pacer serves the listed
 flows round-robin, one grant of at most `rccc_credit` bytes (16 KiB) per turn, sent as a PULL
 (a control packet carrying the bytes granted so far), and waits the time the grant's packets
 take on its link, headers included, at `rccc_pace` (99%) of its rate before the next: N senders each get 1/N of the receiver's link, and what they send on credit
@@ -31,18 +35,34 @@ from rocesim._core.nic_send cimport sched_update, nic_kick
 
 cdef inline int64_t _wanted(Sim* s, int32_t f, Qp* rx) noexcept nogil:
     """Bytes of credit flow f still wants (rx: its receive state)."""
-    return s.w.flows[f].size - rx.rcv_spec - rx.rcv_granted
+    return s.w.flows[f].size - rx.rcv_spec - rx.rcv_granted + rx.rcv_regrant
 
 
 cdef void rccc_on_data(Sim* s, int32_t f, Qp* rx, int32_t i) noexcept nogil:
     """Data packet i of flow f reached its receiver (rx: the flow's receive state): count it
     if it came on speculative credit, and list the flow with the pacer while it wants credit."""
-    cdef World* w = s.w
     cdef Packet* pk = &s.pkts[i]
-    cdef int32_t host = w.flows[f].dst
-    cdef Host* h = &w.hosts[host]
     if pk.spec:
         rx.rcv_spec += pkt_payload(s, pk)
+    _list(s, f, rx)
+
+
+cdef void rccc_on_trimmed(Sim* s, int32_t f, Qp* rx, int32_t i) noexcept nogil:
+    """Trimmed header i of flow f reached its receiver, which NACKs it: a credited packet's
+    payload is wanted again (its resend spends credit), and the flow is listed."""
+    cdef World* w = s.w
+    cdef Packet* pk = &s.pkts[i]
+    cdef int64_t payload = w.flows[f].size - pk.seq
+    if not pk.spec:
+        rx.rcv_regrant += payload if payload < w.p.payload else w.p.payload
+    _list(s, f, rx)
+
+
+cdef inline void _list(Sim* s, int32_t f, Qp* rx) noexcept nogil:
+    """List flow f with its receiver's pacer if it wants credit and is not listed yet."""
+    cdef World* w = s.w
+    cdef int32_t host = w.flows[f].dst
+    cdef Host* h = &w.hosts[host]
     if rx.pull_listed or _wanted(s, f, rx) <= 0:
         return
     if room_for_one(<void**> &h.pull_flows, h.n_pull, &h.cap_pull, sizeof(int32_t), 16) < 0:
