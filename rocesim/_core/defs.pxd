@@ -567,6 +567,8 @@ cdef struct Sim:
     int64_t seq
     # event queue (events.pxd): the current bucket, the calendar, the far future
     EventHeap front
+    bint front_sorted      # front is a run sorted latest first (its earliest event last),
+                           #   not a heap (events.pxd)
     EventBucket* cal
     uint64_t* cal_bits     # non-empty calendar buckets
     uint64_t* cal_sum      # non-empty words of cal_bits

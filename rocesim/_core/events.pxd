@@ -7,8 +7,11 @@ picosecond run in the order they were scheduled and every run is bit-identical.
 Nearly every event is due within a few microseconds (a packet's serialization, a link's
 delay), so instead of one heap of every pending event the queue keeps:
 
-* `front`, a 4-ary heap of the events of the current bucket (2**Sim.cal_shift ps) and of
-  any event scheduled at or before it: small, and in cache;
+* `front`, the events of the current bucket (2**Sim.cal_shift ps) and of any event
+  scheduled at or before it: small, and in cache.  A bucket's events usually arrive in
+  (time, seq) order (in a synchronized fabric, often all at one time): `front` is then that
+  run, stored latest first so that a pop takes the last element; otherwise, or once an
+  event is scheduled into the current bucket, it is a 4-ary heap;
 * the calendar, Sim.cal_n buckets (a power of two, CAL_N at most: a run in one part has
   CAL_N) for the cal_n - 1 buckets after it, each an unsorted array (a push is an append),
   with a bitset of the non-empty ones;
@@ -164,10 +167,32 @@ cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
     return 0
 
 
+cdef inline void _front_to_heap(Sim* s) noexcept nogil:
+    """Make a sorted `front` a heap: reversed, earliest first, a sorted array is one."""
+    cdef int64_t i = 0, j = s.front.n - 1
+    cdef Event t
+    while i < j:
+        t = s.front.a[i]
+        s.front.a[i] = s.front.a[j]
+        s.front.a[j] = t
+        i += 1
+        j -= 1
+    s.front_sorted = False
+
+
+cdef inline Event* _front_top(Sim* s) noexcept nogil:
+    """The earliest event of `front` (which must not be empty)."""
+    if s.front_sorted:
+        return &s.front.a[s.front.n - 1]
+    return &s.front.a[0]
+
+
 cdef inline int _place(Sim* s, Event* ev) noexcept nogil:
     """Put `ev` where it belongs: front, a calendar bucket, or later."""
     cdef int64_t b = ev.time >> s.cal_shift
     if b <= s.cal_cur:
+        if s.front_sorted:
+            _front_to_heap(s)
         return _heap_insert(&s.front, ev)
     if b < s.cal_cur + s.cal_n:
         return _bucket_append(s, b, ev)
@@ -201,12 +226,25 @@ cdef inline int64_t _next_bucket(Sim* s) noexcept nogil:
     return s.cal_cur + 1 + ((j - start) & (s.cal_n - 1))
 
 
+cdef inline bint _take_sorted(Event* dst, Event* src, int64_t n) noexcept nogil:
+    """Copy src[0..n) to dst latest first, if it is in (time, seq) order; False (dst
+    partly written) if it is not."""
+    cdef int64_t i
+    dst[n - 1] = src[0]
+    for i in range(1, n):
+        if _before(&src[i], &src[i - 1]):
+            return False
+        dst[n - 1 - i] = src[i]
+    return True
+
+
 cdef inline int _advance(Sim* s) noexcept nogil:
     """`front` is empty and events remain: make the next bucket with events current."""
     cdef int64_t b = _next_bucket(s), i
     cdef int32_t slot
     cdef EventBucket* k
     cdef Event ev
+    s.front_sorted = False
     if b < 0:
         b = s.later.a[0].time >> s.cal_shift    # nothing in the calendar: jump ahead
         s.cal_cur = b
@@ -218,12 +256,15 @@ cdef inline int _advance(Sim* s) noexcept nogil:
             _heap_release(&s.front)              # a burst (a million flows released at once) is over
         if _heap_reserve(&s.front, k.n) < 0:
             return -1
-        memcpy(s.front.a, k.ev, k.n * sizeof(Event))
         s.front.n = k.n
-        i = (k.n - 2) >> 2                       # heapify: sift down every parent
-        while i >= 0:
-            _sift_down(s.front.a, s.front.n, i, s.front.a[i])
-            i -= 1
+        if _take_sorted(s.front.a, k.ev, k.n):
+            s.front_sorted = True
+        else:
+            memcpy(s.front.a, k.ev, k.n * sizeof(Event))
+            i = (k.n - 2) >> 2                   # heapify: sift down every parent
+            while i >= 0:
+                _sift_down(s.front.a, s.front.n, i, s.front.a[i])
+                i -= 1
         k.n = 0
         if k.cap > (CAL_KEEP if s.w.node_part == NULL else CAL_KEEP_PART):   # the calendar's memory
                                          #   follows what it holds now
@@ -263,12 +304,23 @@ cdef inline Event* ev_next(Sim* s) noexcept nogil:
     if s.front.n == 0 and _advance(s) < 0:
         s.error = ERR_NOMEM
         return NULL
-    return &s.front.a[0]
+    return _front_top(s)
+
+
+cdef inline Event* ev_peek(Sim* s) noexcept nogil:
+    """The earliest event of the current bucket, left in the queue; NULL if there is none
+    (the next may be in a later bucket)."""
+    if s.front.n == 0:
+        return NULL
+    return _front_top(s)
 
 
 cdef inline Event ev_pop(Sim* s) noexcept nogil:
     """Remove and return the earliest event (after ev_next returned it)."""
     s.n_events -= 1
+    if s.front_sorted:
+        s.front.n -= 1
+        return s.front.a[s.front.n]
     return _heap_take(&s.front)
 
 
@@ -316,6 +368,7 @@ cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
         s.cal_sum[i] = 0
     s.cal_cur = 0
     s.n_events = 0
+    s.front_sorted = False
     if _heap_reserve(&s.front, 256) < 0 or _heap_reserve(&s.later, 256) < 0:
         return -1
     return 0

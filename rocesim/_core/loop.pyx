@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, int32_t
 from rocesim._core.defs cimport (Sim, World, Event, Packet, Port, NIL, EV_ARRIVE, EV_TX,
                                  EV_FLOW_START, EV_RTO, EV_CC_TIMER, EV_ACK_TIMER, EV_COMPUTE_DONE, EV_DEADLOCK,
                                  EV_FAULT, EV_WATCHDOG, EV_PULL, PK_PAUSE, FS_ACTIVE)
-from rocesim._core.events cimport ev_push, ev_pop
+from rocesim._core.events cimport ev_push, ev_pop, ev_peek
 from rocesim._core.qp cimport qp_of
 from rocesim._core.link cimport wire_pop, port_set_paused, __builtin_prefetch
 from rocesim._core.pool cimport pkt_free
@@ -38,10 +38,10 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
     cdef Event* nxt
     while event_due(s, until, n, max_events, &status):
         ev = ev_pop(s)
-        if s.front.n > 0 and s.front.a[0].kind <= EV_TX:
+        nxt = ev_peek(s)
+        if nxt != NULL and nxt.kind <= EV_TX:
             # start fetching what the next event will touch while this one runs: at
             # thousands of ports and packets in flight they are rarely in cache
-            nxt = &s.front.a[0]
             __builtin_prefetch(&w.ports[nxt.target])
             if nxt.kind == EV_ARRIVE:
                 __builtin_prefetch(&s.pkts[nxt.arg])
