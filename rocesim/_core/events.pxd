@@ -244,6 +244,30 @@ cdef inline int _advance(Sim* s) noexcept nogil:
 
 cdef inline void ev_push(Sim* s, int64_t time, int32_t kind, int32_t target,
                          int64_t arg) noexcept nogil:
+    cdef int64_t b = time >> s.cal_shift
+    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
+    cdef EventBucket* k = &s.cal[slot]
+    cdef Event* e
+    if b > s.cal_cur and b < s.cal_cur + s.cal_n and k.n < k.cap:
+        # the common case, kept small enough to inline: an append to a calendar bucket
+        # with room (what _place would do, without its growth and heap paths)
+        e = &k.ev[k.n]
+        e.time = time
+        e.seq = s.seq
+        e.kind = kind
+        e.target = target
+        e.arg = arg
+        k.n += 1
+        s.cal_bits[slot >> 6] |= (<uint64_t> 1) << (slot & 63)
+        s.cal_sum[slot >> 12] |= (<uint64_t> 1) << ((slot >> 6) & 63)
+        s.seq += 1
+        s.n_events += 1
+        return
+    _ev_push_placed(s, time, kind, target, arg)
+
+
+cdef inline void _ev_push_placed(Sim* s, int64_t time, int32_t kind, int32_t target,
+                                 int64_t arg) noexcept nogil:
     cdef Event ev
     ev.time = time
     ev.seq = s.seq
