@@ -155,6 +155,12 @@ cdef inline int32_t _sum_words(int32_t cal_n) noexcept nogil:
     return ((cal_n >> 6) + 63) >> 6
 
 
+cdef inline void _mark_bucket(Sim* s, int32_t slot) noexcept nogil:
+    """Calendar bucket `slot` holds events: its bit, and its word's bit in cal_sum."""
+    s.cal_bits[slot >> 6] |= (<uint64_t> 1) << (slot & 63)
+    s.cal_sum[slot >> 12] |= (<uint64_t> 1) << ((slot >> 6) & 63)
+
+
 cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
     cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
     cdef EventBucket* k = &s.cal[slot]
@@ -162,8 +168,7 @@ cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
         return -1
     k.ev[k.n] = ev[0]
     k.n += 1
-    s.cal_bits[slot >> 6] |= (<uint64_t> 1) << (slot & 63)
-    s.cal_sum[slot >> 12] |= (<uint64_t> 1) << ((slot >> 6) & 63)
+    _mark_bucket(s, slot)
     return 0
 
 
@@ -283,14 +288,36 @@ cdef inline int _advance(Sim* s) noexcept nogil:
 
 # --- the queue ---------------------------------------------------------------------------
 
+cdef inline void _ev_set(Event* e, int64_t time, int64_t seq, int32_t kind, int32_t target,
+                        int64_t arg) noexcept nogil:
+    e.time = time
+    e.seq = seq
+    e.kind = kind
+    e.target = target
+    e.arg = arg
+
+
 cdef inline void ev_push(Sim* s, int64_t time, int32_t kind, int32_t target,
                          int64_t arg) noexcept nogil:
+    cdef int64_t b = time >> s.cal_shift
+    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
+    cdef EventBucket* k = &s.cal[slot]
+    if b > s.cal_cur and b < s.cal_cur + s.cal_n and k.n < k.cap:
+        # the common case, kept small enough to inline: an append to a calendar bucket
+        # with room (what _place would do, without its growth and heap paths)
+        _ev_set(&k.ev[k.n], time, s.seq, kind, target, arg)
+        k.n += 1
+        _mark_bucket(s, slot)
+        s.seq += 1
+        s.n_events += 1
+        return
+    _ev_push_placed(s, time, kind, target, arg)
+
+
+cdef inline void _ev_push_placed(Sim* s, int64_t time, int32_t kind, int32_t target,
+                                 int64_t arg) noexcept nogil:
     cdef Event ev
-    ev.time = time
-    ev.seq = s.seq
-    ev.kind = kind
-    ev.target = target
-    ev.arg = arg
+    _ev_set(&ev, time, s.seq, kind, target, arg)
     s.seq += 1
     if _place(s, &ev) < 0:
         s.error = ERR_NOMEM

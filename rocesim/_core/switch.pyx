@@ -15,6 +15,7 @@ from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off, with_entropy
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 from rocesim._core.trim cimport trim_over, trim, trim_refused
+from rocesim._core.events cimport rocesim_ev_ctz64
 
 
 cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
@@ -153,8 +154,8 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
     """The transmitter of switch port `port` is free: send the next packet, if any."""
     cdef World* w = s.w
     cdef Port* p = &w.ports[port]
-    cdef uint32_t ready
-    cdef int32_t prio, k, i
+    cdef uint32_t ready, later
+    cdef int32_t prio, i
     cdef Packet* pk
     if p.down:
         return                                    # link down: nothing leaves (faults.pyx)
@@ -165,13 +166,9 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
         if ready & 1:
             prio = 0
         elif ready:
-            prio = p.rr
-            for k in range(1, NPRIO):
-                prio += 1
-                if prio >= NPRIO:
-                    prio = 1
-                if (ready >> prio) & 1:
-                    break
+            # round robin over 1..7: the first ready queue after p.rr, else the lowest
+            later = ready & ~((<uint32_t> 2 << p.rr) - 1)
+            prio = rocesim_ev_ctz64(later if later else ready)
             p.rr = prio
         else:
             return

@@ -1,4 +1,4 @@
-"""RED/ECN marking at the switch (rocesim/_core/mmu.pyx) follows its curve on a known queue.
+"""RED/ECN marking at the switch (rocesim/_core/mmu.pxd) follows its curve on a known queue.
 
 Two senders at line rate into one link of the same rate: every departure lets two
 packets in, so the egress queue seen at the m-th dequeue is about m packets while both
