@@ -6,8 +6,8 @@ By default (`ties: auto`) a per-packet choice breaks them at random and a flowle
 hash: per packet, ties by the hash pin a queue pair to its ECMP port whenever the queues are
 within one level (below 6750 B, most of the time in a balanced fabric), so that per-packet
 adaptive routing collides as ECMP does until a queue reaches a level, while another port
-idles (a permutation across a 1:1 fabric then stays at 93% of what one switch carries, 99%
-with random ties: validation/LOAD_BALANCING.md).
+idles (a 4 MB permutation across a 1:1 fabric: 93% of what one switch carries with ties by
+the hash, 98% at random; `python validation/lb_line_rate.py --sizes 4MB --buffers 400KB`).
 With `gap: 0` every packet chooses (per-packet adaptive routing, as InfiniBand's and
 NVIDIA Spectrum-X's switches route, whose NICs place packets on arrival); with a gap, a
 queue pair keeps its port until a pause longer than the gap, and then moves only to a port
