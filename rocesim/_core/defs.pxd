@@ -28,7 +28,7 @@ cdef enum:
 # EV_FAULT are work; timers of a flow (EV_RTO .. EV_ACK_TIMER) are work only while it is
 # active; the detector's checks never are (the stall watch looks at the time of the last work).
 cdef enum EventKind:
-    EV_ARRIVE = 0          # head packet of a port's wire reaches the far end; target = port,
+    EV_ARRIVE = 0          # the head packet of the wire into a port reaches it; target = that port,
                            #   arg = that packet (only to prefetch it: the wire's head is the truth)
     EV_TX = 1              # a port's transmitter may start a packet; target = port
     EV_FLOW_START = 2      # a flow starts; target = flow
@@ -129,8 +129,8 @@ cdef struct Port:
     int64_t tx_event       # time of the pending EV_TX, or NIL
     int64_t rate_bps
     int64_t delay_ps
-    int32_t wire_head      # packets on the wire, in arrival order
-    int32_t wire_tail
+    int32_t wire_head      # packets on the wire coming to this port, in arrival order (kept where they
+    int32_t wire_tail      #   arrive: in a run in parts, by the receiving part)
     int32_t peer           # port id at the other end of the link
     uint8_t is_switch      # owning node is a switch
     uint8_t cut            # a run in parts: the link joins two parts; its packets go through
@@ -201,6 +201,9 @@ cdef struct Switch:
     int64_t shared_used    # bytes held above the per-queue reserves, outside headroom
     int64_t total_hdrm
     int64_t total_rsrv
+    int64_t _pad_sw[7]     # 128 bytes in a 64-byte aligned array: the buffer counters a packet bumps
+                           #   share no cache line with another switch's (another part's, on
+                           #   another core, in a run in parts)
 
 cdef struct PacedEntry:   # a paced flow's next sending time (active_set.pxd)
     int64_t time
@@ -483,19 +486,17 @@ cdef struct Stats:
 cdef struct Handoff:
     # A cut port's crossing (issue 20, a run in parts; link.pxd, window.pyx).  The sender's
     # part copies every packet it puts on the port's wire into `pk` (its INT records into
-    # `hops`, its SACK into `sack`) during a window; at the window's end the receiving part
-    # takes them into its own pool, in send order, onto the wire kept here (its pool's
-    # indices), whose head the receiving part's EV_ARRIVE pops.  The buffers keep their
-    # capacity from window to window.
+    # `hops`, its SACK into `sack`) during a window; the receiving part takes them into its
+    # own pool, in send order, onto the wire of the link's far end (`peer`, whose wire
+    # holds the packets coming to it), whose head its EV_ARRIVE pops.  The buffers keep
+    # their capacity from window to window.
     Packet* pk
     IntHop* hops           # MAX_INT_HOPS per packet (INT on), else NULL
     int64_t* sack          # per packet (NetParams.sack_carried), else NULL
     int32_t n
     int32_t cap
-    int32_t wire_head      # the receiving part's packets on the wire, in arrival order
-    int32_t wire_tail
     int32_t port           # the cut port (the sender's end)
-    int32_t _pad
+    int32_t peer           # its peer (the receiving end), which keeps the wire
 
 cdef struct DepMsg:
     # A dependency across parts (issue 20): a parent completed in this part, its child
@@ -615,8 +616,8 @@ cdef struct Sim:
                            #   other event left the network is frozen for good
     int32_t error          # set by a Python callback that raised: the loop stops
     int32_t part           # this part's index in w.parts
-    int32_t n_in_cut       # this part's incoming cut ports (their peers are its nodes' ports) ...
-    int32_t* in_cut        # ... ascending: the order it takes their hand-offs in (window.pyx)
+    int32_t* sent          # the hand-off records this part wrote in the open window, in the order
+    int32_t n_sent         #   first written (room for all its outgoing cut ports; window.pyx)
     DepMsg* deps           # dependency messages to other parts sent in the open window
     int64_t n_deps         #   (flows.pyx), applied at its end in (part, append order)
     int64_t cap_deps       #   (window.pyx); the buffer keeps its capacity

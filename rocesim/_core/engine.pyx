@@ -110,7 +110,7 @@ cdef void _free_part(Sim* s) noexcept:
     free(s.pkt_sack)
     free(s.start_order)
     free(s.tl)
-    free(s.in_cut)
+    free(s.sent)
     free(s.deps)
 
 
@@ -358,7 +358,7 @@ cdef class Core:
         cdef const double[::1] pmax = net["port_pmax"]
         w.n_hosts, w.n_nodes, w.n_ports = H, N, P
         w.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
-        w.sw = <Switch*> calloc(max(N - H, 1), sizeof(Switch))
+        w.sw = <Switch*> _aligned_zeroed(max(N - H, 1) * sizeof(Switch))
         w.hosts = <Host*> calloc(H, sizeof(Host))
         if w.ports == NULL or w.sw == NULL or w.hosts == NULL:
             raise MemoryError()
@@ -446,7 +446,7 @@ cdef class Core:
         # part knows the nodes' parts and L
         w.node_part = _copy_i32(pon)
         w.lookahead = lookahead
-        # the hand-off records, by cut port id; each part's incoming ones, ascending
+        # the hand-off records, by cut port id; room in each part's list of those it writes
         cut_ids = np.flatnonzero(cut).astype(np.int32)
         w.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
         if w.handoff == NULL:
@@ -455,11 +455,10 @@ cdef class Core:
         for m in range(w.n_handoff):
             q = cut_ids[m]
             w.handoff[m].port = q
-            w.handoff[m].wire_head = NIL
-            w.handoff[m].wire_tail = NIL
+            w.handoff[m].peer = port_peer[q]
             w.ports[q].cut = 1
             w.ports[q].handoff = m
-        receiver = pon[port_node[port_peer[cut_ids]]]
+        sender = pon[port_node[cut_ids]]
         cdef int32_t[::1] part_of = pon
         cdef cnp.ndarray[int32_t] roots = np.empty(s.n_roots, np.int32)
         cdef cnp.ndarray[int32_t] root_part = np.empty(s.n_roots, np.int32)
@@ -467,9 +466,11 @@ cdef class Core:
             roots[m] = s.start_order[m]
             root_part[m] = part_of[w.flows[roots[m]].src]
         for k in range(n):
-            own = cut_ids[receiver == k]
-            self.w.parts[k].in_cut = _copy_i32(own)
-            self.w.parts[k].n_in_cut = own.shape[0]
+            free(self.w.parts[k].sent)
+            self.w.parts[k].sent = <int32_t*> malloc(max(int(np.count_nonzero(sender == k)), 1) * sizeof(int32_t))
+            if self.w.parts[k].sent == NULL:
+                raise MemoryError()
+            self.w.parts[k].n_sent = 0
             own = roots[root_part == k]
             free(self.w.parts[k].start_order)
             self.w.parts[k].start_order = _copy_i32(own)

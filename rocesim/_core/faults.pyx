@@ -129,14 +129,12 @@ cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
     cdef int32_t i, prio
     p.down = 1
     p.drop_mask = 0xFF
-    if not p.cut:
-        _lose_wire(s, p.wire_head)        # in flight: lost where they arrive
-    else:
-        # a cut link: what this end handed off in the open window, and the wire coming to it
+    _lose_wire(s, p.wire_head)            # in flight to this end: lost where they arrive
+    if p.cut:
+        # what this end handed off in the open window
         h = &w.handoff[p.handoff]
         for i in range(h.n):
             h.pk[i].kind = PK_LOST
-        _lose_wire(s, w.handoff[w.ports[p.peer].handoff].wire_head)
     if p.is_switch:
         s.st.link_drops += switch_flush(s, port, 0xFF)
     else:

@@ -6,15 +6,16 @@ delay d is fully received by the peer at t + ceil(8 * size * 1e12 / r) + d
 (store-and-forward: the far end acts on the last bit).  With `nic.serialization:
 whole_ns` (NetParams.tx_quantum = 1000 ps) the wire time, and a NIC's pacing interval, are
 instead rounded down to whole nanoseconds, as ns-3 runs (the HPCC fork) have them.
-The packets on a wire keep their order, so each port keeps them in a FIFO with a
-single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
-packet.
+The packets on a wire keep their order, so the port they go to keeps them in a FIFO with
+a single pending EV_ARRIVE event for the head: one heap entry per busy wire, not per
+packet.  (Kept at the receiving end, they are read and written where they arrive: in a run
+in parts, by the receiving part only.)
 
 A run in parts (issue 20): a port whose link joins two parts is *cut*.  Its sender's part
 does not put a packet on the wire but copies it into the port's hand-off record
-(`World.handoff`) and frees it; at the window's end the receiving part takes the copies into
-its own pool and onto the wire kept in that record (`handoff_take`, window.pyx), which
-its EV_ARRIVE pops.
+(`World.handoff`) and frees it; when it next runs, the receiving part takes the copies into
+its own pool and onto the wire of its own port (`handoff_take`, window.pyx), which its
+EV_ARRIVE pops.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
 from libc.stdlib cimport realloc
@@ -78,7 +79,7 @@ cdef inline void port_kick(Sim* s, int32_t port, int64_t t) noexcept nogil:
 
 
 cdef inline void _wire_append(Sim* s, int32_t port, int32_t* head, int32_t* tail, int32_t i) noexcept nogil:
-    """Packet i (its arrival time set) joins the wire (head, tail) of `port`: an EV_ARRIVE
+    """Packet i (its arrival time set) joins the wire (head, tail) into `port`: an EV_ARRIVE
     if the wire was empty, else the arrival time in the packet ahead of it."""
     s.pkts[i].next = NIL
     if tail[0] == NIL:
@@ -91,7 +92,7 @@ cdef inline void _wire_append(Sim* s, int32_t port, int32_t* head, int32_t* tail
 
 
 cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
-    """Put packet i on the wire of `port` now (the transmitter must be free); packet i is
+    """Put packet i on the wire from `port` now (the transmitter must be free); packet i is
     no longer the caller's (a cut port's goes to its hand-off record)."""
     cdef World* w = s.w
     cdef Port* p = &w.ports[port]
@@ -102,8 +103,10 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     p.tx_pkts += 1
     pk.time = done + p.delay_ps
     if p.cut:
-        handoff_put(s, &w.handoff[p.handoff], i)
+        handoff_put(s, p.handoff, i)
         return
+    port = p.peer
+    p = &w.ports[port]
     _wire_append(s, port, &p.wire_head, &p.wire_tail, i)
 
 
@@ -123,14 +126,8 @@ cdef inline int32_t _wire_take(Sim* s, int32_t port, int32_t* head, int32_t* tai
 
 
 cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
-    """Take the packet that has just reached the far end of `port`'s wire (a cut port's
-    wire is in its hand-off record, in the receiving part's pool)."""
-    cdef World* w = s.w
-    cdef Port* p = &w.ports[port]
-    cdef Handoff* h
-    if p.cut:
-        h = &w.handoff[p.handoff]
-        return _wire_take(s, port, &h.wire_head, &h.wire_tail)
+    """Take the packet that has just reached `port` by its wire."""
+    cdef Port* p = &s.w.ports[port]
     return _wire_take(s, port, &p.wire_head, &p.wire_tail)
 
 
@@ -158,10 +155,15 @@ cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
     return 0
 
 
-cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
+cdef inline void handoff_put(Sim* s, int32_t r, int32_t i) noexcept nogil:
     """The sender's part: a copy of packet i (with its INT records and SACK) goes into the
-    hand-off record `h`, and packet i back to the sender's pool."""
+    hand-off record `r`, and packet i back to the sender's pool.  The part lists the
+    records it writes in a window (`Sim.sent`, for window.pyx)."""
     cdef World* w = s.w
+    cdef Handoff* h = &w.handoff[r]
+    if h.n == 0:
+        s.sent[s.n_sent] = r
+        s.n_sent += 1
     if h.n == h.cap and _handoff_grow(s, h) < 0:
         s.error = ERR_NOMEM
     else:
@@ -176,10 +178,11 @@ cdef inline void handoff_put(Sim* s, Handoff* h, int32_t i) noexcept nogil:
 
 
 cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
-    """The receiving part `s`, at a window's end: the packets of hand-off record `h`, in
-    send order, into its pool and onto the wire kept in `h` (fresh seqs from its counter);
-    the record is emptied (its capacity kept).  -1 if out of memory."""
+    """The receiving part `s`: the packets of hand-off record `h`, in send order, into its
+    pool and onto the wire its port `h.peer` keeps (fresh seqs from its counter); the
+    record is emptied (its capacity kept).  -1 if out of memory."""
     cdef World* w = s.w
+    cdef Port* to = &w.ports[h.peer]
     cdef int32_t j, i
     for j in range(h.n):
         i = pkt_alloc(s)
@@ -191,7 +194,7 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
                    h.pk[j].nhops * sizeof(IntHop))
         if w.p.sack_carried:
             s.pkt_sack[i] = h.sack[j]
-        _wire_append(s, h.port, &h.wire_head, &h.wire_tail, i)
+        _wire_append(s, h.peer, &to.wire_head, &to.wire_tail, i)
     h.n = 0
     return 0
 

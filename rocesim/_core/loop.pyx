@@ -30,7 +30,7 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
     cdef World* w = s.w
     cdef Event ev
     cdef int64_t n = 0
-    cdef int32_t i, port, peer
+    cdef int32_t i, peer
     cdef Packet* pk
     cdef Port* p
     cdef int status = STOP_EMPTY
@@ -56,10 +56,9 @@ cdef int run_loop(Sim* s, int64_t until, int64_t max_events) noexcept nogil:
         elif ev.kind == EV_ACK_TIMER and w.flows[ev.target].rx_finish == NIL:
             s.last_work = s.now             # a receiver's, while it receives (its own state)
         if ev.kind == EV_ARRIVE:
-            port = ev.target
-            i = wire_pop(s, port)
+            peer = ev.target                  # the port it arrives at
+            i = wire_pop(s, peer)
             s.st.link_crossings += 1
-            peer = w.ports[port].peer
             pk = &s.pkts[i]
             if pk.kind >= PK_PAUSE:
                 if pk.kind == PK_PAUSE:

@@ -90,12 +90,13 @@ cdef inline void tc_start(ThreadCount* tc, int32_t cap, bint adaptive) noexcept 
             tc.rate[k] = 0.0
 
 
-cdef inline void tc_window(ThreadCount* tc, int64_t wall_ns, int64_t events) noexcept nogil:
-    """A window ran `events` events on tc.now threads in `wall_ns`."""
+cdef inline void tc_window(ThreadCount* tc, int64_t wall_ns, int64_t events, int32_t used) noexcept nogil:
+    """A window ran `events` events in `wall_ns` on tc.now threads, of which `used` ran
+    parts (1 when the window had one part to run: the others waited)."""
     tc.period_wall += wall_ns
     tc.period_events += events
     tc.period_windows += 1
-    tc.threads_wall += <double> tc.now * wall_ns
+    tc.threads_wall += <double> used * wall_ns
     tc.wall += wall_ns
 
 

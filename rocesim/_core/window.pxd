@@ -1,5 +1,5 @@
 # cython: language_level=3
-from libc.stdint cimport int64_t, int32_t, int8_t
+from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t
 from rocesim._core.defs cimport Sim, Handoff
 from rocesim._core.thread_count cimport ThreadCount
 
@@ -33,12 +33,21 @@ cdef struct Windows:
     int32_t n_spare
     Handoff* sets[2]       # both, and which one the open window writes:
     int32_t cur
-    int8_t* wire_at        # per part: the set its incoming wires are current in
-    int64_t* inbox         # per part: the earliest packet handed to it in the open window
-    int32_t* out_off       # per part: its outgoing cut ports' records, out_rec[out_off[k]:out_off[k + 1]]
-    int32_t* out_rec
     int32_t* rec_to        # per record: the receiving part
-    int8_t* has_in         # per part: it has hand-offs to take in the open window
+    int32_t* in_off        # per receiving part: its records' places in_off[k] .. in_off[k + 1] - 1,
+    int32_t* in_rec        #   by ascending port id; per place its record,
+    int32_t* in_pos        #   per record its place
+    int32_t rows           # threads with a row in `noted` and `inbox` (grown as more threads run)
+    int64_t noted_stride   # bytes per row of `noted`, a multiple of 64
+    uint8_t* noted[2]      # per set, thread and place: a part the thread ran wrote that record in
+                           #   the window (each thread writes its own row: no line is shared)
+    int64_t inbox_stride   # int64s per row of `inbox`, a multiple of 8
+    int64_t* inbox         # per thread and part: the earliest packet the thread's parts handed it
+                           #   in the open window (INT64_MAX: none)
+    int8_t* has_in         # per part: it has hand-offs to take (listed in set 1 - cur of `noted`)
+    int32_t* owner         # per part: the thread that ran it last (-1: none yet)
+    int64_t* claimed       # per part: the `stamp` of the turn a thread last claimed it in
+    int64_t stamp          # bumps at every turn of the threads through the open window's parts
     int32_t* start_head    # per part: the starts of children whose last parent was in
     int32_t* start_tail    #   another part (dependency messages), pushed when it next runs:
     int32_t* starts        #   a list of (child, next) pairs in `starts` (-1 ends it)

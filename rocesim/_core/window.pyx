@@ -23,8 +23,10 @@ In a window:
    at the earliest pending event, hand-offs and starts included.
 
 The parts write one of two sets of hand-off records in a window while they take from the
-other, the window before's (`Windows.sets`; a receiving part's wires are kept in the set
-of the window it last ran in, `wire_at`), so taking needs no barrier of its own.  A
+other, the window before's (`Windows.sets`), so taking needs no barrier of its own.  A
+thread notes the records its parts wrote, by receiving part, in a row of its own
+(`Windows.noted`: no atomic operation, no line two threads write at once), so that a
+part visits only the records that hold packets for it, in ascending port id.  A
 part's history in a window depends only on its state when the window opened, and a part
 takes what was handed to it before anything else it does in the next window, as if
 every part had taken its hand-offs at the window's end: the results depend on the
@@ -38,15 +40,20 @@ change the results either.
 Threads.  An OpenMP parallel region per call (a slice of the run) on as many threads as
 thread_count.pxd says, not one per window.  Its threads go through the windows together,
 meeting once per window at the barrier (barrier.pxd: spin, then sleep); the last to
-arrive does step 2 alone and releases the others.  In step 1 the threads claim the
-window's parts from an atomic counter, costliest first (load-adaptive: the order is
-re-sorted by the events each part ran lately, as Unison does).  When the thread count
-changes, the region ends at a window's end and a new one starts.  Built without OpenMP,
-the same code runs on one thread (`windows_max_threads()` is 1).
+arrive does step 2 alone and releases the others, unless the window it opens has one
+part to run: it then runs that window itself, and the next, while the others wait (a
+thread woken to find nothing to do costs a wake-up per window).  In step 1 each thread
+first claims the parts it ran last (their packets and queues are in its core's cache:
+a part that moves to another core each window costs its misses there), costliest first,
+then any part left, cheapest first: what one thread leaves, another takes, and keeps
+(load-adaptive: the order is re-sorted by the events each part ran lately, as Unison
+does).  When the thread count changes, the region ends at a window's end and a new one
+starts.  Built without OpenMP, the same code runs on one thread (`windows_max_threads()`
+is 1).
 """
-from libc.stdint cimport int64_t, int32_t, int8_t, INT64_MAX
-from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport memcpy
+from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t, INT64_MAX
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset
 from cython.parallel cimport parallel, threadid
 from rocesim._core.defs cimport (Sim, World, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
                                  EV_FLOW_START)
@@ -78,8 +85,8 @@ cdef extern from *:
        on a cache line of its own. */
     typedef struct {
         rocesim_barrier bar;
-        _Alignas(64) int claim;        /* the next index into the window's parts */
         _Alignas(64) int action;       /* the serial step's decision, read after the barrier */
+        int solo;                      /* the window closing ran on one thread, the others waiting */
         int sample;                    /* the threads note their CPU time at this window's end */
         int team;                      /* the threads of the region */
         int64_t lim;                   /* the window's last picosecond in this call */
@@ -102,17 +109,20 @@ cdef extern from *:
     static rocesim_slot* rocesim_slots(int n) {
         return (rocesim_slot*) aligned_alloc(64, (size_t) n * sizeof(rocesim_slot));
     }
-    static inline int rocesim_claim(int* c) { return __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
-    static inline void rocesim_min(int64_t* a, int64_t v) {
-        int64_t old = __atomic_load_n(a, __ATOMIC_RELAXED);
-        while (v < old && !__atomic_compare_exchange_n(a, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    static inline int32_t rocesim_get(int32_t* a) { return __atomic_load_n(a, __ATOMIC_RELAXED); }
+    static inline void rocesim_set(int32_t* a, int32_t v) { __atomic_store_n(a, v, __ATOMIC_RELAXED); }
+    /* Claim a part for the turn `stamp`: 1 for the one thread that does. */
+    static inline int rocesim_claim(int64_t* claimed, int64_t stamp) {
+        int64_t old = __atomic_load_n(claimed, __ATOMIC_RELAXED);
+        return old != stamp && __atomic_compare_exchange_n(claimed, &old, stamp, 0, __ATOMIC_RELAXED,
+                                                           __ATOMIC_RELAXED);
     }
     """
     int ROCESIM_MAX_THREADS
     ctypedef struct rocesim_team:
         rocesim_barrier bar
-        int claim
         int action
+        int solo
         int sample
         int team
         int64_t lim
@@ -133,8 +143,9 @@ cdef extern from *:
         int64_t spun_seen
     int rocesim_team_size() noexcept nogil
     rocesim_slot* rocesim_slots(int n) noexcept nogil
-    int rocesim_claim(int* c) noexcept nogil
-    void rocesim_min(int64_t* a, int64_t v) noexcept nogil
+    int32_t rocesim_get(int32_t* a) noexcept nogil
+    void rocesim_set(int32_t* a, int32_t v) noexcept nogil
+    int rocesim_claim(int64_t* claimed, int64_t stamp) noexcept nogil
 
 cdef enum:
     TEAM_ERROR = 1         # a part's error is set (out of memory, a Python scheme raised)
@@ -173,18 +184,18 @@ cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
     win.cost = <int64_t*> calloc(n, sizeof(int64_t))
     win.ran = <int64_t*> calloc(n, sizeof(int64_t))
     win.taken = <int32_t*> calloc(n, sizeof(int32_t))
-    win.wire_at = <int8_t*> calloc(n, sizeof(int8_t))
+    win.owner = <int32_t*> malloc(n * sizeof(int32_t))
+    win.claimed = <int64_t*> calloc(n, sizeof(int64_t))
     win.has_in = <int8_t*> calloc(n, sizeof(int8_t))
-    win.inbox = <int64_t*> malloc(n * sizeof(int64_t))
     win.start_head = <int32_t*> malloc(n * sizeof(int32_t))
     win.start_tail = <int32_t*> malloc(n * sizeof(int32_t))
     if (win.order == NULL or win.active == NULL or win.next_t == NULL or win.cost == NULL or win.ran == NULL
-            or win.taken == NULL or win.wire_at == NULL or win.has_in == NULL or win.inbox == NULL
+            or win.taken == NULL or win.owner == NULL or win.claimed == NULL or win.has_in == NULL
             or win.start_head == NULL or win.start_tail == NULL):
         return -1
     for k in range(n):
         win.order[k] = k
-        win.inbox[k] = INT64_MAX
+        win.owner[k] = -1
         win.start_head[k] = win.start_tail[k] = -1
     return 0
 
@@ -198,14 +209,18 @@ cdef void windows_free(Windows* win) noexcept nogil:
     free(win.ran)
     free(win.taken)
     free(win.profile)
-    free(win.wire_at)
+    free(win.owner)
+    free(win.claimed)
     free(win.has_in)
+    free(win.noted[0])
+    free(win.noted[1])
     free(win.inbox)
     free(win.start_head)
     free(win.start_tail)
     free(win.starts)
-    free(win.out_off)
-    free(win.out_rec)
+    free(win.in_off)
+    free(win.in_rec)
+    free(win.in_pos)
     free(win.rec_to)
     free(win.tc.schedule)
     win.tc.schedule = NULL
@@ -220,35 +235,62 @@ cdef void windows_free(Windows* win) noexcept nogil:
 
 
 cdef int _sets_init(Sim** parts, int32_t n, Windows* win) noexcept nogil:
-    """The second set of hand-off records (empty, for the same ports) and, per part, the
-    records it writes; -1 if out of memory."""
+    """The second set of hand-off records (empty, for the same ports) and the records'
+    places by receiving part; -1 if out of memory."""
     cdef World* w = parts[0].w
-    cdef int32_t m, k, q
+    cdef int32_t m, k
+    cdef size_t room = w.n_handoff if w.n_handoff > 0 else 1
     win.n_spare = w.n_handoff
-    win.spare = <Handoff*> calloc(w.n_handoff if w.n_handoff > 0 else 1, sizeof(Handoff))
-    win.out_off = <int32_t*> calloc(n + 1, sizeof(int32_t))
-    win.out_rec = <int32_t*> malloc((w.n_handoff if w.n_handoff > 0 else 1) * sizeof(int32_t))
-    win.rec_to = <int32_t*> malloc((w.n_handoff if w.n_handoff > 0 else 1) * sizeof(int32_t))
-    if win.spare == NULL or win.out_off == NULL or win.out_rec == NULL or win.rec_to == NULL:
+    win.spare = <Handoff*> calloc(room, sizeof(Handoff))
+    win.in_off = <int32_t*> calloc(n + 1, sizeof(int32_t))
+    win.in_rec = <int32_t*> malloc(room * sizeof(int32_t))
+    win.in_pos = <int32_t*> malloc(room * sizeof(int32_t))
+    win.rec_to = <int32_t*> malloc(room * sizeof(int32_t))
+    if win.spare == NULL or win.in_off == NULL or win.in_rec == NULL or win.in_pos == NULL or win.rec_to == NULL:
         return -1
     for m in range(w.n_handoff):
-        q = w.handoff[m].port
-        win.spare[m].port = q
-        win.spare[m].wire_head = win.spare[m].wire_tail = NIL
-        win.rec_to[m] = w.node_part[w.ports[w.ports[q].peer].node]
-        win.out_off[w.node_part[w.ports[q].node] + 1] += 1
+        win.spare[m].port = w.handoff[m].port
+        win.spare[m].peer = w.handoff[m].peer
+        win.rec_to[m] = w.node_part[w.ports[w.handoff[m].peer].node]
+        win.in_off[win.rec_to[m] + 1] += 1
     for k in range(n):
-        win.out_off[k + 1] += win.out_off[k]
-    for m in range(w.n_handoff):                    # (ascending records per part)
-        k = w.node_part[w.ports[w.handoff[m].port].node]
-        win.out_rec[win.out_off[k]] = m
-        win.out_off[k] += 1
+        win.in_off[k + 1] += win.in_off[k]
+    for m in range(w.n_handoff):                    # (records by ascending port id)
+        k = win.rec_to[m]
+        win.in_pos[m] = win.in_off[k]
+        win.in_rec[win.in_off[k]] = m
+        win.in_off[k] += 1
     for k in range(n, 0, -1):
-        win.out_off[k] = win.out_off[k - 1]
-    win.out_off[0] = 0
+        win.in_off[k] = win.in_off[k - 1]
+    win.in_off[0] = 0
+    win.noted_stride = (w.n_handoff + 63) // 64 * 64
+    win.inbox_stride = (n + 7) // 8 * 8
     win.sets[0] = w.handoff
     win.sets[1] = win.spare
     win.cur = 0
+    return 0
+
+
+cdef int _grow_rows(Windows* win, int32_t rows) noexcept nogil:
+    """Rows in `noted` and `inbox` for `rows` threads (those there kept); -1 if out of memory."""
+    cdef int32_t i
+    cdef int64_t j
+    cdef void* grown
+    if rows <= win.rows:
+        return 0
+    for i in range(2):
+        grown = realloc(win.noted[i], <size_t> (rows * win.noted_stride if win.noted_stride else 1))
+        if grown == NULL:
+            return -1
+        win.noted[i] = <uint8_t*> grown
+        memset(&win.noted[i][win.rows * win.noted_stride], 0, <size_t> ((rows - win.rows) * win.noted_stride))
+    grown = realloc(win.inbox, <size_t> (rows * win.inbox_stride * sizeof(int64_t)))
+    if grown == NULL:
+        return -1
+    win.inbox = <int64_t*> grown
+    for j in range(win.rows * win.inbox_stride, rows * win.inbox_stride):
+        win.inbox[j] = INT64_MAX
+    win.rows = rows
     return 0
 
 
@@ -300,40 +342,28 @@ cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
 
 # --- step 1: a part's turn ------------------------------------------------------------
 
-cdef inline void _copy_wire(Handoff* to, Handoff* frm) noexcept nogil:
-    to.wire_head = frm.wire_head
-    to.wire_tail = frm.wire_tail
-
-
 cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcept nogil:
     """Part k, before anything else it does in a window (or at a window's end, when every
-    part takes what is left for it): the hand-offs of its incoming cut ports in set
-    `src`, in ascending port id, onto its wires, which are then current in the set the
-    parts write now; then the starts of its children whose last parent was in another
-    part.  The hand-offs taken; -1 if out of memory (its error set)."""
+    part takes what is left for it): the hand-offs noted for it in set `src`, in
+    ascending port id, onto its wires; then the starts of its children whose last parent
+    was in another part.  The hand-offs taken; -1 if out of memory (its error set)."""
     cdef Sim* s = parts[k]
     cdef World* w = s.w
-    cdef Handoff* hs
-    cdef Handoff* hc
-    cdef Handoff* ha
-    cdef int32_t c, r, i, child
+    cdef uint8_t* noted = win.noted[src]
+    cdef int32_t j, row, i, child
+    cdef bint got
     cdef int64_t taken = 0
-    for c in range(s.n_in_cut):
-        r = w.ports[s.in_cut[c]].handoff
-        hs = &win.sets[src][r]
-        hc = &win.sets[win.cur][r]
-        ha = &win.sets[win.wire_at[k]][r]
-        if hs.n:
-            if ha != hs:
-                _copy_wire(hs, ha)
-            taken += hs.n
-            if handoff_take(s, hs) < 0:
+    for j in range(win.in_off[k], win.in_off[k + 1]):
+        got = False
+        for row in range(win.rows):
+            if noted[row * win.noted_stride + j]:
+                noted[row * win.noted_stride + j] = 0
+                got = True
+        if got:
+            taken += win.sets[src][win.in_rec[j]].n
+            if handoff_take(s, &win.sets[src][win.in_rec[j]]) < 0:
                 s.error = ERR_NOMEM
                 return -1
-            ha = hs
-        if ha != hc:
-            _copy_wire(hc, ha)
-    win.wire_at[k] = win.cur
     win.has_in[k] = 0
     i = win.start_head[k]
     while i >= 0:
@@ -344,57 +374,90 @@ cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcep
     return -1 if s.error != ERR_NONE else taken
 
 
-cdef void _note_sends(Sim** parts, Windows* win, int32_t k) noexcept nogil:
-    """Part k has run: the parts it handed packets to have work in the next window, from
-    the first packet's arrival (a port's hand-offs are in arrival order)."""
-    cdef int32_t j, r
-    cdef Handoff* h
-    for j in range(win.out_off[k], win.out_off[k + 1]):
-        r = win.out_rec[j]
-        h = &win.sets[win.cur][r]
-        if h.n:
-            rocesim_min(&win.inbox[win.rec_to[r]], h.pk[0].time)
+cdef void _note_sends(Sim** parts, Windows* win, int32_t k, int32_t tid) noexcept nogil:
+    """Part k has run on thread `tid`: the records it wrote, noted in the thread's row for
+    their receivers, which have work in the next window from the first packet's arrival
+    (a port's hand-offs are in arrival order)."""
+    cdef Sim* s = parts[k]
+    cdef uint8_t* noted = &win.noted[win.cur][tid * win.noted_stride]
+    cdef int64_t* inbox = &win.inbox[tid * win.inbox_stride]
+    cdef int32_t j, r, to
+    cdef int64_t t
+    for j in range(s.n_sent):
+        r = s.sent[j]
+        to = win.rec_to[r]
+        t = win.sets[win.cur][r].pk[0].time
+        if t < inbox[to]:
+            inbox[to] = t
+        noted[win.in_pos[r]] = 1
+    s.n_sent = 0
 
 
-cdef void _work(Call* c, rocesim_slot* me) noexcept nogil:
-    """Step 1: this thread claims the window's parts until none is left; each takes what
-    the window before left it, and runs to the window's last picosecond."""
+cdef void _gather(Windows* win, int32_t n) noexcept nogil:
+    """The serial step: which parts were handed packets in the window (`has_in`), and the
+    earliest of them, their next event if sooner; the threads' rows reset."""
+    cdef int32_t k, row
+    cdef int64_t t
+    cdef int64_t* v
+    for k in range(n):
+        t = INT64_MAX
+        for row in range(win.rows):
+            v = &win.inbox[row * win.inbox_stride + k]
+            if v[0] < t:
+                t = v[0]
+            v[0] = INT64_MAX
+        if t < INT64_MAX:
+            win.has_in[k] = 1
+            if t < win.next_t[k]:
+                win.next_t[k] = t
+
+
+cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogil:
+    """Part k's turn in the open window, on thread `tid`: it takes what the window before
+    left it, and runs to the window's last picosecond."""
     cdef Windows* win = c.win
-    cdef rocesim_team* tm = c.tm
-    cdef int32_t j, k, src = 1 - win.cur
+    cdef Sim* s = c.parts[k]
+    cdef int32_t src = 1 - win.cur
     cdef int64_t t, before, p0, q0, got
-    cdef Sim* s
-    me.events = me.taken = me.pk_take = me.pk_run = me.qp_run = 0
-    me.flags = 0
-    while True:
-        j = rocesim_claim(&tm.claim)
-        if j >= win.n_active:
-            break
-        k = win.active[j]
-        s = c.parts[k]
-        if win.has_in[k] or win.start_head[k] >= 0 or win.wire_at[k] != win.cur:
-            p0 = s.pool_used
-            got = _prepare(c.parts, win, k, src)
-            if got < 0:
-                me.flags |= TEAM_ERROR
-                continue
-            me.taken += got
-            me.pk_take += s.pool_used - p0
-        t = _part_next(s)
-        if 0 <= t <= tm.lim:
-            before, p0, q0 = s.st.events, s.pool_used, s.qp_used
-            run_loop(s, tm.lim, INT64_MAX)
-            before = s.st.events - before
-            win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
-            win.cost[k] += before
-            me.events += before
-            me.pk_run += s.pool_used - p0
-            me.qp_run += s.qp_used - q0
-            t = _part_next(s)
-            _note_sends(c.parts, win, k)
-        win.next_t[k] = t
-        if s.error != ERR_NONE or t < 0:
+    if win.has_in[k] or win.start_head[k] >= 0:
+        p0 = s.pool_used
+        got = _prepare(c.parts, win, k, src)
+        if got < 0:
             me.flags |= TEAM_ERROR
+            return
+        me.taken += got
+        me.pk_take += s.pool_used - p0
+    t = _part_next(s)
+    if 0 <= t <= c.tm.lim:
+        before, p0, q0 = s.st.events, s.pool_used, s.qp_used
+        run_loop(s, c.tm.lim, INT64_MAX)
+        before = s.st.events - before
+        win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
+        win.cost[k] += before
+        me.events += before
+        me.pk_run += s.pool_used - p0
+        me.qp_run += s.qp_used - q0
+        t = _part_next(s)
+        _note_sends(c.parts, win, k, tid)
+    win.next_t[k] = t
+    if s.error != ERR_NONE or t < 0:
+        me.flags |= TEAM_ERROR
+
+
+cdef void _work(Call* c, rocesim_slot* me, int32_t tid) noexcept nogil:
+    """Step 1, thread `tid`'s turns: the parts it ran last, costliest first, then any part
+    left, cheapest first (it keeps those: what one thread leaves, another takes)."""
+    cdef Windows* win = c.win
+    cdef int32_t j, k
+    for j in range(win.n_active):
+        k = win.active[j]
+        if rocesim_get(&win.owner[k]) == tid and rocesim_claim(&win.claimed[k], win.stamp):
+            _turn(c, me, k, tid)
+    for j in range(win.n_active - 1, -1, -1):
+        k = win.active[j]
+        if rocesim_claim(&win.claimed[k], win.stamp):
+            rocesim_set(&win.owner[k], tid)
+            _turn(c, me, k, tid)
 
 
 # --- step 2: the window's end, on one thread ---------------------------------------------
@@ -448,13 +511,12 @@ cdef int _flush(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     cdef int64_t got, pk = 0, qp = 0
     for k in range(n):
         win.taken[k] = 0
-        if win.inbox[k] < INT64_MAX or win.has_in[k] or win.start_head[k] >= 0:
+        if win.has_in[k] or win.start_head[k] >= 0:
             got = _prepare(parts, win, k, win.cur)
             if got < 0:
                 return -1
             win.taken[k] = <int32_t> got
             win.handoffs += got
-            win.inbox[k] = INT64_MAX
         pk += parts[k].pool_used
         qp += parts[k].qp_used
     _peaks(win, pk, qp)
@@ -524,6 +586,12 @@ cdef void _note_cpu(Call* c, int32_t nt) noexcept nogil:
         sl.cpu_seen, sl.spun_seen = sl.cpu_mark, sl.spun_mark
 
 
+cdef inline void _clear(rocesim_slot* sl) noexcept nogil:
+    """A thread's sums over a window, zero for the next."""
+    sl.events = sl.taken = sl.pk_take = sl.pk_run = sl.qp_run = 0
+    sl.flags = 0
+
+
 cdef int _end(Call* c, int32_t nt) noexcept nogil:
     """Step 2, by the last thread to arrive: count the window's work, apply its dependency
     messages and monitors, close it, choose the threads and open the next window; GO,
@@ -542,8 +610,9 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
         pk_run += c.slots[i].pk_run
         qp_run += c.slots[i].qp_run
         flags |= c.slots[i].flags
+        _clear(&c.slots[i])
     t = rocesim_clock_ns()
-    tc_window(&win.tc, t - tm.mark, ev)
+    tc_window(&win.tc, t - tm.mark, ev, 1 if tm.solo else nt)
     tm.mark = t
     tm.done += ev
     win.open_events += ev
@@ -557,6 +626,7 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
         _note_cpu(c, nt)
     if tm.lim < win.open_end - 1:
         return INSIDE
+    _gather(win, n)
     if flags & TEAM_ERROR:
         _flush(parts, n, win)
         return STOP_EMPTY             # the part's error says why
@@ -577,11 +647,6 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
             for k in range(n):
                 win.next_t[k] = _part_next(parts[k])
     else:
-        for k in range(n):
-            if win.inbox[k] < INT64_MAX:
-                win.has_in[k] = 1
-                if win.inbox[k] < win.next_t[k]:
-                    win.next_t[k] = win.inbox[k]
         win.end_open = True
     _close(win, n)
     if m != 0:
@@ -623,8 +688,6 @@ cdef int _open(Call* c, int32_t nt) noexcept nogil:
         # the parts write the other set of hand-off records now, while they take this one's
         win.cur = 1 - win.cur
         parts[0].w.handoff = win.sets[win.cur]
-        for k in range(n):
-            win.inbox[k] = INT64_MAX
     lim = win.open_end - 1 if win.open_end - 1 < c.until else c.until
     if win.tc.now > 1 and win.windows % RESORT_EVERY == 0:
         _by_cost(win, n)
@@ -635,13 +698,22 @@ cdef int _open(Call* c, int32_t nt) noexcept nogil:
             win.active[win.n_active] = k
             win.n_active += 1
     tm.lim = lim
-    tm.claim = 0
+    win.stamp += 1
     tm.sample = tc_period_due(&win.tc)
     return GO if win.tc.now == nt else RESIZE
 
 
+cdef inline void _run_window(Call* c, rocesim_slot* me, int32_t tid) noexcept nogil:
+    """This thread's step 1 of a window, and its clocks at the window's end when sampled."""
+    _work(c, me, tid)
+    if c.tm.sample:
+        me.cpu_mark = rocesim_thread_cpu_ns()
+        me.spun_mark = me.spun
+
+
 cdef void _member(Call* c, int32_t tid, int32_t nt) noexcept nogil:
-    """One thread's way through the windows of a region (all threads take the same turns)."""
+    """One thread's way through the windows of a region (all threads take the same turns,
+    but for the windows with one part to run: the last to arrive runs them alone)."""
     cdef rocesim_team* tm = c.tm
     cdef rocesim_slot* me = &c.slots[tid]
     cdef int rnd
@@ -651,12 +723,15 @@ cdef void _member(Call* c, int32_t tid, int32_t nt) noexcept nogil:
     me.spun_mark = me.spun_seen = 0
     me.cpu_mark = me.cpu_seen = rocesim_thread_cpu_ns() if c.win.tc.adaptive else 0
     while True:
-        _work(c, me)
-        if tm.sample:
-            me.cpu_mark = rocesim_thread_cpu_ns()
-            me.spun_mark = me.spun
+        _run_window(c, me, tid)
         if rocesim_barrier_arrive(&tm.bar, nt, &rnd):
+            tm.solo = False
             tm.action = _end(c, nt)
+            while nt > 1 and tm.action == GO and c.win.n_active <= 1:
+                tm.solo = True
+                _run_window(c, me, tid)
+                tm.action = _end(c, nt)
+            tm.solo = False
             rocesim_barrier_release(&tm.bar)
         else:
             rocesim_barrier_wait(&tm.bar, rnd, SPIN_NS, &me.spun, &me.slept)
@@ -668,25 +743,21 @@ cdef void _member(Call* c, int32_t tid, int32_t nt) noexcept nogil:
 
 
 cdef void _restore(Sim** parts, int32_t n, Windows* win) noexcept nogil:
-    """Between calls the world's hand-off records are the current ones: every part's
-    wires current in the set the parts write, and that set in World.handoff."""
-    cdef int32_t k, c, r
+    """Between calls the world's hand-off records are the current ones: the set the parts
+    write is World.handoff, the first set (its lists with it)."""
+    cdef int32_t r
+    cdef uint8_t* keep_noted
     cdef Handoff keep
     cdef World* w = parts[0].w
-    for k in range(n):
-        if win.wire_at[k] != win.cur:
-            for c in range(parts[k].n_in_cut):
-                r = w.ports[parts[k].in_cut[c]].handoff
-                _copy_wire(&win.sets[win.cur][r], &win.sets[win.wire_at[k]][r])
-            win.wire_at[k] = win.cur
     if win.cur == 1:
         for r in range(w.n_handoff):
             keep = win.sets[0][r]
             win.sets[0][r] = win.sets[1][r]
             win.sets[1][r] = keep
+        keep_noted = win.noted[0]
+        win.noted[0] = win.noted[1]
+        win.noted[1] = keep_noted
         win.cur = 0
-        for k in range(n):
-            win.wire_at[k] = 0
     w.handoff = win.sets[0]
 
 
@@ -715,7 +786,10 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_
     if c.slots == NULL:
         parts[0].error = ERR_NOMEM
         return STOP_EMPTY
+    for k in range(most):
+        _clear(&c.slots[k])
     rocesim_barrier_init(&tm.bar)
+    tm.solo = False
     tm.done = 0
     tm.mark = rocesim_clock_ns()
     # Python may have changed the parts between two calls (routes, faults): look again
@@ -731,6 +805,10 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_
         action = _open(&c, 0)
     while action == GO or action == RESIZE:
         nt = win.tc.now
+        if _grow_rows(win, nt) < 0:
+            parts[0].error = ERR_NOMEM
+            action = STOP_EMPTY
+            break
         if nt == 1:
             _member(&c, 0, 1)
         else:

@@ -125,7 +125,8 @@ def test_a_thread_count_that_changes_between_windows_changes_nothing(case, level
 @pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
 def test_adapting_threads_change_nothing_and_say_what_ran():
     """`adapt` (threads: auto) on up to 4 threads: the run of one thread, whatever the
-    measurements chose; a fixed count runs that count throughout; one part runs on 1."""
+    measurements chose; a fixed count runs that count throughout (but for windows with one
+    part to run); one part runs on 1."""
     one = run_in_slices(core_of("pfc_dcqcn", "leaves"), 1)
     core = core_of("pfc_dcqcn", "leaves")
     auto = run_in_slices(core, 4, adapt=True)
@@ -134,7 +135,8 @@ def test_adapting_threads_change_nothing_and_say_what_ran():
     assert 1 <= used["threads_mean"] <= 4 and 1 <= used["threads_final"] <= 4
     core = core_of("pfc_dcqcn", "leaves")
     run_in_slices(core, 2)
-    assert core.thread_stats() == dict(threads_mean=2.0, threads_final=2)
+    used = core.thread_stats()      # (a window with one part to run runs on one of them)
+    assert used["threads_final"] == 2 and 1.5 < used["threads_mean"] <= 2.0
     sim = Simulation(topology.star(5, "100Gbps", "1us"))
     sim.add_flow(1, 2, 100_000)
     core = sim.build_core()

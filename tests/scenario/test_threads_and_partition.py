@@ -135,7 +135,9 @@ def test_summary_json_has_the_partition_and_the_threads_the_run_used(tmp_path):
         # the threads it ran on (2, one part: 1), not the number asked
         assert "threads" not in written[level]
         n = 1 if parts == 1 else 2
-        assert (written[level]["threads_mean"], written[level]["threads_final"]) == (n, n)
+        assert written[level]["threads_final"] == n
+        # (a window with one part to run runs on one of them: the mean counts it as one)
+        assert 1 <= written[level]["threads_mean"] <= n
     # auto: the level config.AUTO_PARTITION names
     sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"))
     assert sim.partition_setting == "auto" and sim.partition_level == config.AUTO_PARTITION
