@@ -26,12 +26,7 @@ from libc.string cimport memset
 from rocesim._core.defs cimport (Sim, World, Flow, Qp, Host, PacedEntry, NIL, ERR_NOMEM,
                                  SCHED_BLOCKED, SCHED_READY, SCHED_PACED)
 from rocesim._core.qp cimport qp_of
-
-cdef extern from *:
-    """
-    static inline int rocesim_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    """
-    int rocesim_ctz64(unsigned long long x) nogil
+from rocesim._core.bits cimport rocesim_ctz64
 
 
 # --- the ready bitset ------------------------------------------------------------------

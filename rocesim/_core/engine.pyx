@@ -458,7 +458,7 @@ cdef class Core:
             w.handoff[m].peer = port_peer[q]
             w.ports[q].cut = 1
             w.ports[q].handoff = m
-        sender = pon[port_node[cut_ids]]
+        sending = np.bincount(pon[port_node[cut_ids]], minlength=n)     # cut ports per part
         cdef int32_t[::1] part_of = pon
         cdef cnp.ndarray[int32_t] roots = np.empty(s.n_roots, np.int32)
         cdef cnp.ndarray[int32_t] root_part = np.empty(s.n_roots, np.int32)
@@ -467,7 +467,7 @@ cdef class Core:
             root_part[m] = part_of[w.flows[roots[m]].src]
         for k in range(n):
             free(self.w.parts[k].sent)
-            self.w.parts[k].sent = <int32_t*> malloc(max(int(np.count_nonzero(sender == k)), 1) * sizeof(int32_t))
+            self.w.parts[k].sent = <int32_t*> malloc(max(int(sending[k]), 1) * sizeof(int32_t))
             if self.w.parts[k].sent == NULL:
                 raise MemoryError()
             self.w.parts[k].n_sent = 0

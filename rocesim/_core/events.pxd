@@ -30,12 +30,7 @@ from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
 from rocesim._core.defs cimport Sim, Event, EventHeap, EventBucket, ERR_NOMEM
 from rocesim._core.growth cimport room_for_one
-
-cdef extern from *:
-    """
-    static inline int rocesim_ev_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    """
-    int rocesim_ev_ctz64(unsigned long long x) nogil
+from rocesim._core.bits cimport rocesim_ctz64
 
 cdef enum:
     CAL_N = 8192                   # buckets of a run in one part (the calendar covers 2 to 34 us)
@@ -210,7 +205,7 @@ cdef inline int32_t _next_word(Sim* s, int32_t w) noexcept nogil:
     cdef uint64_t m = s.cal_sum[j] & ((~(<uint64_t> 0)) << (w & 63))
     for k in range(n_sum + 1):
         if m:
-            return (j << 6) + rocesim_ev_ctz64(m)
+            return (j << 6) + rocesim_ctz64(m)
         j = (j + 1) % n_sum
         m = s.cal_sum[j]
     return -1
@@ -227,7 +222,7 @@ cdef inline int64_t _next_bucket(Sim* s) noexcept nogil:
             return -1
         m = s.cal_bits[w]               # (if w wrapped back to the start word, its bits
                                         #   below `start` are the calendar's last buckets)
-    j = (w << 6) + rocesim_ev_ctz64(m)
+    j = (w << 6) + rocesim_ctz64(m)
     return s.cal_cur + 1 + ((j - start) & (s.cal_n - 1))
 
 

@@ -64,7 +64,7 @@ from rocesim._core.routing cimport flow_hash, flow_rhash, flow_path_off, ecmp_in
 from rocesim._core.flows cimport (trace_path, flows_next_root, flow_activate, flow_finish,
                                   flow_compute_done, flow_delivered)
 from rocesim._core.loop cimport STOP_EMPTY, event_due
-from rocesim._core.active_set cimport rocesim_ctz64
+from rocesim._core.bits cimport rocesim_ctz64
 
 cdef enum:
     LADDER = 48            # _fill: octaves of the links' first levels told apart (the last takes the rest)

@@ -96,6 +96,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     no longer the caller's (a cut port's goes to its hand-off record)."""
     cdef World* w = s.w
     cdef Port* p = &w.ports[port]
+    cdef Port* to
     cdef Packet* pk = &s.pkts[i]
     cdef int64_t done = s.now + wire_time(s, pk.size, p.rate_bps)
     p.busy_until = done
@@ -105,9 +106,8 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     if p.cut:
         handoff_put(s, p.handoff, i)
         return
-    port = p.peer
-    p = &w.ports[port]
-    _wire_append(s, port, &p.wire_head, &p.wire_tail, i)
+    to = &w.ports[p.peer]              # (the wire is kept where it arrives)
+    _wire_append(s, p.peer, &to.wire_head, &to.wire_tail, i)
 
 
 cdef inline int32_t _wire_take(Sim* s, int32_t port, int32_t* head, int32_t* tail) noexcept nogil:

@@ -15,7 +15,7 @@ from rocesim._core.pool cimport pkt_alloc, pkt_free, pkt_hops
 from rocesim._core.routing cimport route_lookup, flow_hash, flow_rhash, flow_path_off, with_entropy
 from rocesim._core.mmu cimport mmu_admit, mmu_release, mmu_ecn_mark
 from rocesim._core.trim cimport trim_over, trim, trim_refused
-from rocesim._core.events cimport rocesim_ev_ctz64
+from rocesim._core.bits cimport rocesim_ctz64
 
 
 cdef inline void _drop(Sim* s, int32_t in_port, int32_t i) noexcept nogil:
@@ -168,7 +168,7 @@ cdef void switch_port_tx(Sim* s, int32_t port) noexcept nogil:
         elif ready:
             # round robin over 1..7: the first ready queue after p.rr, else the lowest
             later = ready & ~((<uint32_t> 2 << p.rr) - 1)
-            prio = rocesim_ev_ctz64(later if later else ready)
+            prio = rocesim_ctz64(later if later else ready)
             p.rr = prio
         else:
             return

@@ -137,7 +137,7 @@ def test_summary_json_has_the_partition_and_the_threads_the_run_used(tmp_path):
         n = 1 if parts == 1 else 2
         assert written[level]["threads_final"] == n
         # (a window with one part to run runs on one of them: the mean counts it as one)
-        assert 1 <= written[level]["threads_mean"] <= n
+        assert written[level]["threads_mean"] == 1 if n == 1 else 1 < written[level]["threads_mean"] <= n
     # auto: the level config.AUTO_PARTITION names
     sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"))
     assert sim.partition_setting == "auto" and sim.partition_level == config.AUTO_PARTITION
@@ -155,6 +155,27 @@ def test_the_outputs_do_not_depend_on_the_threads(tmp_path):
         summary = json.loads(files[n].pop("summary.json"))
         files[n]["summary"] = {k: v for k, v in summary.items() if k not in MACHINE_KEYS}
     assert files[1] == files[2] == files[4]
+
+
+@pytest.mark.skipif(min(run_loop.MAX_THREADS, len(os.sched_getaffinity(0))) < 2, reason="one thread only here")
+def test_a_window_with_one_part_to_run_runs_on_one_thread(tmp_path):
+    """Traffic inside one pod at `pods`: every window has one part to run, which runs on one
+    of 2 threads while the other waits (summary.json's `threads_mean` about 1, its final count
+    2), and the outputs are those of one thread."""
+    files = {}
+    for n in (1, 2):
+        sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), seed=1, partition="pods")
+        for src, dst in ((0, 2), (1, 3), (2, 1), (3, 0)):      # pod 0's hosts
+            sim.add_flow(src, dst, 1_000_000)
+        res = sim.run(threads=n, progress=False)
+        res.write(tmp_path / str(n))
+        files[n] = {f: (tmp_path / str(n) / f).read_bytes() for f in sorted(os.listdir(tmp_path / str(n)))}
+        files[n]["summary"] = json.loads(files[n].pop("summary.json"))
+    used = files[2]["summary"]
+    assert used["parts"] > 1 and used["threads_final"] == 2 and used["threads_mean"] < 1.1
+    for n in (1, 2):
+        files[n]["summary"] = {k: v for k, v in files[n]["summary"].items() if k not in MACHINE_KEYS}
+    assert files[1] == files[2]
 
 
 def test_a_scenario_in_parts_runs_as_the_api_does(tmp_path, capsys):
