@@ -102,7 +102,8 @@ def _config_files(path) -> dict:
 def run_fork(fork, case_dir, case, ref_info):
     """Run the fork binary `fork` on a case's stored config in a scratch folder laid out as
     the config names its files (the case's topology and flows; no node traced): (the FCT
-    arrays it wrote, as `read_fork_fct`, and its process's user + system CPU seconds)."""
+    arrays it wrote, as `read_fork_fct`, its process's user + system CPU seconds, and its wall
+    seconds)."""
     work = tempfile.mkdtemp(prefix="fork_")
     try:
         names = _config_files(os.path.join(case_dir, ref_info["config"]))
@@ -116,14 +117,15 @@ def run_fork(fork, case_dir, case, ref_info):
         shutil.copyfile(os.path.join(case_dir, ref_info["config"]), conf)
         libs = os.path.dirname(os.path.dirname(os.path.abspath(fork)))      # build/scratch/third: build/
         env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libs, os.environ.get("LD_LIBRARY_PATH")])))
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         done = subprocess.run([os.path.abspath(fork), conf], cwd=work, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - w0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"the fork exited {done.returncode} on {ref_info['config']}: {done.stderr[-500:]}")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        return read_fork_fct(os.path.join(work, names["FCT_OUTPUT_FILE"])), cpu
+        return read_fork_fct(os.path.join(work, names["FCT_OUTPUT_FILE"])), cpu, wall
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -135,16 +137,20 @@ def same_fcts(a, b) -> bool:
 
 
 def run_rocesim(case_dir, case, name, seed=1, partition="auto", threads=1):
+    """rocesim on a case with the fork's scheme `name`: (sizes, FCTs and slowdowns of the
+    finished flows, CPU seconds of building and running, flows finished, flows in all, wall
+    seconds of building and running)."""
     raw = {"seed": seed, "topology": {"kind": "hpcc_file", "path": case["topology"]},
            "traffic": [{"kind": "hpcc_flow_file", "path": case["flows"]}],
            "partition": partition, **fork_setup(name)}
-    t0 = time.process_time()               # building and running, as the fork's process does both
+    t0, w0 = time.process_time(), time.perf_counter()   # building and running, as the fork's process does both
     scn = scenario.build(raw, base_dir=case_dir)
     res = scn.sim.run(progress=False, threads=threads)
-    cpu = time.process_time() - t0
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     f = res.flows
     done = ~np.isnan(f["fct_ns"])
-    return f["size_bytes"][done], f["fct_ns"][done], f["slowdown"][done], cpu, int(done.sum()), f["size_bytes"].size
+    return (f["size_bytes"][done], f["fct_ns"][done], f["slowdown"][done], cpu, int(done.sum()), f["size_bytes"].size,
+            wall)
 
 
 def percentiles(slowdown):
@@ -234,13 +240,13 @@ def compare_case(case_name, schemes, n_bins, n_seeds=1, summary=None, partition=
         here = fork is not None and (not fork_schemes or name in fork_schemes)
         (ran if here else stored).append(name)
         if here:
-            fresh, fork_cpu = run_fork(fork, case_dir, case, ref_info)
+            fresh, fork_cpu, _ = run_fork(fork, case_dir, case, ref_info)
             if not same_fcts(fresh, ref):
                 notes.append(f"{name}: the fork's FCTs here differ from the stored ones "
                              f"({fresh[0].size} flows against {ref[0].size}); compared with the ones made here")
             ref = fresh
         runs = [run_rocesim(case_dir, case, name, seed, partition, threads) for seed in range(1, n_seeds + 1)]
-        _, _, _, cpu, done, total = runs[0]
+        _, _, _, cpu, done, total, _ = runs[0]
         cpu_text = cpu_cell(fork_cpu, cpu) if here else stored_cpu_cell(ref_info, cpu)
         worst_bin, worst_spread = 0.0, 0.0
         for label, r, o, spread in seed_rows(ref, [run[:3] for run in runs], n_bins):
