@@ -81,9 +81,8 @@ cdef struct EventHeap:      # a 4-ary min-heap of events (events.pxd)
     int64_t n
     int64_t cap
 
-cdef struct EventBucket:    # the events of one calendar bucket, unsorted (events.pxd)
-    Event* ev
-    int64_t n
+cdef struct EventBucket:    # a calendar bucket's events beyond the CAL_INLINE it holds in
+    Event* ev               #   place, unsorted (events.pxd)
     int64_t cap
 
 cdef struct IntHop:
@@ -570,7 +569,9 @@ cdef struct Sim:
     EventHeap front
     bint front_sorted      # front is a run sorted latest first (its earliest event last),
                            #   not a heap (events.pxd)
-    EventBucket* cal
+    int32_t* cal_cnt       # events in each calendar bucket
+    Event* cal_ev          # each bucket's first CAL_INLINE events, in place (64-byte aligned)
+    EventBucket* cal       # each bucket's further events
     uint64_t* cal_bits     # non-empty calendar buckets
     uint64_t* cal_sum      # non-empty words of cal_bits
     int64_t cal_cur        # the current bucket (time >> cal_shift)

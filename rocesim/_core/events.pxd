@@ -13,8 +13,11 @@ delay), so instead of one heap of every pending event the queue keeps:
   run, stored latest first so that a pop takes the last element; otherwise, or once an
   event is scheduled into the current bucket, it is a 4-ary heap;
 * the calendar, Sim.cal_n buckets (a power of two, CAL_N at most: a run in one part has
-  CAL_N) for the cal_n - 1 buckets after it, each an unsorted array (a push is an append),
-  with a bitset of the non-empty ones;
+  CAL_N) for the cal_n - 1 buckets after it, each unsorted (a push is an append), with a
+  bitset of the non-empty ones.  A bucket's first CAL_INLINE events are in place, in one
+  array of every bucket's (`cal_ev`), its count in another (`cal_cnt`); more go to an
+  array of its own (`cal[slot].ev`).  A push then writes where the slot alone says, after
+  reading a count from an array small enough to stay in cache;
 * `later`, a 4-ary heap of the events beyond the calendar (timeouts, flow starts).
 
 When `front` runs dry the queue moves to the next non-empty bucket, heapifies it into
@@ -34,9 +37,10 @@ from rocesim._core.bits cimport rocesim_ctz64
 
 cdef enum:
     CAL_N = 8192                   # buckets of a run in one part (the calendar covers 2 to 34 us)
+    CAL_INLINE = 8                 # events a bucket holds in place (256 B: four cache lines)
     CAL_MIN = 64                   # the fewest buckets (one word of cal_bits)
-    CAL_KEEP = 64                  # a bucket keeps its array up to this many events when
-                                   #   emptied; a larger one (a burst) is freed
+    CAL_KEEP = 64                  # a bucket keeps its array of further events up to this many
+                                   #   when emptied; a larger one (a burst) is freed
     CAL_KEEP_PART = 16             # the same in a part of a run in parts (hundreds of
                                    #   calendars): k16 at `leaves`, event queues 20 -> 16 MB,
                                    #   peak 155 -> 152 MB; at `pods` 134 -> 119 MB; same CPU
@@ -158,18 +162,22 @@ cdef inline void _mark_bucket(Sim* s, int32_t slot) noexcept nogil:
 
 cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
     cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
+    cdef int32_t n = s.cal_cnt[slot]
     cdef EventBucket* k = &s.cal[slot]
-    if room_for_one(<void**> &k.ev, k.n, &k.cap, sizeof(Event), 16) < 0:
-        return -1
-    k.ev[k.n] = ev[0]
-    k.n += 1
+    if n < CAL_INLINE:
+        s.cal_ev[<int64_t> slot * CAL_INLINE + n] = ev[0]
+    else:
+        if room_for_one(<void**> &k.ev, n - CAL_INLINE, &k.cap, sizeof(Event), 16) < 0:
+            return -1
+        k.ev[n - CAL_INLINE] = ev[0]
+    s.cal_cnt[slot] = n + 1
     _mark_bucket(s, slot)
     return 0
 
 
-cdef inline void _front_to_heap(Sim* s) noexcept nogil:
-    """Make a sorted `front` a heap: reversed, earliest first, a sorted array is one."""
-    cdef int64_t i = 0, j = s.front.n - 1
+cdef inline void _front_reverse(Sim* s, int64_t n) noexcept nogil:
+    """Reverse the first n events of `front`."""
+    cdef int64_t i = 0, j = n - 1
     cdef Event t
     while i < j:
         t = s.front.a[i]
@@ -177,6 +185,11 @@ cdef inline void _front_to_heap(Sim* s) noexcept nogil:
         s.front.a[j] = t
         i += 1
         j -= 1
+
+
+cdef inline void _front_to_heap(Sim* s) noexcept nogil:
+    """Make a sorted `front` a heap: reversed, earliest first, a sorted array is one."""
+    _front_reverse(s, s.front.n)
     s.front_sorted = False
 
 
@@ -238,9 +251,29 @@ cdef inline bint _take_sorted(Event* dst, Event* src, int64_t n) noexcept nogil:
     return True
 
 
+cdef inline bint _bucket_to_front(Sim* s, int32_t slot, int64_t n) noexcept nogil:
+    """The n events of bucket `slot` into s.front.a (room for n): latest first if they are
+    in (time, seq) order (True), else in push order (False)."""
+    cdef Event* inl = &s.cal_ev[<int64_t> slot * CAL_INLINE]
+    cdef Event* a = s.front.a
+    cdef int64_t i
+    if n <= CAL_INLINE:
+        if _take_sorted(a, inl, n):
+            return True
+        memcpy(a, inl, n * sizeof(Event))
+        return False
+    memcpy(a, inl, CAL_INLINE * sizeof(Event))
+    memcpy(a + CAL_INLINE, s.cal[slot].ev, (n - CAL_INLINE) * sizeof(Event))
+    for i in range(1, n):
+        if _before(&a[i], &a[i - 1]):
+            return False
+    _front_reverse(s, n)
+    return True
+
+
 cdef inline int _advance(Sim* s) noexcept nogil:
     """`front` is empty and events remain: make the next bucket with events current."""
-    cdef int64_t b = _next_bucket(s), i
+    cdef int64_t b = _next_bucket(s), i, n
     cdef int32_t slot
     cdef EventBucket* k
     cdef Event ev
@@ -252,20 +285,20 @@ cdef inline int _advance(Sim* s) noexcept nogil:
         s.cal_cur = b
         slot = <int32_t> (b & (s.cal_n - 1))
         k = &s.cal[slot]
-        if s.front.cap > FRONT_KEEP and k.n <= FRONT_KEEP:
+        n = s.cal_cnt[slot]
+        if s.front.cap > FRONT_KEEP and n <= FRONT_KEEP:
             _heap_release(&s.front)              # a burst (a million flows released at once) is over
-        if _heap_reserve(&s.front, k.n) < 0:
+        if _heap_reserve(&s.front, n) < 0:
             return -1
-        s.front.n = k.n
-        if _take_sorted(s.front.a, k.ev, k.n):
+        s.front.n = n
+        if _bucket_to_front(s, slot, n):
             s.front_sorted = True
         else:
-            memcpy(s.front.a, k.ev, k.n * sizeof(Event))
-            i = (k.n - 2) >> 2                   # heapify: sift down every parent
+            i = (n - 2) >> 2                     # heapify: sift down every parent
             while i >= 0:
                 _sift_down(s.front.a, s.front.n, i, s.front.a[i])
                 i -= 1
-        k.n = 0
+        s.cal_cnt[slot] = 0
         if k.cap > (CAL_KEEP if s.w.node_part == NULL else CAL_KEEP_PART):   # the calendar's memory
                                          #   follows what it holds now
             free(k.ev)
@@ -296,12 +329,12 @@ cdef inline void ev_push(Sim* s, int64_t time, int32_t kind, int32_t target,
                          int64_t arg) noexcept nogil:
     cdef int64_t b = time >> s.cal_shift
     cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
-    cdef EventBucket* k = &s.cal[slot]
-    if b > s.cal_cur and b < s.cal_cur + s.cal_n and k.n < k.cap:
-        # the common case, kept small enough to inline: an append to a calendar bucket
-        # with room (what _place would do, without its growth and heap paths)
-        _ev_set(&k.ev[k.n], time, s.seq, kind, target, arg)
-        k.n += 1
+    cdef int32_t n = s.cal_cnt[slot]
+    if b > s.cal_cur and b < s.cal_cur + s.cal_n and n < CAL_INLINE:
+        # the common case, kept small enough to inline: an append to a calendar bucket's
+        # events in place (what _place would do, without its other paths)
+        _ev_set(&s.cal_ev[<int64_t> slot * CAL_INLINE + n], time, s.seq, kind, target, arg)
+        s.cal_cnt[slot] = n + 1
         _mark_bucket(s, slot)
         s.seq += 1
         s.n_events += 1
@@ -375,15 +408,20 @@ cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
     cdef int32_t i, words = cal_n >> 6, sums = _sum_words(cal_n)
     s.cal_shift = shift
     s.cal_n = cal_n
+    cdef void* mem = NULL
     s.cal = <EventBucket*> realloc(NULL, cal_n * sizeof(EventBucket))
+    s.cal_cnt = <int32_t*> realloc(NULL, cal_n * sizeof(int32_t))
     s.cal_bits = <uint64_t*> realloc(NULL, words * sizeof(uint64_t))
     s.cal_sum = <uint64_t*> realloc(NULL, sums * sizeof(uint64_t))
-    if s.cal == NULL or s.cal_bits == NULL or s.cal_sum == NULL:
+    s.cal_ev = NULL
+    if posix_memalign(&mem, 64, <size_t> cal_n * CAL_INLINE * sizeof(Event)) == 0:
+        s.cal_ev = <Event*> mem
+    if s.cal == NULL or s.cal_cnt == NULL or s.cal_ev == NULL or s.cal_bits == NULL or s.cal_sum == NULL:
         return -1
     for i in range(cal_n):
         s.cal[i].ev = NULL
-        s.cal[i].n = 0
         s.cal[i].cap = 0
+        s.cal_cnt[i] = 0
     for i in range(words):
         s.cal_bits[i] = 0
     for i in range(sums):
@@ -398,7 +436,8 @@ cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
 
 cdef inline int64_t ev_bytes(Sim* s) noexcept nogil:
     """Memory the queue holds (its arrays' capacity)."""
-    cdef int64_t total = (s.front.cap + s.later.cap + s.cal_n // 2) * sizeof(Event)
+    cdef int64_t total = ((s.front.cap + s.later.cap + <int64_t> s.cal_n * CAL_INLINE) * sizeof(Event)
+                          + s.cal_n * (sizeof(EventBucket) + sizeof(int32_t)) + s.cal_n // 8)
     cdef int32_t i
     if s.cal != NULL:
         for i in range(s.cal_n):
@@ -412,9 +451,13 @@ cdef inline void ev_free(Sim* s) noexcept nogil:
         for i in range(s.cal_n):
             free(s.cal[i].ev)
     free(s.cal)
+    free(s.cal_cnt)
+    free(s.cal_ev)
     free(s.cal_bits)
     free(s.cal_sum)
     s.cal = NULL
+    s.cal_cnt = NULL
+    s.cal_ev = NULL
     s.cal_bits = NULL
     s.cal_sum = NULL
     _heap_release(&s.front)
