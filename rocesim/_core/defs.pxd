@@ -30,7 +30,8 @@ cdef enum:
 cdef enum EventKind:
     EV_ARRIVE = 0          # the head packet of the wire into a port reaches it; target = that port,
                            #   arg = that packet (only to prefetch it: the wire's head is the truth)
-    EV_TX = 1              # a port's transmitter may start a packet; target = port
+    EV_TX = 1              # a port's transmitter may start a packet; target = port, arg = the packet
+                           #   likely to go (a prefetch hint, link.pxd port_kick) or NIL
     EV_FLOW_START = 2      # a flow starts; target = flow
     EV_COMPUTE_DONE = 3    # a compute step of the dependency graph ends; target = flow
     EV_FAULT = 4           # a scheduled fault (faults.pyx); target = fault index

@@ -25,6 +25,7 @@ from rocesim._core.defs cimport (Sim, World, Port, Packet, IntHop, Handoff, NIL,
 from rocesim._core.events cimport ev_push
 from rocesim._core.pool cimport pkt_free, pkt_alloc
 from rocesim._core.timeline cimport timeline_add
+from rocesim._core.bits cimport rocesim_ctz64
 
 cdef extern from *:
     void __builtin_prefetch(const void* addr) nogil
@@ -68,14 +69,17 @@ cdef inline int32_t q_pop(Sim* s, Port* p, int32_t prio) noexcept nogil:
 
 
 cdef inline void port_kick(Sim* s, int32_t port, int64_t t) noexcept nogil:
-    """Make sure the transmitter of `port` looks for work at max(t, busy_until)."""
+    """Make sure the transmitter of `port` looks for work at max(t, busy_until).  The
+    EV_TX carries the packet likely to go then (the head of its lowest-numbered queue
+    with packets, or NIL): only a hint, for the event loop to start fetching it one event
+    ahead (a queued packet is rarely still in cache when its turn comes)."""
     cdef Port* p = &s.w.ports[port]
     if t < p.busy_until:
         t = p.busy_until
     if p.tx_event != NIL and p.tx_event <= t:
         return
     p.tx_event = t
-    ev_push(s, t, EV_TX, port, 0)
+    ev_push(s, t, EV_TX, port, p.q_head[rocesim_ctz64(p.q_mask)] if p.q_mask else NIL)
 
 
 cdef inline void _wire_append(Sim* s, int32_t port, int32_t* head, int32_t* tail, int32_t i) noexcept nogil:
