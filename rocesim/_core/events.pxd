@@ -37,7 +37,7 @@ from rocesim._core.bits cimport rocesim_ctz64
 
 cdef enum:
     CAL_N = 8192                   # buckets of a run in one part (the calendar covers 2 to 34 us)
-    CAL_INLINE = 8                 # events a bucket holds in place (256 B: four cache lines)
+    CAL_INLINE = 16                # events a bucket holds in place (512 B: eight cache lines)
     CAL_MIN = 64                   # the fewest buckets (one word of cal_bits)
     CAL_KEEP = 64                  # a bucket keeps its array of further events up to this many
                                    #   when emptied; a larger one (a burst) is freed
