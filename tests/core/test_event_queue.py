@@ -60,3 +60,17 @@ def test_a_burst_of_simultaneous_events_then_sparse_ones():
     ops += [10**9, -1, 10**9 + 7, 2 * 10**9, -1, -1]
     assert event_queue_run(ops, 8) == reference(ops)
     assert event_queue_run(ops, 12, 128) == reference(ops)
+
+
+@pytest.mark.parametrize("n", [15, 16, 17, 40])
+def test_a_bucket_past_the_events_it_holds_in_place(n):
+    """A bucket keeps its first events in place and the rest in an array of its own
+    (events.pxd, CAL_INLINE): in (time, seq) order across the two, whether they were pushed
+    in order, in reverse, or with ties, around that boundary."""
+    base = 5_000_000                        # one future bucket at shift 20 (1 us wide)
+    in_order = [base + i for i in range(n)]
+    reverse = in_order[::-1]
+    ties = [base + (i % 3) for i in range(n)]
+    for times in (in_order, reverse, ties):
+        ops = times + [-1] * 3 + [base + n, base + 3] + [-1] * (n + 2)   # (never before the last pop)
+        assert event_queue_run(ops, 20, 64) == reference(ops)
