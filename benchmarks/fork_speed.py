@@ -18,9 +18,7 @@ figures carry the machine's 1-minute load average when each run started.
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 
@@ -30,7 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "validation"))
 
 import yaml  # noqa: E402
 
-from compare import SCHEMES, run_fork  # noqa: E402
+from compare import SCHEMES, run_fork, timed_run  # noqa: E402
 from flow_vs_packet import git_commit, machine  # noqa: E402
 
 # one rocesim run of a case and scheme in a process of its own; prints flows done and in all
@@ -45,23 +43,14 @@ print(json.dumps({{"done": run[4], "total": run[5]}}))
 """
 
 
-def _timed(argv):
-    """Run `argv`: (its stdout, user + system CPU seconds of the process, wall seconds)."""
-    before, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - w0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"{argv[:2]} exited {done.returncode}: {done.stderr[-800:]}")
-    return done.stdout, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
-
-
 def run_rocesim_process(case_dir, name, threads):
     """rocesim on a case and the fork's scheme `name`, in a fresh process: (CPU s, wall s)."""
     code = _ROCESIM.format(validation=os.path.join(ROOT, "validation"), case_yaml=os.path.join(case_dir, "case.yaml"),
                            case_dir=case_dir, name=name, threads=threads)
-    out, cpu, wall = _timed([sys.executable, "-c", code])
-    counts = json.loads(out.strip().splitlines()[-1])
+    done, cpu, wall = timed_run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"rocesim exited {done.returncode} on {name}: {done.stderr[-800:]}")
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
     if counts["done"] != counts["total"]:
         raise RuntimeError(f"rocesim finished {counts['done']} of {counts['total']} flows of {name}")
     return cpu, wall

@@ -99,6 +99,16 @@ def _config_files(path) -> dict:
         return {k: v.strip() for k, v in pairs if k.endswith("_FILE")}
 
 
+def timed_run(argv, **kwargs):
+    """Run the process `argv` (subprocess.run's keywords): (its CompletedProcess, its user +
+    system CPU seconds, its wall seconds), measured from outside."""
+    before, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run(argv, **kwargs)
+    wall = time.perf_counter() - w0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
 def run_fork(fork, case_dir, case, ref_info):
     """Run the fork binary `fork` on a case's stored config in a scratch folder laid out as
     the config names its files (the case's topology and flows; no node traced): (the FCT
@@ -117,14 +127,10 @@ def run_fork(fork, case_dir, case, ref_info):
         shutil.copyfile(os.path.join(case_dir, ref_info["config"]), conf)
         libs = os.path.dirname(os.path.dirname(os.path.abspath(fork)))      # build/scratch/third: build/
         env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libs, os.environ.get("LD_LIBRARY_PATH")])))
-        before, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-        done = subprocess.run([os.path.abspath(fork), conf], cwd=work, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-        wall = time.perf_counter() - w0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done, cpu, wall = timed_run([os.path.abspath(fork), conf], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"the fork exited {done.returncode} on {ref_info['config']}: {done.stderr[-500:]}")
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return read_fork_fct(os.path.join(work, names["FCT_OUTPUT_FILE"])), cpu, wall
     finally:
         shutil.rmtree(work, ignore_errors=True)
