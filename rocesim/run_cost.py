@@ -12,11 +12,13 @@ pauses or is marked; PFC frames add the rest: tests/cli/test_check_cost.py); wit
 `ack_every` 4 the quickstart makes 8% more (timer ACKs); a stop time may end a run first.
 
 The CPU time is the crossings at the cost per crossing the benchmarks measure (README,
-"Speed" and "Scale", on the 2-core development machine, one part): about 90 ns on a star of
-9 hosts, 150 ns on the 128-host and 320-host fat trees, 240 ns at 1024 hosts and 640 ns at
-8192, where the fabric's ports and routes no longer fit in cache (interpolated on the log
-of the hosts), and up to HEAVY_PFC times that when PFC holds hundreds of thousands of
-packets in the buffers (2.5 M crossings per CPU-second instead of 6.4-7.2 M).
+"Speed" and "Scale", on the 2-core development machine, one part, 2026-11-28): about 72 ns
+on a star of 9 hosts, 108 ns on the 128-host fat tree, 112 ns on the HPCC fork's 320-host
+one, 194 ns at 1024 hosts and 320 ns at 8192, where the fabric's ports and routes no longer
+fit in cache (interpolated on the log of the hosts), and up to HEAVY_PFC times that when
+PFC holds hundreds of thousands of packets in the buffers (2.5 M crossings per CPU-second
+instead of 6.4-7.2 M, measured on the core before the calendar's chunks, issue 33: not
+measured since).
 """
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 # (hosts, ns of CPU per link crossing), measured: README "Speed" and "Scale"
-NS_PER_CROSSING = ((9, 90.0), (128, 150.0), (1024, 240.0), (8192, 640.0))
-HEAVY_PFC = 2.7          # 6.4-7.2 M crossings per CPU-second, 2.5 M under heavy PFC
+NS_PER_CROSSING = ((9, 72.0), (128, 108.0), (320, 112.0), (1024, 194.0), (8192, 320.0))
+HEAVY_PFC = 2.7          # 6.4-7.2 M crossings per CPU-second, 2.5 M under heavy PFC (an earlier core)
 
 
 @dataclass(frozen=True)

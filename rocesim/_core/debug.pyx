@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, int32_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from rocesim._core.defs cimport Sim, World, Event
-from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, CAL_N
+from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, CAL_N
 from rocesim._core.engine cimport Core, _counters
 
 
@@ -81,14 +81,17 @@ def receive_records_in_use(Core core):
     return sum(core.w.parts[k].rx_used for k in range(core.w.n_parts))
 
 
-def event_queue_run(ops, int shift=10, int cal_n=CAL_N):
+def event_queue_run(ops, int shift=10, int cal_n=CAL_N, bint report=False):
     """Drive a fresh event queue (events.pxd) through `ops`: each op is a time in ps (push
     an event at it; times must not precede the last pop, as in a run) or -1 (pop the
     earliest), with `cal_n` buckets of 2**shift ps.  Returns the push indices in the order
-    their events left, then those of what remained, in order."""
+    their events left, then those of what remained, in order; with `report`, also a dict
+    of the drained queue's memory: bytes (ev_bytes), chunks, chunks_in_use and
+    chunks_free (the length of the calendar's free list)."""
     cdef World world
     cdef Sim* s
     cdef int64_t k = 0
+    cdef int32_t c
     out = []
     if cal_n < 64 or cal_n > CAL_N or cal_n & (cal_n - 1):
         raise ValueError("cal_n: a power of two, 64 .. 8192")
@@ -114,7 +117,14 @@ def event_queue_run(ops, int shift=10, int cal_n=CAL_N):
             out.append(ev_pop(s).target)
         if s.error:
             raise MemoryError()
+        if not report:
+            return out
+        n_free, c = 0, s.cal_free
+        while c >= 0 and n_free <= s.cal_chunks:
+            n_free += 1
+            c = s.cal_link[c]
+        return out, dict(bytes=ev_bytes(s), chunks=s.cal_chunks, chunks_in_use=s.cal_used,
+                         chunks_free=n_free)
     finally:
         ev_free(s)
         free(s)
-    return out

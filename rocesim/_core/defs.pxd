@@ -82,10 +82,6 @@ cdef struct EventHeap:      # a 4-ary min-heap of events (events.pxd)
     int64_t n
     int64_t cap
 
-cdef struct EventBucket:    # a calendar bucket's events beyond the CAL_INLINE it holds in
-    Event* ev               #   place, unsorted (events.pxd)
-    int64_t cap
-
 cdef struct IntHop:
     int64_t ts             # dequeue time at the switch egress (ps)
     int64_t tx_bytes       # cumulative bytes the egress port has sent
@@ -570,9 +566,13 @@ cdef struct Sim:
     EventHeap front
     bint front_sorted      # front is a run sorted latest first (its earliest event last),
                            #   not a heap (events.pxd)
-    int32_t* cal_cnt       # events in each calendar bucket
-    Event* cal_ev          # each bucket's first CAL_INLINE events, in place (64-byte aligned)
-    EventBucket* cal       # each bucket's further events
+    int32_t* cal_tail      # each calendar bucket's last event (its index in cal_ev), or -1: empty
+    Event* cal_ev          # the calendar's events, in chunks of CAL_CHUNK (64-byte aligned)
+    int32_t* cal_link      # per chunk: its bucket's chunk before it (-1: the first), or for a
+                           #   free chunk, the next free one (-1: the last)
+    int32_t cal_free       # the first free chunk, or -1
+    int32_t cal_chunks     # chunks in cal_ev
+    int32_t cal_used       # chunks in use
     uint64_t* cal_bits     # non-empty calendar buckets
     uint64_t* cal_sum      # non-empty words of cal_bits
     int64_t cal_cur        # the current bucket (time >> cal_shift)

@@ -14,10 +14,11 @@ delay), so instead of one heap of every pending event the queue keeps:
   event is scheduled into the current bucket, it is a 4-ary heap;
 * the calendar, Sim.cal_n buckets (a power of two, CAL_N at most: a run in one part has
   CAL_N) for the cal_n - 1 buckets after it, each unsorted (a push is an append), with a
-  bitset of the non-empty ones.  A bucket's first CAL_INLINE events are in place, in one
-  array of every bucket's (`cal_ev`), its count in another (`cal_cnt`); more go to an
-  array of its own (`cal[slot].ev`).  A push then writes where the slot alone says, after
-  reading a count from an array small enough to stay in cache;
+  bitset of the non-empty ones.  A bucket is a chain of chunks of CAL_CHUNK events, taken
+  from and given back to one free list, last freed first: a push writes into memory that
+  the bucket drained last left in cache, and reads one index per bucket (`cal_tail`, the
+  bucket's last event) from an array small enough to stay there.  The calendar's memory
+  is what its pending events need, not room for every bucket's;
 * `later`, a 4-ary heap of the events beyond the calendar (timeouts, flow starts).
 
 When `front` runs dry the queue moves to the next non-empty bucket, heapifies it into
@@ -31,19 +32,17 @@ from libc.stdint cimport int64_t, int32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from posix.stdlib cimport posix_memalign
-from rocesim._core.defs cimport Sim, Event, EventHeap, EventBucket, ERR_NOMEM
-from rocesim._core.growth cimport room_for_one
+from rocesim._core.defs cimport Sim, Event, EventHeap, ERR_NOMEM
 from rocesim._core.bits cimport rocesim_ctz64
 
 cdef enum:
     CAL_N = 8192                   # buckets of a run in one part (the calendar covers 2 to 34 us)
-    CAL_INLINE = 16                # events a bucket holds in place (512 B: eight cache lines)
+    CAL_CHUNK = 8                  # events per chunk of a bucket (256 B: four cache lines)
+    CAL_CHUNK_SHIFT = 3            # log2 of CAL_CHUNK
+    CAL_CHUNKS_MAX = 1 << 28       # (event indices stay within int32)
+    CAL_KEEP_GROWTH = 16           # the calendar's chunks, once all free again, go back to
+                                   #   their first number if they grew more than this much
     CAL_MIN = 64                   # the fewest buckets (one word of cal_bits)
-    CAL_KEEP = 64                  # a bucket keeps its array of further events up to this many
-                                   #   when emptied; a larger one (a burst) is freed
-    CAL_KEEP_PART = 16             # the same in a part of a run in parts (hundreds of
-                                   #   calendars): k16 at `leaves`, event queues 20 -> 16 MB,
-                                   #   peak 155 -> 152 MB; at `pods` 134 -> 119 MB; same CPU
     FRONT_KEEP = 65536             # the same for `front` (2 MB), once the burst has drained
     # A part's buckets (sized for its own ports) are 2**PART_WIDER times wider than
     # ev_bucket_shift's rule, and as few as span what one part's calendar spans: on one
@@ -160,44 +159,111 @@ cdef inline void _mark_bucket(Sim* s, int32_t slot) noexcept nogil:
     s.cal_sum[slot >> 12] |= (<uint64_t> 1) << ((slot >> 6) & 63)
 
 
-cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
-    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
-    cdef int32_t n = s.cal_cnt[slot]
-    cdef EventBucket* k = &s.cal[slot]
-    if n < CAL_INLINE:
-        s.cal_ev[<int64_t> slot * CAL_INLINE + n] = ev[0]
-    else:
-        if room_for_one(<void**> &k.ev, n - CAL_INLINE, &k.cap, sizeof(Event), 16) < 0:
-            return -1
-        k.ev[n - CAL_INLINE] = ev[0]
-    s.cal_cnt[slot] = n + 1
-    _mark_bucket(s, slot)
+cdef inline int _chunks_add(Sim* s, int32_t more) noexcept nogil:
+    """`more` free chunks for the calendar (its events move; they are found by index);
+    -1 if out of memory."""
+    cdef int64_t n = <int64_t> s.cal_chunks + more
+    cdef void* mem = NULL
+    cdef int32_t* link
+    cdef int32_t i
+    if n > CAL_CHUNKS_MAX or posix_memalign(&mem, 64, <size_t> n * CAL_CHUNK * sizeof(Event)) != 0:
+        return -1
+    link = <int32_t*> realloc(s.cal_link, <size_t> n * sizeof(int32_t))
+    if link == NULL:
+        free(mem)
+        return -1
+    if s.cal_chunks:
+        memcpy(mem, s.cal_ev, <size_t> s.cal_chunks * CAL_CHUNK * sizeof(Event))
+    free(s.cal_ev)
+    s.cal_ev = <Event*> mem
+    s.cal_link = link
+    for i in range(s.cal_chunks, <int32_t> n - 1):
+        link[i] = i + 1
+    link[n - 1] = s.cal_free
+    s.cal_free = s.cal_chunks
+    s.cal_chunks = <int32_t> n
     return 0
 
 
-cdef inline void _front_reverse(Sim* s, int64_t n) noexcept nogil:
-    """Reverse the first n events of `front`."""
-    cdef int64_t i = 0, j = n - 1
-    cdef Event t
-    while i < j:
-        t = s.front.a[i]
-        s.front.a[i] = s.front.a[j]
-        s.front.a[j] = t
-        i += 1
-        j -= 1
+cdef inline int _chunks_reset(Sim* s, int32_t n) noexcept nogil:
+    """The calendar's chunks, none in use, back to `n` (a burst is over); -1 if out of memory."""
+    free(s.cal_ev)
+    free(s.cal_link)
+    s.cal_ev = NULL
+    s.cal_link = NULL
+    s.cal_chunks = 0
+    s.cal_free = -1
+    return _chunks_add(s, n)
 
 
-cdef inline void _front_to_heap(Sim* s) noexcept nogil:
-    """Make a sorted `front` a heap: reversed, earliest first, a sorted array is one."""
-    _front_reverse(s, s.front.n)
-    s.front_sorted = False
+cdef inline int32_t _bucket_room(Sim* s, int32_t slot, int32_t t) noexcept nogil:
+    """Where bucket `slot`'s next event goes, its last one at t (-1: the bucket is empty):
+    the place after t in its chunk, else the first of a free chunk, now the bucket's last
+    (a chunk is taken from the free list's head: the one freed last, still in cache).
+    -1 if no chunk is free."""
+    cdef int32_t c
+    if (t + 1) & (CAL_CHUNK - 1):
+        return t + 1
+    c = s.cal_free
+    if c < 0:
+        return -1
+    s.cal_free = s.cal_link[c]
+    if t < 0:
+        s.cal_link[c] = -1
+        _mark_bucket(s, slot)
+    else:
+        s.cal_link[c] = t >> CAL_CHUNK_SHIFT
+    s.cal_used += 1
+    return c << CAL_CHUNK_SHIFT
 
 
-cdef inline Event* _front_top(Sim* s) noexcept nogil:
-    """The earliest event of `front` (which must not be empty)."""
-    if s.front_sorted:
-        return &s.front.a[s.front.n - 1]
-    return &s.front.a[0]
+cdef inline int _bucket_append(Sim* s, int64_t b, Event* ev) noexcept nogil:
+    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
+    cdef int32_t t = _bucket_room(s, slot, s.cal_tail[slot])
+    if t < 0:
+        if _chunks_add(s, s.cal_chunks) < 0:
+            return -1
+        t = _bucket_room(s, slot, s.cal_tail[slot])
+    s.cal_ev[t] = ev[0]
+    s.cal_tail[slot] = t
+    return 0
+
+
+cdef inline int64_t _bucket_count(Sim* s, int32_t t) noexcept nogil:
+    """Events in the bucket whose last event is at t (>= 0)."""
+    cdef int64_t n = (t & (CAL_CHUNK - 1)) + 1
+    cdef int32_t c = s.cal_link[t >> CAL_CHUNK_SHIFT]
+    while c >= 0:
+        n += CAL_CHUNK
+        c = s.cal_link[c]
+    return n
+
+
+cdef inline bint _bucket_to_front(Sim* s, int32_t t, int64_t n) noexcept nogil:
+    """The n events of the bucket whose last event is at t into s.front.a (room for n),
+    last pushed first, freeing its chunks; True if that is latest first (the bucket was
+    pushed in (time, seq) order: `front` is then a sorted run)."""
+    cdef Event* a = s.front.a
+    cdef Event* src
+    cdef int32_t c = t >> CAL_CHUNK_SHIFT, j = t & (CAL_CHUNK - 1), up
+    cdef int64_t i = 0
+    cdef bint in_order = True
+    while True:
+        src = &s.cal_ev[<int64_t> c << CAL_CHUNK_SHIFT]
+        while j >= 0:
+            a[i] = src[j]
+            if i:
+                in_order = in_order and _before(&a[i], &a[i - 1])
+            i += 1
+            j -= 1
+        up = s.cal_link[c]
+        s.cal_link[c] = s.cal_free
+        s.cal_free = c
+        s.cal_used -= 1
+        if up < 0:
+            return in_order
+        c = up
+        j = CAL_CHUNK - 1
 
 
 cdef inline int _place(Sim* s, Event* ev) noexcept nogil:
@@ -239,43 +305,35 @@ cdef inline int64_t _next_bucket(Sim* s) noexcept nogil:
     return s.cal_cur + 1 + ((j - start) & (s.cal_n - 1))
 
 
-cdef inline bint _take_sorted(Event* dst, Event* src, int64_t n) noexcept nogil:
-    """Copy src[0..n) to dst latest first, if it is in (time, seq) order; False (dst
-    partly written) if it is not."""
-    cdef int64_t i
-    dst[n - 1] = src[0]
-    for i in range(1, n):
-        if _before(&src[i], &src[i - 1]):
-            return False
-        dst[n - 1 - i] = src[i]
-    return True
+cdef inline void _front_reverse(Sim* s, int64_t n) noexcept nogil:
+    """Reverse the first n events of `front`."""
+    cdef int64_t i = 0, j = n - 1
+    cdef Event t
+    while i < j:
+        t = s.front.a[i]
+        s.front.a[i] = s.front.a[j]
+        s.front.a[j] = t
+        i += 1
+        j -= 1
 
 
-cdef inline bint _bucket_to_front(Sim* s, int32_t slot, int64_t n) noexcept nogil:
-    """The n events of bucket `slot` into s.front.a (room for n): latest first if they are
-    in (time, seq) order (True), else in push order (False)."""
-    cdef Event* inl = &s.cal_ev[<int64_t> slot * CAL_INLINE]
-    cdef Event* a = s.front.a
-    cdef int64_t i
-    if n <= CAL_INLINE:
-        if _take_sorted(a, inl, n):
-            return True
-        memcpy(a, inl, n * sizeof(Event))
-        return False
-    memcpy(a, inl, CAL_INLINE * sizeof(Event))
-    memcpy(a + CAL_INLINE, s.cal[slot].ev, (n - CAL_INLINE) * sizeof(Event))
-    for i in range(1, n):
-        if _before(&a[i], &a[i - 1]):
-            return False
-    _front_reverse(s, n)
-    return True
+cdef inline void _front_to_heap(Sim* s) noexcept nogil:
+    """Make a sorted `front` a heap: reversed, earliest first, a sorted array is one."""
+    _front_reverse(s, s.front.n)
+    s.front_sorted = False
+
+
+cdef inline Event* _front_top(Sim* s) noexcept nogil:
+    """The earliest event of `front` (which must not be empty)."""
+    if s.front_sorted:
+        return &s.front.a[s.front.n - 1]
+    return &s.front.a[0]
 
 
 cdef inline int _advance(Sim* s) noexcept nogil:
     """`front` is empty and events remain: make the next bucket with events current."""
     cdef int64_t b = _next_bucket(s), i, n
-    cdef int32_t slot
-    cdef EventBucket* k
+    cdef int32_t slot, t
     cdef Event ev
     s.front_sorted = False
     if b < 0:
@@ -284,29 +342,27 @@ cdef inline int _advance(Sim* s) noexcept nogil:
     else:
         s.cal_cur = b
         slot = <int32_t> (b & (s.cal_n - 1))
-        k = &s.cal[slot]
-        n = s.cal_cnt[slot]
+        t = s.cal_tail[slot]
+        n = _bucket_count(s, t)
         if s.front.cap > FRONT_KEEP and n <= FRONT_KEEP:
             _heap_release(&s.front)              # a burst (a million flows released at once) is over
         if _heap_reserve(&s.front, n) < 0:
             return -1
         s.front.n = n
-        if _bucket_to_front(s, slot, n):
+        if _bucket_to_front(s, t, n):
             s.front_sorted = True
         else:
             i = (n - 2) >> 2                     # heapify: sift down every parent
             while i >= 0:
                 _sift_down(s.front.a, s.front.n, i, s.front.a[i])
                 i -= 1
-        s.cal_cnt[slot] = 0
-        if k.cap > (CAL_KEEP if s.w.node_part == NULL else CAL_KEEP_PART):   # the calendar's memory
-                                         #   follows what it holds now
-            free(k.ev)
-            k.ev = NULL
-            k.cap = 0
+        s.cal_tail[slot] = -1
         s.cal_bits[slot >> 6] &= ~((<uint64_t> 1) << (slot & 63))
         if s.cal_bits[slot >> 6] == 0:
             s.cal_sum[slot >> 12] &= ~((<uint64_t> 1) << ((slot >> 6) & 63))
+        if s.cal_used == 0 and s.cal_chunks > _chunks_initial(s.cal_n) * CAL_KEEP_GROWTH:
+            if _chunks_reset(s, _chunks_initial(s.cal_n)) < 0:   # the calendar's memory
+                return -1                                         #   follows what it holds
     while s.later.n and (s.later.a[0].time >> s.cal_shift) < s.cal_cur + s.cal_n:
         ev = _heap_take(&s.later)                 # the calendar now reaches these
         if _place(s, &ev) < 0:
@@ -328,17 +384,18 @@ cdef inline void _ev_set(Event* e, int64_t time, int64_t seq, int32_t kind, int3
 cdef inline void ev_push(Sim* s, int64_t time, int32_t kind, int32_t target,
                          int64_t arg) noexcept nogil:
     cdef int64_t b = time >> s.cal_shift
-    cdef int32_t slot = <int32_t> (b & (s.cal_n - 1))
-    cdef int32_t n = s.cal_cnt[slot]
-    if b > s.cal_cur and b < s.cal_cur + s.cal_n and n < CAL_INLINE:
-        # the common case, kept small enough to inline: an append to a calendar bucket's
-        # events in place (what _place would do, without its other paths)
-        _ev_set(&s.cal_ev[<int64_t> slot * CAL_INLINE + n], time, s.seq, kind, target, arg)
-        s.cal_cnt[slot] = n + 1
-        _mark_bucket(s, slot)
-        s.seq += 1
-        s.n_events += 1
-        return
+    cdef int32_t slot, t
+    if b > s.cal_cur and b < s.cal_cur + s.cal_n:
+        # the common case, kept small enough to inline: into a calendar bucket, with room
+        # in its last chunk or a free chunk (what _place would do, without its other paths)
+        slot = <int32_t> (b & (s.cal_n - 1))
+        t = _bucket_room(s, slot, s.cal_tail[slot])
+        if t >= 0:
+            _ev_set(&s.cal_ev[t], time, s.seq, kind, target, arg)
+            s.cal_tail[slot] = t
+            s.seq += 1
+            s.n_events += 1
+            return
     _ev_push_placed(s, time, kind, target, arg)
 
 
@@ -402,26 +459,29 @@ cdef inline int32_t ev_calendar_size(int32_t shift, int32_t span_shift) noexcept
     return n
 
 
+cdef inline int32_t _chunks_initial(int32_t cal_n) noexcept nogil:
+    """The calendar's chunks to begin with: room for a quarter as many events as buckets."""
+    return max(16, cal_n // (4 * CAL_CHUNK))
+
+
 cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
     """An empty queue with `cal_n` buckets (a power of two, CAL_MIN .. CAL_N) of 2**shift
     ps; -1 if out of memory."""
     cdef int32_t i, words = cal_n >> 6, sums = _sum_words(cal_n)
     s.cal_shift = shift
     s.cal_n = cal_n
-    cdef void* mem = NULL
-    s.cal = <EventBucket*> realloc(NULL, cal_n * sizeof(EventBucket))
-    s.cal_cnt = <int32_t*> realloc(NULL, cal_n * sizeof(int32_t))
+    s.cal_tail = <int32_t*> realloc(NULL, cal_n * sizeof(int32_t))
     s.cal_bits = <uint64_t*> realloc(NULL, words * sizeof(uint64_t))
     s.cal_sum = <uint64_t*> realloc(NULL, sums * sizeof(uint64_t))
     s.cal_ev = NULL
-    if posix_memalign(&mem, 64, <size_t> cal_n * CAL_INLINE * sizeof(Event)) == 0:
-        s.cal_ev = <Event*> mem
-    if s.cal == NULL or s.cal_cnt == NULL or s.cal_ev == NULL or s.cal_bits == NULL or s.cal_sum == NULL:
+    s.cal_link = NULL
+    s.cal_chunks = 0
+    s.cal_free = -1
+    s.cal_used = 0
+    if s.cal_tail == NULL or s.cal_bits == NULL or s.cal_sum == NULL:
         return -1
     for i in range(cal_n):
-        s.cal[i].ev = NULL
-        s.cal[i].cap = 0
-        s.cal_cnt[i] = 0
+        s.cal_tail[i] = -1
     for i in range(words):
         s.cal_bits[i] = 0
     for i in range(sums):
@@ -429,36 +489,30 @@ cdef inline int ev_init(Sim* s, int32_t shift, int32_t cal_n) noexcept nogil:
     s.cal_cur = 0
     s.n_events = 0
     s.front_sorted = False
-    if _heap_reserve(&s.front, 256) < 0 or _heap_reserve(&s.later, 256) < 0:
+    if (_chunks_add(s, _chunks_initial(cal_n)) < 0 or _heap_reserve(&s.front, 256) < 0
+            or _heap_reserve(&s.later, 256) < 0):
         return -1
     return 0
 
 
 cdef inline int64_t ev_bytes(Sim* s) noexcept nogil:
     """Memory the queue holds (its arrays' capacity)."""
-    cdef int64_t total = ((s.front.cap + s.later.cap + <int64_t> s.cal_n * CAL_INLINE) * sizeof(Event)
-                          + s.cal_n * (sizeof(EventBucket) + sizeof(int32_t)) + s.cal_n // 8)
-    cdef int32_t i
-    if s.cal != NULL:
-        for i in range(s.cal_n):
-            total += s.cal[i].cap * sizeof(Event)
-    return total
+    return ((s.front.cap + s.later.cap + <int64_t> s.cal_chunks * CAL_CHUNK) * sizeof(Event)
+            + (<int64_t> s.cal_chunks + s.cal_n) * sizeof(int32_t) + s.cal_n // 8)
 
 
 cdef inline void ev_free(Sim* s) noexcept nogil:
-    cdef int32_t i
-    if s.cal != NULL:
-        for i in range(s.cal_n):
-            free(s.cal[i].ev)
-    free(s.cal)
-    free(s.cal_cnt)
+    free(s.cal_tail)
     free(s.cal_ev)
+    free(s.cal_link)
     free(s.cal_bits)
     free(s.cal_sum)
-    s.cal = NULL
-    s.cal_cnt = NULL
+    s.cal_tail = NULL
     s.cal_ev = NULL
+    s.cal_link = NULL
     s.cal_bits = NULL
     s.cal_sum = NULL
+    s.cal_chunks = 0
+    s.cal_free = -1
     _heap_release(&s.front)
     _heap_release(&s.later)

@@ -54,8 +54,8 @@ def test_rocesim_check_prints_the_prediction(tmp_path, capsys):
 
 
 def test_cpu_time_follows_the_measured_cost_per_crossing():
-    assert [ns_per_crossing(h) for h in (4, 128, 1024, 8192, 10**5)] == [90.0, 150.0, 240.0, 640.0, 640.0]
-    assert 150 < ns_per_crossing(320) < 240
+    assert [ns_per_crossing(h) for h in (4, 128, 320, 1024, 8192, 10**5)] == [72.0, 108.0, 112.0, 194.0, 320.0, 320.0]
+    assert 112 < ns_per_crossing(512) < 194
     scn = sc.load(str(ROOT / "scenarios" / "quickstart.yaml"))
     cost = predict(scn.sim)
     assert cost.cpu_s == pytest.approx(cost.crossings * ns_per_crossing(32) * 1e-9)

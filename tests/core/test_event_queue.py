@@ -62,11 +62,11 @@ def test_a_burst_of_simultaneous_events_then_sparse_ones():
     assert event_queue_run(ops, 12, 128) == reference(ops)
 
 
-@pytest.mark.parametrize("n", [15, 16, 17, 40])
-def test_a_bucket_past_the_events_it_holds_in_place(n):
-    """A bucket keeps its first events in place and the rest in an array of its own
-    (events.pxd, CAL_INLINE): in (time, seq) order across the two, whether they were pushed
-    in order, in reverse, or with ties, around that boundary."""
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 17, 40])
+def test_a_bucket_across_its_chunks(n):
+    """A bucket is a chain of chunks of CAL_CHUNK (8) events (events.pxd): in (time, seq)
+    order across them, whether they were pushed in order, in reverse, or with ties, around
+    a chunk's end."""
     base = 5_000_000                        # one future bucket at shift 20 (1 us wide)
     in_order = [base + i for i in range(n)]
     reverse = in_order[::-1]
@@ -74,3 +74,21 @@ def test_a_bucket_past_the_events_it_holds_in_place(n):
     for times in (in_order, reverse, ties):
         ops = times + [-1] * 3 + [base + n, base + 3] + [-1] * (n + 2)   # (never before the last pop)
         assert event_queue_run(ops, 20, 64) == reference(ops)
+
+
+def test_the_calendar_grows_gives_back_and_keeps_every_chunk():
+    """More pending events than the calendar's first chunks hold (64 buckets: 16 chunks of
+    8), in many buckets and in one: the chunks grow; drained, every chunk is on the free
+    list again (ten times the first chunks: kept); after a burst of 100,000 at one time
+    the memory goes back to what a fresh queue holds (not the burst's 3.2 MB)."""
+    spread = [1_000 * (1 + i % 60) + i // 60 for i in range(600)]        # 60 buckets of 1 ns
+    ops = spread + [-1] * 300 + [70_000 + i for i in range(50)]
+    order, mem = event_queue_run(ops, 10, 64, report=True)
+    assert order == reference(ops)
+    assert mem["chunks"] > 16 and mem["chunks_in_use"] == 0 and mem["chunks_free"] == mem["chunks"]
+    _, fresh = event_queue_run([], 10, 64, report=True)
+    burst = [2_000] * 100_000 + [-1] * 100_000 + [9_000, -1, 20_000]
+    order, mem = event_queue_run(burst, 10, 64, report=True)
+    assert order == reference(burst)
+    assert mem["chunks_free"] == mem["chunks"] == fresh["chunks"]
+    assert mem["bytes"] < 100_000 * 32 / 4
