@@ -16,7 +16,7 @@ cdef class Core:
     cdef _add_part(self)
     cdef _alloc_flow_rx(self)
     cdef Sim* _rx_part(self, int32_t f) noexcept
-    cdef _cut(self, part_of_node, int64_t lookahead, port_node, port_peer, port_delay)
+    cdef _cut(self, part_of_node, part_tier, int64_t lookahead, port_node, port_peer, port_delay)
     cdef _init_fluid(self, dict params)
     cdef _init_params(self, dict params)
     cdef _init_network(self, dict net, bint shared_seed)

@@ -28,8 +28,8 @@ from rocesim._core.loss cimport loss_free
 from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_top_switch, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
-from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_run, windows_next,
-                                   windows_idle, windows_max_threads)
+from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_set_tiers, windows_run,
+                                   windows_next, windows_idle, windows_max_threads)
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
@@ -338,8 +338,8 @@ cdef class Core:
         if params["fluid"]:
             self._init_fluid(params)
         if world.get("part_of_node") is not None:
-            self._cut(world["part_of_node"], int(params.get("lookahead_ps", 0)), net["port_node"],
-                      net["port_peer"], net["port_delay"])
+            self._cut(world["part_of_node"], world.get("part_tier"), int(params.get("lookahead_ps", 0)),
+                      net["port_node"], net["port_peer"], net["port_delay"])
         for k in range(self.w.n_parts):
             flows_next_root(self.w.parts[k])
 
@@ -417,10 +417,11 @@ cdef class Core:
         w.route_groups, w.route_ports, w.route_class = <RouteGroup*> groups, ports, cls
         w.n_route_classes = n_classes
 
-    cdef _cut(self, part_of_node, int64_t lookahead, port_node, port_peer, port_delay):
+    cdef _cut(self, part_of_node, part_tier, int64_t lookahead, port_node, port_peer, port_delay):
         """Cut the run into parts (issue 20): `part_of_node` [n_nodes] gives each node's part
         (rocesim.network.partition), `lookahead` (ps) is at most the delay of every port whose
-        link joins two parts.  Builds parts 1.., the hand-off records of the cut ports,
+        link joins two parts, `part_tier` [n_parts] (or None: all 0) says how the threads
+        share the parts out (Partition.tiers).  Builds parts 1.., the hand-off records of the cut ports,
         each part's incoming cut ports and roots (those of its hosts, in start order), and
         the receive records.  One part: nothing changes."""
         cdef Sim* s = self.s
@@ -431,6 +432,7 @@ cdef class Core:
         _check_range(pon, 0, n, "part_of_node")
         if n == 1:
             return
+        tier_arr = np.zeros(n, np.int32) if part_tier is None else _as(part_tier, np.int32, "part_tier", n)
         if w.fluid != NULL:
             raise ValueError("core input 'part_of_node': flow mode runs in one part")
         cut = pon[port_node] != pon[port_node[port_peer]]
@@ -440,6 +442,8 @@ cdef class Core:
             self._add_part()
         if windows_init(&self.win, n, lookahead) < 0:
             raise MemoryError()
+        cdef int32_t[::1] tiers = tier_arr
+        windows_set_tiers(&self.win, n, &tiers[0])
         # a dependency whose child starts in another part than where its parent completes
         # is a message (flows.pyx, window.pyx), a link fault is applied by each end's part
         # (faults.pyx), the monitors act on each port in its part (monitors.pyx): every

@@ -3,18 +3,32 @@ from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t
 from rocesim._core.defs cimport Sim, Handoff
 from rocesim._core.thread_count cimport ThreadCount
 
+cdef struct PartWin:
+    # A part's state in the windows, on a 64-byte line of its own (`Windows.part`): the
+    # thread that runs the part writes it, and another part's on the same line would
+    # move that line between the cores at every turn.
+    int64_t next_t         # its earliest pending event (INT64_MAX: none)
+    int64_t cost           # events run lately (the threads' load balance)
+    int64_t ran            # the events it ran in the open window (the profile)
+    int64_t claimed        # the `stamp` of the turn a thread last claimed it in
+    int32_t taken          # the hand-offs it took at the window's end (the profile)
+    int32_t tier           # the fewest links from a host to one of its nodes (0: it holds hosts)
+    int32_t home           # the thread that runs it first (`_homes`; -1: not yet shared out)
+    int32_t start_head     # the starts of children whose last parent was in another part,
+    int32_t start_tail     #   pushed when it next runs: a list in `Windows.starts` (-1: none)
+    int8_t has_in          # it has hand-offs to take (listed in set 1 - cur of `noted`)
+    int8_t _pad[11]
+
+
 cdef struct Windows:
     # A run in parts (issue 20): the state of its windows, held by the Core.
     int64_t lookahead      # ps: the smallest delay of a cut link (rocesim.network.partition)
     int64_t open_end       # the end (exclusive) of the window a slice stopped inside, or -1
+    PartWin* part          # per part: its state in the windows
     int32_t* order         # the parts in the order a window offers them (debug.part_order;
                            #   with threads: the costliest first, re-sorted as they run)
-    int64_t* next_t        # per part: its earliest pending event (INT64_MAX: none)
-    int64_t* cost          # per part: events run lately (the threads' load balance)
     int32_t* active        # the parts the open window visits, in `order`
     int32_t n_active
-    int64_t* ran           # per part: the events it ran in the open window (the profile)
-    int32_t* taken         # per part: the hand-offs it took at the window's end (the profile)
     int64_t* profile       # Core.window_profile: (window, part, events, hand-offs) per part
     int64_t n_profile      #   busy in a window, when `profiling`; NULL otherwise
     int64_t cap_profile
@@ -44,13 +58,11 @@ cdef struct Windows:
     int64_t inbox_stride   # int64s per row of `inbox`, a multiple of 8
     int64_t* inbox         # per thread and part: the earliest packet the thread's parts handed it
                            #   in the open window (INT64_MAX: none)
-    int8_t* has_in         # per part: it has hand-offs to take (listed in set 1 - cur of `noted`)
-    int32_t* owner         # per part: the thread that ran it last (-1: none yet)
-    int64_t* claimed       # per part: the `stamp` of the turn a thread last claimed it in
+    int32_t* by_tier       # the parts by (tier, id): each tier's parts in id order
+    int32_t home_team      # the thread count `home` was made for (0: not made)
     int64_t stamp          # bumps at every turn of the threads through the open window's parts
-    int32_t* start_head    # per part: the starts of children whose last parent was in
-    int32_t* start_tail    #   another part (dependency messages), pushed when it next runs:
-    int32_t* starts        #   a list of (child, next) pairs in `starts` (-1 ends it)
+    int32_t* starts        # the starts of children whose last parent was in another part (dependency
+                           #   messages): per part a list (PartWin.start_head) of (child, next) pairs
     int64_t n_start
     int64_t cap_start
     int64_t pk_sum         # packets in the parts' pools at the last window end whose
@@ -60,6 +72,7 @@ cdef struct Windows:
 
 cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
 cdef void windows_free(Windows* win) noexcept nogil
+cdef void windows_set_tiers(Windows* win, int32_t n, const int32_t* tier) noexcept nogil
 cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
                      int32_t threads, bint adapt) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil

@@ -43,17 +43,21 @@ meeting once per window at the barrier (barrier.pxd: spin, then sleep); the last
 arrive does step 2 alone and releases the others, unless the window it opens has one
 part to run: it then runs that window itself, and the next, while the others wait (a
 thread woken to find nothing to do costs a wake-up per window).  In step 1 each thread
-first claims the parts it ran last (their packets and queues are in its core's cache:
-a part that moves to another core each window costs its misses there), costliest first,
-then any part left, cheapest first: what one thread leaves, another takes, and keeps
-(load-adaptive: the order is re-sorted by the events each part ran lately, as Unison
-does).  When the thread count changes, the region ends at a window's end and a new one
+first claims its home parts, costliest first, then any part left, cheapest first: what one
+thread leaves, another takes for that window (the order is re-sorted by the events each
+part ran lately, as Unison does).  The homes (`_homes`) cut each tier of parts (servers,
+leaves, spines: Partition.tiers) in id order into one run of about equal cost per thread,
+so a part stays on one core (its packets and queues in that core's cache) and parts that
+trade packets and flows (a rack's servers, a pod's switches) mostly share one; they are
+remade every HOME_EVERY windows and when the thread count changes.  When the thread
+count changes, the region ends at a window's end and a new one
 starts.  Built without OpenMP, the same code runs on one thread (`windows_max_threads()`
 is 1).
 """
 from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
+from posix.stdlib cimport posix_memalign
 from cython.parallel cimport parallel, threadid
 from rocesim._core.defs cimport (Sim, World, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
                                  EV_FLOW_START)
@@ -109,8 +113,6 @@ cdef extern from *:
     static rocesim_slot* rocesim_slots(int n) {
         return (rocesim_slot*) aligned_alloc(64, (size_t) n * sizeof(rocesim_slot));
     }
-    static inline int32_t rocesim_get(int32_t* a) { return __atomic_load_n(a, __ATOMIC_RELAXED); }
-    static inline void rocesim_set(int32_t* a, int32_t v) { __atomic_store_n(a, v, __ATOMIC_RELAXED); }
     /* Claim a part for the turn `stamp`: 1 for the one thread that does. */
     static inline int rocesim_claim(int64_t* claimed, int64_t stamp) {
         int64_t old = __atomic_load_n(claimed, __ATOMIC_RELAXED);
@@ -143,8 +145,6 @@ cdef extern from *:
         int64_t spun_seen
     int rocesim_team_size() noexcept nogil
     rocesim_slot* rocesim_slots(int n) noexcept nogil
-    int32_t rocesim_get(int32_t* a) noexcept nogil
-    void rocesim_set(int32_t* a, int32_t v) noexcept nogil
     int rocesim_claim(int64_t* claimed, int64_t stamp) noexcept nogil
 
 cdef enum:
@@ -154,6 +154,7 @@ cdef enum:
     RESIZE = -3            # run the window it opened on another number of threads
     RESORT_EVERY = 16      # windows between two re-sorts of the parts by cost
     SPIN_NS = 50000        # a thread at the barrier spins this long, then sleeps
+    HOME_EVERY = 256       # windows between two shares of the parts among the threads (`_homes`)
 
 cdef struct Call:
     # One call of the window loop, as its threads see it.
@@ -172,6 +173,15 @@ cdef int windows_max_threads() noexcept nogil:
     return ROCESIM_MAX_THREADS
 
 
+cdef void* _lines(size_t nbytes) noexcept nogil:
+    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, nbytes) != 0:
+        return NULL
+    memset(mem, 0, nbytes)
+    return mem
+
+
 cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil:
     """The window state of a run in `n` parts; -1 if out of memory.  (The second set of
     hand-off records is made at the first run, when the world's records exist.)"""
@@ -180,43 +190,28 @@ cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
     win.open_end = -1
     win.order = <int32_t*> malloc(n * sizeof(int32_t))
     win.active = <int32_t*> malloc(n * sizeof(int32_t))
-    win.next_t = <int64_t*> malloc(n * sizeof(int64_t))
-    win.cost = <int64_t*> calloc(n, sizeof(int64_t))
-    win.ran = <int64_t*> calloc(n, sizeof(int64_t))
-    win.taken = <int32_t*> calloc(n, sizeof(int32_t))
-    win.owner = <int32_t*> malloc(n * sizeof(int32_t))
-    win.claimed = <int64_t*> calloc(n, sizeof(int64_t))
-    win.has_in = <int8_t*> calloc(n, sizeof(int8_t))
-    win.start_head = <int32_t*> malloc(n * sizeof(int32_t))
-    win.start_tail = <int32_t*> malloc(n * sizeof(int32_t))
-    if (win.order == NULL or win.active == NULL or win.next_t == NULL or win.cost == NULL or win.ran == NULL
-            or win.taken == NULL or win.owner == NULL or win.claimed == NULL or win.has_in == NULL
-            or win.start_head == NULL or win.start_tail == NULL):
+    win.by_tier = <int32_t*> malloc(n * sizeof(int32_t))
+    win.part = <PartWin*> _lines(<size_t> n * sizeof(PartWin))
+    if win.order == NULL or win.active == NULL or win.by_tier == NULL or win.part == NULL:
         return -1
     for k in range(n):
         win.order[k] = k
-        win.owner[k] = -1
-        win.start_head[k] = win.start_tail[k] = -1
+        win.by_tier[k] = k
+        win.part[k].home = -1
+        win.part[k].start_head = win.part[k].start_tail = -1
     return 0
 
 
 cdef void windows_free(Windows* win) noexcept nogil:
     cdef int32_t m
     free(win.order)
+    free(win.part)
     free(win.active)
-    free(win.next_t)
-    free(win.cost)
-    free(win.ran)
-    free(win.taken)
     free(win.profile)
-    free(win.owner)
-    free(win.claimed)
-    free(win.has_in)
+    free(win.by_tier)
     free(win.noted[0])
     free(win.noted[1])
     free(win.inbox)
-    free(win.start_head)
-    free(win.start_tail)
     free(win.starts)
     free(win.in_off)
     free(win.in_rec)
@@ -231,6 +226,7 @@ cdef void windows_free(Windows* win) noexcept nogil:
             free(win.spare[m].sack)
         free(win.spare)
     win.order = NULL
+    win.part = NULL
     win.spare = NULL
 
 
@@ -364,13 +360,13 @@ cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcep
             if handoff_take(s, &win.sets[src][win.in_rec[j]]) < 0:
                 s.error = ERR_NOMEM
                 return -1
-    win.has_in[k] = 0
-    i = win.start_head[k]
+    win.part[k].has_in = 0
+    i = win.part[k].start_head
     while i >= 0:
         child = win.starts[2 * i]
         ev_push(s, w.flows[child].released, EV_FLOW_START, child, 0)
         i = win.starts[2 * i + 1]
-    win.start_head[k] = win.start_tail[k] = -1
+    win.part[k].start_head = win.part[k].start_tail = -1
     return -1 if s.error != ERR_NONE else taken
 
 
@@ -407,9 +403,9 @@ cdef void _gather(Windows* win, int32_t n) noexcept nogil:
                 t = v[0]
             v[0] = INT64_MAX
         if t < INT64_MAX:
-            win.has_in[k] = 1
-            if t < win.next_t[k]:
-                win.next_t[k] = t
+            win.part[k].has_in = 1
+            if t < win.part[k].next_t:
+                win.part[k].next_t = t
 
 
 cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogil:
@@ -419,7 +415,7 @@ cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogi
     cdef Sim* s = c.parts[k]
     cdef int32_t src = 1 - win.cur
     cdef int64_t t, before, p0, q0, got
-    if win.has_in[k] or win.start_head[k] >= 0:
+    if win.part[k].has_in or win.part[k].start_head >= 0:
         p0 = s.pool_used
         got = _prepare(c.parts, win, k, src)
         if got < 0:
@@ -432,32 +428,77 @@ cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogi
         before, p0, q0 = s.st.events, s.pool_used, s.qp_used
         run_loop(s, c.tm.lim, INT64_MAX)
         before = s.st.events - before
-        win.ran[k] += before          # (+=: a slice may end inside the window, the next goes on)
-        win.cost[k] += before
+        win.part[k].ran += before          # (+=: a slice may end inside the window, the next goes on)
+        win.part[k].cost += before
         me.events += before
         me.pk_run += s.pool_used - p0
         me.qp_run += s.qp_used - q0
         t = _part_next(s)
         _note_sends(c.parts, win, k, tid)
-    win.next_t[k] = t
+    win.part[k].next_t = t
     if s.error != ERR_NONE or t < 0:
         me.flags |= TEAM_ERROR
 
 
 cdef void _work(Call* c, rocesim_slot* me, int32_t tid) noexcept nogil:
-    """Step 1, thread `tid`'s turns: the parts it ran last, costliest first, then any part
-    left, cheapest first (it keeps those: what one thread leaves, another takes)."""
+    """Step 1, thread `tid`'s turns: its home parts (`_homes`), costliest first, then any
+    part left, cheapest first (what one thread leaves, another takes, for this window).
+    On one thread (no homes made for it) every part, in `active` order."""
     cdef Windows* win = c.win
     cdef int32_t j, k
+    cdef bint own_all = win.home_team != c.tm.team
     for j in range(win.n_active):
         k = win.active[j]
-        if rocesim_get(&win.owner[k]) == tid and rocesim_claim(&win.claimed[k], win.stamp):
+        if (own_all or win.part[k].home == tid) and rocesim_claim(&win.part[k].claimed, win.stamp):
             _turn(c, me, k, tid)
     for j in range(win.n_active - 1, -1, -1):
         k = win.active[j]
-        if rocesim_claim(&win.claimed[k], win.stamp):
-            rocesim_set(&win.owner[k], tid)
+        if rocesim_claim(&win.part[k].claimed, win.stamp):
             _turn(c, me, k, tid)
+
+
+cdef void windows_set_tiers(Windows* win, int32_t n, const int32_t* tier) noexcept nogil:
+    """The parts' tiers (`Windows.tier`), and the parts ordered by (tier, id)."""
+    cdef int32_t j, k, i
+    for k in range(n):
+        win.part[k].tier = tier[k]
+    for j in range(n):                  # a stable insertion sort: tiers come mostly in order
+        k = j
+        i = j - 1
+        while i >= 0 and win.part[win.by_tier[i]].tier > win.part[k].tier:
+            win.by_tier[i + 1] = win.by_tier[i]
+            i -= 1
+        win.by_tier[i + 1] = k
+    win.home_team = 0
+
+
+cdef void _homes(Windows* win, int32_t n, int32_t nt) noexcept nogil:
+    """Each part's home thread, for `nt` threads: each tier's parts, in id order, cut into
+    `nt` runs of about equal cost (the events they ran lately, plus one).  Parts next to
+    each other in id share a thread (the servers of a rack, a pod's switches: who talk
+    to each other most), and every tier's work is spread over all threads.  Which thread
+    runs a part never changes the results; where the parts that trade packets run does
+    change the time: what moves from one core's cache to the other's costs a miss there.
+    (simai_gpt13b on two threads, 8 servers and 8 rail leaves, each thread 4 of each, so
+    that half the hand-offs cross cores either way: 9.0-9.7 s with servers 0-3 on one
+    thread, 10.8-12.1 s with the even servers on one; 10.1-10.5 s as the parts fell to
+    the threads before, each keeping the parts it first ran.)"""
+    cdef int32_t a = 0, b, j, k
+    cdef int64_t total, cum, cost
+    while a < n:
+        b = a
+        total = 0
+        while b < n and win.part[win.by_tier[b]].tier == win.part[win.by_tier[a]].tier:
+            total += win.part[win.by_tier[b]].cost + 1
+            b += 1
+        cum = 0
+        for j in range(a, b):
+            k = win.by_tier[j]
+            cost = win.part[k].cost + 1
+            win.part[k].home = <int32_t> ((2 * cum + cost) * nt // (2 * total))
+            cum += cost
+        a = b
+    win.home_team = nt
 
 
 # --- step 2: the window's end, on one thread ---------------------------------------------
@@ -492,14 +533,14 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* win) noexcept nogil:
                     return -1
                 win.starts[2 * win.n_start] = c
                 win.starts[2 * win.n_start + 1] = -1
-                if win.start_tail[to] >= 0:
-                    win.starts[2 * win.start_tail[to] + 1] = <int32_t> win.n_start
+                if win.part[to].start_tail >= 0:
+                    win.starts[2 * win.part[to].start_tail + 1] = <int32_t> win.n_start
                 else:
-                    win.start_head[to] = <int32_t> win.n_start
-                win.start_tail[to] = <int32_t> win.n_start
+                    win.part[to].start_head = <int32_t> win.n_start
+                win.part[to].start_tail = <int32_t> win.n_start
                 win.n_start += 1
-                if fl.released < win.next_t[to]:
-                    win.next_t[to] = fl.released
+                if fl.released < win.part[to].next_t:
+                    win.part[to].next_t = fl.released
         s.n_deps = 0
     return 0
 
@@ -510,12 +551,12 @@ cdef int _flush(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     cdef int32_t k
     cdef int64_t got, pk = 0, qp = 0
     for k in range(n):
-        win.taken[k] = 0
-        if win.has_in[k] or win.start_head[k] >= 0:
+        win.part[k].taken = 0
+        if win.part[k].has_in or win.part[k].start_head >= 0:
             got = _prepare(parts, win, k, win.cur)
             if got < 0:
                 return -1
-            win.taken[k] = <int32_t> got
+            win.part[k].taken = <int32_t> got
             win.handoffs += got
         pk += parts[k].pool_used
         qp += parts[k].qp_used
@@ -540,12 +581,12 @@ cdef void _by_cost(Windows* win, int32_t n) noexcept nogil:
     for i in range(1, n):
         k = win.order[i]
         j = i - 1
-        while j >= 0 and win.cost[win.order[j]] < win.cost[k]:
+        while j >= 0 and win.part[win.order[j]].cost < win.part[k].cost:
             win.order[j + 1] = win.order[j]
             j -= 1
         win.order[j + 1] = k
     for i in range(n):
-        win.cost[i] >>= 1
+        win.part[i].cost >>= 1
 
 
 cdef int _profile(Windows* win, int32_t n) noexcept nogil:
@@ -553,14 +594,14 @@ cdef int _profile(Windows* win, int32_t n) noexcept nogil:
     cdef int32_t k
     cdef int64_t* r
     for k in range(n):
-        if win.ran[k] or win.taken[k]:
+        if win.part[k].ran or win.part[k].taken:
             if room_for_one(<void**> &win.profile, win.n_profile, &win.cap_profile, 4 * sizeof(int64_t), 1024) < 0:
                 return -1
             r = &win.profile[4 * win.n_profile]
             r[0] = win.windows
             r[1] = k
-            r[2] = win.ran[k]
-            r[3] = win.taken[k]
+            r[2] = win.part[k].ran
+            r[3] = win.part[k].taken
             win.n_profile += 1
     return 0
 
@@ -568,7 +609,7 @@ cdef int _profile(Windows* win, int32_t n) noexcept nogil:
 cdef void _close(Windows* win, int32_t n) noexcept nogil:
     cdef int32_t k
     for k in range(n):
-        win.ran[k] = 0
+        win.part[k].ran = 0
     win.open_end = -1
     win.windows += 1
     if win.open_events:
@@ -640,12 +681,12 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
             m = windows_monitors(parts, n, tm.lim)
             win.pk_sum = win.qp_sum = 0     # (a check may act on any part: PAUSE, flush)
             for k in range(n):
-                win.next_t[k] = _part_next(parts[k])
+                win.part[k].next_t = _part_next(parts[k])
                 win.pk_sum += parts[k].pool_used
                 win.qp_sum += parts[k].qp_used
         else:
             for k in range(n):
-                win.next_t[k] = _part_next(parts[k])
+                win.part[k].next_t = _part_next(parts[k])
     else:
         win.end_open = True
     _close(win, n)
@@ -672,8 +713,8 @@ cdef int _open(Call* c, int32_t nt) noexcept nogil:
     if win.open_end < 0:
         t = monitors_next(parts[0])         # a check is pending work: idle gaps keep it
         for k in range(n):
-            if win.next_t[k] < t:
-                t = win.next_t[k]
+            if win.part[k].next_t < t:
+                t = win.part[k].next_t
         if t == INT64_MAX:
             stop = STOP_EMPTY
         elif t > c.until:
@@ -689,12 +730,14 @@ cdef int _open(Call* c, int32_t nt) noexcept nogil:
         win.cur = 1 - win.cur
         parts[0].w.handoff = win.sets[win.cur]
     lim = win.open_end - 1 if win.open_end - 1 < c.until else c.until
+    if win.tc.now > 1 and (win.windows % HOME_EVERY == 0 or win.home_team != win.tc.now):
+        _homes(win, n, win.tc.now)
     if win.tc.now > 1 and win.windows % RESORT_EVERY == 0:
         _by_cost(win, n)
     win.n_active = 0
     for j in range(n):
         k = win.order[j]
-        if win.next_t[k] <= lim or win.has_in[k] or win.start_head[k] >= 0:
+        if win.part[k].next_t <= lim or win.part[k].has_in or win.part[k].start_head >= 0:
             win.active[win.n_active] = k
             win.n_active += 1
     tm.lim = lim
@@ -795,10 +838,10 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_
     # Python may have changed the parts between two calls (routes, faults): look again
     win.pk_sum = win.qp_sum = 0
     for k in range(n):
-        win.next_t[k] = _part_next(parts[k])
+        win.part[k].next_t = _part_next(parts[k])
         win.pk_sum += parts[k].pool_used
         win.qp_sum += parts[k].qp_used
-        if win.next_t[k] < 0:
+        if win.part[k].next_t < 0:
             action = STOP_EMPTY
             break
     else:

@@ -102,6 +102,17 @@ class Partition:
                  (no_host & (switches > 1), "switch group")]
         return ", ".join(_plural(int(np.count_nonzero(mask)), word) for mask, word in kinds if mask.any())
 
+    def tiers(self, host_levels) -> np.ndarray:
+        """Per part (int32), its tier: the fewest links from a host to one of its nodes, from
+        ``host_levels`` (`Topology.host_levels`: 0 for a part holding hosts; a part no host
+        reaches gets the node count). The threads share each tier's parts out among them
+        (the core's window.pyx, `_homes`)."""
+        level = np.asarray(host_levels, np.int64)
+        level = np.where(level < 0, level.size, level)
+        tier = np.full(self.n_parts, level.size, np.int64)
+        np.minimum.at(tier, self.part_of_node, level)
+        return tier.astype(np.int32)
+
     def crossing_share(self, done_host, start_host) -> float:
         """The share of dependency edges whose parent completes in another part than the one
         where its child starts (0.0 without edges).

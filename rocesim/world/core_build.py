@@ -25,8 +25,8 @@ class Built:
 
 def core_inputs(network: Network, nodes: Nodes, parts: Partition | None) -> tuple[dict, dict]:
     """(the core's arrays, its parameters): the network's, the nodes', their queue pairs'
-    5-tuple hashes when some flow rides a connection, and, in parts, each node's part and
-    the lookahead."""
+    5-tuple hashes when some flow rides a connection, and, in parts, each node's part, each
+    part's tier and the lookahead."""
     column = functools.partial(nodes.column, copy=False)
     arrays = {**network.arrays, **nodes.core_arrays(),
               **connections.hash_arrays(column("src"), column("dst"), column("qp"),
@@ -34,6 +34,7 @@ def core_inputs(network: Network, nodes: Nodes, parts: Partition | None) -> tupl
     if parts is None:
         return arrays, network.params
     arrays["part_of_node"] = parts.part_of_node
+    arrays["part_tier"] = parts.tiers(network.topology.host_levels())
     return arrays, {**network.params, "lookahead_ps": parts.lookahead_ps}
 
 

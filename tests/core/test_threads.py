@@ -7,6 +7,7 @@ import pytest
 import pyschemes
 from rocesim import Simulation, topology
 from rocesim._core import debug, engine
+from rocesim.network.partition import Partition
 from test_parts import assert_same, readbacks
 from test_windows import BUILDERS, LEVELS, core_of
 from test_windows_monitors import python_fat_tree
@@ -37,6 +38,34 @@ def test_the_thread_count_changes_nothing(case, level):
         assert_same(one[0], other[0])
         assert_same(one[1], other[1])
         assert other[2] == one[2]
+
+
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+@pytest.mark.parametrize("tiers", ["zeros", "reversed"])
+def test_where_the_threads_take_their_parts_changes_nothing(tiers, monkeypatch):
+    """The threads share the parts out by tier (window.pyx `_homes`, Partition.tiers): one
+    tier for all, or the tiers upside down, puts the parts on other threads, not other
+    results."""
+    one = run_in_slices(core_of("pfc_dcqcn", "leaves"), 1)
+    made = Partition.tiers
+    other = {"zeros": lambda self, levels: 0 * made(self, levels),
+             "reversed": lambda self, levels: -made(self, levels)}[tiers]
+    monkeypatch.setattr(Partition, "tiers", other)
+    two = run_in_slices(core_of("pfc_dcqcn", "leaves"), 2)
+    assert_same(one[0], two[0])
+    assert_same(one[1], two[1])
+    assert two[2] == one[2]
+
+
+def test_a_core_refuses_part_tiers_that_are_not_one_per_part():
+    """`part_tier` is checked before the parts are made."""
+    sim = Simulation(topology.fat_tree(4, "100Gbps", "1us"), partition="leaves")
+    sim.add_flow(1, 2, 10_000)
+    world, params = sim.core_inputs()
+    assert world["part_tier"].shape == (20,)
+    world["part_tier"] = world["part_tier"][:-1]
+    with pytest.raises(ValueError, match="core input 'part_tier' has 19 entries, expected 20"):
+        engine.Core(world, params)
 
 
 def test_threads_beyond_the_parts_or_the_build_are_capped_and_below_one_refused():

@@ -41,6 +41,19 @@ def test_partition_fat_tree_leaves_is_edge_groups_and_single_switches():
     assert p.describe() == "20 parts at the leaf level (8 leaf groups, 12 switches), lookahead 1us, 64/96 ports cut"
 
 
+def test_partition_tiers_count_links_from_the_hosts():
+    # the threads share each tier out in id order (window.pyx _homes): leaf groups hold
+    # hosts (0), the aggregations are 2 links from a host, the cores 3; at `pods` a pod
+    # holds hosts and the core groups are tier 3
+    net = fat4()
+    levels = net.host_levels()
+    assert parts(net).tiers(levels).tolist() == [0] * 8 + [2] * 8 + [3] * 4
+    assert parts(net, "pods").tiers(levels).tolist() == [0] * 4 + [3] * 4
+    # a part no host reaches (a switch cut off from every host) comes after every tier
+    lone = np.append(levels[:-1], -1)
+    assert parts(net).tiers(lone).tolist() == [0] * 8 + [2] * 8 + [3] * 3 + [levels.size]
+
+
 def test_partition_fat_tree_pods_sets_the_cores_apart():
     p = parts(fat4(), "pods")
     # 4 pods (4 hosts, 2 edges, 2 aggregations each) and the 4 cores split into 4 groups
