@@ -13,7 +13,7 @@ from rocesim._core import params as core_params
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
-from posix.stdlib cimport posix_memalign
+from rocesim._core.growth cimport zeroed_lines
 from cpython.pycapsule cimport PyCapsule_New
 from rocesim._core.defs cimport (Sim, World, Stats, Event, Packet, Port, Switch, Host, Flow, Qp, LossState, LossRec,
                                  RouteGroup, NetParams, Handoff, NIL, UNORDERED, NPRIO, ERR_NONE, ERR_CALLBACK,
@@ -162,15 +162,6 @@ def _as(a, dtype, name, n=None):
 def _check_range(arr, lo, hi, name):
     if arr.shape[0] and (arr.min() < lo or arr.max() >= hi):
         raise ValueError(f"core input {name!r} has values outside [{lo}, {hi})")
-
-
-cdef void* _aligned_zeroed(size_t nbytes):
-    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL."""
-    cdef void* mem = NULL
-    if posix_memalign(&mem, 64, nbytes) != 0:
-        return NULL
-    memset(mem, 0, nbytes)
-    return mem
 
 
 def _route_arrays(int H, int N, int P, route_off, route_cnt, route_ports, route_class):
@@ -357,8 +348,8 @@ cdef class Core:
         cdef const int64_t[::1] kmin = net["port_kmin"], kmax = net["port_kmax"], buffer = net["switch_buffer"]
         cdef const double[::1] pmax = net["port_pmax"]
         w.n_hosts, w.n_nodes, w.n_ports = H, N, P
-        w.ports = <Port*> _aligned_zeroed(max(P, 1) * sizeof(Port))
-        w.sw = <Switch*> _aligned_zeroed(max(N - H, 1) * sizeof(Switch))
+        w.ports = <Port*> zeroed_lines(max(P, 1) * sizeof(Port))
+        w.sw = <Switch*> zeroed_lines(max(N - H, 1) * sizeof(Switch))
         w.hosts = <Host*> calloc(H, sizeof(Host))
         if w.ports == NULL or w.sw == NULL or w.hosts == NULL:
             raise MemoryError()

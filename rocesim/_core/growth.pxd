@@ -1,7 +1,20 @@
 # cython: language_level=3
-"""Growable C arrays: room for one more element, doubling the capacity."""
+"""C arrays: growable ones (room for one more element, doubling the capacity), and zeroed
+ones on cache-line boundaries."""
 from libc.stdint cimport int64_t
 from libc.stdlib cimport realloc
+from libc.string cimport memset
+from posix.stdlib cimport posix_memalign
+
+
+cdef inline void* zeroed_lines(size_t nbytes) noexcept nogil:
+    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL: for arrays whose
+    elements are written by different threads, each element a whole number of lines."""
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, nbytes) != 0:
+        return NULL
+    memset(mem, 0, nbytes)
+    return mem
 
 
 cdef inline int room_for_one(void** arr, int64_t n, int64_t* cap, size_t elem,

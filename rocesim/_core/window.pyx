@@ -57,13 +57,12 @@ is 1).
 from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
-from posix.stdlib cimport posix_memalign
 from cython.parallel cimport parallel, threadid
 from rocesim._core.defs cimport (Sim, World, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
                                  EV_FLOW_START)
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
-from rocesim._core.growth cimport room_for_one
+from rocesim._core.growth cimport room_for_one, zeroed_lines
 from rocesim._core.loop cimport run_loop, STOP_EMPTY, STOP_TIME, STOP_EVENTS, STOP_DEADLOCK
 from rocesim._core.monitors cimport monitors_next, monitors_end, windows_monitors
 from rocesim._core.barrier cimport (rocesim_barrier, rocesim_barrier_init, rocesim_barrier_destroy,
@@ -173,15 +172,6 @@ cdef int windows_max_threads() noexcept nogil:
     return ROCESIM_MAX_THREADS
 
 
-cdef void* _lines(size_t nbytes) noexcept nogil:
-    """Zeroed memory on a 64-byte boundary (free() releases it), or NULL."""
-    cdef void* mem = NULL
-    if posix_memalign(&mem, 64, nbytes) != 0:
-        return NULL
-    memset(mem, 0, nbytes)
-    return mem
-
-
 cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil:
     """The window state of a run in `n` parts; -1 if out of memory.  (The second set of
     hand-off records is made at the first run, when the world's records exist.)"""
@@ -191,7 +181,7 @@ cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
     win.order = <int32_t*> malloc(n * sizeof(int32_t))
     win.active = <int32_t*> malloc(n * sizeof(int32_t))
     win.by_tier = <int32_t*> malloc(n * sizeof(int32_t))
-    win.part = <PartWin*> _lines(<size_t> n * sizeof(PartWin))
+    win.part = <PartWin*> zeroed_lines(<size_t> n * sizeof(PartWin))
     if win.order == NULL or win.active == NULL or win.by_tier == NULL or win.part == NULL:
         return -1
     for k in range(n):
@@ -458,7 +448,7 @@ cdef void _work(Call* c, rocesim_slot* me, int32_t tid) noexcept nogil:
 
 
 cdef void windows_set_tiers(Windows* win, int32_t n, const int32_t* tier) noexcept nogil:
-    """The parts' tiers (`Windows.tier`), and the parts ordered by (tier, id)."""
+    """The parts' tiers (`PartWin.tier`), and the parts ordered by (tier, id)."""
     cdef int32_t j, k, i
     for k in range(n):
         win.part[k].tier = tier[k]
