@@ -1,6 +1,7 @@
 # cython: language_level=3
 """The barrier the threads of a run in parts meet at once per window (window.pyx), and
-the clocks that tell the thread count's controller (thread_count.pxd) how they fare.
+the clocks that tell the thread count's controller (thread_count.pxd) how they fare and
+whether the machine has a core to spare.
 
 A waiting thread spins, with the CPU's pause hint, for at most `spin_ns`, then sleeps
 until the last thread to arrive releases the others.  Spinning answers fastest when
@@ -26,6 +27,7 @@ cdef extern from *:
     #include <stdint.h>
     #include <time.h>
     #include <limits.h>
+    #include <stdio.h>
     #if defined(__linux__)
     #include <linux/futex.h>
     #include <sys/syscall.h>
@@ -62,14 +64,35 @@ cdef extern from *:
         return (int64_t) t.tv_sec * 1000000000LL + t.tv_nsec;
     }
 
-    static void rocesim_barrier_init(rocesim_barrier* b) {
+    /* The machine's idle CPU time since boot, ns summed over its CPUs: /proc/stat's idle
+       and iowait (kept by the kernel in USER_HZ ticks: 10 ms steps); -1 where there is no
+       such count (not Linux, no /proc). */
+    static int64_t rocesim_machine_idle_ns(void) {
+    #if defined(__linux__)
+        unsigned long long user, nice, sys, idle, iowait;
+        long hz = sysconf(_SC_CLK_TCK);
+        int got;
+        FILE* f = fopen("/proc/stat", "r");
+        if (f == NULL)
+            return -1;
+        got = fscanf(f, "cpu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait);
+        fclose(f);
+        if (got != 5 || hz <= 0)
+            return -1;
+        return (int64_t) (idle + iowait) * (1000000000LL / hz);
+    #else
+        return -1;
+    #endif
+    }
+
+    static inline void rocesim_barrier_init(rocesim_barrier* b) {
         b->arrived = b->epoch = b->sleepers = 0;
     #if !defined(__linux__)
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);
     #endif
     }
-    static void rocesim_barrier_destroy(rocesim_barrier* b) {
+    static inline void rocesim_barrier_destroy(rocesim_barrier* b) {
     #if !defined(__linux__)
         pthread_mutex_destroy(&b->mu);
         pthread_cond_destroy(&b->cv);
@@ -105,7 +128,7 @@ cdef extern from *:
 
     /* Wait for the release of `round`: spin up to spin_ns, then sleep.  Adds the time spun
        to *spun and the time asleep to *slept (ns). */
-    static void rocesim_barrier_wait(rocesim_barrier* b, int round, int64_t spin_ns, int64_t* spun,
+    static inline void rocesim_barrier_wait(rocesim_barrier* b, int round, int64_t spin_ns, int64_t* spun,
                                      int64_t* slept) {
         int64_t t0, t;
         int k = 0;
@@ -147,6 +170,7 @@ cdef extern from *:
         int sleepers
     int64_t rocesim_clock_ns() noexcept nogil
     int64_t rocesim_thread_cpu_ns() noexcept nogil
+    int64_t rocesim_machine_idle_ns() noexcept nogil
     void rocesim_barrier_init(rocesim_barrier* b) noexcept nogil
     void rocesim_barrier_destroy(rocesim_barrier* b) noexcept nogil
     int rocesim_barrier_arrive(rocesim_barrier* b, int n, int* round) noexcept nogil

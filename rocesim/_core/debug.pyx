@@ -69,6 +69,18 @@ def thread_schedule(Core core, counts, int32_t every=1):
     core.win.tc.schedule, core.win.tc.n_schedule, core.win.tc.every = buf, len(counts), every
 
 
+cdef int64_t _never_idle() noexcept nogil:
+    return 0
+
+
+def busy_machine(Core core):
+    """`threads: auto` sees a machine with no core to spare (its idle time never grows):
+    a run in parts then stays on one thread.  Results must not change."""
+    if core.w.n_parts == 1:
+        raise ValueError("busy_machine: a run in parts")
+    core.win.tc.machine_idle = _never_idle
+
+
 def part_stats(Core core, int32_t k):
     """The counters of part k alone (Core.stats aggregates these)."""
     if not 0 <= k < core.w.n_parts:

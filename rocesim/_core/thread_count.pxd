@@ -22,14 +22,22 @@ Then:
   a barrier gain nothing: either way the rate says so;
 * on m threads, after UP_NS of wall time on them in which they were busy (`got` at least
   BUSY_PCT % of m: on one thread, it had a whole core), it tries m + 1, up to the threads
-  asked.  A try that fails waits before the next one, 4x longer each time (FIRST_HOLD
-  periods, up to MAX_HOLD), so that on a loaded machine, or a run whose windows are thin,
-  the tries cost little.  A try that holds resets the wait.
+  asked, if the machine had a core to spare: its CPUs idle FREE_PCT % of a core or more
+  since the controller last looked (over UP_NS at least: the kernel counts idle time in
+  10 ms ticks; /proc/stat, barrier.pxd; where the machine does not say, it tries).  A
+  thread's share of a core over 20 ms is no proof of a free one: beside one busy process
+  per core, a thread often runs a few time slices whole, and a try then finds no core
+  (HPCC's run in benchmarks/test_parallel.py -k loaded took 4.8 s instead of 4.1-4.4 s
+  with two such tries).  A try that fails, or a core not free, waits before the controller
+  looks again, 4x longer each time (FIRST_HOLD periods, up to MAX_HOLD), so that on a
+  loaded machine, or a run whose windows are thin, the tries cost little.  A try that
+  holds resets the wait.
 
 `threads: auto` starts on one thread (a run too short to measure takes no risk) and moves
 between 1 and the cores the process may use; a fixed number is that number throughout.
 """
 from libc.stdint cimport int64_t, int32_t
+from rocesim._core.barrier cimport rocesim_clock_ns, rocesim_machine_idle_ns
 
 cdef enum:
     PERIOD_NS = 1000000     # a period of measurement: at least 1 ms of wall time ...
@@ -40,6 +48,7 @@ cdef enum:
     MAX_COUNT = 256         # the most threads measured (window.pyx: ROCESIM_MAX_THREADS)
     KEEP_PCT = 110          # m threads must run 10% more events per second than m - 1 did
     BUSY_PCT = 85           # every thread busy (85% of its wall time at work)
+    FREE_PCT = 50           # a core to spare: the machine idle half a core's time or more
 
 
 cdef struct ThreadCount:
@@ -60,9 +69,37 @@ cdef struct ThreadCount:
     bint trying              # the stay is a try of one thread more
     double threads_wall      # sum over the windows of threads x wall ns: the mean thread count
     int64_t wall             # sum of the windows' wall ns
+    int64_t idle_at          # the machine's idle CPU ns when the controller last looked (-1: it
+    int64_t idle_clock       #   does not say), and the wall clock then (ns)
+    int64_t (*machine_idle)() noexcept nogil   # how it looks (debug.busy_machine replaces it)
     int32_t* schedule        # debug.thread_schedule: the counts to cycle through, a window
     int32_t n_schedule       #   `every` windows each (overrides the measurement; NULL: none)
     int32_t every
+
+
+cdef inline void _tc_look(ThreadCount* tc) noexcept nogil:
+    """Note the machine's idle time and the clock: a core to spare is measured from here."""
+    tc.idle_at = tc.machine_idle()
+    tc.idle_clock = rocesim_clock_ns()
+
+
+cdef inline int _tc_core_free(ThreadCount* tc) noexcept nogil:
+    """1 if the machine had a core to spare since the controller last looked (FREE_PCT %
+    of a core idle), 0 if not (looked at again from now), -1 if it is too soon to tell
+    (under UP_NS: 10 ms ticks).  1 where the machine does not say."""
+    cdef int64_t now, idle
+    cdef bint free
+    if tc.idle_at < 0:
+        return 1
+    now = rocesim_clock_ns()
+    if now - tc.idle_clock < UP_NS:
+        return -1
+    idle = tc.machine_idle()
+    if idle < 0:
+        return 1
+    free = 100 * (idle - tc.idle_at) >= FREE_PCT * (now - tc.idle_clock)
+    tc.idle_at, tc.idle_clock = idle, now
+    return 1 if free else 0
 
 
 cdef inline void _tc_arrive(ThreadCount* tc, int32_t m) noexcept nogil:
@@ -70,6 +107,8 @@ cdef inline void _tc_arrive(ThreadCount* tc, int32_t m) noexcept nogil:
     tc.now = m
     tc.stay_wall = tc.stay_work = tc.stay_events = 0
     tc.recent = 0.0
+    if tc.adaptive:
+        _tc_look(tc)
 
 
 cdef inline void tc_start(ThreadCount* tc, int32_t cap, bint adaptive) noexcept nogil:
@@ -80,6 +119,8 @@ cdef inline void tc_start(ThreadCount* tc, int32_t cap, bint adaptive) noexcept 
         cap = MAX_COUNT
     if cap != tc.cap or adaptive != tc.adaptive or tc.now < 1:
         tc.cap, tc.adaptive = cap, adaptive
+        if tc.machine_idle == NULL:
+            tc.machine_idle = rocesim_machine_idle_ns
         _tc_arrive(tc, 1 if adaptive else cap)
         tc.period_wall = tc.period_work = tc.period_events = 0
         tc.period_windows = 0
@@ -109,6 +150,7 @@ cdef inline int32_t tc_period(ThreadCount* tc) noexcept nogil:
     """A period ended (its CPU work, spinning excluded, counted in `period_work`): the
     threads for the next windows (the rules of the module's docstring)."""
     cdef int32_t m = tc.now
+    cdef int free
     cdef double r = <double> tc.period_events / tc.period_wall if tc.period_wall > 0 else 0.0
     tc.stay_wall += tc.period_wall
     tc.stay_work += tc.period_work
@@ -130,9 +172,14 @@ cdef inline int32_t tc_period(ThreadCount* tc) noexcept nogil:
     if tc.hold > 0:
         tc.hold -= 1
     elif m < tc.cap and tc.stay_wall >= UP_NS and 100 * tc.stay_work >= BUSY_PCT * m * tc.stay_wall:
-        tc.trying = True
-        _tc_arrive(tc, m + 1)
-        return m + 1
+        free = _tc_core_free(tc)
+        if free == 1:
+            tc.trying = True
+            _tc_arrive(tc, m + 1)
+            return m + 1
+        if free == 0:                       # no core to spare: wait, as after a failed try
+            tc.hold = tc.backoff
+            tc.backoff = tc.backoff * 4 if tc.backoff * 4 < MAX_HOLD else MAX_HOLD
     return m
 
 

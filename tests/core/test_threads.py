@@ -173,6 +173,21 @@ def test_adapting_threads_change_nothing_and_say_what_ran():
     assert core.thread_stats() == dict(threads_mean=1.0, threads_final=1)
 
 
+@pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")
+def test_adapting_threads_stay_on_one_when_the_machine_has_no_core_to_spare():
+    """`adapt` on a machine whose CPUs are never idle (debug.busy_machine): never a try of
+    a second thread, whatever share of a core the first gets; the same run as one thread."""
+    one = run_in_slices(core_of("pfc_dcqcn", "leaves"), 1)
+    core = core_of("pfc_dcqcn", "leaves")
+    debug.busy_machine(core)
+    auto = run_in_slices(core, 4, adapt=True)
+    assert_same(one[1], auto[1])
+    assert core.thread_stats() == dict(threads_mean=1.0, threads_final=1)
+    sim = Simulation(topology.star(5, "100Gbps", "1us"))
+    with pytest.raises(ValueError, match="busy_machine"):
+        debug.busy_machine(sim.build_core())
+
+
 def test_a_thread_schedule_needs_a_run_in_parts_and_counts_of_one_or_more():
     with pytest.raises(ValueError, match="thread_schedule"):
         debug.thread_schedule(core_of("pfc_dcqcn", "leaves"), (2, 0))
