@@ -14,22 +14,28 @@ a quarter is run again (3 tries) and left out of the medians.
 
 ## The model
 
-The core runs windows of the lookahead L (rocesim/_core/window.pyx).  Phase 1: every part
-with events in the window runs them, parts claimed from an atomic counter in the order of
-their recent events (re-sorted every 16 windows, the counts then halved).  Phase 2: part
-k, on thread k mod n, takes the hand-offs of its incoming cut ports (the runs here were
-taken so, at 4e07830; the core now takes a part's hand-offs on the thread that ran it in
-phase 1, its pool in that core's cache, which made hpcc320 at `leaves` on 2 threads 9%
-faster: on that count the model is pessimistic).  Then thread 0 alone applies the
-dependency messages and opens the next window.  Three barriers.  So a window costs, on
-n threads:
+The core runs windows of the lookahead L (rocesim/_core/window.pyx; docs/parallel_core.md,
+sections 15-17).  In a window every part with work runs its turn: it first takes the
+hand-offs the window before left it (the packets other parts sent it over cut links),
+then runs its events.  Each thread takes its home parts first (each tier of parts cut in
+id order into runs of equal recent cost, one per thread), then what another thread left,
+for that window.  Then the last thread to arrive alone closes the window (dependency
+messages, the parts' next events) and opens the next.  One barrier per window, none for a
+window with a single part to run (its thread runs it while the others wait).  So a
+window costs, on n threads:
 
-    phase 1   list schedule (each part in the core's order to the thread free first) of
+    turns     a list schedule (each part's turn, costliest first, to the thread free
+              first: what homes cut by cost and stealing come to) of
               events * (c_ev + c_log * log2(events)) * (1 + s * (1 - 1/n)) + c_v
-    phase 2   max over threads t of the sum, over parts k = t mod n, of
-              c_x * handoffs(k) + c_q * in_cut(k) + c_p      (in_cut: its incoming cut ports)
-    serial    c_w (and c_x per dependency message)
-    barriers  3 * c_bar(n),  c_bar(n) = a + b * n,  a = 0
+              + c_x * hand-offs taken + c_q * in_cut (in_cut: its incoming cut ports,
+              looked at when it takes hand-offs)
+    serial    c_w + c_p * parts (the closing step's loops over every part), and c_x
+              per dependency message
+    barrier   c_bar(n) = a + b * n, a = 0, in windows with two parts or more to run
+
+The window profiles record the hand-offs a part took at a window's end (a profiled run
+flushes every window, on one thread); the model moves them to the part's turn in the
+next window, where the core takes them.
 
 * c_ev: per workload (an event's cost depends on its kind: DCQCN, PFC, compute).  c_log:
   an event costs more in a part with more events in the window (its queue and packet pool
@@ -38,15 +44,19 @@ n threads:
 * c_v, c_q, c_p, c_w: the windows' own cost, from runs of thin windows (a one-packet
   flow every 2 us between random hosts, on k=16 and k=32: their ports fit in cache or
   not, and these costs differ 3-12x between the two); hpcc320 and gpt_1024 take k=16's.
-* s: what two threads cost beyond that, as a share of the events' cost (a part's lines
-  moving between the cores, cost unseen by the model's equal events), from each
-  workload's 2-thread runs; a part stays on its core with chance 1/n, hence (1 - 1/n).
+* s: what two threads cost beyond that, as a share of the events' cost (the packets and
+  flows that parts on different cores trade move between their caches: on this machine
+  a line takes 66 ns to move, docs/parallel_core.md section 18), from each workload's
+  2-thread runs; with the parts spread evenly, a hand-off stays on its core with chance
+  about 1/n, hence (1 - 1/n).
 * c_bar(n): the core's barrier is one central sense-reversing counter (each arrival an
   atomic add on one line, each waiter re-reading the released line): about 3n bus
   transactions on its critical path (Culler, UC Berkeley CS258 lecture 9, "Centralized
   Barrier Performance"), so a + b*n.  Two threads give one figure, c_bar(2), from the
   thin k=16 runs; all of it is put in b (a = 0): the pessimistic extrapolation.  The
-  predictions also show a flat barrier (c_bar(n) = c_bar(2)) as the optimistic one.
+  predictions also show a flat barrier (c_bar(n) = c_bar(2)) as the optimistic one.  (A
+  waiting thread spins 50 us, then sleeps: on an idle machine with windows of similar
+  work the wait is spun, and the model counts no wake-up.)
 """
 from __future__ import annotations
 
@@ -136,11 +146,11 @@ BLIND_SPOTS = """## What the model does not see
   groups).  Its 48x on 64 threads assumes the memory system keeps up: it will not.
 * **Caches, both ways.**  On two cores the private caches double: k=16 and k=32 ran
   slightly faster than 2x (up to 2.5x for the thin k=32 runs), which the model does not
-  extrapolate (s is kept at 0 or more).  On a large machine a part claimed by another core
-  than in its last window brings its lines over; s holds what 2 threads show of that, from
-  0-0.1 (the fat trees, a whole gpt_1024 iteration) to about 0.4 (hpcc320 and the first
-  30 ms of gpt_1024, thin windows of DCQCN traffic).  The first 30 ms of gpt_1024 did not
-  predict its whole iteration (see the 2-thread checks under the predictions).
+  extrapolate (s is kept at 0 or more).  A part stays on its home core, but the packets
+  and flows it trades with parts on other cores move between the caches; s holds what 2
+  threads show of that (the measured table's constants).  On n threads the model takes
+  the share of hand-offs that cross cores to grow as 1 - 1/n; with homes cut by tier in id
+  order, neighbouring parts share a core, so on a large machine it may be less.
 * **NUMA.**  Measured on one socket.  Across two sockets a moving part pays remote
   memory (about 1.5-2x the latency), and the barrier's line crosses the interconnect.
 * **SMT.**  Two hardware threads of a core share its caches and units: 64 threads on 32
@@ -156,15 +166,21 @@ BLIND_SPOTS = """## What the model does not see
   (the lead's idle-machine figures of benchmarks/test_parallel.py: gpt_1024 at `leaves`
   48.3 s on 1 thread, 26.7 s on 2; here 50.6 s and 27.4 s).
 * **Profiled runs.**  k=32 and gpt_1024's 1-thread times are those of their profiled runs
-  (the profile adds a loop over the parts per window: within the noise on k=16, hpcc320
-  and the first 30 ms of gpt_1024)."""
+  (a profiled run closes every window with a loop over the parts, which takes their
+  hand-offs then: it costs a little more than a run that does not).
+* **Homes and stealing.**  The model schedules each window's turns costliest first onto
+  the thread free first.  The core gives each thread its home parts (cut by their cost
+  over the last 256 windows, not this window's) and lets a thread that is done take what
+  is left; a window whose costs differ from the recent ones is less balanced than the
+  model's."""
 
 DATA = """## Data
 
 * `validation/parallel_model.json`: every timed run (workload, level, threads, wall and CPU
   seconds of the core, the other processes' use of the machine before and during it,
   events, windows, hand-offs, dependency messages; `profiled` for the runs that recorded
-  the window profile).  Taken on the 2-core development machine, 2026-11-24.
+  the window profile).  Taken on the 2-core development machine, 2026-11-28 (the core of
+  issue 33: one barrier per window, homes by tier).
 * The window profiles (`Core.window_profile()`: per window and busy part, its events and
   hand-offs taken) are not kept (out/parallel_model/, 7 MB): `profile` makes them again,
   and they are the same on any machine and any number of threads.
@@ -317,6 +333,18 @@ class Profile:
         self.in_cut, self.stats = np.asarray(in_cut, float), stats
         self.P, self.W = stats["parts"], stats["windows"]
         self._rank = {}
+        # the turns: a part's events in a window, and the hand-offs it takes there (those of
+        # the window before's end, where the profiled run took them)
+        key = np.concatenate([self.window * self.P + self.part,
+                              np.minimum(self.window + 1, self.W - 1) * self.P + self.part])
+        turn, where = np.unique(key, return_inverse=True)
+        n = turn.size
+        self.t_window, self.t_part = turn // self.P, turn % self.P
+        self.t_events = np.bincount(where[:self.window.size], weights=self.events, minlength=n)
+        self.t_taken = np.bincount(where[self.window.size:], weights=self.handoffs, minlength=n)
+        self.t_in_cut = np.where(self.t_taken > 0, self.in_cut[self.t_part], 0.0)
+        busy = (self.t_events > 0) | (self.t_taken > 0)
+        self.barriers = float(np.count_nonzero(np.bincount(self.t_window[busy], minlength=self.W) > 1))
 
     @classmethod
     def load(cls, path: Path) -> "Profile":
@@ -327,28 +355,25 @@ class Profile:
         """What a 1-thread run's time is linear in (the columns of the fit)."""
         return dict(E=self.events.sum(), c_log=(self.events * _log2(self.events)).sum(),
                     c_x=self.handoffs.sum() + self.stats["dependency_messages"],
-                    c_v=float(np.count_nonzero(self.events)), c_q=self.W * self.in_cut.sum(),
+                    c_v=float(np.count_nonzero(self.t_events)), c_q=self.t_in_cut.sum(),
                     c_p=float(self.W * self.P), c_w=float(self.W))
 
     def time(self, k: dict, n: int, order="core", chunk=8192) -> dict:
-        """The model's time on `n` threads with constants `k`, by part: phase 1, phase 2,
-        serial, barriers (s)."""
+        """The model's time on `n` threads with constants `k`: the parts' turns, the
+        serial step, the barriers (s)."""
+        ev = self.t_events
         if order not in self._rank:
-            self._rank[order] = (core_rank(self.window, self.part, self.events, self.P) if order == "core"
-                                 else lpt_rank(self.window, self.events))
+            self._rank[order] = (core_rank(self.t_window, self.t_part, ev + self.t_taken, self.P) if order == "core"
+                                 else lpt_rank(self.t_window, ev + self.t_taken))
         place = self._rank[order]
-        shared = 1 + k.get("s", 0.0) * (1 - 1 / n)         # other cores' copies of its lines
-        run = np.where(self.events > 0, self.events * (k["c_ev"] + k["c_log"] * _log2(self.events)) * shared
-                       + k["c_v"], 0.0)
-        p1 = sum(makespan(_grid(self.window, place, run, lo, min(lo + chunk, self.W)), n).sum()
-                 for lo in range(0, self.W, chunk))
-        thread = self.part % n
-        base = np.bincount(np.arange(self.P) % n, weights=k["c_q"] * self.in_cut + k["c_p"], minlength=n)
-        take = np.bincount(self.window * n + thread, weights=k["c_x"] * self.handoffs, minlength=self.W * n)
-        p2 = (take.reshape(self.W, n) + base).max(axis=1).sum()
-        serial = self.W * k["c_w"] + k["c_x"] * self.stats["dependency_messages"]
-        barrier = 3 * self.W * (k.get("a", 0.0) + k["b"] * n) if n > 1 else 0.0
-        return dict(phase1=p1, phase2=p2, serial=serial, barrier=barrier)
+        shared = 1 + k.get("s", 0.0) * (1 - 1 / n)         # what crosses cores
+        run = (np.where(ev > 0, ev * (k["c_ev"] + k["c_log"] * _log2(ev)) * shared + k["c_v"], 0.0)
+               + k["c_x"] * self.t_taken + k["c_q"] * self.t_in_cut)
+        turns = sum(makespan(_grid(self.t_window, place, run, lo, min(lo + chunk, self.W)), n).sum()
+                    for lo in range(0, self.W, chunk))
+        serial = self.W * (k["c_w"] + k["c_p"] * self.P) + k["c_x"] * self.stats["dependency_messages"]
+        barrier = self.barriers * (k.get("a", 0.0) + k["b"] * n) if n > 1 else 0.0
+        return dict(turns=turns, serial=serial, barrier=barrier)
 
 
 def fit_linear(X, y, names) -> dict:
@@ -435,9 +460,9 @@ def fit(measured, profiles, held_out=None) -> dict:
                 rows.append([f["E"] * (w == wl) for w in main] + [f[c] for c in EVENT])
                 y.append(_timed(measured, wl, lv, 1) - sum(k[f"{c}:{THIN_OF[wl]}"] * f[c] for c in WINDOW))
         k.update(fit_linear(rows, y, [f"c_ev:{w}" for w in main] + list(EVENT)))
-    k["b"] = 0.0             # what 2 threads took beyond the model without barriers: 3 W * 2b
+    k["b"] = 0.0             # what 2 threads took beyond the model without barriers: barriers * 2b
     k["b"] = _slope([(_timed(measured, wl, lv, 2), _total(profiles[wl, lv], constants(k, wl), 2),
-                      3 * profiles[wl, lv].W * 2) for wl in BARRIER_FIT for lv in cases[wl]])
+                      profiles[wl, lv].barriers * 2) for wl in BARRIER_FIT for lv in cases[wl]])
     for wl in main:              # then what each other workload's 2-thread runs took beyond that
         k[f"s:{wl}"] = fit_s([(profiles[wl, lv], constants(k, wl), _timed(measured, wl, lv, 2))
                               for lv in cases[wl]])
@@ -529,9 +554,10 @@ def _constants(measured, profiles, k) -> str:
         lines.append(f"| c_ev, {wl} | event in a part{one} | {ns(k[f'c_ev:{wl}'])} |")
     what = dict(c_log="event, per doubling of its part's events in the window",
                 c_x="hand-off taken (a packet over a cut link) or dependency message",
-                c_v="part run in a window (phase 1)", c_q="incoming cut port looked at, per window (phase 2)",
-                c_p="part, per window (phase 2: its counters)", c_w="window (thread 0)",
-                b="thread, per barrier: c_bar(n) = b*n, from the 2-thread runs")
+                c_v="part that runs events in a window", c_q="incoming cut port looked at, by a part taking hand-offs",
+                c_p="part, per window (the closing step's loops over the parts)", c_w="window (the closing step)",
+                b="thread, per barrier (a window with two parts or more to run): c_bar(n) = b*n, from the "
+                  "2-thread runs")
     lines += [f"| {c} | {what[c]} | {ns(k[c])} |" for c in EVENT]
     lines += [f"| {c}, {thin} | {what[c]} | {ns(k[f'{c}:{thin}'])} |" for c in WINDOW for thin in THIN]
     lines.append(f"| b | {what['b']} of {', '.join(BARRIER_FIT)} | {ns(k['b'])} |")
