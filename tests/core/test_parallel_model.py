@@ -65,11 +65,26 @@ def test_profile_time_on_one_thread_is_linear_in_its_features():
     f = prof.features()
     assert t["barrier"] == 0
     assert sum(t.values()) == pytest.approx(k["c_ev"] * f["E"] + sum(k[c] * f[c] for c in (*pm.EVENT, *pm.WINDOW)))
-    # more threads: never slower in the parts' phases, and one thread per part is the bound
+    # more threads: never slower in the parts' turns, the closing step the same, and a
+    # barrier in each window with two turns or more
     many = prof.time(k, prof.P, "lpt")
-    assert many["phase1"] <= prof.time(k, 2)["phase1"] <= t["phase1"]
+    assert many["turns"] <= prof.time(k, 2)["turns"] <= t["turns"]
     assert many["serial"] == t["serial"]
-    assert many["phase2"] >= (K["c_q"] * prof.in_cut.max() + K["c_p"]) * prof.W
+    two_or_more = np.count_nonzero(np.bincount(prof.t_window, minlength=prof.W) > 1)
+    assert prof.time(k, 3)["barrier"] == pytest.approx(two_or_more * 3 * K["b"]) and two_or_more > 0
+
+
+def test_a_part_takes_its_hand_offs_at_its_turn_in_the_next_window():
+    """The profile's hand-offs were taken at the window's end; the core takes them at the
+    receiving part's turn in the next window (window.pyx `_prepare`)."""
+    prof = pm.Profile([0, 1], [1, 0], [10, 3], [4, 0], np.array([5, 7]),
+                      dict(parts=2, windows=2, dependency_messages=0))
+    k = dict(K, c_ev=100e-9)
+    turn = lambda ev: ev * (k["c_ev"] + k["c_log"] * np.log2(ev)) + k["c_v"]
+    # window 0: part 1's events; window 1: part 0's events and part 1's hand-offs, side by side
+    assert prof.time(k, 1)["turns"] == pytest.approx(turn(10) + turn(3) + 4 * k["c_x"] + 7 * k["c_q"])
+    assert prof.time(k, 2)["turns"] == pytest.approx(turn(10) + max(turn(3), 4 * k["c_x"] + 7 * k["c_q"]))
+    assert prof.time(k, 2)["barrier"] == pytest.approx(2 * k["b"])      # window 1 only
 
 
 def test_fit_recovers_known_constants(monkeypatch):
