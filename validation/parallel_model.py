@@ -125,18 +125,25 @@ PREDICTED = {"k16": ["pods", "leaves"], "k32": ["pods", "leaves"], "gpt_1024": [
 
 READING = """What the table says, in short:
 
-* The fat trees scale: k=16 at `leaves` (320 parts) about 14x on 16 threads and 29x on 64;
+* The fat trees scale: k=16 at `leaves` (320 parts) about 15x on 16 threads and 29x on 64;
   k=32 (1,280 parts) about 16x and 48x.  Their windows are fat (436 and 503 windows, 40-70 k
   events each), so the barriers hardly count.  At `pods` (32 and 64 parts) the parts cap it:
   k=16 gains nothing from 16 to 64 threads.
-* gpt_1024 at `leaves` (192 parts): about 9.5x on 16 threads, but 64 threads are slower
-  than 16 in the model: its 38 k windows of about 1 ms of work each pay three barriers, and
-  a central barrier extrapolated linearly from 2 threads costs 39 us at 64.  With a flat
-  barrier 64 threads would give about 14x; with one thread per part and no barrier at all
-  the busiest part of each window still bounds it at about 15x.  A tree or dissemination
-  barrier (log n), or fewer barriers per window, is what 64 threads would need here.
+* gpt_1024 at `leaves` (192 parts): about 11x on 16 threads, but 64 threads are slower
+  than 16 in the model: its 37 k windows of about 1 ms of work each end at a barrier,
+  and a barrier extrapolated linearly from 2 threads costs 91 us at 64.  With a flat
+  barrier 64 threads would give about 15x; with one thread per part and no barrier at all
+  the busiest part of each window still bounds it at about 16x.  b here (1.4 us per thread,
+  2.8 us a window on 2 threads, from the thin k=16 runs) holds more than the barrier: the
+  closing step reads every part's window state, which the other core wrote; that grows
+  with the parts the other threads ran, not with n, so the 64-thread figure is the
+  pessimistic end.  A tree barrier (log n) would still be what 64 threads need here.
 * gpt_1024 at `pods` does not scale at all (8 parts, and the pipeline's stages are the pods:
-  most windows have one busy pod).  The measured 2 threads agree (51 s -> 47 s)."""
+  most windows have one busy pod, and those run on one thread without a barrier).  The
+  measured 2 threads agree (41.8 s -> 37.7 s).
+* The thin-window runs (a one-packet flow every 2 us) are slower on 2 threads than on 1
+  (0.56-0.78x): windows of a few events do not pay for the barrier, which is why `threads:
+  auto` goes back to one thread on such runs."""
 
 BLIND_SPOTS = """## What the model does not see
 
@@ -156,8 +163,9 @@ BLIND_SPOTS = """## What the model does not see
 * **SMT.**  Two hardware threads of a core share its caches and units: 64 threads on 32
   cores are not 64 threads' worth.
 * **The barrier at 64 threads** is extrapolated from one figure, c_bar(2), taken on a
-  2-core virtual machine (about 1.2 us, far above a bare cache-line round trip): all of it
-  is put in the part that grows with n.  The flat-barrier column is the other end.
+  2-core virtual machine (about 2.8 us, far above a bare cache-line round trip of 131-137
+  ns: the closing step's misses are in it): all of it is put in the part that grows with
+  n.  The flat-barrier column is the other end.
 * **Equal events.**  An event costs the same in every part of a workload.  A part whose
   events are costlier (a NIC with DCQCN against a switch forwarding) makes a window's
   real makespan longer than the model's; s absorbs some of it at 2 threads.
