@@ -171,7 +171,8 @@ cdef struct Port:
     int32_t wd_detections        # storms the PFC watchdog detected on this port (all priorities)
     int32_t wd_restorations
     int32_t handoff              # a cut port: its record in World.handoff (NIL: not cut)
-    int32_t _pad32
+    int32_t handoff_n            # ... the packets its part put in the record in the window
+                                 #   its `Sim.sent` belongs to (link.pxd)
     int64_t trimmed              # data packets trimmed to their header at this egress port (trim.pxd);
                                  #   576 bytes: every port starts a cache line (64-byte aligned array)
 
@@ -485,14 +486,17 @@ cdef struct Handoff:
     # `hops`, its SACK into `sack`) during a window; the receiving part takes them into its
     # own pool, in send order, onto the wire of the link's far end (`peer`, whose wire
     # holds the packets coming to it), whose head its EV_ARRIVE pops.  The buffers keep
-    # their capacity from window to window.
+    # their capacity from window to window.  A record is read, not written, by both parts
+    # (but when a buffer grows): how many packets it holds is counted in the sender's port
+    # (Port.handoff_n) and told to the receiver by window.pyx (`Windows.noted`), so that the
+    # line stays in both cores' caches; a line of its own (the records are 64-byte aligned).
     Packet* pk
     IntHop* hops           # MAX_INT_HOPS per packet (INT on), else NULL
     int64_t* sack          # per packet (NetParams.sack_carried), else NULL
-    int32_t n
     int32_t cap
     int32_t port           # the cut port (the sender's end)
     int32_t peer           # its peer (the receiving end), which keeps the wire
+    int32_t _pad[7]
 
 cdef struct DepMsg:
     # A dependency across parts (issue 20): a parent completed in this part, its child
@@ -618,8 +622,10 @@ cdef struct Sim:
                            #   other event left the network is frozen for good
     int32_t error          # set by a Python callback that raised: the loop stops
     int32_t part           # this part's index in w.parts
-    int32_t* sent          # the hand-off records this part wrote in the open window, in the order
-    int32_t n_sent         #   first written (room for all its outgoing cut ports; window.pyx)
+    int32_t* sent          # the cut ports whose hand-off records this part wrote in window
+    int32_t n_sent         #   `sent_window`, in the order first written (room for all its
+                           #   outgoing cut ports; window.pyx)
+    int64_t sent_window
     DepMsg* deps           # dependency messages to other parts sent in the open window
     int64_t n_deps         #   (flows.pyx), applied at its end in (part, append order)
     int64_t cap_deps       #   (window.pyx); the buffer keeps its capacity

@@ -29,7 +29,7 @@ from rocesim._core.qp cimport qp_at, rx_of, qp_pool_release
 from rocesim._core.flows cimport flows_next_root, flow_ideal_fct, flow_top_switch, flow_base_rtt, pair_base_rtt
 from rocesim._core cimport loop
 from rocesim._core.window cimport (Windows, windows_init, windows_free, windows_set_tiers, windows_run,
-                                   windows_next, windows_idle, windows_max_threads)
+                                   windows_next, windows_idle, windows_pending, windows_max_threads)
 from rocesim._core.deadlock cimport DLState, DLRecord, deadlock_init, deadlock_free, deadlock_at_stall
 from rocesim._core.faults cimport Fault, faults_init, faults_free, F_NIC_STOP, F_NIC_RESUME, F_LINK_RATE
 from rocesim._core.watchdog cimport watchdog_init, watchdog_free
@@ -443,7 +443,7 @@ cdef class Core:
         w.lookahead = lookahead
         # the hand-off records, by cut port id; room in each part's list of those it writes
         cut_ids = np.flatnonzero(cut).astype(np.int32)
-        w.handoff = <Handoff*> calloc(max(cut_ids.shape[0], 1), sizeof(Handoff))
+        w.handoff = <Handoff*> zeroed_lines(max(cut_ids.shape[0], 1) * sizeof(Handoff))
         if w.handoff == NULL:
             raise MemoryError()
         w.n_handoff = cut_ids.shape[0]
@@ -759,7 +759,7 @@ cdef class Core:
         if self.w.n_parts == 1:
             frozen = self.s.n_events == self.s.n_monitors
         else:           # (monitors apart: they are no events in parts)
-            frozen = windows_idle(self.w.parts, self.w.n_parts)
+            frozen = windows_idle(self.w.parts, self.w.n_parts, &self.win)
         n = deadlock_at_stall(self.s, threshold_ps, frozen, self.now_ps)
         if n < 0 or self.s.error == ERR_NOMEM:
             raise MemoryError("rocesim core: out of memory for the deadlock analysis")
@@ -846,7 +846,7 @@ cdef class Core:
         cdef int64_t t = windows_next(self.w.parts, self.w.n_parts), j
         cdef int32_t k
         for k in range(self.w.n_handoff):          # packets on their way between parts
-            if self.w.handoff[k].n and self.w.handoff[k].pk[0].time < t:
+            if windows_pending(&self.win, k) and self.w.handoff[k].pk[0].time < t:
                 t = self.w.handoff[k].pk[0].time
         for k in range(self.w.n_parts):              # and dependency messages (their earliest start)
             for j in range(self.w.parts[k].n_deps):
@@ -867,7 +867,7 @@ cdef class Core:
         if self.win.order != NULL:         # a run in parts (not debug.add_empty_part's)
             # peaks over the window ends (a sum of the parts' own peaks would overstate them)
             st["packets_peak"], st["queue_pairs_peak"] = self.win.pkt_peak, self.win.qp_peak
-            st["packets_in_use"] += sum(self.w.handoff[k].n for k in range(self.w.n_handoff))
+            st["packets_in_use"] += sum(windows_pending(&self.win, k) for k in range(self.w.n_handoff))
         return st
 
     def flow_arrays(self):

@@ -131,9 +131,10 @@ cdef void _port_down(Sim* s, int32_t port) noexcept nogil:
     p.drop_mask = 0xFF
     _lose_wire(s, p.wire_head)            # in flight to this end: lost where they arrive
     if p.cut:
-        # what this end handed off in the open window
+        # what this end handed off in the open window (its count is this window's: the part
+        # runs this event in its turn, which zeroed the counts of the window before)
         h = &w.handoff[p.handoff]
-        for i in range(h.n):
+        for i in range(p.handoff_n):
             h.pk[i].kind = PK_LOST
     if p.is_switch:
         s.st.link_drops += switch_flush(s, port, 0xFF)

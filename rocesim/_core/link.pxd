@@ -13,13 +13,14 @@ in parts, by the receiving part only.)
 
 A run in parts (issue 20): a port whose link joins two parts is *cut*.  Its sender's part
 does not put a packet on the wire but copies it into the port's hand-off record
-(`World.handoff`) and frees it; when it next runs, the receiving part takes the copies into
-its own pool and onto the wire of its own port (`handoff_take`, window.pyx), which its
-EV_ARRIVE pops.
+(`World.handoff`) and frees it, counting it in its port (`Port.handoff_n`); when it next
+runs, the receiving part takes the copies, as many as window.pyx tells it, into its own
+pool and onto the wire of its own port (`handoff_take`), which its EV_ARRIVE pops.
 """
 from libc.stdint cimport int64_t, int32_t, uint32_t
-from libc.stdlib cimport realloc
+from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
+from posix.stdlib cimport posix_memalign
 from rocesim._core.defs cimport (Sim, World, Port, Packet, IntHop, Handoff, NIL, EV_ARRIVE, EV_TX, ERR_NOMEM,
                                  MAX_INT_HOPS)
 from rocesim._core.events cimport ev_push
@@ -108,7 +109,7 @@ cdef inline void port_transmit(Sim* s, int32_t port, int32_t i) noexcept nogil:
     p.tx_pkts += 1
     pk.time = done + p.delay_ps
     if p.cut:
-        handoff_put(s, p.handoff, i)
+        handoff_put(s, p, i)
         return
     to = &w.ports[p.peer]              # (the wire is kept where it arrives)
     _wire_append(s, p.peer, &to.wire_head, &to.wire_tail, i)
@@ -137,13 +138,17 @@ cdef inline int32_t wire_pop(Sim* s, int32_t port) noexcept nogil:
 
 # --- hand-offs across a cut link (a run in parts) ---------------------------------------
 
-cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
-    """Double the room of a hand-off record's buffers; -1 if out of memory."""
+cdef inline int _handoff_grow(Sim* s, Handoff* h, int32_t n) noexcept nogil:
+    """Double the room of a hand-off record's buffers (which hold n packets); -1 if out of
+    memory.  The packets on 64-byte boundaries: a copy is one cache line, not two."""
     cdef World* w = s.w
     cdef int32_t cap = 2 * h.cap if h.cap else 16
-    cdef void* grown = realloc(h.pk, <size_t> cap * sizeof(Packet))
-    if grown == NULL:
+    cdef void* grown = NULL
+    if posix_memalign(&grown, 64, <size_t> cap * sizeof(Packet)) != 0:
         return -1
+    if n:
+        memcpy(grown, h.pk, <size_t> n * sizeof(Packet))
+    free(h.pk)
     h.pk = <Packet*> grown
     if w.p.int_enabled:
         grown = realloc(h.hops, <size_t> cap * MAX_INT_HOPS * sizeof(IntHop))
@@ -159,36 +164,38 @@ cdef inline int _handoff_grow(Sim* s, Handoff* h) noexcept nogil:
     return 0
 
 
-cdef inline void handoff_put(Sim* s, int32_t r, int32_t i) noexcept nogil:
+cdef inline void handoff_put(Sim* s, Port* p, int32_t i) noexcept nogil:
     """The sender's part: a copy of packet i (with its INT records and SACK) goes into the
-    hand-off record `r`, and packet i back to the sender's pool.  The part lists the
-    records it writes in a window (`Sim.sent`, for window.pyx)."""
+    hand-off record of cut port `p`, counted in `p.handoff_n`, and packet i back to the
+    sender's pool.  The part lists the records it writes in a window (`Sim.sent`, for
+    window.pyx, which zeroes their counts when the part first runs in the next window)."""
     cdef World* w = s.w
-    cdef Handoff* h = &w.handoff[r]
-    if h.n == 0:
-        s.sent[s.n_sent] = r
+    cdef Handoff* h = &w.handoff[p.handoff]
+    cdef int32_t n = p.handoff_n
+    if n == 0:
+        s.sent[s.n_sent] = h.port
         s.n_sent += 1
-    if h.n == h.cap and _handoff_grow(s, h) < 0:
+    if n == h.cap and _handoff_grow(s, h, n) < 0:
         s.error = ERR_NOMEM
     else:
-        h.pk[h.n] = s.pkts[i]
+        h.pk[n] = s.pkts[i]
         if w.p.int_enabled and s.pkts[i].nhops:
-            memcpy(&h.hops[<int64_t> h.n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
+            memcpy(&h.hops[<int64_t> n * MAX_INT_HOPS], &s.int_hops[<int64_t> i * MAX_INT_HOPS],
                    s.pkts[i].nhops * sizeof(IntHop))
         if w.p.sack_carried:
-            h.sack[h.n] = s.pkt_sack[i]
-        h.n += 1
+            h.sack[n] = s.pkt_sack[i]
+        p.handoff_n = n + 1
     pkt_free(s, i)
 
 
-cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
-    """The receiving part `s`: the packets of hand-off record `h`, in send order, into its
-    pool and onto the wire its port `h.peer` keeps (fresh seqs from its counter); the
-    record is emptied (its capacity kept).  -1 if out of memory."""
+cdef inline int handoff_take(Sim* s, Handoff* h, int32_t n) noexcept nogil:
+    """The receiving part `s`: the first `n` packets of hand-off record `h`, in send order,
+    into its pool and onto the wire its port `h.peer` keeps (fresh seqs from its counter).
+    -1 if out of memory."""
     cdef World* w = s.w
     cdef Port* to = &w.ports[h.peer]
     cdef int32_t j, i
-    for j in range(h.n):
+    for j in range(n):
         i = pkt_alloc(s)
         if i == NIL:
             return -1
@@ -199,7 +206,6 @@ cdef inline int handoff_take(Sim* s, Handoff* h) noexcept nogil:
         if w.p.sack_carried:
             s.pkt_sack[i] = h.sack[j]
         _wire_append(s, h.peer, &to.wire_head, &to.wire_tail, i)
-    h.n = 0
     return 0
 
 

@@ -13,11 +13,10 @@ cdef struct PartWin:
     int64_t claimed        # the `stamp` of the turn a thread last claimed it in
     int32_t taken          # the hand-offs it took at the window's end (the profile)
     int32_t tier           # the fewest links from a host to one of its nodes (0: it holds hosts)
-    int32_t home           # the thread that runs it first (`_homes`; -1: not yet shared out)
     int32_t start_head     # the starts of children whose last parent was in another part,
     int32_t start_tail     #   pushed when it next runs: a list in `Windows.starts` (-1: none)
-    int8_t has_in          # it has hand-offs to take (listed in set 1 - cur of `noted`)
-    int8_t _pad[11]
+    int8_t has_in          # it has hand-offs to take (counted in set 1 - cur of `noted`)
+    int8_t _pad[15]
 
 
 cdef struct Windows:
@@ -52,14 +51,19 @@ cdef struct Windows:
     int32_t* in_rec        #   by ascending port id; per place its record,
     int32_t* in_pos        #   per record its place
     int32_t rows           # threads with a row in `noted` and `inbox` (grown as more threads run)
-    int64_t noted_stride   # bytes per row of `noted`, a multiple of 64
-    uint8_t* noted[2]      # per set, thread and place: a part the thread ran wrote that record in
-                           #   the window (each thread writes its own row: no line is shared)
+    int64_t noted_stride   # int32s per row of `noted`, a multiple of 16 (rows on 64-byte lines)
+    int32_t* noted[2]      # per set, thread and place: the packets a part the thread ran put in
+                           #   that record in the window so far (0: none; each thread writes its
+                           #   own row, and a slice ending inside a window may leave a part's
+                           #   smaller count in another row: the largest counts)
     int64_t inbox_stride   # int64s per row of `inbox`, a multiple of 8
     int64_t* inbox         # per thread and part: the earliest packet the thread's parts handed it
                            #   in the open window (INT64_MAX: none)
     int32_t* by_tier       # the parts by (tier, id): each tier's parts in id order
+    int32_t* home          # per part the thread that runs it first (`_homes`; -1: not yet shared
+                           #   out): apart from `part`, as every thread reads every part's
     int32_t home_team      # the thread count `home` was made for (0: not made)
+    bint deps_due          # some part sent dependency messages (not yet applied)
     int64_t stamp          # bumps at every turn of the threads through the open window's parts
     int32_t* starts        # the starts of children whose last parent was in another part (dependency
                            #   messages): per part a list (PartWin.start_head) of (child, next) pairs
@@ -76,5 +80,6 @@ cdef void windows_set_tiers(Windows* win, int32_t n, const int32_t* tier) noexce
 cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_t max_events,
                      int32_t threads, bint adapt) noexcept nogil
 cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil
-cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil
+cdef bint windows_idle(Sim** parts, int32_t n, Windows* win) noexcept nogil
+cdef int32_t windows_pending(Windows* win, int32_t r) noexcept nogil
 cdef int windows_max_threads() noexcept nogil

@@ -24,9 +24,11 @@ In a window:
 
 The parts write one of two sets of hand-off records in a window while they take from the
 other, the window before's (`Windows.sets`), so taking needs no barrier of its own.  A
-thread notes the records its parts wrote, by receiving part, in a row of its own
-(`Windows.noted`: no atomic operation, no line two threads write at once), so that a
-part visits only the records that hold packets for it, in ascending port id.  A
+thread notes how many packets its parts put in each record, by receiving part, in a row of
+its own (`Windows.noted`: no atomic operation, no line two threads write at once), so that a
+part visits only the records that hold packets for it, in ascending port id, and reads the
+records themselves without either part writing them (a line that moved between the cores
+at every window).  A
 part's history in a window depends only on its state when the window opened, and a part
 takes what was handed to it before anything else it does in the next window, as if
 every part had taken its hand-offs at the window's end: the results depend on the
@@ -56,9 +58,9 @@ is 1).
 """
 from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 from cython.parallel cimport parallel, threadid
-from rocesim._core.defs cimport (Sim, World, Event, Handoff, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
+from rocesim._core.defs cimport (Sim, World, Event, Handoff, Port, Flow, DepMsg, NIL, ERR_NONE, ERR_NOMEM,
                                  EV_FLOW_START)
 from rocesim._core.events cimport ev_next, ev_push
 from rocesim._core.link cimport handoff_take
@@ -70,6 +72,9 @@ from rocesim._core.barrier cimport (rocesim_barrier, rocesim_barrier_init, roces
                                     rocesim_clock_ns, rocesim_thread_cpu_ns)
 from rocesim._core.thread_count cimport (ThreadCount, tc_start, tc_window, tc_period_due, tc_period,
                                          tc_scheduled)
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) nogil
 
 cdef extern from *:
     """
@@ -148,6 +153,8 @@ cdef extern from *:
 
 cdef enum:
     TEAM_ERROR = 1         # a part's error is set (out of memory, a Python scheme raised)
+    TEAM_DEPS = 2          # a part sent dependency messages
+    FETCH_AHEAD = 4        # packets of each record a part fetches before it takes any
     GO = -1                # the serial step's decision: run the window it opened
     INSIDE = -2            # the slice ends inside the window (else a STOP_* code)
     RESIZE = -3            # run the window it opened on another number of threads
@@ -181,13 +188,14 @@ cdef int windows_init(Windows* win, int32_t n, int64_t lookahead) noexcept nogil
     win.order = <int32_t*> malloc(n * sizeof(int32_t))
     win.active = <int32_t*> malloc(n * sizeof(int32_t))
     win.by_tier = <int32_t*> malloc(n * sizeof(int32_t))
+    win.home = <int32_t*> malloc(n * sizeof(int32_t))
     win.part = <PartWin*> zeroed_lines(<size_t> n * sizeof(PartWin))
-    if win.order == NULL or win.active == NULL or win.by_tier == NULL or win.part == NULL:
+    if win.order == NULL or win.active == NULL or win.by_tier == NULL or win.home == NULL or win.part == NULL:
         return -1
     for k in range(n):
         win.order[k] = k
         win.by_tier[k] = k
-        win.part[k].home = -1
+        win.home[k] = -1
         win.part[k].start_head = win.part[k].start_tail = -1
     return 0
 
@@ -199,6 +207,7 @@ cdef void windows_free(Windows* win) noexcept nogil:
     free(win.active)
     free(win.profile)
     free(win.by_tier)
+    free(win.home)
     free(win.noted[0])
     free(win.noted[1])
     free(win.inbox)
@@ -217,6 +226,7 @@ cdef void windows_free(Windows* win) noexcept nogil:
         free(win.spare)
     win.order = NULL
     win.part = NULL
+    win.home = NULL
     win.spare = NULL
 
 
@@ -227,7 +237,7 @@ cdef int _sets_init(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     cdef int32_t m, k
     cdef size_t room = w.n_handoff if w.n_handoff > 0 else 1
     win.n_spare = w.n_handoff
-    win.spare = <Handoff*> calloc(room, sizeof(Handoff))
+    win.spare = <Handoff*> zeroed_lines(room * sizeof(Handoff))
     win.in_off = <int32_t*> calloc(n + 1, sizeof(int32_t))
     win.in_rec = <int32_t*> malloc(room * sizeof(int32_t))
     win.in_pos = <int32_t*> malloc(room * sizeof(int32_t))
@@ -249,7 +259,7 @@ cdef int _sets_init(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     for k in range(n, 0, -1):
         win.in_off[k] = win.in_off[k - 1]
     win.in_off[0] = 0
-    win.noted_stride = (w.n_handoff + 63) // 64 * 64
+    win.noted_stride = (w.n_handoff + 15) // 16 * 16
     win.inbox_stride = (n + 7) // 8 * 8
     win.sets[0] = w.handoff
     win.sets[1] = win.spare
@@ -262,14 +272,17 @@ cdef int _grow_rows(Windows* win, int32_t rows) noexcept nogil:
     cdef int32_t i
     cdef int64_t j
     cdef void* grown
+    cdef size_t row_bytes = <size_t> win.noted_stride * sizeof(int32_t)
     if rows <= win.rows:
         return 0
     for i in range(2):
-        grown = realloc(win.noted[i], <size_t> (rows * win.noted_stride if win.noted_stride else 1))
+        grown = zeroed_lines(rows * row_bytes if row_bytes else 64)
         if grown == NULL:
             return -1
-        win.noted[i] = <uint8_t*> grown
-        memset(&win.noted[i][win.rows * win.noted_stride], 0, <size_t> ((rows - win.rows) * win.noted_stride))
+        if win.rows:
+            memcpy(grown, win.noted[i], win.rows * row_bytes)
+        free(win.noted[i])
+        win.noted[i] = <int32_t*> grown
     grown = realloc(win.inbox, <size_t> (rows * win.inbox_stride * sizeof(int64_t)))
     if grown == NULL:
         return -1
@@ -303,22 +316,35 @@ cdef int64_t windows_next(Sim** parts, int32_t n) noexcept nogil:
     return t
 
 
-cdef bint windows_idle(Sim** parts, int32_t n) noexcept nogil:
+cdef bint windows_idle(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     """No part has an event left, and nothing is on its way between parts (the monitors
     apart: the network is frozen)."""
     cdef int32_t k
     for k in range(n):
         if parts[k].n_events > 0:
             return False
-    return not _handoffs_pending(parts, n)
+    return not _handoffs_pending(parts, n, win)
 
 
-cdef bint _handoffs_pending(Sim** parts, int32_t n) noexcept nogil:
+cdef int32_t windows_pending(Windows* win, int32_t r) noexcept nogil:
+    """Between calls (or at a window's end): the packets waiting in hand-off record r of the
+    current set (World.handoff) for their receiving part."""
+    cdef int32_t row, c, most = 0
+    if win.noted[win.cur] == NULL:
+        return 0
+    for row in range(win.rows):
+        c = win.noted[win.cur][row * win.noted_stride + win.in_pos[r]]
+        if c > most:
+            most = c
+    return most
+
+
+cdef bint _handoffs_pending(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     """Some packet or dependency message waits for the window's end (between calls)."""
     cdef int32_t k
     cdef Sim* s = parts[0]
     for k in range(s.w.n_handoff):
-        if s.w.handoff[k].n:
+        if windows_pending(win, k):
             return True
     for k in range(n):
         if parts[k].n_deps:
@@ -335,19 +361,32 @@ cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcep
     was in another part.  The hand-offs taken; -1 if out of memory (its error set)."""
     cdef Sim* s = parts[k]
     cdef World* w = s.w
-    cdef uint8_t* noted = win.noted[src]
-    cdef int32_t j, row, i, child
-    cdef bint got
+    cdef int32_t* noted = win.noted[src]
+    cdef int32_t j, row, i, child, c, got, q
     cdef int64_t taken = 0
+    cdef Handoff* h
+    # First each record's count (the largest of the rows, kept in row 0) and its first
+    # packets fetched: written on another core, their lines then come in together rather
+    # than one after the other as the copies below need them.
     for j in range(win.in_off[k], win.in_off[k + 1]):
-        got = False
-        for row in range(win.rows):
-            if noted[row * win.noted_stride + j]:
+        got = noted[j]
+        for row in range(1, win.rows):
+            c = noted[row * win.noted_stride + j]
+            if c:
                 noted[row * win.noted_stride + j] = 0
-                got = True
+                if c > got:
+                    got = c
         if got:
-            taken += win.sets[src][win.in_rec[j]].n
-            if handoff_take(s, &win.sets[src][win.in_rec[j]]) < 0:
+            noted[j] = got
+            h = &win.sets[src][win.in_rec[j]]
+            for q in range(got if got < FETCH_AHEAD else FETCH_AHEAD):
+                __builtin_prefetch(&h.pk[q])
+    for j in range(win.in_off[k], win.in_off[k + 1]):
+        got = noted[j]
+        if got:
+            noted[j] = 0
+            taken += got
+            if handoff_take(s, &win.sets[src][win.in_rec[j]], got) < 0:
                 s.error = ERR_NOMEM
                 return -1
     win.part[k].has_in = 0
@@ -360,23 +399,37 @@ cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcep
     return -1 if s.error != ERR_NONE else taken
 
 
+cdef void _sends_open(Sim* s, Windows* win) noexcept nogil:
+    """Part s's first turn in the open window: the counts of the records it wrote in the
+    window before it ran in (taken since) start again from zero."""
+    cdef int32_t j
+    cdef World* w = s.w
+    for j in range(s.n_sent):
+        w.ports[s.sent[j]].handoff_n = 0
+    s.n_sent = 0
+    s.sent_window = win.windows
+
+
 cdef void _note_sends(Sim** parts, Windows* win, int32_t k, int32_t tid) noexcept nogil:
-    """Part k has run on thread `tid`: the records it wrote, noted in the thread's row for
-    their receivers, which have work in the next window from the first packet's arrival
-    (a port's hand-offs are in arrival order)."""
+    """Part k has run on thread `tid`: the records it wrote in the window so far, with their
+    counts, noted in the thread's row for their receivers, which have work in the next window
+    from the first packet's arrival (a port's hand-offs are in arrival order).  (A slice
+    may end inside the window: the part's next turn notes its counts again, larger.)"""
     cdef Sim* s = parts[k]
-    cdef uint8_t* noted = &win.noted[win.cur][tid * win.noted_stride]
+    cdef World* w = s.w
+    cdef int32_t* noted = &win.noted[win.cur][tid * win.noted_stride]
     cdef int64_t* inbox = &win.inbox[tid * win.inbox_stride]
     cdef int32_t j, r, to
     cdef int64_t t
+    cdef Port* p
     for j in range(s.n_sent):
-        r = s.sent[j]
+        p = &w.ports[s.sent[j]]
+        r = p.handoff
         to = win.rec_to[r]
         t = win.sets[win.cur][r].pk[0].time
         if t < inbox[to]:
             inbox[to] = t
-        noted[win.in_pos[r]] = 1
-    s.n_sent = 0
+        noted[win.in_pos[r]] = p.handoff_n
 
 
 cdef void _gather(Windows* win, int32_t n) noexcept nogil:
@@ -405,6 +458,8 @@ cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogi
     cdef Sim* s = c.parts[k]
     cdef int32_t src = 1 - win.cur
     cdef int64_t t, before, p0, q0, got
+    if s.sent_window != win.windows:
+        _sends_open(s, win)
     if win.part[k].has_in or win.part[k].start_head >= 0:
         p0 = s.pool_used
         got = _prepare(c.parts, win, k, src)
@@ -418,13 +473,16 @@ cdef void _turn(Call* c, rocesim_slot* me, int32_t k, int32_t tid) noexcept nogi
         before, p0, q0 = s.st.events, s.pool_used, s.qp_used
         run_loop(s, c.tm.lim, INT64_MAX)
         before = s.st.events - before
-        win.part[k].ran += before          # (+=: a slice may end inside the window, the next goes on)
+        if win.profiling:
+            win.part[k].ran += before      # (+=: a slice may end inside the window, the next goes on)
         win.part[k].cost += before
         me.events += before
         me.pk_run += s.pool_used - p0
         me.qp_run += s.qp_used - q0
         t = _part_next(s)
         _note_sends(c.parts, win, k, tid)
+        if s.n_deps:
+            me.flags |= TEAM_DEPS
     win.part[k].next_t = t
     if s.error != ERR_NONE or t < 0:
         me.flags |= TEAM_ERROR
@@ -439,7 +497,7 @@ cdef void _work(Call* c, rocesim_slot* me, int32_t tid) noexcept nogil:
     cdef bint own_all = win.home_team != c.tm.team
     for j in range(win.n_active):
         k = win.active[j]
-        if (own_all or win.part[k].home == tid) and rocesim_claim(&win.part[k].claimed, win.stamp):
+        if (own_all or win.home[k] == tid) and rocesim_claim(&win.part[k].claimed, win.stamp):
             _turn(c, me, k, tid)
     for j in range(win.n_active - 1, -1, -1):
         k = win.active[j]
@@ -485,7 +543,7 @@ cdef void _homes(Windows* win, int32_t n, int32_t nt) noexcept nogil:
         for j in range(a, b):
             k = win.by_tier[j]
             cost = win.part[k].cost + 1
-            win.part[k].home = <int32_t> ((2 * cum + cost) * nt // (2 * total))
+            win.home[k] = <int32_t> ((2 * cum + cost) * nt // (2 * total))
             cum += cost
         a = b
     win.home_team = nt
@@ -532,6 +590,7 @@ cdef int _deliver_deps(Sim** parts, int32_t n, Windows* win) noexcept nogil:
                 if fl.released < win.part[to].next_t:
                     win.part[to].next_t = fl.released
         s.n_deps = 0
+    win.deps_due = False
     return 0
 
 
@@ -598,8 +657,9 @@ cdef int _profile(Windows* win, int32_t n) noexcept nogil:
 
 cdef void _close(Windows* win, int32_t n) noexcept nogil:
     cdef int32_t k
-    for k in range(n):
-        win.part[k].ran = 0
+    if win.profiling:
+        for k in range(n):
+            win.part[k].ran = 0
     win.open_end = -1
     win.windows += 1
     if win.open_events:
@@ -655,13 +715,17 @@ cdef int _end(Call* c, int32_t nt) noexcept nogil:
     win.qp_sum += qp_run
     if tm.sample:
         _note_cpu(c, nt)
+    if flags & TEAM_DEPS:
+        win.deps_due = True           # (kept when the slice ends inside the window)
     if tm.lim < win.open_end - 1:
         return INSIDE
     _gather(win, n)
     if flags & TEAM_ERROR:
         _flush(parts, n, win)
         return STOP_EMPTY             # the part's error says why
-    if _deliver_deps(parts, n, win) < 0:      # (also those sent before a slice ended inside it)
+    if not win.deps_due:
+        win.n_start = 0               # (the starts listed in the window before are taken)
+    elif _deliver_deps(parts, n, win) < 0:    # (also those sent before a slice ended inside it)
         return STOP_EMPTY
     flush = win.profiling or monitors_next(parts[0]) <= tm.lim
     if flush:
@@ -779,7 +843,7 @@ cdef void _restore(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     """Between calls the world's hand-off records are the current ones: the set the parts
     write is World.handoff, the first set (its lists with it)."""
     cdef int32_t r
-    cdef uint8_t* keep_noted
+    cdef int32_t* keep_noted
     cdef Handoff keep
     cdef World* w = parts[0].w
     if win.cur == 1:
@@ -831,6 +895,8 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_
         win.part[k].next_t = _part_next(parts[k])
         win.pk_sum += parts[k].pool_used
         win.qp_sum += parts[k].qp_used
+        if parts[k].n_deps:
+            win.deps_due = True
         if win.part[k].next_t < 0:
             action = STOP_EMPTY
             break
@@ -859,7 +925,7 @@ cdef int windows_run(Sim** parts, int32_t n, Windows* win, int64_t until, int64_
     for k in range(n):
         if parts[k].error != ERR_NONE:
             return STOP_EMPTY
-    if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n):
+    if windows_next(parts, n) == INT64_MAX and not _handoffs_pending(parts, n, win):
         _close(win, n)
         return STOP_EMPTY
     return STOP_TIME
