@@ -125,24 +125,24 @@ PREDICTED = {"k16": ["pods", "leaves"], "k32": ["pods", "leaves"], "gpt_1024": [
 
 READING = """What the table says, in short:
 
-* The fat trees scale: k=16 at `leaves` (320 parts) about 15x on 16 threads and 29x on 64;
-  k=32 (1,280 parts) about 16x and 48x.  Their windows are fat (436 and 503 windows, 40-70 k
+* The fat trees scale: k=16 at `leaves` (320 parts) about 15x on 16 threads and 30x on 64;
+  k=32 (1,280 parts) about 15x and 46x.  Their windows are fat (436 and 503 windows, 40-70 k
   events each), so the barriers hardly count.  At `pods` (32 and 64 parts) the parts cap it:
   k=16 gains nothing from 16 to 64 threads.
 * gpt_1024 at `leaves` (192 parts): about 11x on 16 threads, but 64 threads are slower
   than 16 in the model: its 37 k windows of about 1 ms of work each end at a barrier,
-  and a barrier extrapolated linearly from 2 threads costs 91 us at 64.  With a flat
+  and a barrier extrapolated linearly from 2 threads costs 108 us at 64.  With a flat
   barrier 64 threads would give about 15x; with one thread per part and no barrier at all
-  the busiest part of each window still bounds it at about 16x.  b here (1.4 us per thread,
-  2.8 us a window on 2 threads, from the thin k=16 runs) holds more than the barrier: the
+  the busiest part of each window still bounds it at about 15x.  b here (1.7 us per thread,
+  3.4 us a window on 2 threads, from the thin k=16 runs) holds more than the barrier: the
   closing step reads every part's window state, which the other core wrote; that grows
   with the parts the other threads ran, not with n, so the 64-thread figure is the
   pessimistic end.  A tree barrier (log n) would still be what 64 threads need here.
 * gpt_1024 at `pods` does not scale at all (8 parts, and the pipeline's stages are the pods:
   most windows have one busy pod, and those run on one thread without a barrier).  The
-  measured 2 threads agree (41.8 s -> 37.7 s).
+  measured 2 threads agree (45.7 s -> 43.4 s).
 * The thin-window runs (a one-packet flow every 2 us) are slower on 2 threads than on 1
-  (0.56-0.78x): windows of a few events do not pay for the barrier, which is why `threads:
+  (0.42-0.84x; k=32 in 16 groups 1.10x): windows of a few events do not pay for the barrier, which is why `threads:
   auto` goes back to one thread on such runs."""
 
 BLIND_SPOTS = """## What the model does not see
@@ -187,8 +187,8 @@ DATA = """## Data
 * `validation/parallel_model.json`: every timed run (workload, level, threads, wall and CPU
   seconds of the core, the other processes' use of the machine before and during it,
   events, windows, hand-offs, dependency messages; `profiled` for the runs that recorded
-  the window profile).  Taken on the 2-core development machine, 2026-11-28 (the core of
-  issue 33: one barrier per window, homes by tier).
+  the window profile).  Taken on the 2-core development machine, 2026-11-28 and 29 (the core of
+  issue 33: one barrier per window, homes by tier, hand-off records neither part writes).
 * The window profiles (`Core.window_profile()`: per window and busy part, its events and
   hand-offs taken) are not kept (out/parallel_model/, 7 MB): `profile` makes them again,
   and they are the same on any machine and any number of threads.

@@ -61,7 +61,8 @@ cdef struct Windows:
                            #   in the open window (INT64_MAX: none)
     int32_t* by_tier       # the parts by (tier, id): each tier's parts in id order
     int32_t* home          # per part the thread that runs it first (`_homes`; -1: not yet shared
-                           #   out): apart from `part`, as every thread reads every part's
+                           #   out), apart from `part`: every thread reads every part's home in
+                           #   every window, and only `_homes` writes it
     int32_t home_team      # the thread count `home` was made for (0: not made)
     bint deps_due          # some part sent dependency messages (not yet applied)
     int64_t stamp          # bumps at every turn of the threads through the open window's parts
