@@ -226,6 +226,9 @@ cdef struct Host:
     int64_t cap_pull
     uint8_t pull_armed     # an EV_PULL is pending
     int64_t pull_free      # the pacer may grant again from this time (ps)
+    int64_t _pad_host[2]   # 256 bytes in a 64-byte aligned array: the fields a packet bumps
+                           #   share no cache line with another host's (another part's, on
+                           #   another core, in a run in parts)
 
 cdef union FlowSlot:       # one int32 whose meaning follows the flow's phase
     int32_t deps_left      # FS_WAITING: parents not yet satisfied

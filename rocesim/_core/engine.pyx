@@ -350,7 +350,7 @@ cdef class Core:
         w.n_hosts, w.n_nodes, w.n_ports = H, N, P
         w.ports = <Port*> zeroed_lines(max(P, 1) * sizeof(Port))
         w.sw = <Switch*> zeroed_lines(max(N - H, 1) * sizeof(Switch))
-        w.hosts = <Host*> calloc(H, sizeof(Host))
+        w.hosts = <Host*> zeroed_lines(max(H, 1) * sizeof(Host))
         if w.ports == NULL or w.sw == NULL or w.hosts == NULL:
             raise MemoryError()
         for i in range(N - H):
