@@ -142,8 +142,8 @@ READING = """What the table says, in short:
   most windows have one busy pod, and those run on one thread without a barrier).  The
   measured 2 threads agree (45.7 s -> 43.4 s).
 * The thin-window runs (a one-packet flow every 2 us) are slower on 2 threads than on 1
-  (0.42-0.84x; k=32 in 16 groups 1.10x): windows of a few events do not pay for the barrier, which is why `threads:
-  auto` goes back to one thread on such runs."""
+  (0.42-0.84x; k=32 in 16 groups 1.10x): windows of a few events do not pay for the
+  barrier, which is why `threads: auto` goes back to one thread on such runs."""
 
 BLIND_SPOTS = """## What the model does not see
 
@@ -163,7 +163,7 @@ BLIND_SPOTS = """## What the model does not see
 * **SMT.**  Two hardware threads of a core share its caches and units: 64 threads on 32
   cores are not 64 threads' worth.
 * **The barrier at 64 threads** is extrapolated from one figure, c_bar(2), taken on a
-  2-core virtual machine (about 2.8 us, far above a bare cache-line round trip of 131-137
+  2-core virtual machine (about 3.4 us, far above a bare cache-line round trip of 131-137
   ns: the closing step's misses are in it): all of it is put in the part that grows with
   n.  The flat-barrier column is the other end.
 * **Equal events.**  An event costs the same in every part of a workload.  A part whose
