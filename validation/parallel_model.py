@@ -6,11 +6,13 @@ stage 6; docs/parallel_core.md, sections 3.6 and 5).  It is a model, not a measu
     python validation/parallel_model.py report     # fit, validate, predict -> PARALLEL_MODEL.md
 
 `measure` takes about 10 minutes, `profile` about 5 (k=32 and a whole gpt_1024 iteration,
-one process at a time), `report` 10 s.  Times are of the core only (`Core.run` in slices
-of 100 us), wall by time.perf_counter and CPU by time.process_time.  Each run waits for
-the machine to be quiet (other processes below 0.3 of a core over 1 s, from /proc/stat)
-and records how much of a core the others took meanwhile; one where they took more than
-a quarter is run again (3 tries) and left out of the medians.
+one process at a time), `report` 10 s.  `measure` and `profile` add to what is stored (the
+runs in parallel_model.json, the profiles in out/parallel_model/): after a change of the
+core or on another machine, delete both first, so that the fit is of one core.  Times are of
+the core only (`Core.run` in slices of 100 us), wall by time.perf_counter and CPU by
+time.process_time.  Each run waits for the machine to be quiet (other processes below 0.3 of
+a core over 1 s, from /proc/stat) and records how much of a core the others took meanwhile;
+one where they took more than a quarter is run again (3 tries) and left out of the medians.
 
 ## The model
 
@@ -404,6 +406,9 @@ def measure(repeats: int, workloads) -> None:
     2, interleaved (one child per workload and repeat), appended to MEASURED; for a
     workload of PREDICTED only, its levels on 2 threads."""
     done = json.loads(MEASURED.read_text()) if MEASURED.exists() else []
+    if done:
+        print(f"adding to the {len(done)} runs in {MEASURED.name} (delete it first to fit a changed core "
+              "or another machine alone)", file=sys.stderr)
     for r in range(repeats):
         for wl in workloads or TIMED:
             if wl in TIMED:

@@ -327,17 +327,28 @@ cdef bint windows_idle(Sim** parts, int32_t n, Windows* win) noexcept nogil:
     return not _handoffs_pending(parts, n, win)
 
 
+cdef inline int32_t _noted_count(Windows* win, int32_t src, int32_t j, bint take) noexcept nogil:
+    """The packets noted in set `src` for the record at place j: the largest count over the
+    threads' rows (a slice that ends inside a window can leave a part's smaller count in
+    another row).  `take`: every row's count cleared."""
+    cdef int32_t* noted = win.noted[src]
+    cdef int32_t row, c, most = 0
+    for row in range(win.rows):
+        c = noted[row * win.noted_stride + j]
+        if c:
+            if take:
+                noted[row * win.noted_stride + j] = 0
+            if c > most:
+                most = c
+    return most
+
+
 cdef int32_t windows_pending(Windows* win, int32_t r) noexcept nogil:
     """Between calls (or at a window's end): the packets waiting in hand-off record r of the
     current set (World.handoff) for their receiving part."""
-    cdef int32_t row, c, most = 0
     if win.noted[win.cur] == NULL:
         return 0
-    for row in range(win.rows):
-        c = win.noted[win.cur][row * win.noted_stride + win.in_pos[r]]
-        if c > most:
-            most = c
-    return most
+    return _noted_count(win, win.cur, win.in_pos[r], False)
 
 
 cdef bint _handoffs_pending(Sim** parts, int32_t n, Windows* win) noexcept nogil:
@@ -363,20 +374,14 @@ cdef int64_t _prepare(Sim** parts, Windows* win, int32_t k, int32_t src) noexcep
     cdef Sim* s = parts[k]
     cdef World* w = s.w
     cdef int32_t* noted = win.noted[src]
-    cdef int32_t j, row, i, child, c, got, q
+    cdef int32_t j, i, child, got, q
     cdef int64_t taken = 0
     cdef Handoff* h
-    # First each record's count (the largest of the rows, kept in row 0) and its first
-    # packets fetched: written on another core, their lines then come in together rather
-    # than one after the other as the copies below need them.
+    # First each record's count (kept in row 0 for the copies) and its first packets
+    # fetched: written on another core, their lines then come in together rather than one
+    # after the other as the copies below need them.
     for j in range(win.in_off[k], win.in_off[k + 1]):
-        got = noted[j]
-        for row in range(1, win.rows):
-            c = noted[row * win.noted_stride + j]
-            if c:
-                noted[row * win.noted_stride + j] = 0
-                if c > got:
-                    got = c
+        got = _noted_count(win, src, j, True)
         if got:
             noted[j] = got
             h = &win.sets[src][win.in_rec[j]]
