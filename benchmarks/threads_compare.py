@@ -9,7 +9,9 @@ with its core built in place; this checkout when none is given), round by round,
 slow spell of a shared machine costs every tree alike.  Prints each run's wall and CPU
 seconds of `Simulation.run`, the threads it used and the machine's 1-minute load average
 when it started, then per tree the median wall time of each run and the speed-up of 2
-threads over 1 at each partition.  Its figures mean something on an otherwise idle machine.
+threads over 1 at each partition: the ratio of the medians, and the ratios of each round's
+pair of runs (their range and median: on a machine whose speed drifts between rounds, the
+pairs drift least).  Its figures mean something on an otherwise idle machine.
 """
 import argparse
 import os
@@ -44,7 +46,11 @@ def main():
         print(f"{tree}: " + ", ".join(f"{p}:{t} {w:.2f} s" for (p, t), w in med.items()))
         for part in dict.fromkeys(p for p, _ in runs):
             if (part, 1) in med and (part, 2) in med:
-                print(f"  {part}: 2 threads over 1: {med[part, 1] / med[part, 2]:.2f}x")
+                # each round's two runs ran one after the other: their ratio is the one a
+                # machine whose speed drifts (a shared host) moves least
+                pairs = [w1 / w2 for w1, w2 in zip(walls[tree, (part, 1)], walls[tree, (part, 2)])]
+                print(f"  {part}: 2 threads over 1: {med[part, 1] / med[part, 2]:.2f}x (medians); round by "
+                      f"round {min(pairs):.2f}-{max(pairs):.2f}x, median {statistics.median(pairs):.2f}x")
 
 
 if __name__ == "__main__":
