@@ -60,7 +60,7 @@ STOPS = {
     "pathologies/triangle": "3ms",
     "pathologies/victim_flow": "1ms",
     "platforms/gpt_1024": "2600us",          # at 2.28 ms
-    "platforms/llama3_70b_1024": "10ms",
+    "platforms/llama3_70b_1024": "62ms",     # at 60.99 ms (10 ms: compute only, no packet)
     "platforms/rail16x8_allreduce": "700us",  # at 0.47 ms
     "platforms/simai_gpt13b": "252700us",    # at 252.53 ms (compute before)
 }

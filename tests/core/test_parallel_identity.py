@@ -62,5 +62,7 @@ def test_every_scenario_in_parts_is_the_same_on_1_2_and_4_threads_and_on_changin
     assert runs["varying"] == runs[1]
     summary = json.loads((tmp_path / "threads1" / "summary.json").read_text())
     assert summary["partition"] == "leaves"
+    # (otherwise the threads had no packet to disagree on)
+    assert summary["link_crossings"] > 0, f"{name}: no packet crossed a link by {stop} (identity.STOPS)"
     varied = json.loads((tmp_path / "threadsvarying" / "summary.json").read_text())
     assert summary["parts"] == 1 or varied["threads_mean"] > 1          # (the schedule ran)
