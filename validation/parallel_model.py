@@ -8,11 +8,12 @@ stage 6; docs/parallel_core.md, sections 3.6 and 5).  It is a model, not a measu
 `measure` takes about 10 minutes, `profile` about 5 (k=32 and a whole gpt_1024 iteration,
 one process at a time), `report` 10 s.  `measure` and `profile` add to what is stored (the
 runs in parallel_model.json, the profiles in out/parallel_model/): after a change of the
-core or on another machine, delete both first, so that the fit is of one core.  Times are of
-the core only (`Core.run` in slices of 100 us), wall by time.perf_counter and CPU by
-time.process_time.  Each run waits for the machine to be quiet (other processes below 0.3 of
-a core over 1 s, from /proc/stat) and records how much of a core the others took meanwhile;
-one where they took more than a quarter is run again (3 tries) and left out of the medians.
+core delete both first, on another machine the runs (the profiles are the same on any
+machine), so that the fit is of one core on one machine.  Times are of the core only
+(`Core.run` in slices of 100 us), wall by time.perf_counter and CPU by time.process_time.
+Each run waits for the machine to be quiet (other processes below 0.3 of a core over 1 s,
+from /proc/stat) and records how much of a core the others took meanwhile; one where they
+took more than a quarter is run again (3 tries) and left out of the medians.
 
 ## The model
 
@@ -189,8 +190,9 @@ DATA = """## Data
 * `validation/parallel_model.json`: every timed run (workload, level, threads, wall and CPU
   seconds of the core, the other processes' use of the machine before and during it,
   events, windows, hand-offs, dependency messages; `profiled` for the runs that recorded
-  the window profile).  Taken on the 2-core development machine, 2026-11-28 and 29 (the core of
-  issue 33: one barrier per window, homes by tier, hand-off records neither part writes).
+  the window profile).  Taken on the 2-core development machine of docs/parallel_core.md
+  sections 15-19 (not section 20's), 2026-11-28 and 29 (the core of issue 33: one barrier
+  per window, homes by tier, hand-off records neither part writes).
 * The window profiles (`Core.window_profile()`: per window and busy part, its events and
   hand-offs taken) are not kept (out/parallel_model/, 7 MB): `profile` makes them again,
   and they are the same on any machine and any number of threads.
