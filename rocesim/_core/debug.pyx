@@ -14,6 +14,7 @@ from libc.string cimport memset
 from rocesim._core.defs cimport Sim, World, Event
 from rocesim._core.events cimport ev_init, ev_free, ev_next, ev_pop, ev_push, ev_bytes, CAL_N
 from rocesim._core.engine cimport Core, _counters
+from rocesim._core.thread_count cimport MAX_COUNT
 
 
 def add_empty_part(Core core):
@@ -67,6 +68,18 @@ def thread_schedule(Core core, counts, int32_t every=1):
         buf[k] = counts[k]
     free(core.win.tc.schedule)
     core.win.tc.schedule, core.win.tc.n_schedule, core.win.tc.every = buf, len(counts), every
+
+
+def thread_rates(Core core):
+    """Per thread count the windows ran on so far: {count: (wall seconds, events)}, the
+    wall time from the end of the window before to the end of this one (its barrier and
+    closing step included).  With `thread_schedule` alternating the counts every few
+    windows, the ratio of two counts' events per wall second is their speed-up measured
+    over the same stretch of the run, which a machine whose speed drifts over minutes
+    moves least (benchmarks/threads_interleaved.py)."""
+    cdef int32_t k
+    return {k: (core.win.tc.count_wall[k] / 1e9, int(core.win.tc.count_events[k]))
+            for k in range(1, MAX_COUNT + 1) if core.win.tc.count_wall[k] > 0}
 
 
 cdef int64_t _never_idle() noexcept nogil:

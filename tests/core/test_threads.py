@@ -149,6 +149,12 @@ def test_a_thread_count_that_changes_between_windows_changes_nothing(case, level
     assert varying[2] == one[2]
     used = core.thread_stats()
     assert 1 < used["threads_mean"] < min(4, core.n_parts) and used["threads_final"] in (1, 2, 3, 4)
+    # the windows' wall time and events by the count they ran on (benchmarks/threads_interleaved.py):
+    # every count of the schedule (capped at the parts), and every event counted once
+    rates = debug.thread_rates(core)
+    assert set(rates) == {min(k, core.n_parts) for k in (1, 2, 4, 3)}
+    assert all(wall > 0 and events > 0 for wall, events in rates.values())
+    assert sum(events for _, events in rates.values()) == core.stats()["events"]
 
 
 @pytest.mark.skipif(engine.MAX_THREADS < 2, reason="built without OpenMP: one thread only")

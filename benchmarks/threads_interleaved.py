@@ -1,0 +1,88 @@
+"""2 threads against 1 within one run, the thread count alternated every few windows (issue 33).
+
+    python benchmarks/threads_interleaved.py [--case simai_gpt13b] [--partition leaves]
+                                             [--counts 1,2] [--every 256] [--runs 1] [TREE ...]
+
+Runs one of benchmarks/test_parallel.py's cases (each run a fresh process, with the
+rocesim of each TREE: a source tree with its core built in place; this checkout when none
+is given) with the core's thread count cycling through `--counts`, `--every` windows each
+(debug.thread_schedule: the results do not change), and prints, per count, the wall
+seconds and events of the windows run on it (debug.thread_rates: from the end of the window
+before to the end of this one, barrier and closing step included; a change of count is
+paid by the first window after it) and each count's events per wall second over the first
+count's: its speed-up over the same stretch of the run.
+
+Why: `threads_compare.py` times whole runs one after another, and on a machine whose speed
+drifts by tens of percent within minutes (a shared VM host: docs/parallel_core.md, section
+20) a pair of whole runs can differ by that much for no reason of its own. Here the counts
+take turns every few milliseconds of wall time, so a drift costs them alike. The whole
+run's wall time is printed too: it mixes the counts and compares with neither.
+Its figures mean something on an otherwise idle machine.
+"""
+import argparse
+import os
+import statistics
+
+from interleaved import child
+from test_parallel import CASES
+from test_scale import _PRELUDE
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# the case's Simulation `sim` is run with its core's thread count on a schedule; the child
+# prints the windows' wall time and events per count
+_RUN = """
+from rocesim import run_loop
+from rocesim._core import debug
+plain, cores = run_loop.RunLoop.run, []
+def scheduled(loop):
+    if loop.core.n_parts > 1 and not cores:
+        debug.thread_schedule(loop.core, COUNTS, every=EVERY)
+        cores.append(loop.core)
+    return plain(loop)
+run_loop.RunLoop.run = scheduled
+res = sim.run(progress=False, threads=max(COUNTS))
+if not cores:
+    raise SystemExit("threads_interleaved: the case ran in one part (no thread count to alternate)")
+rates = debug.thread_rates(cores[0])
+print(json.dumps(dict(wall_s=res.summary["wall_s"], crossings=res.summary["link_crossings"],
+                      counts={str(k): v for k, v in rates.items()})))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trees", nargs="*", default=[os.path.dirname(HERE)])
+    ap.add_argument("--case", default="simai_gpt13b", choices=sorted(CASES))
+    ap.add_argument("--partition", default="leaves", choices=("leaves", "pods"))
+    ap.add_argument("--counts", default="1,2", help="comma-separated thread counts to cycle through")
+    ap.add_argument("--every", type=int, default=256, help="windows on each count before the next")
+    ap.add_argument("--runs", type=int, default=1, help="runs per tree (alternated between the trees)")
+    a = ap.parse_args()
+    counts = [int(c) for c in a.counts.split(",")]
+    if len(counts) < 2 or min(counts) < 1 or a.every < 1 or a.runs < 1:
+        ap.error("--counts: two or more counts of 1 or more; --every and --runs: 1 or more")
+    code = (_PRELUDE + f"PARTITION = {a.partition!r}\nCOUNTS = {tuple(counts)!r}\nEVERY = {a.every}\n"
+            + CASES[a.case] + _RUN)
+    speedups = {tree: {k: [] for k in counts[1:]} for tree in a.trees}
+    for r in range(a.runs):
+        for tree in a.trees:
+            s = child(tree, code)
+            rate = {int(k): ev / wall for k, (wall, ev) in s["counts"].items()}
+            base = rate[counts[0]]
+            per = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {s['counts'][str(k)][0]:.2f} s, "
+                            f"{s['counts'][str(k)][1] / 1e6:.1f} M events, {rate[k] / 1e6:.2f} M/s"
+                            for k in counts if k in rate)
+            print(f"run {r} {tree}: whole run {s['wall_s']:.2f} s; {per}", flush=True)
+            for k in counts[1:]:
+                speedups[tree][k].append(rate[k] / base)
+                print(f"  {k} threads over {counts[0]}: {rate[k] / base:.2f}x", flush=True)
+    if a.runs > 1:
+        for tree in a.trees:
+            for k, x in speedups[tree].items():
+                print(f"{tree}: {k} threads over {counts[0]}: {min(x):.2f}-{max(x):.2f}x, "
+                      f"median {statistics.median(x):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
