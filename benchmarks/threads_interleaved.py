@@ -68,12 +68,20 @@ def main():
     for r in range(a.runs):
         for tree in a.trees:
             s = child(tree, code)
-            rate = {int(k): ev / wall for k, (wall, ev) in s["counts"].items()}
+            got = {int(k): v for k, v in s["counts"].items()}
+            if any(k not in got for k in counts):
+                print(f"run {r} {tree}: no window ran on {[k for k in counts if k not in got]} thread(s) "
+                      f"(a smaller --every takes turns more often)", flush=True)
+                continue
+            rate = {k: ev / wall for k, (wall, ev, _) in got.items()}
             base = rate[counts[0]]
-            per = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {s['counts'][str(k)][0]:.2f} s, "
-                            f"{s['counts'][str(k)][1] / 1e6:.1f} M events, {rate[k] / 1e6:.2f} M/s"
-                            for k in counts if k in rate)
+            per = ", ".join(f"{k} thread{'s' if k > 1 else ''}: {got[k][0]:.2f} s, {got[k][1] / 1e6:.1f} M events, "
+                            f"{got[k][2]} windows, {rate[k] / 1e6:.2f} M/s" for k in counts if k in got)
             print(f"run {r} {tree}: whole run {s['wall_s']:.2f} s; {per}", flush=True)
+            turns = min(got[k][2] for k in counts) // a.every
+            if turns < 10:
+                print(f"  (each count had about {turns} turn{'s' if turns != 1 else ''} of {a.every} windows: "
+                      f"a smaller --every takes turns more often)", flush=True)
             for k in counts[1:]:
                 speedups[tree][k].append(rate[k] / base)
                 print(f"  {k} threads over {counts[0]}: {rate[k] / base:.2f}x", flush=True)

@@ -71,14 +71,15 @@ def thread_schedule(Core core, counts, int32_t every=1):
 
 
 def thread_rates(Core core):
-    """Per thread count the windows ran on so far: {count: (wall seconds, events)}, the
-    wall time from the end of the window before to the end of this one (its barrier and
-    closing step included).  With `thread_schedule` alternating the counts every few
+    """Per thread count the windows ran on so far: {count: (wall seconds, events,
+    windows)}, the wall time from the end of the window before to the end of this one (its
+    barrier and closing step included; a window a slice ended inside counts in each call
+    that ran some of it).  With `thread_schedule` alternating the counts every few
     windows, the ratio of two counts' events per wall second is their speed-up measured
     over the same stretch of the run, which a machine whose speed drifts over minutes
     moves least (benchmarks/threads_interleaved.py)."""
     cdef int32_t k
-    return {k: (core.win.tc.count_wall[k] / 1e9, int(core.win.tc.count_events[k]))
+    return {k: (core.win.tc.count_wall[k] / 1e9, int(core.win.tc.count_events[k]), int(core.win.tc.count_windows[k]))
             for k in range(1, MAX_COUNT + 1) if core.win.tc.count_wall[k] > 0}
 
 

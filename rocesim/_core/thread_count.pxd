@@ -69,8 +69,9 @@ cdef struct ThreadCount:
     bint trying              # the stay is a try of one thread more
     double threads_wall      # sum over the windows of threads x wall ns: the mean thread count
     int64_t wall             # sum of the windows' wall ns
-    double count_wall[MAX_COUNT + 1]     # per thread count: the wall ns and events of the
-    int64_t count_events[MAX_COUNT + 1]  #   windows run on it (debug.thread_rates)
+    double count_wall[MAX_COUNT + 1]     # per thread count: the wall ns, events and number
+    int64_t count_events[MAX_COUNT + 1]  #   of the windows run on it (debug.thread_rates)
+    int64_t count_windows[MAX_COUNT + 1]
     int64_t idle_at          # the machine's idle CPU ns when the controller last looked (-1: it
     int64_t idle_clock       #   does not say), and the wall clock then (ns)
     int64_t (*machine_idle)() noexcept nogil   # how it looks (debug.busy_machine replaces it)
@@ -143,6 +144,7 @@ cdef inline void tc_window(ThreadCount* tc, int64_t wall_ns, int64_t events, int
     tc.wall += wall_ns
     tc.count_wall[tc.now] += wall_ns
     tc.count_events[tc.now] += events
+    tc.count_windows[tc.now] += 1
 
 
 cdef inline bint tc_period_due(ThreadCount* tc) noexcept nogil:
