@@ -41,7 +41,7 @@ def scheduled(loop):
         cores.append(loop.core)
     return plain(loop)
 run_loop.RunLoop.run = scheduled
-res = sim.run(progress=False, threads=max(COUNTS))
+res = sim.run(progress=False, threads=COUNTS[0])   # (the first window runs on the count asked)
 if not cores:
     raise SystemExit("threads_interleaved: the case ran in one part (no thread count to alternate)")
 rates = debug.thread_rates(cores[0])
@@ -88,6 +88,8 @@ def main():
     if a.runs > 1:
         for tree in a.trees:
             for k, x in speedups[tree].items():
+                if not x:
+                    continue
                 print(f"{tree}: {k} threads over {counts[0]}: {min(x):.2f}-{max(x):.2f}x, "
                       f"median {statistics.median(x):.2f}x")
 
