@@ -23,6 +23,11 @@ and `threads_final`) and the machine's 1-minute load average when it started.
   once); `extra_info` has each
   one's wall seconds and `auto_over_one`, the ratio of their medians (the issue's bound:
   at most 1.10).
+* `test_interleaved`: the idle cases at `leaves` in one run whose thread count takes turns,
+  1 and 2, every few windows (`TURN_WINDOWS`; debug.thread_schedule); `extra_info` has each
+  count's wall seconds, events and windows (debug.thread_rates) and `speedup`, the ratio of
+  their events per wall second: the figure a machine whose speed drifts over minutes moves
+  least (benchmarks/threads_interleaved.py runs it by hand, between trees).
 
 The results are the same for any thread count (tests/core/test_threads.py), so no figure
 here depends on it but time.  No test asserts a speed.
@@ -44,32 +49,37 @@ CASES = {
 t = topology.fat_tree({4 if QUICK else 16}, "100Gbps", "1us")
 sim = Simulation(t, seed=1, partition=PARTITION)
 sim.add_flows(traffic.permutation(t.n_hosts, {100_000 if QUICK else 1_000_000}, 0, np.random.default_rng(1)))
+STOP = None
 """,
     "hpcc320_websearch_30pct_2ms_dcqcn": f"""
 t = topology.hpcc_320()
 sim = Simulation(t, seed=1, cc="dcqcn", partition=PARTITION)
 sim.add_flows(traffic.poisson_cdf(t.n_hosts, 100e9, 0.3, {50 * 10**6 if QUICK else 2 * 10**9}, traffic.WEBSEARCH,
                                   np.random.default_rng(1)))
+STOP = None
 """,
     "gpt_1024": f"""
 from rocesim import scenario
 quick = {["topology.servers=16", "topology.servers_per_pod=4", "stop=100us"] if QUICK else []!r}
-sim = scenario.load({os.path.join(SCENARIOS, "platforms", "gpt_1024.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick]).sim
+scn = scenario.load({os.path.join(SCENARIOS, "platforms", "gpt_1024.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick])
+sim, STOP = scn.sim, scn.stop
 """,
     "simai_gpt13b": f"""
 from rocesim import scenario
 quick = {["stop=20ms"] if QUICK else []!r}
-sim = scenario.load({os.path.join(SCENARIOS, "platforms", "simai_gpt13b.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick]).sim
+scn = scenario.load({os.path.join(SCENARIOS, "platforms", "simai_gpt13b.yaml")!r}, ["mode=packet", f"partition={{PARTITION}}", *quick])
+sim, STOP = scn.sim, scn.stop
 """,
     "quickstart": f"""
 from rocesim import scenario
 quick = {["stop=300us"] if QUICK else []!r}
-sim = scenario.load({os.path.join(SCENARIOS, "quickstart.yaml")!r}, [f"partition={{PARTITION}}", *quick]).sim
+scn = scenario.load({os.path.join(SCENARIOS, "quickstart.yaml")!r}, [f"partition={{PARTITION}}", *quick])
+sim, STOP = scn.sim, scn.stop
 """,
 }
 RUN = """
 load = os.getloadavg()[0]
-res = sim.run(progress=False, threads=THREADS)
+res = sim.run(STOP, progress=False, threads=THREADS)     # (STOP: the quick form's stop, or None)
 s = res.summary
 out = dict(wall_s=s["wall_s"], run_cpu_s=s["cpu_s"], parts=s["parts"], crossings=s["link_crossings"],
            flows=s["flows_total"], completed=s["flows_completed"], stopped=s["stopped_at_limit"],
@@ -77,6 +87,30 @@ out = dict(wall_s=s["wall_s"], run_cpu_s=s["cpu_s"], parts=s["parts"], crossings
 """
 
 IDLE_CASES = ("k16_permutation_1MB", "hpcc320_websearch_30pct_2ms_dcqcn", "gpt_1024", "simai_gpt13b")
+# windows per turn of a thread count: ten turns or more each, of milliseconds (the k=16 run has
+# 437 windows, the HPCC run 5.5 k, simai_gpt13b 211 k; docs/parallel_core.md, section 21)
+TURN_WINDOWS = {"k16_permutation_1MB": 16, "hpcc320_websearch_30pct_2ms_dcqcn": 64, "gpt_1024": 256,
+                "simai_gpt13b": 256, "quickstart": 16}
+# the case's `sim` run with its core's thread count cycling through COUNTS, EVERY windows each;
+# `out` gets each count's (wall s, events, windows) and the speed-up of each over the first
+INTERLEAVED = """
+from rocesim import run_loop
+from rocesim._core import debug
+plain, cores = run_loop.RunLoop.run, []
+def scheduled(loop):
+    if loop.core.n_parts > 1 and not cores:
+        debug.thread_schedule(loop.core, COUNTS, every=EVERY)
+        cores.append(loop.core)
+    return plain(loop)
+run_loop.RunLoop.run = scheduled
+res = sim.run(STOP, progress=False, threads=COUNTS[0])   # (the first window runs on the count asked)
+if not cores:
+    raise SystemExit("interleaved: the case ran in one part (no thread count to alternate)")
+got = debug.thread_rates(cores[0])
+rate = {k: events / wall for k, (wall, events, _) in got.items()}
+out = dict(wall_s=res.summary["wall_s"], events=res.summary["events"], counts={str(k): v for k, v in got.items()},
+           speedup={str(k): rate[k] / rate[COUNTS[0]] for k in COUNTS[1:] if k in rate and COUNTS[0] in rate})
+"""
 # (one part runs on one thread)
 IDLE_RUNS = [("none", 1), ("pods", 1), ("pods", 2), ("leaves", 1), ("leaves", 2), ("leaves", "auto")]
 LOADED_CASES = ("quickstart", "hpcc320_websearch_30pct_2ms_dcqcn", "gpt_1024")
@@ -86,12 +120,29 @@ def body(case: str, partition: str, threads) -> str:
     return f"import os\nPARTITION = {partition!r}\nTHREADS = {threads!r}\n" + CASES[case] + RUN
 
 
+def interleaved_body(case: str, partition: str, counts, every: int) -> str:
+    """The program (for `child`) that runs `case` with the thread count cycling through
+    `counts`, `every` windows each (INTERLEAVED)."""
+    return (f"import os\nPARTITION = {partition!r}\nCOUNTS = {tuple(counts)!r}\nEVERY = {every}\n" + CASES[case]
+            + INTERLEAVED)
+
+
 @pytest.mark.parametrize("partition,threads", IDLE_RUNS)
 @pytest.mark.parametrize("case", IDLE_CASES)
 def test_idle(benchmark, case, partition, threads):
     info = run_child(benchmark, body(case, partition, threads))
     benchmark.extra_info.update(threads=threads, partition=partition)
     assert info["completed"] == info["flows"] or info["stopped"]
+
+
+@pytest.mark.parametrize("case", IDLE_CASES)
+def test_interleaved(benchmark, case):
+    info = run_child(benchmark, interleaved_body(case, "leaves", (1, 2), 2 if QUICK else TURN_WINDOWS[case]))
+    counts = {int(k): v for k, v in info["counts"].items()}
+    # every event ran in a window on one count or the other; at full size both had windows
+    # (the quick gpt_1024 runs one window)
+    assert set(counts) <= {1, 2} and sum(events for _, events, _ in counts.values()) == info["events"]
+    assert QUICK or set(counts) == {1, 2}
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
     python benchmarks/threads_interleaved.py [--case simai_gpt13b] [--partition leaves]
                                              [--counts 1,2] [--every 256] [--runs 1] [TREE ...]
 
-Runs one of benchmarks/test_parallel.py's cases (each run a fresh process, with the
+Runs one of benchmarks/test_parallel.py's cases as its `test_interleaved` does (each run a fresh process, with the
 rocesim of each TREE: a source tree with its core built in place; this checkout when none
 is given) with the core's thread count cycling through `--counts`, `--every` windows each
 (debug.thread_schedule: the results do not change), and prints, per count, the wall
@@ -24,31 +24,10 @@ import os
 import statistics
 
 from interleaved import child
-from test_parallel import CASES
-from test_scale import _PRELUDE
+from test_parallel import CASES, interleaved_body
+from test_scale import _PRELUDE, _REPORT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-# the case's Simulation `sim` is run with its core's thread count on a schedule; the child
-# prints the windows' wall time and events per count
-_RUN = """
-from rocesim import run_loop
-from rocesim._core import debug
-plain, cores = run_loop.RunLoop.run, []
-def scheduled(loop):
-    if loop.core.n_parts > 1 and not cores:
-        debug.thread_schedule(loop.core, COUNTS, every=EVERY)
-        cores.append(loop.core)
-    return plain(loop)
-run_loop.RunLoop.run = scheduled
-res = sim.run(progress=False, threads=COUNTS[0])   # (the first window runs on the count asked)
-if not cores:
-    raise SystemExit("threads_interleaved: the case ran in one part (no thread count to alternate)")
-rates = debug.thread_rates(cores[0])
-print(json.dumps(dict(wall_s=res.summary["wall_s"], crossings=res.summary["link_crossings"],
-                      counts={str(k): v for k, v in rates.items()})))
-"""
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -62,8 +41,7 @@ def main():
     counts = [int(c) for c in a.counts.split(",")]
     if len(counts) < 2 or min(counts) < 1 or a.every < 1 or a.runs < 1:
         ap.error("--counts: two or more counts of 1 or more; --every and --runs: 1 or more")
-    code = (_PRELUDE + f"PARTITION = {a.partition!r}\nCOUNTS = {tuple(counts)!r}\nEVERY = {a.every}\n"
-            + CASES[a.case] + _RUN)
+    code = _PRELUDE + interleaved_body(a.case, a.partition, counts, a.every) + _REPORT
     speedups = {tree: {k: [] for k in counts[1:]} for tree in a.trees}
     for r in range(a.runs):
         for tree in a.trees:
